@@ -1,0 +1,238 @@
+"""The inventory model: frozen dataclasses, each remembering where in the inventory it came from.
+
+Everything downstream (generators, analysis, audit) reads only these objects, never raw YAML,
+so a finding about a generated object can always point back at the inventory entry behind it.
+Mappings are stored as sorted tuples of pairs so the model is immutable and hashable.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+
+API_VERSION = "topogate.dev/v1alpha1"
+KIND = "Inventory"
+DEFAULT_ZONE_LABEL = "topology.kubernetes.io/zone"
+NETWORK_ZONE_LABEL = "topogate.dev/network-zone"
+WORKLOAD_LABEL = "topogate.dev/workload"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+
+PROVIDERS = ("aws", "gcp", "azure", "other")
+KINDS = ("PyTorchJob", "MPIJob", "TrainJob", "JobSet")
+PLACEMENTS = ("pin", "follow")
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """A 1-based place in a file."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+NOWHERE = Position("<unknown>", 1, 1)
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    effect: str  # NoSchedule | PreferNoSchedule | NoExecute
+    value: str = ""
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    nodes: int
+    gpus_per_node: int = 0
+    labels: Pairs = ()
+    taints: tuple[Taint, ...] = ()
+    pos: Position = field(default=NOWHERE, compare=False)
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+
+@dataclass(frozen=True)
+class Zone:
+    name: str
+    pools: tuple[Pool, ...] = ()
+    pos: Position = field(default=NOWHERE, compare=False)
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.pools)
+
+
+@dataclass(frozen=True)
+class NetworkZone:
+    name: str
+    zones: tuple[str, ...]
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
+class CostConfig:
+    tag_key: str | None = None
+    tag_value: str | None = None
+    budget_usd_per_day: float | None = None
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    provider: str
+    region: str
+    zone_label: str = DEFAULT_ZONE_LABEL
+    cost: CostConfig | None = None
+    zones: tuple[Zone, ...] = ()
+    network_zones: tuple[NetworkZone, ...] = ()
+    pos: Position = field(default=NOWHERE, compare=False)
+
+    def zone(self, name: str) -> Zone | None:
+        return next((z for z in self.zones if z.name == name), None)
+
+    def network_zone(self, name: str) -> NetworkZone | None:
+        return next((n for n in self.network_zones if n.name == name), None)
+
+    def network_zone_of(self, zone: str) -> NetworkZone | None:
+        return next((n for n in self.network_zones if zone in n.zones), None)
+
+
+@dataclass(frozen=True)
+class PortSpec:
+    port: int
+    protocol: str = "TCP"
+    end_port: int | None = None
+
+
+@dataclass(frozen=True)
+class EgressRule:
+    """An extra egress a job needs (object store, package mirror): FQDNs and/or CIDRs on ports."""
+
+    fqdns: tuple[str, ...] = ()
+    cidrs: tuple[str, ...] = ()
+    ports: tuple[PortSpec, ...] = ()
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Ingress from a monitoring namespace to the job's metrics port."""
+
+    port: int
+    namespace: str = "monitoring"
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
+class ReplicaGroup:
+    """One replica type of a job (PyTorchJob Master/Worker, a JobSet replicatedJob, ...),
+
+    as read from the workload's base manifests: how many pods and how many GPUs each asks for.
+    """
+
+    name: str
+    replicas: int
+    gpus_per_pod: int = 0
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.gpus_per_pod
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    namespace: str
+    cluster: str
+    kind: str
+    base: str  # as written, relative to the inventory file
+    network_zone: str
+    placement: str = "pin"
+    zone: str | None = None
+    metrics: Metrics | None = None
+    egress: tuple[EgressRule, ...] = ()
+    groups: tuple[ReplicaGroup, ...] = ()  # filled from the base manifests
+    base_dir: str = ""  # absolute path of the base, resolved by the loader
+    pos: Position = field(default=NOWHERE, compare=False)
+
+    @property
+    def object_id(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+    @property
+    def gpus(self) -> int:
+        return sum(g.gpus for g in self.groups)
+
+
+@dataclass(frozen=True)
+class Waiver:
+    rule: str  # a rule ID (TG101) or name (hard-block)
+    object: str  # Kind/namespace/name, or "*"
+    reason: str
+    expires: _dt.date | None = None
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
+class GitOps:
+    repo_url: str
+    target_revision: str = "main"
+    path: str = "."  # where the generated tree lives inside the repo
+    argocd_namespace: str = "argocd"
+    argocd_project: str = "default"
+    flux_namespace: str = "flux-system"
+    destination_server: str = "https://kubernetes.default.svc"
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    name: str
+    path: str  # the inventory file as given (used in headers and findings)
+    digest: str  # sha256 of the canonical data
+    clusters: tuple[Cluster, ...] = ()
+    workloads: tuple[Workload, ...] = ()
+    waivers: tuple[Waiver, ...] = ()
+    gitops: GitOps | None = None
+    root: str = ""  # directory that holds the inventory file (the repository root for `base`)
+    pos: Position = field(default=NOWHERE, compare=False)
+
+    def cluster(self, name: str) -> Cluster | None:
+        return next((c for c in self.clusters if c.name == name), None)
+
+    def workloads_of(self, cluster: str) -> tuple[Workload, ...]:
+        return tuple(w for w in self.workloads if w.cluster == cluster)
+
+    def workload(self, ref: str) -> Workload | None:
+        """Find a workload by `name`, `namespace/name` or `Kind/namespace/name`."""
+        for w in self.workloads:
+            if ref in (w.name, f"{w.namespace}/{w.name}", w.object_id):
+                return w
+        return None
+
+    def pin_zones(self, w: Workload) -> tuple[str, ...]:
+        """The zones a workload's pods may use: its pinned zone, or its network zone's zones."""
+        c = self.cluster(w.cluster)
+        nz = c.network_zone(w.network_zone) if c else None
+        if nz is None:
+            return ()
+        if w.placement == "pin":
+            if w.zone:
+                return (w.zone,)
+            return nz.zones[:1] if len(nz.zones) == 1 else ()
+        return tuple(sorted(nz.zones))

@@ -1,0 +1,187 @@
+"""What topogate knows about each training-job kind: where its pod templates live, what its
+replica groups are called, which labels its controller stamps on pods, and which flows it needs.
+
+Both the generators (to patch every replica type) and the analysis (to read every replica type)
+walk jobs through `replica_groups`, so the two can never disagree about a job's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi")
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    kind: str
+    api_version: str
+    coordinator: str | None  # the replica group the others rendezvous with
+    rendezvous_port: int | None  # TCP port workers open on the coordinator
+    ssh_from_coordinator: bool = False  # MPIJob: launcher reaches workers on TCP 22
+
+
+KINDS: dict[str, KindInfo] = {
+    "PyTorchJob": KindInfo("PyTorchJob", "kubeflow.org/v1", "Master", 23456),
+    "MPIJob": KindInfo("MPIJob", "kubeflow.org/v2beta1", "Launcher", None, ssh_from_coordinator=True),
+    "JobSet": KindInfo("JobSet", "jobset.x-k8s.io/v1alpha2", None, None),
+    "TrainJob": KindInfo("TrainJob", "trainer.kubeflow.org/v1alpha1", "node", 29500),
+}
+
+# Replica-spec maps of the Kubeflow v1/v2beta1 jobs.
+_REPLICA_SPECS = {"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}
+
+# TrainJob pods come from its runtime's JobSet; without the runtime at hand, "node" is the
+# replicated job every Kubeflow Trainer runtime uses for training pods.
+TRAINJOB_DEFAULT_GROUPS = ("node",)
+
+
+@dataclass(frozen=True)
+class GroupRef:
+    """One replica group of a job object."""
+
+    name: str
+    pods: int
+    template_path: Path  # JSON path to the pod template (metadata + spec) inside the object
+    template: dict[str, Any]
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        s = self.template.get("spec")
+        return s if isinstance(s, dict) else {}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        md = self.template.get("metadata")
+        lab = md.get("labels") if isinstance(md, dict) else None
+        return {str(k): str(v) for k, v in lab.items()} if isinstance(lab, dict) else {}
+
+    @property
+    def gpus_per_pod(self) -> int:
+        return pod_gpus(self.spec)
+
+
+def _int(v: Any, default: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def _quantity(v: Any) -> int:
+    if isinstance(v, bool):
+        return 0
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v.strip())
+    return 0
+
+
+def container_gpus(container: dict[str, Any]) -> int:
+    """GPUs one container asks for: its limits (extended resources must set limits), else requests."""
+    res = container.get("resources") or {}
+    if not isinstance(res, dict):
+        return 0
+    for section in ("limits", "requests"):
+        block = res.get(section)
+        if isinstance(block, dict):
+            n = sum(_quantity(block.get(name)) for name in GPU_RESOURCES)
+            if n:
+                return n
+    return 0
+
+
+def pod_gpus(spec: dict[str, Any]) -> int:
+    """GPUs of a pod: the sum over its containers, or the largest init container if larger."""
+    containers = spec.get("containers") or []
+    inits = spec.get("initContainers") or []
+    main = sum(container_gpus(c) for c in containers if isinstance(c, dict))
+    init = max((container_gpus(c) for c in inits if isinstance(c, dict)), default=0)
+    return max(main, init)
+
+
+def _dig(obj: Any, path: Path) -> Any:
+    for p in path:
+        if isinstance(p, int):
+            if not isinstance(obj, list) or p >= len(obj):
+                return None
+            obj = obj[p]
+        else:
+            if not isinstance(obj, dict):
+                return None
+            obj = obj.get(p)
+    return obj
+
+
+def replica_groups(obj: dict[str, Any], runtime_groups: tuple[str, ...] = ()) -> Iterator[GroupRef]:
+    """Every replica group of a training-job object, in the object's own order.
+
+    For TrainJob the pod templates live in the runtime; the group comes back with the trainer's
+    node count and an empty template path (patches go through `spec.runtimePatches`).
+    """
+    kind = obj.get("kind")
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if kind in _REPLICA_SPECS:
+        key = _REPLICA_SPECS[str(kind)]
+        specs = spec.get(key)
+        if not isinstance(specs, dict):
+            return
+        for name, rs in specs.items():
+            if not isinstance(rs, dict):
+                continue
+            tpl = rs.get("template")
+            yield GroupRef(
+                str(name), _int(rs.get("replicas"), 1), ("spec", key, str(name), "template"),
+                tpl if isinstance(tpl, dict) else {},
+            )
+    elif kind == "JobSet":
+        for i, rj in enumerate(spec.get("replicatedJobs") or []):
+            if not isinstance(rj, dict):
+                continue
+            job_spec = _dig(rj, ("template", "spec")) or {}
+            parallelism = _int(job_spec.get("parallelism") if isinstance(job_spec, dict) else None, 1)
+            tpl = _dig(rj, ("template", "spec", "template"))
+            yield GroupRef(
+                str(rj.get("name", f"job-{i}")), _int(rj.get("replicas"), 1) * parallelism,
+                ("spec", "replicatedJobs", i, "template", "spec", "template"),
+                tpl if isinstance(tpl, dict) else {},
+            )
+    elif kind == "TrainJob":
+        trainer = spec.get("trainer") if isinstance(spec.get("trainer"), dict) else {}
+        assert isinstance(trainer, dict)
+        nodes = _int(trainer.get("numNodes"), 1)
+        per_node = trainer.get("resourcesPerNode")
+        gpus = container_gpus({"resources": per_node}) if isinstance(per_node, dict) else 0
+        tpl = {"spec": {"containers": [{"name": "node", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}
+        for name in runtime_groups or TRAINJOB_DEFAULT_GROUPS:
+            pods = nodes if name == "node" else 1
+            yield GroupRef(name, pods, (), tpl if name == "node" else {"spec": {"containers": []}})
+
+
+def find_job(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any] | None:
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") == kind:
+            md = d.get("metadata")
+            if isinstance(md, dict) and md.get("name") == name:
+                return d
+    return None
+
+
+def controller_labels(kind: str, job: str, group: str) -> dict[str, str]:
+    """Labels the job's controller adds to every pod it creates (used for selectors)."""
+    if kind in ("PyTorchJob", "MPIJob"):
+        return {
+            "training.kubeflow.org/job-name": job,
+            "training.kubeflow.org/replica-type": group.lower(),
+            "training.kubeflow.org/operator-name": "pytorchjob-controller"
+            if kind == "PyTorchJob" else "mpi-operator",
+        }
+    if kind == "JobSet":
+        return {"jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": group}
+    if kind == "TrainJob":
+        # A TrainJob's pods belong to the JobSet of the same name that the trainer creates.
+        return {"jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": group}
+    return {}
