@@ -1,0 +1,36 @@
+"""Findings: what a rule says, stamped by the engine with the rule's ID, name and severity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topogate.inventory.model import NOWHERE, Position
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Issue:
+    """What a rule yields: the object it is about, where, and what will happen / how to fix."""
+
+    object: str  # Kind/namespace/name, or "Inventory/<name>"
+    message: str
+    pos: Position = NOWHERE
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    file: str
+    line: int
+    column: int
+    rule: str
+    name: str
+    severity: str
+    object: str
+    message: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "rule": self.rule, "name": self.name, "severity": self.severity, "object": self.object,
+            "file": self.file, "line": self.line, "column": self.column, "message": self.message,
+        }
