@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
+from typing import Any
 
 API_VERSION = "topogate.dev/v1alpha1"
 KIND = "Inventory"
@@ -168,6 +169,9 @@ class Workload:
     egress: tuple[EgressRule, ...] = ()
     groups: tuple[ReplicaGroup, ...] = ()  # filled from the base manifests
     base_dir: str = ""  # absolute path of the base, resolved by the loader
+    # The parsed documents of the base kustomization's local resources, in file order, so
+    # generators can compute patches against what the user wrote without doing I/O.
+    base_docs: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     pos: Position = field(default=NOWHERE, compare=False)
 
     @property
