@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from topogate.inventory.model import NOWHERE, Position
 
@@ -29,7 +30,7 @@ class Finding:
     object: str
     message: str
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "rule": self.rule, "name": self.name, "severity": self.severity, "object": self.object,
             "file": self.file, "line": self.line, "column": self.column, "message": self.message,

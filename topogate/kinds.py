@@ -7,8 +7,9 @@ walk jobs through `replica_groups`, so the two can never disagree about a job's 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi")
 

@@ -1,0 +1,493 @@
+"""Load an inventory: every problem at once, each with file:line:column, or a frozen model.
+
+Order of work: read YAML with positions (syntax errors stop here: nothing after them can be
+trusted), validate against the shipped JSON Schema (the same file editors use), then the checks
+a schema cannot express: uniqueness, references, placement, base manifests and GPU capacity.
+Semantic checks run on whatever parts are well-typed so one bad field does not hide others.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from topogate import kinds
+from topogate.inventory.model import (
+    DEFAULT_ZONE_LABEL,
+    Cluster,
+    CostConfig,
+    EgressRule,
+    GitOps,
+    Inventory,
+    Metrics,
+    NetworkZone,
+    Pool,
+    PortSpec,
+    Position,
+    ReplicaGroup,
+    Taint,
+    Waiver,
+    Workload,
+    Zone,
+)
+from topogate.inventory.yamlpos import Located, YamlReadError, YPath, read_yaml
+
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DNS = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    pos: Position
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.pos}: {self.message}"
+
+
+class InventoryError(Exception):
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(set(problems))
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+@lru_cache(maxsize=1)
+def inventory_schema() -> dict[str, Any]:
+    text = resources.files("topogate.schemas").joinpath("inventory.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"number {value}"
+    if isinstance(value, str):
+        return f"string '{value}'"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string",
+               "object": "a mapping", "array": "a list", "boolean": "true or false"}
+
+
+def _schema_problems(loc: Located, bad_paths: set[YPath]) -> list[Problem]:
+    validator = jsonschema.Draft202012Validator(inventory_schema())
+    out: list[Problem] = []
+    for err in validator.iter_errors(loc.data):
+        path: YPath = tuple(err.absolute_path)
+        bad_paths.add(path)
+        where = "/".join(str(p) for p in path) or "the document"
+        v = err.validator
+        if v == "additionalProperties":
+            allowed = sorted(err.schema.get("properties", {}))
+            for key in sorted(set(err.instance) - set(allowed)):
+                out.append(Problem(loc.key_at(path + (key,)),
+                                   f"unknown key '{key}' in {where}; allowed keys: {', '.join(allowed)}"))
+        elif v == "required":
+            missing = [k for k in err.validator_value if k not in err.instance]
+            for key in missing:
+                out.append(Problem(loc.at(path), f"missing required field '{key}' in {where}"))
+        elif v == "type":
+            want = err.validator_value
+            words = " or ".join(str(_TYPE_WORDS.get(t, t)) for t in (want if isinstance(want, list) else [want]))
+            out.append(Problem(loc.at(path), f"{where} must be {words}, not {_describe(err.instance)}"))
+        elif v == "pattern" and err.validator_value == inventory_schema()["$defs"]["dnsLabel"]["pattern"]:
+            out.append(Problem(loc.at(path), (
+                f"{where}: {_describe(err.instance)} is not a DNS-1123 label (lowercase letters, "
+                "digits and '-', 1-63 characters, starting and ending with a letter or digit); it "
+                "becomes a path in the generated tree")))
+        elif v in ("enum", "const"):
+            allowed_vals = err.validator_value if v == "enum" else [err.validator_value]
+            out.append(Problem(loc.at(path), (
+                f"{where}: {_describe(err.instance)} is not allowed; use one of: "
+                + ", ".join(str(a) for a in allowed_vals))))
+        elif v == "minItems":
+            out.append(Problem(loc.at(path), f"{where} must list at least {err.validator_value} item(s)"))
+        elif v in ("minimum", "maximum"):
+            word = "at least" if v == "minimum" else "at most"
+            out.append(Problem(loc.at(path), f"{where} must be {word} {err.validator_value}, not {err.instance}"))
+        else:
+            out.append(Problem(loc.at(path), f"{where}: {err.message}"))
+    return out
+
+
+def _labels(d: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in d.items())) if isinstance(d, dict) else ()
+
+
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _canonical(data: Any) -> Any:
+    """The inventory's data with named lists sorted, so reordering entries keeps the digest."""
+    if isinstance(data, dict):
+        return {k: _canonical(v) for k, v in sorted(data.items())}
+    if isinstance(data, list):
+        items = [_canonical(x) for x in data]
+        if items and all(isinstance(x, dict) and isinstance(x.get("name"), str) for x in items):
+            items.sort(key=lambda x: json.dumps(
+                [x.get("cluster", ""), x.get("namespace", ""), x["name"]], sort_keys=True))
+        return items
+    return data
+
+
+def _repo_root(start: Path) -> Path:
+    """The repository holding the inventory (nearest .git upward), else its own directory."""
+    for p in (start, *start.parents):
+        if (p / ".git").exists():
+            return p
+    return start
+
+
+class _Checker:
+    def __init__(self, loc: Located, file: str, inv_dir: Path):
+        self.loc = loc
+        self.file = file
+        self.inv_dir = inv_dir
+        self.repo = _repo_root(inv_dir)
+        self.problems: list[Problem] = []
+        self.bad_paths: set[YPath] = set()  # paths the schema already complained about
+        self.cluster_index: dict[str, int] = {}
+
+    def err(self, path: YPath, msg: str, key: bool = False) -> None:
+        self.problems.append(Problem(self.loc.key_at(path) if key else self.loc.at(path), msg))
+
+    def has_problem_under(self, prefix: YPath) -> bool:
+        return any(p[:len(prefix)] == prefix for p in self.bad_paths)
+
+    def unique(self, items: list[tuple[YPath, str]], what: str, scope: str = "") -> None:
+        seen: dict[str, YPath] = {}
+        for path, name in items:
+            if name in seen:
+                first = self.loc.at(seen[name])
+                self.err(path, (f"duplicate {what} '{name}'{scope} (first at line {first.line}); "
+                                "names must be unique"))
+            else:
+                seen[name] = path
+
+    # -- clusters ---------------------------------------------------------------------------
+    def cluster(self, i: int, c: dict[str, Any]) -> Cluster:
+        base: YPath = ("clusters", i)
+        zones: list[Zone] = []
+        zone_items: list[tuple[YPath, str]] = []
+        for zi, z in enumerate(c.get("zones") or []):
+            if not isinstance(z, dict):
+                continue
+            zp = base + ("zones", zi)
+            pools: list[Pool] = []
+            pool_items: list[tuple[YPath, str]] = []
+            for pi, p in enumerate(z.get("pools") or []):
+                if not isinstance(p, dict):
+                    continue
+                pp = zp + ("pools", pi)
+                pool_items.append((pp + ("name",), str(p.get("name"))))
+                taints = tuple(
+                    Taint(str(t.get("key", "")), str(t.get("effect", "")), str(t.get("value", "") or ""),
+                          self.loc.at(pp + ("taints", ti)))
+                    for ti, t in enumerate(p.get("taints") or []) if isinstance(t, dict))
+                pools.append(Pool(
+                    str(p.get("name", "")), _int(p.get("nodes")), _int(p.get("gpusPerNode")),
+                    _labels(p.get("labels")), taints, self.loc.at(pp)))
+            self.unique(pool_items, "pool", f" in zone '{z.get('name')}'")
+            zone_items.append((zp + ("name",), str(z.get("name"))))
+            zones.append(Zone(str(z.get("name", "")), tuple(sorted(pools, key=lambda p: p.name)),
+                              self.loc.at(zp)))
+        self.unique(zone_items, "zone", f" in cluster '{c.get('name')}'")
+        zone_names = {z.name for z in zones}
+        nzs: list[NetworkZone] = []
+        owner: dict[str, tuple[str, YPath]] = {}
+        nz_items: list[tuple[YPath, str]] = []
+        for ni, n in enumerate(c.get("networkZones") or []):
+            if not isinstance(n, dict):
+                continue
+            np_: YPath = base + ("networkZones", ni)
+            nz_items.append((np_ + ("name",), str(n.get("name"))))
+            members: list[str] = []
+            for zi, zname in enumerate(n.get("zones") or []):
+                zname = str(zname)
+                zpath = np_ + ("zones", zi)
+                if zname not in zone_names:
+                    self.err(zpath, (
+                        f"network zone '{n.get('name')}' names zone '{zname}', which cluster "
+                        f"'{c.get('name')}' does not have; known zones: {', '.join(sorted(zone_names)) or 'none'}"))
+                elif zname in owner:
+                    other = owner[zname][0]
+                    self.err(zpath, (
+                        f"zone '{zname}' is already in network zone '{other}'; a zone belongs to "
+                        "exactly one network zone (a door cannot be both open and locked)"))
+                else:
+                    owner[zname] = (str(n.get("name")), zpath)
+                members.append(zname)
+            nzs.append(NetworkZone(str(n.get("name", "")), tuple(sorted(set(members))), self.loc.at(np_)))
+        self.unique(nz_items, "network zone", f" in cluster '{c.get('name')}'")
+        cost = c.get("cost")
+        cost_cfg = None
+        if isinstance(cost, dict):
+            budget = cost.get("budgetUSDPerDay")
+            cost_cfg = CostConfig(
+                cost.get("tagKey") if isinstance(cost.get("tagKey"), str) else None,
+                str(cost["tagValue"]) if isinstance(cost.get("tagValue"), str) else None,
+                float(budget) if isinstance(budget, (int, float)) and not isinstance(budget, bool) else None,
+                self.loc.at(base + ("cost",)))
+        zone_label = c.get("zoneLabel")
+        return Cluster(
+            str(c.get("name", "")), str(c.get("provider", "")), str(c.get("region", "")),
+            zone_label if isinstance(zone_label, str) else DEFAULT_ZONE_LABEL, cost_cfg,
+            tuple(sorted(zones, key=lambda z: z.name)),
+            tuple(sorted(nzs, key=lambda n: n.name)), self.loc.at(base))
+
+    # -- workloads --------------------------------------------------------------------------
+    def workload(self, i: int, w: dict[str, Any], clusters: dict[str, Cluster]) -> Workload | None:
+        base: YPath = ("workloads", i)
+        name, ns = str(w.get("name", "")), str(w.get("namespace", ""))
+        kind = str(w.get("kind", ""))
+        cname = w.get("cluster")
+        cluster = clusters.get(str(cname)) if isinstance(cname, str) else None
+        if isinstance(cname, str) and cluster is None:
+            self.err(base + ("cluster",), (
+                f"workload '{name}' names cluster '{cname}', which the inventory does not define; "
+                f"known clusters: {', '.join(sorted(clusters)) or 'none'}"))
+        nzname = w.get("networkZone")
+        nz = cluster.network_zone(str(nzname)) if cluster and isinstance(nzname, str) else None
+        if cluster and isinstance(nzname, str) and nz is None:
+            self.err(base + ("networkZone",), (
+                f"workload '{name}' names network zone '{nzname}', which cluster '{cluster.name}' does "
+                f"not define; known: {', '.join(sorted(n.name for n in cluster.network_zones)) or 'none'}"))
+        placement = w.get("placement", "pin")
+        zone = w.get("zone")
+        if nz is not None and isinstance(zone, str) and zone not in nz.zones:
+            self.err(base + ("zone",), (
+                f"workload '{name}' is pinned to zone '{zone}', which is not in its network zone "
+                f"'{nz.name}' ({', '.join(nz.zones)}); pick one of those zones"))
+        if nz is not None and placement == "pin" and zone is None and len(nz.zones) != 1:
+            self.err(base, (
+                f"workload '{name}' uses placement 'pin' but network zone '{nz.name}' has "
+                f"{len(nz.zones)} zones ({', '.join(nz.zones)}); add `zone:` with one of them, or "
+                "use `placement: follow` to keep the job together in whichever zone it starts"))
+        if placement == "follow" and isinstance(zone, str):
+            self.err(base + ("zone",), (
+                f"workload '{name}' uses placement 'follow', which chooses the zone at run time; "
+                "remove `zone:` or use `placement: pin`"))
+
+        base_rel = w.get("base")
+        base_dir, docs = "", ()
+        groups: tuple[ReplicaGroup, ...] = ()
+        if isinstance(base_rel, str) and base_rel:
+            base_dir, docs = self.read_base(base + ("base",), base_rel)
+            if base_dir and kind in kinds.KINDS and _DNS.match(name):
+                groups = self.groups_of(base + ("base",), docs, kind, name, base_rel)
+
+        metrics = None
+        m = w.get("metrics")
+        if isinstance(m, dict) and isinstance(m.get("port"), int):
+            metrics = Metrics(int(m["port"]), str(m.get("namespace", "monitoring")),
+                              self.loc.at(base + ("metrics",)))
+        egress = tuple(
+            EgressRule(
+                tuple(str(x) for x in e.get("fqdns") or []),
+                tuple(str(x) for x in e.get("cidrs") or []),
+                tuple(PortSpec(_int(p.get("port")), str(p.get("protocol", "TCP")),
+                               _int(p["endPort"]) if "endPort" in p else None)
+                      for p in _dicts(e.get("ports"))),
+                self.loc.at(base + ("egress", ei)))
+            for ei, e in enumerate(_dicts(w.get("egress"))))
+        for ei, e in enumerate(_dicts(w.get("egress"))):
+            if not e.get("fqdns") and not e.get("cidrs"):
+                self.err(base + ("egress", ei), "an egress entry needs `fqdns:` or `cidrs:`")
+        wl = Workload(
+            name, ns, str(cname or ""), kind, str(base_rel or ""), str(nzname or ""),
+            str(placement), zone if isinstance(zone, str) else None, metrics, egress, groups,
+            base_dir, docs, self.loc.at(base))
+        # Capacity only means something once the cluster and the placement are well-formed;
+        # otherwise it repeats an earlier problem in other words.
+        placement_ok = not (isinstance(zone, str) and zone not in nz.zones) if nz else False
+        if (cluster and nz is not None and groups and placement_ok
+                and not self.has_problem_under(("clusters", self.cluster_index.get(cluster.name, -1)))):
+            self.capacity(base, wl, cluster, nz)
+        return wl
+
+    def read_base(self, path: YPath, rel: str) -> tuple[str, tuple[Any, ...]]:
+        if os.path.isabs(rel):
+            self.err(path, f"base '{rel}' must be a path relative to the inventory file")
+            return "", ()
+        target = (self.inv_dir / rel).resolve()
+        try:
+            target.relative_to(self.repo)
+        except ValueError:
+            self.err(path, (f"base '{rel}' resolves outside the inventory's repository; keep bases "
+                            "inside the repository so Argo CD and Flux can read them"))
+            return "", ()
+        if not target.is_dir():
+            self.err(path, f"base '{rel}' does not exist or is not a directory (relative to the inventory file)")
+            return "", ()
+        kfile = next((target / n for n in ("kustomization.yaml", "kustomization.yml", "Kustomization")
+                      if (target / n).is_file()), None)
+        if kfile is None:
+            self.err(path, (f"base '{rel}' has no kustomization.yaml; add one that lists the job's "
+                            "manifests under `resources:` so the overlay can build on it"))
+            return "", ()
+        try:
+            kdoc = yaml.load(kfile.read_text(), Loader=_Loader) or {}
+        except (OSError, yaml.YAMLError) as e:
+            self.err(path, f"cannot read {kfile.name} of base '{rel}': {e}")
+            return "", ()
+        docs: list[Any] = []
+        for res in kdoc.get("resources") or [] if isinstance(kdoc, dict) else []:
+            f = (target / str(res)).resolve()
+            if f.is_file():
+                try:
+                    docs.extend(d for d in yaml.load_all(f.read_text(), Loader=_Loader) if d is not None)
+                except (OSError, yaml.YAMLError) as e:
+                    self.err(path, f"cannot read '{res}' of base '{rel}': {e}")
+        return str(target), tuple(docs)
+
+    def groups_of(self, path: YPath, docs: tuple[Any, ...], kind: str, name: str,
+                  rel: str) -> tuple[ReplicaGroup, ...]:
+        job = kinds.find_job(list(docs), kind, name)
+        if job is None:
+            self.err(path, (f"base '{rel}' has no {kind} named '{name}' among its resources; the "
+                            "workload's name must be the job's metadata.name"))
+            return ()
+        runtime = _runtime_groups(job, docs)
+        return tuple(ReplicaGroup(g.name, g.pods, g.gpus_per_pod)
+                     for g in kinds.replica_groups(job, runtime))
+
+    def capacity(self, base: YPath, w: Workload, c: Cluster, nz: NetworkZone) -> None:
+        # A co-located job must fit in ONE zone: that is what pin and follow both guarantee.
+        zones = [w.zone] if w.zone else list(nz.zones)
+        best = max((z.gpus for z in c.zones if z.name in zones), default=0)
+        total = sum(z.gpus for z in c.zones if z.name in nz.zones)
+        if w.gpus > best:
+            detail = ", ".join(f"{g.name} {g.replicas}x{g.gpus_per_pod}" for g in w.groups if g.gpus)
+            self.err(base, (
+                f"workload '{w.name}' needs {w.gpus} GPUs ({detail}) but the largest zone it may use "
+                f"in network zone '{nz.name}' has {best} (the network zone has {total} in all); the "
+                "job can never start: reduce replicas or add GPU nodes"))
+        for g in w.groups:
+            per_node = max((p.gpus_per_node for z in c.zones if z.name in zones for p in z.pools),
+                           default=0)
+            if g.gpus_per_pod > per_node:
+                self.err(base, (
+                    f"workload '{w.name}' group {g.name} asks {g.gpus_per_pod} GPUs per pod but no node "
+                    f"in network zone '{nz.name}' has more than {per_node}"))
+
+
+def _runtime_groups(job: dict[str, Any], docs: tuple[Any, ...]) -> tuple[str, ...]:
+    """The replicated jobs of a TrainJob's runtime, when the runtime is among the base's docs."""
+    if job.get("kind") != "TrainJob":
+        return ()
+    ref = (job.get("spec") or {}).get("runtimeRef") or {}
+    for d in docs:
+        if (isinstance(d, dict) and d.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime")
+                and (d.get("metadata") or {}).get("name") == ref.get("name")):
+            rjs = (((d.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs")
+            return tuple(str(r.get("name")) for r in rjs or [] if isinstance(r, dict))
+    return ()
+
+
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def load_inventory(path: str | os.PathLike[str]) -> Inventory:
+    """Read, validate and build the inventory; raise InventoryError with every problem found."""
+    file = str(path)
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InventoryError([Problem(Position(file, 1, 1), f"cannot read the inventory: {e}")]) from None
+    try:
+        loc = read_yaml(text, file)
+    except YamlReadError as e:
+        raise InventoryError([Problem(p.pos, p.message) for p in e.problems]) from None
+    problems = [Problem(p.pos, p.message) for p in loc.problems]
+    if not isinstance(loc.data, dict):
+        raise InventoryError(problems + [Problem(loc.at(()), (
+            "the inventory must be a mapping with apiVersion: topogate.dev/v1alpha1 and "
+            "kind: Inventory"))])
+    data = loc.data
+    inv_dir = Path(file).resolve().parent
+    chk = _Checker(loc, file, inv_dir)
+    problems += _schema_problems(loc, chk.bad_paths)
+    cluster_index = {str(c.get("name")): i for i, c in enumerate(data.get("clusters") or [])
+                     if isinstance(c, dict)}
+    chk.cluster_index = cluster_index
+
+    clusters: list[Cluster] = []
+    cluster_items: list[tuple[YPath, str]] = []
+    for i, c in enumerate(data.get("clusters") or []):
+        if isinstance(c, dict):
+            cluster_items.append((("clusters", i, "name"), str(c.get("name"))))
+            clusters.append(chk.cluster(i, c))
+    chk.unique(cluster_items, "cluster")
+    by_name = {c.name: c for c in clusters}
+
+    workloads: list[Workload] = []
+    wl_items: list[tuple[YPath, str]] = []
+    for i, w in enumerate(data.get("workloads") or []):
+        if isinstance(w, dict):
+            wl_items.append((("workloads", i, "name"),
+                             f"{w.get('cluster')}/{w.get('namespace')}/{w.get('name')}"))
+            wl = chk.workload(i, w, by_name)
+            if wl is not None:
+                workloads.append(wl)
+    chk.unique(wl_items, "workload (cluster/namespace/name)")
+
+    waivers: list[Waiver] = []
+    for i, wv in enumerate(_dicts(data.get("waivers"))):
+        exp = wv.get("expires")
+        expires = None
+        if isinstance(exp, str):
+            try:
+                expires = dt.date.fromisoformat(exp)
+            except ValueError:
+                chk.err(("waivers", i, "expires"), f"expires '{exp}' is not a date (YYYY-MM-DD)")
+        waivers.append(Waiver(str(wv.get("rule", "")), str(wv.get("object", "")),
+                              str(wv.get("reason", "")), expires, loc.at(("waivers", i))))
+
+    gitops = None
+    g = data.get("gitops")
+    if isinstance(g, dict) and isinstance(g.get("repoURL"), str):
+        gitops = GitOps(
+            g["repoURL"], str(g.get("targetRevision", "main")), str(g.get("path", ".")),
+            str(g.get("argocdNamespace", "argocd")), str(g.get("argocdProject", "default")),
+            str(g.get("fluxNamespace", "flux-system")),
+            str(g.get("destinationServer", "https://kubernetes.default.svc")), loc.at(("gitops",)))
+
+    problems += chk.problems
+    if problems:
+        raise InventoryError(problems)
+
+    canon = {"inventory": _canonical(data),
+             "bases": {f"{w.cluster}/{w.namespace}/{w.name}": _canonical(list(w.base_docs))
+                       for w in workloads}}
+    digest = hashlib.sha256(
+        json.dumps(canon, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+    md = data.get("metadata") or {}
+    return Inventory(
+        str(md.get("name", "")), file, digest,
+        tuple(sorted(clusters, key=lambda c: c.name)),
+        tuple(sorted(workloads, key=lambda w: (w.cluster, w.namespace, w.name))),
+        tuple(waivers), gitops, str(inv_dir), loc.at(()))
