@@ -1,0 +1,116 @@
+"""The map, as data: what `check` and `explain` computed, for rules and reporters to read.
+
+Rules never recompute anything; reporters never reason. Both read these frozen objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from topogate.findings import Finding
+from topogate.inventory.model import NOWHERE, Position
+
+
+@dataclass(frozen=True)
+class PoolVerdict:
+    zone: str
+    pool: str
+    feasible: bool
+    reason: str = ""  # why the pool was removed ("" when feasible)
+
+
+@dataclass(frozen=True)
+class GroupMap:
+    name: str
+    pods: int
+    gpus_per_pod: int
+    zones: tuple[str, ...]  # where this group's pods can land
+    pools: tuple[PoolVerdict, ...] = ()
+    pos: Position = NOWHERE  # the group's pod template in its manifest
+    labels: tuple[tuple[str, str], ...] = ()  # pod labels (template + controller)
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One required flow of a job between two groups in one pair of zones, with its verdict."""
+
+    src: str  # group name, or "kube-dns"
+    dst: str
+    src_zone: str
+    dst_zone: str
+    port: int
+    protocol: str
+    purpose: str  # "rendezvous", "nccl", "dns", "ssh"
+    allowed: bool
+    reason: str  # the sentence that says which side denied it and which policy decided
+    decided_by: str = ""  # Kind/ns/name of the deciding policy
+    decided_at: Position = NOWHERE  # where that policy (rule) is written
+
+
+@dataclass(frozen=True)
+class JobMap:
+    object: str  # Kind/namespace/name
+    cluster: str
+    kind: str
+    namespace: str
+    name: str
+    groups: tuple[GroupMap, ...]
+    colocated: bool
+    schedulable: bool
+    split_reasons: tuple[str, ...] = ()
+    unschedulable_reasons: tuple[str, ...] = ()
+    flows: tuple[Flow, ...] = ()
+    pos: Position = NOWHERE  # the job object in its manifest
+    inventory_pos: Position = NOWHERE  # the inventory workload entry, when there is one
+    capacity: dict[str, Any] = field(default_factory=dict, compare=False)  # {"needs": n, "best_zone": z, "has": m}
+
+    @property
+    def blocked(self) -> tuple[Flow, ...]:
+        return tuple(f for f in self.flows if not f.allowed)
+
+    @property
+    def zones(self) -> tuple[str, ...]:
+        return tuple(sorted({z for g in self.groups for z in g.zones}))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stable JSON shape of DESIGN.md's report."""
+        return {
+            "object": self.object,
+            "cluster": self.cluster,
+            "groups": [{"name": g.name, "zones": list(g.zones)} for g in self.groups],
+            "colocated": self.colocated,
+            "schedulable": self.schedulable,
+            "blocked": [
+                {"from": f.src, "to": f.dst, "fromZone": f.src_zone, "toZone": f.dst_zone,
+                 "port": f.port, "protocol": f.protocol, "reason": f.reason}
+                for f in self.blocked
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """What reporters need of a rule (SARIF lists every registered rule)."""
+
+    id: str
+    name: str
+    severity: str
+    summary: str  # first line of the rule's docstring
+    doc: str  # the whole docstring (markdown)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    findings: tuple[Finding, ...]
+    jobs: tuple[JobMap, ...]
+    rules: tuple[RuleInfo, ...]
+    inventory: str = ""  # inventory file as given
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity == "error")
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if f.severity == "warning")
