@@ -1,0 +1,50 @@
+"""Generators: pure functions Inventory -> OutputFiles, one module per target.
+
+`GENERATORS` is the registry: a generator joins the tree by being listed there. Each module
+exposes `render(inv) -> list[OutputFile]`; a module that needs to know where the tree will live
+(kustomize, for the relative path from an overlay to the user's base) sets
+`NEEDS_OUT_DIR = True` and takes `render(inv, out_dir)`.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from topogate.generators import base, cilium, kustomize
+from topogate.generators.base import OutputFile
+from topogate.inventory.model import Inventory
+
+# Order does not matter for the output (files are sorted by path); it is the order errors surface.
+GENERATORS: tuple[ModuleType, ...] = (cilium, kustomize)
+
+
+class PathConflictError(ValueError):
+    """Two generators (or one, twice) produced the same path, or a path that is not relative."""
+
+
+def _check_path(p: str) -> None:
+    parts = p.split("/")
+    if not p or p.startswith("/") or "\\" in p or any(x in ("", ".", "..") for x in parts):
+        raise PathConflictError(f"generated path {p!r} is not a clean relative POSIX path")
+
+
+def render_files(inv: Inventory, out_dir: str) -> list[OutputFile]:
+    """Every OutputFile of every registered generator, sorted by path."""
+    files: dict[str, OutputFile] = {}
+    for gen in GENERATORS:
+        made = gen.render(inv, out_dir) if getattr(gen, "NEEDS_OUT_DIR", False) else gen.render(inv)
+        for f in made:
+            _check_path(f.path)
+            if f.path in files:
+                raise PathConflictError(f"{f.path} is generated twice ({gen.__name__})")
+            files[f.path] = f
+    return [files[p] for p in sorted(files)]
+
+
+def render_tree(inv: Inventory, out_dir: str) -> dict[str, bytes]:
+    """The whole generated tree in memory: relative POSIX path -> bytes, in sorted path order.
+
+    `out_dir` is where the tree will be written; only the overlays' relative path to each
+    workload's base depends on it.
+    """
+    return {f.path: base.serialise(inv, f) for f in render_files(inv, out_dir)}

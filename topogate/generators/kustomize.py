@@ -1,0 +1,245 @@
+"""Kustomize overlays: the placement that keeps a job's pods together, in its network zone.
+
+Per workload, `clusters/<c>/workloads/<ns>/<job>/`:
+- `kustomization.yaml`: `namespace:`, `resources:` [the user's base as a path relative to the
+  overlay, the job's CiliumNetworkPolicy], and one JSON6902 patch targeted at the job
+  (group/version/kind/name);
+- `placement-patch.yaml`: the patch ops.
+Per cluster, `clusters/<c>/kustomization.yaml` lists `network` first, then every overlay.
+
+What the patch adds to EVERY replica group (coordinator included):
+- labels `topogate.dev/workload`, `topogate.dev/network-zone` (what the Cilium policies select on)
+  and `topogate.dev/replica-group` (what the rendezvous rules select on);
+- a required nodeAffinity requirement `<zoneLabel> In [...]`, ANDed into every existing
+  required nodeSelectorTerm (terms are ORed, so a requirement added to one term only would leave
+  the others free to land anywhere); the term is created when the base has none;
+- tolerations for the taints of every pool in the zones the job may use;
+- a `kubernetes.io/hostname` topologySpreadConstraint with `ScheduleAnyway`: it spreads pods over
+  nodes inside the zone as a preference only. Never a zone-key spread: with DoNotSchedule it
+  would force the split this tool exists to prevent.
+
+The ops are computed against the base's job object (`Workload.base_docs`) so nothing of the base
+is dropped: keys go into existing maps, `/-` appends to existing lists (see `jsonpatch`).
+
+Placement `pin`: the requirement is `In [one zone]`. Every pod can only land in that zone, in
+any order, so the job is in one zone by construction.
+
+Placement `follow`: the requirement is `In [the network zone's zones]`, plus, on every group, a
+required podAffinity term with `topologyKey: <zoneLabel>` and labelSelector
+`topogate.dev/workload=<job>`, a selector every pod of the job matches, itself included.
+Why this holds in every schedule order: the scheduler places one pod at a time and counts pods it
+has already assumed. For the first job pod no matching pod exists anywhere; Kubernetes then lets a
+pod whose labels match its own affinity term go to any node its other constraints allow (any zone
+of the network zone). Every later pod needs a node in a zone that already holds a matching pod;
+by induction all placed pods share one zone, so every later pod joins it.
+
+Why not "every group follows the coordinator, the coordinator placed by nodeAffinity alone" (the
+obvious alternative for kinds with a one-pod coordinator): a coordinator that is recreated
+while the workers still run (restartPolicy OnFailure, node drain) would then be free to land in
+another zone of the network zone, splitting the job. With the self-matching term the new
+coordinator must join the running workers. It also treats JobSet and TrainJob, which have no
+one-pod coordinator, the same way.
+
+Limits, stated plainly:
+- pods that were scheduled without this constraint but carry the job's label in the namespace
+  (a previous attempt still terminating, or pods from before topogate was applied) count as
+  "already placed": if they sit in two zones, new pods may join either. A fresh job (the normal
+  case) cannot split.
+- if the first pod's zone lacks capacity for the rest, the rest stay Pending rather than split;
+  the capacity check of the loader and analysis is what prevents that.
+- the job name is the anchor: two jobs of different kinds with the same name in one namespace
+  would anchor to each other (the loader refuses duplicate cluster/namespace/name).
+
+TrainJob: pod templates live in the runtime, so the patch goes through `spec.runtimePatches`
+(an entry with `manager: topogate.dev/topogate`) with a per-replicated-job pod template patch
+for every replicated job of the runtime found in the base (else `node`, the training job every
+Kubeflow runtime has). The CRD allows labels, affinity, tolerations and nodeSelector there but
+not topologySpreadConstraints, so TrainJob pods get no hostname spread. The trainer merges the
+patch into the runtime's template; unlike the other kinds topogate cannot AND the zone into
+required terms of a runtime it has not seen, which the analysis checks on the built objects.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from topogate import kinds
+from topogate.generators import cilium
+from topogate.generators.base import OutputFile
+from topogate.generators.jsonpatch import Path, PatchBuilder
+from topogate.inventory.model import NETWORK_ZONE_LABEL, WORKLOAD_LABEL, Cluster, Inventory, Workload
+
+NEEDS_OUT_DIR = True  # render() takes out_dir: overlays point at the base relative to it
+PATCH_FILE = "placement-patch.yaml"
+HOSTNAME = "kubernetes.io/hostname"
+TRAINJOB_MANAGER = "topogate.dev/topogate"
+
+
+class GenerateError(ValueError):
+    """The inventory is loadable but a workload cannot be patched (e.g. its job is not in the base)."""
+
+
+def pod_labels(w: Workload, group: str) -> dict[str, str]:
+    return dict(sorted({cilium.GROUP_LABEL: group, NETWORK_ZONE_LABEL: w.network_zone,
+                        WORKLOAD_LABEL: w.name}.items()))
+
+
+def allowed_zones(inv: Inventory, w: Workload) -> list[str]:
+    zones = list(inv.pin_zones(w))
+    if w.placement == "pin" and len(zones) != 1:
+        raise GenerateError(f"{w.object_id}: placement pin needs exactly one zone, found {zones}")
+    if not zones:
+        raise GenerateError(f"{w.object_id}: network zone {w.network_zone!r} has no zones")
+    return zones
+
+
+def tolerations(cluster: Cluster, zones: list[str]) -> list[dict[str, str]]:
+    """One toleration per distinct taint of the pools in `zones`, in a stable order."""
+    seen: dict[tuple[str, str, str], dict[str, str]] = {}
+    for z in cluster.zones:
+        if z.name not in zones:
+            continue
+        for p in z.pools:
+            for t in p.taints:
+                tol = ({"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
+                       if t.value else {"key": t.key, "operator": "Exists", "effect": t.effect})
+                seen[(t.key, t.value, t.effect)] = tol
+    return [seen[k] for k in sorted(seen)]
+
+
+def _node_requirement(cluster: Cluster, zones: list[str]) -> dict[str, Any]:
+    return {"key": cluster.zone_label, "operator": "In", "values": list(zones)}
+
+
+def _follow_term(cluster: Cluster, w: Workload) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {WORKLOAD_LABEL: w.name}}, "topologyKey": cluster.zone_label}
+
+
+def _spread(w: Workload) -> dict[str, Any]:
+    return {"maxSkew": 1, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {WORKLOAD_LABEL: w.name}}}
+
+
+_REQ = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _patch_template(pb: PatchBuilder, at: Path, inv: Inventory, cluster: Cluster, w: Workload,
+                    group: str) -> None:
+    """Add labels, placement, tolerations and hostname spread to the pod template at `at`."""
+    zones = allowed_zones(inv, w)
+    pb.merge_map(at + ("metadata", "labels"), pod_labels(w, group))
+    terms_path = at + ("spec", "affinity", "nodeAffinity", _REQ, "nodeSelectorTerms")
+    terms = pb.get(terms_path)
+    if isinstance(terms, list) and terms:
+        # Terms are ORed: the zone must be ANDed into each one, or one term would let pods out.
+        for i, term in enumerate(terms):
+            if isinstance(term, dict):
+                pb.extend_list(terms_path + (i, "matchExpressions"), [_node_requirement(cluster, zones)])
+            else:
+                pb.replace(terms_path + (i,), {"matchExpressions": [_node_requirement(cluster, zones)]})
+    else:
+        pb.merge_map(terms_path[:-1],
+                     {"nodeSelectorTerms": [{"matchExpressions": [_node_requirement(cluster, zones)]}]})
+    if w.placement == "follow":
+        pb.extend_list(at + ("spec", "affinity", "podAffinity", _REQ), [_follow_term(cluster, w)])
+    pb.extend_list(at + ("spec", "tolerations"), tolerations(cluster, zones))
+    pb.extend_list(at + ("spec", "topologySpreadConstraints"), [_spread(w)])
+
+
+def runtime_groups(job: dict[str, Any], docs: tuple[Any, ...]) -> tuple[str, ...]:
+    """A TrainJob's replicated jobs, when its (Cluster)TrainingRuntime is among the base docs."""
+    if job.get("kind") != "TrainJob":
+        return ()
+    spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
+    ref = spec.get("runtimeRef") if isinstance(spec, dict) else None
+    name = ref.get("name") if isinstance(ref, dict) else None
+    for d in docs:
+        if (isinstance(d, dict) and d.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime")
+                and isinstance(d.get("metadata"), dict) and d["metadata"].get("name") == name):
+            rjs = kinds._dig(d, ("spec", "template", "spec", "replicatedJobs"))
+            return tuple(str(r["name"]) for r in rjs or [] if isinstance(r, dict) and "name" in r)
+    return ()
+
+
+def _trainjob_entry(inv: Inventory, cluster: Cluster, w: Workload, groups: list[str]) -> dict[str, Any]:
+    zones = allowed_zones(inv, w)
+    jobs = []
+    for g in groups:
+        affinity: dict[str, Any] = {"nodeAffinity": {_REQ: {"nodeSelectorTerms": [
+            {"matchExpressions": [_node_requirement(cluster, zones)]}]}}}
+        if w.placement == "follow":
+            affinity["podAffinity"] = {_REQ: [_follow_term(cluster, w)]}
+        pod_spec: dict[str, Any] = {"affinity": affinity}
+        tols = tolerations(cluster, zones)
+        if tols:
+            pod_spec["tolerations"] = tols
+        jobs.append({"name": g, "template": {"spec": {"template": {
+            "metadata": {"labels": pod_labels(w, g)}, "spec": pod_spec}}}})
+    return {"manager": TRAINJOB_MANAGER,
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}}}
+
+
+def placement_ops(inv: Inventory, w: Workload, docs: tuple[Any, ...] | None = None) -> list[dict[str, Any]]:
+    """The JSON6902 ops for workload `w`, computed against its job in `docs` (default: base_docs)."""
+    docs = w.base_docs if docs is None else docs
+    cluster = inv.cluster(w.cluster)
+    if cluster is None:
+        raise GenerateError(f"{w.object_id}: unknown cluster {w.cluster!r}")
+    job = kinds.find_job(list(docs), w.kind, w.name)
+    if job is None:
+        raise GenerateError(f"{w.object_id}: the base has no {w.kind} named {w.name!r}")
+    pb = PatchBuilder(job)
+    if w.kind == "TrainJob":
+        groups = [g.name for g in kinds.replica_groups(job, runtime_groups(job, docs))]
+        entry = _trainjob_entry(inv, cluster, w, groups)
+        existing = pb.get(("spec", "runtimePatches"))
+        idx = next((i for i, e in enumerate(existing or [])
+                    if isinstance(e, dict) and e.get("manager") == TRAINJOB_MANAGER), None)
+        if idx is not None:
+            pb.replace(("spec", "runtimePatches", idx), entry)
+        else:
+            pb.extend_list(("spec", "runtimePatches"), [entry])
+        return pb.ops
+    found = False
+    for g in kinds.replica_groups(job):
+        found = True
+        _patch_template(pb, g.template_path, inv, cluster, w, g.name)
+    if not found:
+        raise GenerateError(f"{w.object_id}: the {w.kind} in the base has no replica groups")
+    return pb.ops
+
+
+def base_path(out_dir: str, w: Workload) -> str:
+    """The base as seen from the overlay directory under `out_dir` (POSIX separators)."""
+    if not w.base_dir:
+        raise GenerateError(f"{w.object_id}: the base directory is unknown")
+    overlay = os.path.join(os.path.abspath(out_dir), *cilium.workload_dir(w).split("/"))
+    return os.path.relpath(w.base_dir, overlay).replace(os.sep, "/")
+
+
+def overlay(inv: Inventory, w: Workload, out_dir: str) -> list[OutputFile]:
+    info = kinds.KINDS[w.kind]
+    group, _, version = info.api_version.rpartition("/")
+    d = cilium.workload_dir(w)
+    kust = cilium.kustomization(
+        [base_path(out_dir, w), cilium.CNP_FILE], namespace=w.namespace,
+        patches=[{"path": PATCH_FILE,
+                  "target": {"group": group, "version": version, "kind": w.kind, "name": w.name}}])
+    return [
+        OutputFile(f"{d}/kustomization.yaml", (kust,), source=w.pos),
+        OutputFile(f"{d}/{PATCH_FILE}", (placement_ops(inv, w),), source=w.pos),
+    ]
+
+
+def render(inv: Inventory, out_dir: str) -> list[OutputFile]:
+    out: list[OutputFile] = []
+    for c in sorted(inv.clusters, key=lambda c: c.name):
+        wls = sorted(inv.workloads_of(c.name), key=lambda w: (w.namespace, w.name))
+        # Network first: the doors exist before any job they guard is created.
+        resources = ["network"] + [f"workloads/{w.namespace}/{w.name}" for w in wls]
+        out.append(OutputFile(f"clusters/{c.name}/kustomization.yaml", (cilium.kustomization(resources),),
+                              source=c.pos))
+        for w in wls:
+            out.extend(overlay(inv, w, out_dir))
+    return out
