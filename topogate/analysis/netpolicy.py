@@ -558,11 +558,13 @@ def _parse_port_value(value: Any) -> tuple[int, str | None]:
     return 0, text
 
 
-def _port_spec(raw: Mapping[str, Any], default_protos: frozenset[str], any_means: frozenset[str]) -> _PortSpec:
-    proto_raw = raw.get("protocol")
-    proto = str(proto_raw).upper() if proto_raw else ""
-    if proto in ("", "ANY"):
-        protos = default_protos if not proto else any_means
+def _port_spec(raw: Mapping[str, Any], default_protos: frozenset[str]) -> _PortSpec:
+    """``default_protos`` is what a missing protocol means: every L4 protocol for Cilium, TCP for NP."""
+    proto = str(raw.get("protocol") or "").upper()
+    if proto == "":
+        protos = default_protos
+    elif proto == "ANY":
+        protos = _L4_PROTOCOLS
     else:
         protos = frozenset({proto})
     number, name = _parse_port_value(raw.get("port"))
@@ -762,7 +764,7 @@ class _Builder:
                 ports.append(_PortSpec(_L4_PROTOCOLS, 0, 0))
             for p in plist or []:
                 if isinstance(p, Mapping):
-                    ports.append(_port_spec(p, _L4_PROTOCOLS, _L4_PROTOCOLS))
+                    ports.append(_port_spec(p, _L4_PROTOCOLS))
         icmp = bool(raw.get("icmps"))
         has_l4 = has_l4 or icmp
         if explicit_empty:
@@ -838,7 +840,7 @@ class _Builder:
         ports: tuple[_PortSpec, ...] | None = None
         if ports_raw:
             tcp = frozenset({"TCP"})
-            ports = tuple(_port_spec(p, tcp, tcp) for p in ports_raw if isinstance(p, Mapping))
+            ports = tuple(_port_spec(p, tcp) for p in ports_raw if isinstance(p, Mapping))
         return _Rule(rref, direction, False, tuple(matchers), ports)
 
 
