@@ -1,0 +1,36 @@
+"""Everything the rules may read, computed once before any rule runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from topogate.analysis.result import JobMap
+from topogate.inventory.loader import Problem
+from topogate.inventory.model import Inventory
+from topogate.manifests import K8sObject
+
+
+@dataclass(frozen=True)
+class Drift:
+    status: str  # added | changed | removed
+    path: str  # relative to the rendered OUT
+    file: str  # as displayed in findings
+
+
+@dataclass(frozen=True)
+class Context:
+    inventory: Inventory | None
+    inventory_file: str
+    objects: tuple[K8sObject, ...] = ()
+    jobs: tuple[JobMap, ...] = ()
+    policies: Any = None  # topogate.analysis.netpolicy.PolicySet
+    inventory_problems: tuple[Problem, ...] = ()
+    drift: tuple[Drift, ...] = ()
+    rendered: str | None = None
+    today: dt.date = field(default_factory=lambda: dt.date(1970, 1, 1))
+    # per-policy facts computed by the map builder: policy ref -> number of pod classes selected
+    policy_selects: tuple[tuple[str, int, Any], ...] = ()  # (ref, count, K8sObject)
+    boundary_openings: tuple[Any, ...] = ()  # computed by the map builder, see analysis.map
+    zone_label_lies: tuple[Any, ...] = ()

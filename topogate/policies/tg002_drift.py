@@ -1,0 +1,42 @@
+"""TG002 drift: the committed generated tree is not what `topogate generate` writes today.
+
+`check --rendered OUT` renders the inventory in memory and compares it with OUT file by file:
+a file that is missing, changed by hand, or left over from a removed workload is a finding.
+
+Why: Argo CD and Flux sync what is committed. If someone edits a generated policy or overlay by
+hand, or changes the inventory without regenerating, the cluster no longer follows the map, and
+the analysis of the inventory no longer describes what runs.
+
+Failing example: `out/clusters/lab/workloads/ml-demo/train/cilium-network-policy.yaml` edited by
+hand to allow a port the inventory does not name.
+
+Passing example: `topogate generate inventory.yaml -o out` run after the last inventory change,
+and its output committed unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topogate.analysis.context import Context
+from topogate.findings import Issue
+from topogate.inventory.model import Position
+
+NAME = "drift"
+SEVERITY = "error"
+
+_WHAT = {
+    "added": "is missing from the rendered tree but `generate` would write it",
+    "changed": "differs from what `generate` would write (edited by hand, or the inventory changed)",
+    "removed": "is in the rendered tree but `generate` would no longer write it",
+}
+
+
+def check(ctx: Context) -> Iterator[Issue]:
+    for d in ctx.drift:
+        yield Issue(
+            f"File/{d.path}",
+            f"{d.path} {_WHAT.get(d.status, d.status)}; run `topogate generate {ctx.inventory_file} "
+            f"-o {ctx.rendered}` and commit the result",
+            Position(d.file, 1, 1),
+        )
