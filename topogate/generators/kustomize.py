@@ -67,7 +67,7 @@ from typing import Any
 from topogate import kinds
 from topogate.generators import cilium
 from topogate.generators.base import OutputFile
-from topogate.generators.jsonpatch import Path, PatchBuilder
+from topogate.generators.jsonpatch import PatchBuilder, Path
 from topogate.inventory.model import NETWORK_ZONE_LABEL, WORKLOAD_LABEL, Cluster, Inventory, Workload
 
 NEEDS_OUT_DIR = True  # render() takes out_dir: overlays point at the base relative to it
