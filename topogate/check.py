@@ -1,0 +1,102 @@
+"""`topogate check` as a function: load, collect, analyse once, run the rules, return a result.
+
+Separate from the CLI so tests and other commands (explain, audit) reuse exactly this path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from topogate.analysis.context import Context, Drift
+from topogate.analysis.result import CheckResult
+from topogate.engine import all_rules, run_rules
+from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.inventory.model import Inventory
+from topogate.manifests import K8sObject, ManifestError, collect
+
+
+class CheckInputError(Exception):
+    """Input that cannot be read at all (exit 2), with a position to print."""
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    result: CheckResult
+    exit_code: int
+    inventory: Inventory | None
+    objects: tuple[K8sObject, ...] = ()
+
+
+def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
+    from topogate import writer
+    from topogate.generators import render_tree
+
+    files = render_tree(inv, out)
+    return tuple(
+        Drift(status, path, str(Path(out) / path)) for status, path in writer.diff_tree(out, files)
+    )
+
+
+def _render_to_temp(inv: Inventory, tmp: str) -> str:
+    """Render the inventory into a scratch tree so `check INVENTORY` alone has manifests to read.
+
+    The tree goes beside the inventory so the overlays' relative paths to their bases hold."""
+    from topogate import writer
+    from topogate.generators import render_tree
+
+    out = str(Path(tmp) / "rendered")
+    writer.write_tree(out, render_tree(inv, out))
+    return out
+
+
+def run_check(
+    inventory_path: str,
+    paths: Sequence[str] = (),
+    rendered: str | None = None,
+    cluster: str | None = None,
+    today: dt.date | None = None,
+    strict: bool = False,
+) -> CheckOutcome:
+    from topogate.analysis.map import build_map
+
+    today = today or dt.date.today()
+    rules = all_rules()
+    try:
+        inv = load_inventory(inventory_path)
+    except InventoryError as err:
+        ctx = Context(None, inventory_path, inventory_problems=tuple(err.problems), today=today)
+        findings = run_rules(ctx, only={"TG001"})
+        return CheckOutcome(CheckResult(findings, (), rules, inventory_path), 2, None)
+
+    if cluster is not None and inv.cluster(cluster) is None:
+        raise CheckInputError(
+            f"{inventory_path}: --cluster {cluster}: no such cluster in the inventory "
+            f"(known: {', '.join(c.name for c in inv.clusters)})")
+
+    drifted: tuple[Drift, ...] = ()
+    if rendered is not None:
+        drifted = drift(inv, rendered)
+
+    with tempfile.TemporaryDirectory(prefix=".topogate-check-", dir=inv.root) as tmp:
+        targets = list(paths)
+        if not targets:
+            targets = [_render_to_temp(inv, tmp)]
+        try:
+            objects = tuple(collect(targets))
+        except ManifestError as err:
+            raise CheckInputError(str(err)) from None
+        jobs, facts = build_map(inv, objects, cluster)
+
+    ctx = Context(
+        inv, inventory_path, objects, tuple(jobs), facts.policies, drift=drifted, rendered=rendered,
+        today=today, policy_selects=facts.policy_selects, boundary_openings=facts.boundary_openings,
+        zone_label_lies=facts.zone_label_lies,
+    )
+    findings = run_rules(ctx)
+    result = CheckResult(findings, tuple(jobs), rules, inventory_path)
+    failing = result.errors + (result.warnings if strict else 0)
+    return CheckOutcome(result, 1 if failing else 0, inv, objects)
