@@ -172,17 +172,42 @@ def find_job(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]
 
 
 def controller_labels(kind: str, job: str, group: str) -> dict[str, str]:
-    """Labels the job's controller adds to every pod it creates (used for selectors)."""
-    if kind in ("PyTorchJob", "MPIJob"):
-        return {
+    """Labels the job's controller adds to every pod of a replica group (used for selectors).
+
+    Only labels whose value is the same on every pod of the group: per-pod values (replica
+    index, job index, controller uid, restart counts) cannot be expressed by a label class.
+    Checked against the controllers' source:
+    - PyTorchJob (training-operator v1.9 pkg/controller.v1/common/pod.go createNewPod): job-name,
+      operator-name ``pytorchjob-controller``, replica-type in lower case, and job-role
+      ``master`` on the Master replicas (a Master-less job gives it to Worker 0 only: per pod).
+    - MPIJob v2beta1 (mpi-operator pkg/controller/mpi_job_controller.go defaultLabels): job-name,
+      operator-name ``mpi-operator`` and job-role ``launcher``/``worker``; it sets no replica-type.
+      The launcher runs as a batch Job named ``<job>-launcher``, whose controller adds job-name.
+    - JobSet (jobset pkg/controllers/jobset_controller.go labelAndAnnotateObject): jobset-name and
+      replicatedjob-name (replicatedjob-replicas and the group labels need the whole JobSet).
+    - TrainJob: the trainer creates a JobSet of the TrainJob's name, so its pods carry that
+      JobSet's labels.
+    """
+    if kind == "PyTorchJob":
+        labels = {
             "training.kubeflow.org/job-name": job,
             "training.kubeflow.org/replica-type": group.lower(),
-            "training.kubeflow.org/operator-name": "pytorchjob-controller"
-            if kind == "PyTorchJob" else "mpi-operator",
+            "training.kubeflow.org/operator-name": "pytorchjob-controller",
         }
-    if kind == "JobSet":
-        return {"jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": group}
-    if kind == "TrainJob":
+        if group.lower() == "master":
+            labels["training.kubeflow.org/job-role"] = "master"
+        return labels
+    if kind == "MPIJob":
+        labels = {
+            "training.kubeflow.org/job-name": job,
+            "training.kubeflow.org/job-role": group.lower(),
+            "training.kubeflow.org/operator-name": "mpi-operator",
+        }
+        if group.lower() == "launcher":
+            labels["batch.kubernetes.io/job-name"] = f"{job}-launcher"
+            labels["job-name"] = f"{job}-launcher"
+        return labels
+    if kind in ("JobSet", "TrainJob"):
         # A TrainJob's pods belong to the JobSet of the same name that the trainer creates.
         return {"jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": group}
     return {}
