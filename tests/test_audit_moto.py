@@ -1,0 +1,175 @@
+"""The egress audit against a real moto_server over HTTP on 127.0.0.1 (no AWS).
+
+moto returns the seeded answers but ignores Filter and GroupBy, so every test also asserts on
+the requests topogate put on the wire (captured with botocore's `before-send` event).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from urllib.parse import urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from topogate.audit.egress import (
+    NO_SPLIT_CAUSE,
+    UNKNOWN_CAUSE,
+    Query,
+    cost_and_usage_request,
+    run_audit,
+)
+from topogate.inventory.loader import load_inventory
+
+# The moto_server fixtures live in tests/audit_support.py (conftest.py is shared).
+pytest.register_assert_rewrite("audit_support")
+pytest_plugins = ["audit_support"]
+from audit_support import AUDIT_FIXTURES, FAKE_KEY_ID, FAKE_SECRET, Capture, Moto, page, result  # noqa: E402
+
+D = dt.date.fromisoformat
+KEY = "topogate.dev/cluster"
+START, END = D("2026-11-24"), D("2026-11-27")
+UT = "DataTransfer-Regional-Bytes"  # us-east-1 bills it without a prefix
+INVENTORY = str(AUDIT_FIXTURES / "inventory.yaml")
+SPLIT_JOB = "PyTorchJob/ml-team/llama-ft"
+
+
+def three_pages() -> list[dict]:
+    """A night with traffic: three pages; 2026-11-25 is split across pages 2 and 3; the last
+    day is Estimated; untagged resources (`key$`) and an unknown tag value also spent."""
+    return [
+        page([result("2026-11-24", [(f"{KEY}$gpu-east", UT, "2.4130000001", "241.30000001"),
+                                    (f"{KEY}$", UT, "0.52", "52")])], token="p2"),
+        page([result("2026-11-25", [(f"{KEY}$gpu-east", UT, "14.0021", "1400.21")])], token="p3"),
+        page([result("2026-11-25", [(f"{KEY}$gpu-east", "USE1-DataTransfer-Regional-Bytes",
+                                     "2.00", "200")]),
+              result("2026-11-26", [(f"{KEY}$gpu-east", UT, "3.10", "310"),
+                                    (f"{KEY}$batch-legacy", UT, "0.40", "40")], estimated=True)]),
+    ]
+
+
+def test_three_pages_estimated_day_no_data_cluster_over_budget_and_untagged(moto_ce: Moto) -> None:
+    moto_ce.seed(*three_pages())
+    cap = Capture()
+    inv = load_inventory(INVENTORY)
+    r = run_audit(inv, START, END, cap.factory(), {"gpu-east": [SPLIT_JOB]})
+
+    # --- what was sent: one query chain (both AWS clusters share the tag key), three pages
+    assert r.requests == 3 and r.attempts == 3
+    assert cap.operations() == ["GetCostAndUsage"] * 3
+    q = Query(KEY, ("gpu-east", "gpu-west"),
+              (UT, "USE1-DataTransfer-Regional-Bytes", "USW2-DataTransfer-Regional-Bytes"))
+    assert cap.sent[0]["params"] == cost_and_usage_request(q, START, END)
+    assert cap.sent[1]["params"] == cost_and_usage_request(q, START, END, "p2")
+    assert cap.sent[2]["params"] == cost_and_usage_request(q, START, END, "p3")
+    p = cap.sent[0]["params"]
+    assert p["TimePeriod"] == {"Start": "2026-11-24", "End": "2026-11-27"}
+    assert p["Granularity"] == "DAILY" and p["Metrics"] == ["UnblendedCost", "UsageQuantity"]
+    assert p["GroupBy"] == [{"Type": "TAG", "Key": KEY}, {"Type": "DIMENSION", "Key": "USAGE_TYPE"}]
+    assert "NextPageToken" not in p
+    for s in cap.sent:
+        assert urlsplit(s["url"]).hostname == "127.0.0.1"
+        # Cost Explorer's endpoint region, although AWS_DEFAULT_REGION is eu-west-1
+        auth = s["authorization"]
+        auth = auth.decode() if isinstance(auth, bytes) else auth
+        assert "/us-east-1/ce/aws4_request" in auth
+
+    # --- what was concluded
+    east, west = (next(c for c in r.clusters if c.name == n) for n in ("gpu-east", "gpu-west"))
+    assert [(str(d.day), d.gb, d.usd, d.estimated, d.over_budget) for d in east.days] == [
+        ("2026-11-24", Decimal("241.30000001"), Decimal("2.4130000001"), False, False),
+        ("2026-11-25", Decimal("1600.21"), Decimal("16.0021"), False, True),
+        ("2026-11-26", Decimal("310"), Decimal("3.10"), True, False),
+    ]
+    assert east.over_budget and east.may_split == (SPLIT_JOB,) and SPLIT_JOB in east.cause
+    assert west.measured and west.total_gb == 0 and not west.over_budget
+    assert west.cause == NO_SPLIT_CAUSE
+    assert r.estimated_days == (D("2026-11-26"),)
+    assert {(u.tag_value, u.usd) for u in r.unattributed} == {("", Decimal("0.52")),
+                                                              ("batch-legacy", Decimal("0.40"))}
+    assert r.exit_code == 1 and not r.all_zero
+    assert {c.name for c in r.clusters if not c.measured} == {"gke-eu", "aks-we"}
+    # every row remembers the page it came from
+    assert [row.page for row in r.rows] == [1, 1, 2, 3, 3, 3]
+
+
+def test_empty_answer_is_within_budget_all_zero_and_says_so(moto_ce: Moto) -> None:
+    cap = Capture()
+    r = run_audit(load_inventory(INVENTORY), START, END, cap.factory(), None)
+    assert r.requests == 1 and r.exit_code == 0 and r.all_zero
+    assert all(c.cause == UNKNOWN_CAUSE for c in r.clusters)
+
+
+def _seed_and_cli(moto_ce: Moto, *args: str) -> tuple[int, str, str]:
+    from topogate.cli import main
+
+    moto_ce.seed(*three_pages())
+    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
+                                    "--end", "2026-11-27", *args])
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_cli_text_over_budget_exit_1_and_request_count(moto_ce: Moto) -> None:
+    code, out, err = _seed_and_cli(moto_ce)
+    assert code == 1, err
+    assert "2026-11-25" in out and "OVER" in out and "2026-11-26*" in out
+    assert "Verdict: OVER BUDGET: gpu-east (1 of 3 days)" in out
+    assert "Cost Explorer requests: 3 ($0.03)" in out
+    assert "ESTIMATE (not measured)" in out
+    # no manifests given: the analysis did not run, so the cause is not claimed
+    assert UNKNOWN_CAUSE in out
+    assert FAKE_KEY_ID not in out + err and FAKE_SECRET not in out + err
+
+
+def test_cli_json_is_traceable_to_the_response(moto_ce: Moto) -> None:
+    code, out, _ = _seed_and_cli(moto_ce, "--format", "json")
+    assert code == 1
+    data = json.loads(out)
+    east = next(c for c in data["clusters"] if c["name"] == "gpu-east")
+    assert east["totalUSD"] == "21.5151000001"
+    assert sum(Decimal(r["unblendedCostUSD"]) for r in data["rows"]
+               if r["groupKey"] == f"{KEY}$gpu-east") == Decimal(east["totalUSD"])
+    assert data["requests"] == 3 and data["estimatedDays"] == ["2026-11-26"]
+
+
+def test_cli_markdown(moto_ce: Moto) -> None:
+    code, out, _ = _seed_and_cli(moto_ce, "--format", "markdown")
+    assert code == 1
+    assert out.startswith("## ❌ Inter-AZ egress audit: OVER BUDGET")
+    assert "| gpu-east | aws | us-east-1 | 2,151.51 | $21.52 | $5.00/day | **over** |" in out
+
+
+def test_cli_manifests_switch_on_the_may_split_hook(moto_ce: Moto) -> None:
+    # the hook returns {} until it is wired to the analysis: then "no job can split"
+    code, out, _ = _seed_and_cli(moto_ce, str(AUDIT_FIXTURES / "bases"))
+    assert code == 1 and NO_SPLIT_CAUSE in out
+
+
+def test_cli_within_budget_exit_0(moto_ce: Moto) -> None:
+    from topogate.cli import main
+
+    moto_ce.seed(page([result("2026-11-24", [(f"{KEY}$gpu-east", UT, "1.00", "100")])]))
+    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
+                                    "--end", "2026-11-25"])
+    assert res.exit_code == 0, res.stderr
+    assert "Verdict: within budget" in res.stdout
+
+
+def test_cli_no_cost_tag_is_exit_78_one_line(moto_ce: Moto) -> None:
+    from topogate.cli import main
+
+    res = CliRunner().invoke(main, ["audit", "egress", str(AUDIT_FIXTURES / "no-cost-tag.yaml")])
+    assert res.exit_code == 78, res.output
+    assert res.stdout == ""
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert "gpu-west" in res.stderr and "0 Cost Explorer requests" in res.stderr
+
+
+def test_cli_end_before_start_is_exit_2(moto_ce: Moto) -> None:
+    from topogate.cli import main
+
+    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
+                                    "--end", "2026-11-24"])
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1

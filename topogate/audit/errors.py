@@ -1,0 +1,162 @@
+"""Exit codes of `topogate audit egress`, and the one-line errors behind them.
+
+A nightly scheduler acts on the exit code: retry later (75), page someone about IAM (77), fix
+the configuration (78). The codes for 75/77/78 are the BSD sysexits values (EX_TEMPFAIL,
+EX_NOPERM, EX_CONFIG), which cron wrappers and systemd already understand.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0  # every AWS cluster within its budget (or no budget set)
+    OVER_BUDGET = 1  # at least one cluster-day over its budget
+    BAD_INVOCATION = 2  # bad options, unreadable inventory, a window Cost Explorer refuses
+    TEMPORARY = 75  # throttled after retries, data not available yet, network: run again later
+    ACCESS_DENIED = 77  # the credentials work but may not call Cost Explorer
+    CONFIG = 78  # no credentials, no region, no cost tag, usage types not found
+
+
+EXIT_CODE_DOCS: tuple[tuple[int, str], ...] = (
+    (ExitCode.OK, "within budget: every AWS cluster-day at or under budgetUSDPerDay (or no budget set)"),
+    (ExitCode.OVER_BUDGET, "over budget: at least one AWS cluster-day over budgetUSDPerDay"),
+    (ExitCode.BAD_INVOCATION, "bad invocation: bad options or dates, unreadable inventory, "
+                              "a window Cost Explorer refuses (BillExpirationException)"),
+    (ExitCode.TEMPORARY, "temporary: throttled after retries (LimitExceededException), "
+                         "DataUnavailableException, network or 5xx errors; run again later"),
+    (ExitCode.ACCESS_DENIED, "access denied: the credentials may not call ce:GetCostAndUsage "
+                             "(or ce:GetDimensionValues)"),
+    (ExitCode.CONFIG, "configuration: no credentials, no region, an AWS cluster without "
+                      "cost.tagKey, or --verify-usage-types did not find the usage types"),
+)
+
+
+class AuditError(Exception):
+    """A failure the CLI turns into one line on stderr and an exit code."""
+
+    code: ExitCode = ExitCode.TEMPORARY
+
+    def __init__(self, message: str, *, requests: int = 0) -> None:
+        super().__init__(scrub(message))
+        self.requests = requests
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+    def line(self) -> str:
+        """The one line for stderr: what failed, what to do, how many paid requests it cost."""
+        n = self.requests
+        return f"topogate audit: {self.message} [exit {int(self.code)}; {n} Cost Explorer request{'s' if n != 1 else ''}]"
+
+
+class TemporaryError(AuditError):
+    code = ExitCode.TEMPORARY
+
+
+class AccessDeniedError(AuditError):
+    code = ExitCode.ACCESS_DENIED
+
+
+class ConfigError(AuditError):
+    code = ExitCode.CONFIG
+
+
+class InvocationError(AuditError):
+    code = ExitCode.BAD_INVOCATION
+
+
+# Defence in depth: AWS error messages do not carry secrets, but a message is printed verbatim
+# and an access key id or a 40-character secret must never reach a CI log.
+_SECRETISH = re.compile(
+    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{12,}\b"  # access key / principal ids
+    r"|(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])"  # secret access key shape
+    r"|(?i:(?:X-Amz-Security-Token|X-Amz-Signature|Signature|Credential)=[^&\s]+)"
+)
+
+
+def scrub(text: str) -> str:
+    """Replace anything shaped like a credential, and fold the text onto one line."""
+    one_line = " ".join(text.split())
+    return _SECRETISH.sub("[redacted]", one_line)
+
+
+# Cost Explorer error codes -> (exit class, advice). Codes not listed fall through to
+# classify()'s defaults: 4xx -> invocation, everything else temporary.
+_THROTTLING = {"LimitExceededException", "ThrottlingException", "TooManyRequestsException",
+               "RequestLimitExceeded"}
+_TEMPORARY = {"DataUnavailableException", "RequestChangedException", "InvalidNextTokenException",
+              "ServiceUnavailableException", "InternalServerError", "InternalFailure",
+              "ServiceUnavailable", "BillingViewHealthStatusException"}
+_DENIED = {"AccessDeniedException", "AccessDenied", "UnauthorizedOperation",
+           "UnrecognizedClientException", "InvalidClientTokenId", "ExpiredTokenException",
+           "SignatureDoesNotMatch", "InvalidSignatureException"}
+
+
+def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditError:
+    """Turn a botocore exception into the AuditError with the right exit code and one line.
+
+    Imported lazily so the pure parts of the audit never need botocore.
+    """
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        CredentialRetrievalError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+        ProfileNotFound,
+    )
+    from botocore.exceptions import (
+        ConnectionError as BotoConnectionError,
+    )
+
+    if isinstance(exc, AuditError):
+        return exc
+    if isinstance(exc, NoCredentialsError):
+        return ConfigError(
+            "no AWS credentials found (environment, shared config/profile, web identity/OIDC, "
+            "container or instance role); configure one of them", requests=requests)
+    if isinstance(exc, (PartialCredentialsError, CredentialRetrievalError, ProfileNotFound)):
+        return ConfigError(f"AWS credentials are misconfigured: {exc}", requests=requests)
+    if isinstance(exc, NoRegionError):
+        return ConfigError("no AWS region configured for the Cost Explorer client; set "
+                           "AWS_REGION or AWS_DEFAULT_REGION (Cost Explorer answers in us-east-1)",
+                           requests=requests)
+    if isinstance(exc, ClientError):
+        err = exc.response.get("Error", {})
+        code = str(err.get("Code", "Unknown"))
+        msg = str(err.get("Message", "")).strip()
+        op = exc.operation_name
+        detail = f"{op}: {code}" + (f": {msg}" if msg else "")
+        if code in _THROTTLING:
+            tries = f" after {attempts} attempts" if attempts else " after retries"
+            return TemporaryError(f"Cost Explorer throttled the audit{tries} ({detail}); "
+                                  "run again later", requests=requests)
+        if code == "DataUnavailableException":
+            return TemporaryError(f"Cost Explorer has no data for the window yet ({detail}); "
+                                  "run again later or move --end back", requests=requests)
+        if code in _TEMPORARY:
+            return TemporaryError(f"Cost Explorer failed temporarily ({detail}); run again later",
+                                  requests=requests)
+        if code in _DENIED:
+            return AccessDeniedError(
+                f"access denied by AWS ({detail}); the role needs ce:GetCostAndUsage"
+                " (and ce:GetDimensionValues for --verify-usage-types)", requests=requests)
+        if code == "BillExpirationException":
+            return InvocationError(f"the window is older than Cost Explorer keeps ({detail}); "
+                                   "choose a later --start", requests=requests)
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        if 400 <= status < 500:
+            return InvocationError(f"Cost Explorer rejected the request ({detail})",
+                                   requests=requests)
+        return TemporaryError(f"Cost Explorer failed ({detail}); run again later",
+                              requests=requests)
+    if isinstance(exc, BotoConnectionError):
+        return TemporaryError(f"cannot reach Cost Explorer: {exc}", requests=requests)
+    if isinstance(exc, BotoCoreError):
+        return TemporaryError(f"AWS client error: {exc}", requests=requests)
+    raise exc
