@@ -52,14 +52,34 @@ def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+def _strict(schema: Any) -> Any:
+    """The schema with unknown fields rejected where the API server would PRUNE them.
+
+    A structural CRD schema drops fields it does not declare, silently: a patch that writes
+    such a field would "apply" and do nothing. The upstream schemas say so by omission, so the
+    tests add `additionalProperties: false` wherever a schema lists properties and neither allows
+    extra ones nor preserves unknown fields.
+    """
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    # oneOf/anyOf branches only restate which properties are required; they are not structural.
+    out = {k: (v if k in ("oneOf", "anyOf", "allOf", "not") else _strict(v)) for k, v in schema.items()}
+    if ("properties" in schema and "additionalProperties" not in schema
+            and not schema.get("x-kubernetes-preserve-unknown-fields")):
+        out["additionalProperties"] = False
+    return out
+
+
+@functools.cache
 def _validator(api_version: str, kind: str) -> Any:
     import jsonschema
 
     schema = crd_schemas().get((api_version, kind))
     if schema is None:
         return None
-    return jsonschema.Draft7Validator(schema)
+    return jsonschema.Draft7Validator(_strict(schema))
 
 
 def crd_errors(obj: dict[str, Any]) -> list[str] | None:
