@@ -94,7 +94,8 @@ def run_check(
     ctx = Context(
         inv, inventory_path, objects, tuple(jobs), facts.policies, drift=drifted, rendered=rendered,
         today=today, policy_selects=facts.policy_selects, boundary_openings=facts.boundary_openings,
-        zone_label_lies=facts.zone_label_lies,
+        zone_label_lies=facts.zone_label_lies, spread_splits=facts.spread_splits,
+        unprotected=facts.unprotected,
     )
     findings = run_rules(ctx)
     result = CheckResult(findings, tuple(jobs), rules, inventory_path)

@@ -32,5 +32,7 @@ class Context:
     today: dt.date = field(default_factory=lambda: dt.date(1970, 1, 1))
     # per-policy facts computed by the map builder: policy ref -> number of pod classes selected
     policy_selects: tuple[tuple[str, int, Any], ...] = ()  # (ref, count, K8sObject)
-    boundary_openings: tuple[Any, ...] = ()  # computed by the map builder, see analysis.map
-    zone_label_lies: tuple[Any, ...] = ()
+    boundary_openings: tuple[Any, ...] = ()  # analysis.map.Opening
+    zone_label_lies: tuple[Any, ...] = ()  # analysis.map.LabelLie
+    spread_splits: tuple[Any, ...] = ()  # analysis.map.SpreadSplit
+    unprotected: tuple[tuple[str, Any], ...] = ()  # (object, Position)

@@ -1,0 +1,47 @@
+"""TG103 unschedulable: a replica group has no node it can ever be scheduled on.
+
+For each group the analysis filters the inventory's node pools with the pod's nodeSelector,
+required nodeAffinity, taints (NoSchedule and NoExecute need a matching toleration;
+PreferNoSchedule does not block) and GPUs per node. A group left with no pool stays Pending.
+
+Why: the classic case is the coordinator. The GPU workers tolerate the GPU taint, the master
+(which needs no GPU) does not, and the only zone the workers may use has nothing but tainted GPU
+nodes: the master is Pending forever and the workers wait for it.
+
+Failing example:
+
+```yaml
+Master:
+  template: {spec: {affinity: {nodeAffinity: ...zone In [zone-a]...}}}   # no tolerations
+# zone-a has only nodes tainted gpu=present:NoSchedule
+```
+
+Passing example: the master carries the same toleration as the workers
+(`{key: gpu, operator: Equal, value: present, effect: NoSchedule}`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topogate.analysis.context import Context
+from topogate.findings import Issue
+from topogate.inventory.model import NOWHERE
+
+NAME = "unschedulable"
+SEVERITY = "error"
+
+
+def check(ctx: Context) -> Iterator[Issue]:
+    for job in ctx.jobs:
+        for g in job.groups:
+            if g.zones:
+                continue
+            removed = "; ".join(f"{p.zone}/{p.pool}: {p.reason}" for p in g.pools) or "no pools"
+            yield Issue(
+                job.object,
+                f"{job.object}: group {g.name} fits no node pool ({removed}). Its pods stay Pending "
+                "and the job never starts. Fix: add the missing toleration or relax the selector so "
+                "the group can use the same pools as the rest of the job.",
+                g.pos if g.pos != NOWHERE else job.pos,
+            )

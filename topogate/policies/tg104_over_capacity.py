@@ -1,0 +1,37 @@
+"""TG104 over-capacity: the job asks for more GPUs than the zones it can use hold.
+
+The GPUs a job requests (replicas x GPUs per pod, per group) are compared with the GPUs of the
+pools its groups can land on. A job that must stay in one zone has to fit in a single zone.
+
+Why: the scheduler places as many pods as fit and leaves the rest Pending; distributed training
+needs every rank, so the placed pods hold their GPUs and do nothing.
+
+Failing example: 4 workers x 8 GPUs pinned to a zone with 2 nodes x 8 GPUs.
+
+Passing example: the same job in a zone with 4 such nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topogate.analysis.context import Context
+from topogate.findings import Issue
+
+NAME = "over-capacity"
+SEVERITY = "error"
+
+
+def check(ctx: Context) -> Iterator[Issue]:
+    for job in ctx.jobs:
+        cap = job.capacity
+        needs, has = int(cap.get("needs", 0) or 0), int(cap.get("has", 0) or 0)
+        if needs > has and any(g.zones for g in job.groups):
+            where = cap.get("where", "the zones it can use")
+            yield Issue(
+                job.object,
+                f"{job.object} requests {needs} GPUs but {where} hold {has}. Pods that fit start "
+                "and hold their GPUs idle while the rest stay Pending. Fix: reduce replicas or "
+                "GPUs per pod, or add GPU nodes to that zone.",
+                job.pos,
+            )

@@ -1,0 +1,45 @@
+"""TG105 spread-splits: a zone-key topologySpreadConstraint with DoNotSchedule on a training job.
+
+topologySpreadConstraints SPREAD pods. With `topologyKey: topology.kubernetes.io/zone` and
+`whenUnsatisfiable: DoNotSchedule`, a group with more pods than `maxSkew` is forced into several
+zones, the opposite of what a distributed training job needs.
+
+Why: it is a tempting "fix" for uneven placement, and it guarantees the split it was meant to
+prevent.
+
+Failing example:
+
+```yaml
+topologySpreadConstraints:
+- {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}
+```
+
+Passing example: spread per node inside the zone, softly:
+
+```yaml
+topologySpreadConstraints:
+- {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topogate.analysis.context import Context
+from topogate.findings import Issue
+
+NAME = "spread-splits"
+SEVERITY = "error"
+
+
+def check(ctx: Context) -> Iterator[Issue]:
+    for s in ctx.spread_splits:
+        yield Issue(
+            s.object,
+            f"{s.object}: group {s.group} spreads over {s.key} with DoNotSchedule (maxSkew "
+            f"{s.max_skew}, {s.pods} pods): the scheduler must put its pods in different zones. "
+            "Fix: co-locate with required nodeAffinity or podAffinity on the zone key, and spread "
+            "per kubernetes.io/hostname with ScheduleAnyway if you want spreading at all.",
+            s.pos,
+        )

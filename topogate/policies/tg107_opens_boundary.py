@@ -1,0 +1,47 @@
+"""TG107 opens-boundary: a policy lets training traffic cross between network zones that the
+inventory separates.
+
+Each network zone of the inventory is a locked door. The analysis takes every job, finds the
+network zone its pods land in, and asks the policy evaluator whether TCP can flow between it and
+a job of every other network zone (one representative each). Any allowed port is a finding,
+reported at the rule that allowed it.
+
+Why: a wide allow (`toEntities: [cluster]`, an empty selector, a namespace-wide NetworkPolicy)
+quietly re-opens a boundary that exists for isolation or for cost; topogate's boundary policies
+deny it, but hand-written policies in a cluster without them do not.
+
+Failing example:
+
+```yaml
+kind: CiliumNetworkPolicy
+spec:
+  endpointSelector: {}
+  egress: [{toEntities: [cluster]}]
+```
+
+Passing example: per-job policies that allow only the job's own pods, plus the boundary
+CiliumClusterwideNetworkPolicies `topogate generate` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topogate.analysis.context import Context
+from topogate.findings import Issue
+
+NAME = "opens-boundary"
+SEVERITY = "error"
+
+
+def check(ctx: Context) -> Iterator[Issue]:
+    for o in ctx.boundary_openings:
+        by = f" by {o.decided_by}" if o.decided_by else ""
+        yield Issue(
+            o.src_object,
+            f"{o.src_object} ({o.src_group}, network zone {o.src_nz}) can reach {o.dst_object} "
+            f"({o.dst_group}, network zone {o.dst_nz}) on TCP {o.port}: allowed{by}. The inventory "
+            f"separates {o.src_nz} and {o.dst_nz}. Fix: narrow the allow to the job's own pods, or "
+            "apply the boundary policies from `topogate generate`.",
+            o.pos,
+        )
