@@ -25,13 +25,15 @@ SEVERITY = "error"
 def check(ctx: Context) -> Iterator[Issue]:
     for job in ctx.jobs:
         cap = job.capacity
+        if cap.get("fits", True) or not any(g.zones for g in job.groups):
+            continue
         needs, has = int(cap.get("needs", 0) or 0), int(cap.get("has", 0) or 0)
-        if needs > has and any(g.zones for g in job.groups):
-            where = cap.get("where", "the zones it can use")
-            yield Issue(
-                job.object,
-                f"{job.object} requests {needs} GPUs but {where} hold {has}. Pods that fit start "
-                "and hold their GPUs idle while the rest stay Pending. Fix: reduce replicas or "
-                "GPUs per pod, or add GPU nodes to that zone.",
-                job.pos,
+        where = f"zone {cap['zone']}" if cap.get("zone") else "the pools it can use"
+        detail = f" ({cap['message']})" if cap.get("message") else ""
+        yield Issue(
+            job.object,
+            f"{job.object} requests {needs} GPUs but {where} hold(s) {has}{detail}. Pods that fit start "
+            "and hold their GPUs idle while the rest stay Pending. Fix: reduce replicas or "
+            "GPUs per pod, or add GPU nodes to that zone.",
+            job.pos,
             )

@@ -1,0 +1,424 @@
+"""The single map: for every training job found, where its groups can land and which of the
+flows it needs get through. Computed once; rules only read the result.
+
+Cost: each group is one label class (a Cilium identity, a scheduler pod class), so the work per
+job is groups x groups flows plus groups x pools fits; nothing iterates over pods or over pairs
+of jobs. The boundary probe compares each job with one representative of every other network
+zone, which keeps it linear in jobs.
+
+Which cluster a manifest belongs to: `--cluster`, else the inventory workload of the same
+Kind/namespace/name, else a `clusters/<name>/` component in its path (the generated layout),
+else the inventory's only cluster. Policies that match no cluster apply to every cluster.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from topogate.analysis import placement as placement_mod
+from topogate.analysis.jobs import TrainingJob, find_jobs
+from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef, Verdict
+from topogate.analysis.placement import JobPlacement
+from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
+from topogate.inventory.model import NETWORK_ZONE_LABEL, NOWHERE, Cluster, Inventory, Position
+from topogate.kinds import KINDS
+from topogate.manifests import K8sObject
+
+POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
+KUBE_DNS = PodClass("kube-system", (("k8s-app", "kube-dns"),))
+WELL_KNOWN_ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+
+
+@dataclass(frozen=True)
+class LabelLie:
+    object: str
+    group: str
+    key: str
+    value: str
+    zones: tuple[str, ...]  # where the group can really land
+    policies: tuple[str, ...]  # policies that select on the key
+    pos: Position
+    kind: str = "zone"  # "zone" or "network-zone"
+
+
+@dataclass(frozen=True)
+class Opening:
+    cluster: str
+    src_object: str
+    src_group: str
+    src_nz: str
+    dst_object: str
+    dst_group: str
+    dst_nz: str
+    port: int
+    reason: str
+    decided_by: str
+    pos: Position
+
+
+@dataclass(frozen=True)
+class SpreadSplit:
+    object: str
+    group: str
+    key: str
+    max_skew: int
+    pods: int
+    pos: Position
+
+
+@dataclass
+class MapFacts:
+    policies: dict[str, PolicySet] = field(default_factory=dict)
+    policy_selects: tuple[tuple[str, int, Any], ...] = ()
+    boundary_openings: tuple[Opening, ...] = ()
+    zone_label_lies: tuple[LabelLie, ...] = ()
+    spread_splits: tuple[SpreadSplit, ...] = ()
+    unprotected: tuple[tuple[str, Position], ...] = ()
+    unassigned: tuple[tuple[str, Position], ...] = ()
+
+
+def _pos(src: Any) -> Position:
+    if src is None:
+        return NOWHERE
+    return Position(str(src.file), int(src.line), int(src.column))
+
+
+def _cluster_from_path(obj: K8sObject, names: Sequence[str]) -> str | None:
+    for text in (obj.pos.file, obj.built_from):
+        parts = text.replace("\\", "/").split("/")
+        for i, p in enumerate(parts[:-1]):
+            if p == "clusters" and parts[i + 1].split(" ")[0] in names:
+                return parts[i + 1].split(" ")[0]
+    return None
+
+
+def assign_clusters(inv: Inventory, objects: Iterable[K8sObject],
+                    override: str | None) -> dict[str | None, list[K8sObject]]:
+    names = [c.name for c in inv.clusters]
+    by_id = {(w.kind, w.namespace, w.name): w.cluster for w in inv.workloads}
+    out: dict[str | None, list[K8sObject]] = defaultdict(list)
+    for o in objects:
+        if override:
+            c: str | None = override
+        else:
+            c = by_id.get((o.kind, o.namespace or "default", o.name)) or _cluster_from_path(o, names)
+            if c is None and len(names) == 1:
+                c = names[0]
+        out[c].append(o)
+    return out
+
+
+def _pod_class(ns: str, labels: Iterable[tuple[str, str]], spec: dict[str, Any],
+               pset: PolicySet) -> PodClass:
+    ports: list[tuple[str, int, str]] = []
+    for c in spec.get("containers") or []:
+        for p in (c.get("ports") or []) if isinstance(c, dict) else []:
+            if isinstance(p, dict) and p.get("name") and isinstance(p.get("containerPort"), int):
+                ports.append((str(p["name"]), int(p["containerPort"]), str(p.get("protocol", "TCP"))))
+    return PodClass(ns, tuple(sorted(labels)), pset.namespace_labels(ns), tuple(sorted(ports)),
+                    spec.get("serviceAccountName") or None)
+
+
+def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Verdict] | None:
+    """The first TCP port class between two groups that is denied: NCCL needs every port."""
+    for r in pset.port_classes(src, dst, ("TCP",)):
+        if not r.verdict.allowed:
+            return r.start, r.verdict
+    return None
+
+
+def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, purpose: str,
+          v: Verdict) -> Flow:
+    rule = v.decided_by
+    return Flow(
+        src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed,
+        v.reason if not v.allowed else "allowed",
+        str(rule.policy) if rule else "",
+        Position(rule.source.file, rule.source.line, rule.source.column) if rule else NOWHERE,
+    )
+
+
+def _selector_keys(obj: Any, out: set[str]) -> None:
+    """Every label key any selector in a policy names (prefixes stripped)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == "matchLabels" and isinstance(v, dict):
+                out.update(_strip(str(x)) for x in v)
+            elif k == "matchExpressions" and isinstance(v, list):
+                out.update(_strip(str(e.get("key"))) for e in v if isinstance(e, dict))
+            else:
+                _selector_keys(v, out)
+    elif isinstance(obj, list):
+        for x in obj:
+            _selector_keys(x, out)
+
+
+def _strip(key: str) -> str:
+    for prefix in ("k8s:", "any:"):
+        if key.startswith(prefix):
+            return key[len(prefix):]
+    return key
+
+
+class _ClusterMap:
+    def __init__(self, inv: Inventory, cluster: Cluster, objects: list[K8sObject],
+                 shared_policies: list[K8sObject]):
+        self.inv = inv
+        self.cluster = cluster
+        self.objects = objects
+        policy_objs = [o for o in objects + shared_policies if o.kind in (*POLICY_KINDS, "Namespace")]
+        self.policy_objs = policy_objs
+        self.pset = PolicySet.from_objects(
+            ((o.obj, SourceRef(o.pos.file, o.pos.line, o.pos.column)) for o in policy_objs),
+            cluster_name=cluster.name)
+        self.by_ref = {(o.kind, o.namespace or "default", o.name): o for o in objects}
+        self.jobs = find_jobs((o.obj, o.pos, o.locate) for o in objects)
+        ns_labels = {o.name: {str(k): str(v) for k, v in ((o.obj.get("metadata") or {}).get("labels")
+                                                           or {}).items()}
+                     for o in policy_objs if o.kind == "Namespace"}
+        self.placements = placement_mod.place_all(self.jobs, lambda _j: cluster, ns_labels)
+        self.zone_names = {z.name for z in cluster.zones}
+        self.policy_keys: dict[str, set[str]] = {}
+        for o in policy_objs:
+            if o.kind in POLICY_KINDS:
+                keys: set[str] = set()
+                _selector_keys(o.obj.get("spec") or {}, keys)
+                _selector_keys(o.obj.get("specs") or [], keys)
+                for k in keys:
+                    self.policy_keys.setdefault(k, set()).add(o.ref)
+
+    def inventory_pos(self, job: TrainingJob) -> Position:
+        for w in self.inv.workloads:
+            if (w.kind, w.namespace, w.name) == (job.kind, job.namespace, job.name):
+                return w.pos
+        return NOWHERE
+
+    def job_map(self, job: TrainingJob) -> tuple[JobMap, dict[str, PodClass], JobPlacement]:
+        plc = self.placements[job.object_id]
+        classes = {g.name: _pod_class(job.namespace, g.labels, g.spec, self.pset) for g in job.groups}
+        groups: list[GroupMap] = []
+        for g in job.groups:
+            gp = plc.group(g.name)
+            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "" if f.fits else f.reason)
+                          for f in gp.fits) if gp else ()
+            groups.append(GroupMap(
+                g.name, g.pods, g.gpus_per_pod, tuple(gp.zones) if gp else (), pools,
+                _pos(g.source), g.labels))
+        flows = self.flows(job, classes, plc)
+        src = job.source
+        cap = plc.capacity
+        jm = JobMap(
+            job.object_id, self.cluster.name, job.kind, job.namespace, job.name, tuple(groups),
+            plc.colocated, plc.schedulable, tuple(plc.may_split_reasons),
+            tuple(plc.unschedulable_reasons) + tuple(job.problems), tuple(flows), _pos(src),
+            self.inventory_pos(job),
+            {"needs": cap.requested, "has": cap.zone_gpus if cap.zone else cap.available,
+             "zone": cap.zone, "fits": cap.fits, "message": cap.message},
+        )
+        return jm, classes, plc
+
+    def _pairs(self, plc: JobPlacement, a: str, b: str) -> list[tuple[str, str]]:
+        pairs = sorted(plc.zone_pairs(a, b))
+        return pairs or [("", "")]
+
+    def flows(self, job: TrainingJob, classes: dict[str, PodClass], plc: JobPlacement) -> list[Flow]:
+        info = KINDS.get(job.kind)
+        members = [g for g in job.groups
+                   if not (job.kind == "TrainJob" and g.name.endswith("initializer"))]
+        out: list[Flow] = []
+        for a in members:
+            for b in members:
+                if a.name == b.name and a.pods < 2:
+                    continue
+                denied = _denied_tcp(self.pset, classes[a.name], classes[b.name])
+                for zp in self._pairs(plc, a.name, b.name):
+                    if denied is None:
+                        v = self.pset.evaluate(classes[a.name], classes[b.name], 1024, "TCP")
+                        out.append(_flow(a.name, b.name, zp, 0, "TCP", "nccl", v))
+                    else:
+                        out.append(_flow(a.name, b.name, zp, denied[0], "TCP", "nccl", denied[1]))
+        if info and info.coordinator and info.rendezvous_port and job.group(info.coordinator):
+            coord = info.coordinator
+            for g in members:
+                if g.name == coord:
+                    continue
+                v = self.pset.evaluate(classes[g.name], classes[coord], info.rendezvous_port, "TCP")
+                for zp in self._pairs(plc, g.name, coord):
+                    out.append(_flow(g.name, coord, zp, info.rendezvous_port, "TCP", "rendezvous", v))
+        if info and info.ssh_from_coordinator and info.coordinator and job.group(info.coordinator):
+            coord = info.coordinator
+            for g in members:
+                if g.name == coord:
+                    continue
+                v = self.pset.evaluate(classes[coord], classes[g.name], 22, "TCP")
+                for zp in self._pairs(plc, coord, g.name):
+                    out.append(_flow(coord, g.name, zp, 22, "TCP", "ssh", v))
+        for g in job.groups:
+            gp = plc.group(g.name)
+            zones = tuple(gp.zones) if gp and gp.zones else ("",)
+            for proto in ("UDP", "TCP"):
+                v = self.pset.evaluate(classes[g.name], KUBE_DNS, 53, proto)
+                for z in zones:
+                    out.append(_flow(g.name, "kube-dns", (z, ""), 53, proto, "dns", v))
+        return out
+
+    def label_lies(self, jm: JobMap) -> list[LabelLie]:
+        out: list[LabelLie] = []
+        zone_keys = {self.cluster.zone_label, *WELL_KNOWN_ZONE_KEYS}
+        for g in jm.groups:
+            for key, value in g.labels:
+                used_by = tuple(sorted(self.policy_keys.get(key, ())))
+                if not used_by or not g.zones:
+                    continue
+                if key == NETWORK_ZONE_LABEL:
+                    nz = self.cluster.network_zone(value)
+                    allowed = set(nz.zones) if nz else set()
+                    if not set(g.zones) <= allowed:
+                        out.append(LabelLie(jm.object, g.name, key, value, g.zones, used_by, g.pos,
+                                            "network-zone"))
+                elif key in zone_keys or value in self.zone_names:
+                    if set(g.zones) != {value}:
+                        out.append(LabelLie(jm.object, g.name, key, value, g.zones, used_by, g.pos))
+        return out
+
+    def spread_splits(self, job: TrainingJob) -> list[SpreadSplit]:
+        out: list[SpreadSplit] = []
+        zone_keys = {self.cluster.zone_label, *WELL_KNOWN_ZONE_KEYS}
+        obj = self.by_ref.get((job.kind, job.namespace, job.name))
+        for g in job.groups:
+            for i, c in enumerate(g.spec.get("topologySpreadConstraints") or []):
+                if (isinstance(c, dict) and c.get("topologyKey") in zone_keys
+                        and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"):
+                    path = (*g.template_path, "spec", "topologySpreadConstraints", i)
+                    pos = obj.locate(path) if obj is not None and g.template_path else _pos(g.source)
+                    out.append(SpreadSplit(job.object_id, g.name, str(c.get("topologyKey")),
+                                           int(c.get("maxSkew", 1) or 1), g.pods, pos))
+        return out
+
+
+def _network_zone_of(cluster: Cluster, jm: JobMap) -> str | None:
+    nzs = {n.name for z in jm.zones if (n := cluster.network_zone_of(z))}
+    return nzs.pop() if len(nzs) == 1 else None
+
+
+def build_map(inv: Inventory, objects: Sequence[K8sObject],
+              override: str | None = None) -> tuple[list[JobMap], MapFacts]:
+    by_cluster = assign_clusters(inv, objects, override)
+    shared = [o for o in by_cluster.get(None, []) if o.kind in (*POLICY_KINDS, "Namespace")]
+    facts = MapFacts()
+    jobs_out: list[JobMap] = []
+    lies: list[LabelLie] = []
+    spreads: list[SpreadSplit] = []
+    openings: list[Opening] = []
+    selects: list[tuple[str, int, Any]] = []
+    unprotected: list[tuple[str, Position]] = []
+    unassigned = [(j.object_id, _pos(j.source)) for j in find_jobs(
+        (o.obj, o.pos, o.locate) for o in by_cluster.get(None, []))]
+    for cluster in inv.clusters:
+        objs = by_cluster.get(cluster.name, [])
+        if not objs and not shared:
+            continue
+        cm = _ClusterMap(inv, cluster, objs, shared)
+        facts.policies[cluster.name] = cm.pset
+        managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
+        selected: dict[str, int] = defaultdict(int)
+        reps: dict[str, tuple[JobMap, PodClass, str]] = {}
+        cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]] = []
+        for job in cm.jobs:
+            jm, classes, _ = cm.job_map(job)
+            jobs_out.append(jm)
+            cluster_jobs.append((jm, classes))
+            lies.extend(cm.label_lies(jm))
+            spreads.extend(cm.spread_splits(job))
+            any_policy = False
+            for pc in classes.values():
+                for pref in cm.pset.policies_selecting(pc):
+                    selected[str(pref)] += 1
+                    any_policy = True
+            if not any_policy and job.namespace in managed_ns:
+                unprotected.append((jm.object, jm.pos))
+            nz = _network_zone_of(cluster, jm)
+            if nz and jm.groups and nz not in reps:
+                first = jm.groups[0].name
+                reps[nz] = (jm, classes[first], first)
+        # Other pods (not part of a job) still make a policy non-dangling.
+        for o in objs:
+            tpl = _pod_template(o)
+            if tpl is not None:
+                labels = (tpl.get("metadata") or {}).get("labels") or {}
+                pc = _pod_class(o.namespace or "default", ((str(k), str(v)) for k, v in labels.items()),
+                                tpl.get("spec") or {}, cm.pset)
+                for pref in cm.pset.policies_selecting(pc):
+                    selected[str(pref)] += 1
+        for o in cm.policy_objs:
+            if o.kind in ("CiliumNetworkPolicy", "NetworkPolicy"):
+                ref = f"{o.kind}/{o.namespace or 'default'}/{o.name}"
+                selects.append((ref, selected.get(ref, 0), o))
+        openings.extend(_boundary_probe(cm, cluster, cluster_jobs, reps))
+    facts.zone_label_lies = tuple(lies)
+    facts.spread_splits = tuple(spreads)
+    facts.boundary_openings = tuple(openings)
+    facts.policy_selects = tuple(selects)
+    facts.unprotected = tuple(unprotected)
+    facts.unassigned = tuple(unassigned)
+    return sorted(jobs_out, key=lambda j: (j.cluster, j.object)), facts
+
+
+def _pod_template(o: K8sObject) -> dict[str, Any] | None:
+    spec = o.obj.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    if o.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+        t = spec.get("template")
+        return t if isinstance(t, dict) else None
+    if o.kind == "CronJob":
+        t = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template")
+        return t if isinstance(t, dict) else None
+    if o.kind == "Pod":
+        return {"metadata": o.obj.get("metadata") or {}, "spec": spec}
+    return None
+
+
+def _boundary_probe(cm: _ClusterMap, cluster: Cluster,
+                    jobs: list[tuple[JobMap, dict[str, PodClass]]],
+                    reps: dict[str, tuple[JobMap, PodClass, str]]) -> list[Opening]:
+    """Does any policy let a job talk to a pod of another network zone? One representative per
+    network zone keeps this linear in jobs while still catching wide allows (entities, `{}`)."""
+    out: list[Opening] = []
+    if len(reps) < 2:
+        return out
+    for jm, classes in jobs:
+        nz = _network_zone_of(cluster, jm)
+        if nz is None or not jm.groups:
+            continue
+        first = jm.groups[0].name
+        mine = classes[first]
+        for other_nz, (rjm, rpc, rgroup) in sorted(reps.items()):
+            if other_nz == nz:
+                continue
+            for src, dst, s_obj, s_grp, d_obj, d_grp, s_nz, d_nz in (
+                (mine, rpc, jm.object, first, rjm.object, rgroup, nz, other_nz),
+                (rpc, mine, rjm.object, rgroup, jm.object, first, other_nz, nz),
+            ):
+                open_port = next((r for r in cm.pset.port_classes(src, dst, ("TCP",))
+                                  if r.verdict.allowed), None)
+                if open_port is not None:
+                    v = open_port.verdict
+                    rule = v.ingress.decided_by or v.egress.decided_by
+                    where = (Position(rule.source.file, rule.source.line, rule.source.column)
+                             if rule else jm.pos)
+                    out.append(Opening(cluster.name, s_obj, s_grp, s_nz, d_obj, d_grp, d_nz,
+                                       open_port.start, v.reason,
+                                       str(rule.policy) if rule else "", where))
+    # one finding per (policy position, network-zone pair) is enough to act on
+    seen: set[tuple[Any, ...]] = set()
+    uniq: list[Opening] = []
+    for o in out:
+        key = (o.pos, o.src_nz, o.dst_nz, o.src_object, o.dst_object)
+        if key not in seen:
+            seen.add(key)
+            uniq.append(o)
+    return uniq
