@@ -173,3 +173,15 @@ def test_cli_end_before_start_is_exit_2(moto_ce: Moto) -> None:
     res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
                                     "--end", "2026-11-24"])
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_docs_sample_report_is_what_the_moto_run_renders(moto_ce: Moto) -> None:
+    from topogate.audit.report import render
+
+    docs = (AUDIT_FIXTURES.parent.parent / "docs" / "audit.md").read_text()
+    for fmt in ("text", "markdown"):
+        moto_ce.reset()
+        moto_ce.seed(*three_pages())
+        r = run_audit(load_inventory(INVENTORY), START, END, Capture().factory(),
+                      {"gpu-east": [SPLIT_JOB], "gpu-west": []})
+        assert render(r, fmt).rstrip() in docs, f"docs/audit.md {fmt} sample is stale"
