@@ -1,0 +1,279 @@
+"""Argo CD and Flux trees: they build with the real kubectl kustomize, validate against the
+upstream CRDs, point at paths that exist, and apply the network layer before the workloads.
+
+Each example is rendered into a temporary copy of its fixture directory (OUT = `<copy>/out`), so
+the overlays' relative paths to the job bases resolve exactly as in a user's repository.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import FIXTURES, REPO, crd_errors, kubectl, kustomize_build
+
+from topogate.generators import argocd, flux, render_files, render_tree
+from topogate.inventory.loader import load_inventory
+from topogate.inventory.model import GitOps, Inventory
+
+WAVE = argocd.SYNC_WAVE
+# Kinds the GitOps and monitoring trees create: each must be checked against an upstream CRD.
+MUST_HAVE_CRD = {"Application", "GitRepository", "Kustomization", "PrometheusRule",
+                 "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "PyTorchJob", "MPIJob",
+                 "JobSet", "TrainJob"}
+
+
+def _render(case: str, tmp: Path, gitops: GitOps | None = None, keep: bool = True) -> tuple[Inventory, Path]:
+    """Copy fixtures/<case> to tmp, render its tree into tmp/<case>/out, return (inventory, OUT)."""
+    src = tmp / case
+    shutil.copytree(FIXTURES / case, src)
+    inv = load_inventory(str(src / "inventory.yaml"))
+    if gitops is not None or not keep:
+        inv = dataclasses.replace(inv, gitops=gitops)
+    out = src / "out"
+    for rel, data in render_tree(inv, str(out)).items():
+        p = out / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    return inv, out
+
+
+def _docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def _key(o: dict[str, Any]) -> tuple[str, str, str]:
+    md = o["metadata"]
+    return (o["kind"], md.get("namespace", ""), md["name"])
+
+
+def _validate(objs: list[dict[str, Any]]) -> None:
+    for o in objs:
+        errs = crd_errors(o)
+        if o["kind"] in MUST_HAVE_CRD:
+            assert errs is not None, f"no upstream CRD for {o['apiVersion']} {o['kind']}"
+        assert not errs, f"{_key(o)} does not validate against its CRD: {errs}"
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory: pytest.TempPathFactory) -> tuple[Inventory, Path]:
+    return _render("multi", tmp_path_factory.mktemp("multi"))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Inventory, Path]:
+    return _render("lab", tmp_path_factory.mktemp("lab"))
+
+
+def test_tree_with_gitops(multi: tuple[Inventory, Path]) -> None:
+    inv, out = multi
+    assert inv.gitops is not None
+    files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    for c in ("gpu-east", "gpu-west"):
+        for f in (f"argocd/apps/{c}.yaml", f"argocd/clusters/{c}/kustomization.yaml",
+                  f"flux/{c}/kustomization.yaml", f"flux/{c}/gitrepository.yaml",
+                  f"flux/{c}/kustomizations.yaml", f"flux/{c}/workloads/kustomization.yaml",
+                  f"monitoring/{c}/kustomization.yaml", f"monitoring/{c}/prometheusrule.yaml",
+                  f"monitoring/{c}/dashboards/topogate.json"):
+            assert f in files, f
+    assert "argocd/kustomization.yaml" in files
+
+
+def test_tree_without_gitops_has_no_applications(lab: tuple[Inventory, Path]) -> None:
+    # No repository URL, no Applications and no Flux objects: a placeholder URL would sync
+    # nothing. The wrapper (used by the plugin) and monitoring need no URL and are there.
+    inv, out = lab
+    assert inv.gitops is None
+    assert (out / "argocd/clusters/lab/kustomization.yaml").is_file()
+    assert (out / "monitoring/lab/prometheusrule.yaml").is_file()
+    assert not (out / "argocd/apps").exists()
+    assert not (out / "argocd/kustomization.yaml").exists()
+    assert not (out / "flux").exists()
+
+
+@pytest.mark.parametrize("case", ["lab", "multi"])
+def test_every_gitops_kustomization_builds_and_validates(case: str, tmp_path: Path) -> None:
+    _, out = _render(case, tmp_path)
+    dirs = sorted(p.parent for top in ("argocd", "flux", "monitoring") if (out / top).is_dir()
+                  for p in (out / top).rglob("kustomization.yaml"))
+    assert dirs
+    for d in dirs:
+        objs = kustomize_build(d)
+        _validate(objs)
+
+
+def test_argocd_waves_put_network_first(multi: tuple[Inventory, Path]) -> None:
+    inv, out = multi
+    for c in inv.clusters:
+        wrapped = kustomize_build(out / argocd.wrapper_dir(c.name))
+        plain = kustomize_build(out / "clusters" / c.name)
+        # The wrapper adds annotations and nothing else.
+        assert sorted(map(_key, wrapped)) == sorted(map(_key, plain))
+        waves = {_key(o): int((o["metadata"].get("annotations") or {}).get(WAVE, "0")) for o in wrapped}
+        kinds = {k for k, _, _ in waves}
+        assert {"CiliumClusterwideNetworkPolicy", "CiliumNetworkPolicy"} <= kinds
+        net = [w for (k, _, _), w in waves.items() if k == "CiliumClusterwideNetworkPolicy"]
+        cnp = [w for (k, _, _), w in waves.items() if k == "CiliumNetworkPolicy"]
+        jobs = [w for (k, _, _), w in waves.items() if k in ("PyTorchJob", "MPIJob", "JobSet", "TrainJob")]
+        assert jobs, c.name
+        # Argo CD applies lower waves first and waits for them to be healthy.
+        assert max(net) < min(cnp) and max(cnp) < min(jobs), waves
+
+
+def test_argocd_applications(multi: tuple[Inventory, Path]) -> None:
+    inv, out = multi
+    g = inv.gitops
+    assert g is not None
+    apps = kustomize_build(out / "argocd")
+    _validate(apps)
+    by_name = {a["metadata"]["name"]: a for a in apps}
+    assert sorted(by_name) == ["topogate-gpu-east", "topogate-gpu-east-monitoring",
+                               "topogate-gpu-west", "topogate-gpu-west-monitoring"]
+    for app in by_name.values():
+        spec = app["spec"]
+        assert app["metadata"]["namespace"] == g.argocd_namespace
+        assert spec["project"] == g.argocd_project
+        assert spec["source"]["repoURL"] == g.repo_url
+        assert spec["source"]["targetRevision"] == g.target_revision
+        # source.path is inside the repository; the tree lives at gitops.path == OUT here.
+        path = spec["source"]["path"]
+        assert path.startswith(g.path.strip("/") + "/")
+        local = out / Path(path).relative_to(g.path.strip("/"))
+        assert (local / "kustomization.yaml").is_file(), path
+        # Two clusters: each Application goes to the Argo CD cluster of the same name.
+        cluster = app["metadata"]["labels"]["topogate.dev/cluster"]
+        assert spec["destination"] == {"name": cluster}
+        assert spec["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
+        # Deleting an Application must not delete running training jobs.
+        assert "finalizers" not in app["metadata"]
+    assert by_name["topogate-gpu-east"]["spec"]["source"]["path"] == "deploy/argocd/clusters/gpu-east"
+
+
+def test_argocd_single_cluster_uses_destination_server(tmp_path: Path) -> None:
+    g = GitOps("https://git.example.com/lab.git", target_revision="v1.2.0", path="./gitops/out/",
+               destination_server="https://10.0.0.1:6443")
+    inv, out = _render("lab", tmp_path, gitops=g)
+    (app, mon) = _docs(out / "argocd/apps/lab.yaml")
+    assert app["spec"]["destination"] == {"server": "https://10.0.0.1:6443"}
+    assert app["spec"]["source"]["path"] == "gitops/out/argocd/clusters/lab"
+    assert mon["spec"]["source"]["path"] == "gitops/out/monitoring/lab"
+    _validate([app, mon])
+
+
+def test_flux_layers(multi: tuple[Inventory, Path]) -> None:
+    inv, out = multi
+    g = inv.gitops
+    assert g is not None
+    for c in inv.clusters:
+        entry = kustomize_build(out / "flux" / c.name)
+        _validate(entry)
+        repos = [o for o in entry if o["kind"] == "GitRepository"]
+        ks = {o["metadata"]["name"]: o for o in entry if o["kind"] == "Kustomization"}
+        assert len(repos) == 1 and repos[0]["spec"]["url"] == g.repo_url
+        assert repos[0]["spec"]["ref"] == {"branch": "main"}
+        net, wl, mon = (ks[flux.kustomization_name(c.name, layer)]
+                        for layer in ("network", "workloads", "monitoring"))
+        assert wl["spec"]["dependsOn"] == [{"name": net["metadata"]["name"]}]
+        assert "dependsOn" not in net["spec"] and "dependsOn" not in mon["spec"]
+        for k in ks.values():
+            assert k["metadata"]["namespace"] == g.flux_namespace
+            assert k["spec"]["prune"] is True and k["spec"]["wait"] is True
+            assert k["spec"]["sourceRef"] == {"kind": "GitRepository", "name": repos[0]["metadata"]["name"]}
+            assert k["spec"]["path"].startswith("./" + g.path + "/")
+        # Every path exists and builds; together the network and workloads layers are exactly
+        # the cluster root, each object in exactly one layer (Flux objects have one owner).
+        def local(k: dict[str, Any]) -> Path:
+            return out / Path(k["spec"]["path"][2:]).relative_to(g.path)
+        net_objs = kustomize_build(local(net))
+        wl_objs = kustomize_build(local(wl))
+        _validate(net_objs + wl_objs)
+        assert {o["kind"] for o in net_objs} == {"CiliumClusterwideNetworkPolicy"}
+        root = kustomize_build(out / "clusters" / c.name)
+        assert sorted(map(_key, net_objs + wl_objs)) == sorted(map(_key, root))
+        assert not set(map(_key, net_objs)) & set(map(_key, wl_objs))
+        kinds = {w.kind for w in inv.workloads_of(c.name)}
+        exprs = {e["kind"] for e in wl["spec"].get("healthCheckExprs", [])}
+        assert exprs == kinds & {"PyTorchJob", "MPIJob"}
+
+
+def test_flux_git_ref() -> None:
+    assert flux.git_ref("main") == {"branch": "main"}
+    assert flux.git_ref("refs/tags/v1.0.0") == {"name": "refs/tags/v1.0.0"}
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert flux.git_ref(sha) == {"commit": sha}
+
+
+def test_gitops_generators_are_pure_and_deterministic(tmp_path: Path) -> None:
+    inv = load_inventory(str(FIXTURES / "multi" / "inventory.yaml"))
+    a = render_tree(inv, str(tmp_path / "out"))
+    b = render_tree(inv, str(tmp_path / "out"))
+    assert a == b
+    mine = [f for f in render_files(inv, str(tmp_path / "out"))
+            if f.path.split("/")[0] in ("argocd", "flux", "monitoring")]
+    assert mine
+    for f in mine:
+        if f.path.endswith(".yaml"):
+            assert a[f.path].startswith(b"# generated by topogate from inventory.yaml (sha256:")
+
+
+# --- the Config Management Plugin (examples/argocd-cmp) ---
+
+CMP = REPO / "examples" / "argocd-cmp"
+
+
+def test_cmp_plugin_generates_the_wrapper_output(tmp_path: Path) -> None:
+    """Run the plugin's generate command the way the cmp-server does: sh -c in the app path,
+    with ARGOCD_ENV_* set, on a repository that holds only the inventory and its bases."""
+    plugin = _docs(CMP / "plugin.yaml")[0]
+    assert plugin["apiVersion"] == "argoproj.io/v1alpha1" and plugin["kind"] == "ConfigManagementPlugin"
+    assert plugin["metadata"]["name"] == "topogate" and plugin["spec"]["version"] == "v1"
+    gen = plugin["spec"]["generate"]
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "lab", repo / "fixtures" / "lab")
+    bindir = str(REPO / ".venv" / "bin")
+    env = {"PATH": os.pathsep.join([bindir, str(Path(kubectl()).parent), "/usr/bin", "/bin"]),
+           "HOME": str(tmp_path), "ARGOCD_ENV_TOPOGATE_CLUSTER": "lab",
+           "ARGOCD_ENV_TOPOGATE_INVENTORY": "inventory.yaml", "ARGOCD_APP_NAME": "topogate-lab"}
+    proc = subprocess.run(gen["command"] + gen["args"], cwd=repo / "fixtures" / "lab", env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    objs = [d for d in yaml.safe_load_all(proc.stdout) if d is not None]
+    _validate(objs)
+    kinds = {o["kind"] for o in objs}
+    assert {"CiliumClusterwideNetworkPolicy", "CiliumNetworkPolicy", "PyTorchJob"} <= kinds
+    for o in objs:
+        if o["kind"] == "CiliumClusterwideNetworkPolicy":
+            assert o["metadata"]["annotations"][WAVE] == "-2"
+    # stdout is manifests only; the summary went to stderr.
+    assert "wrote" in proc.stderr
+    # Missing cluster env: a clear error, not an empty sync.
+    env.pop("ARGOCD_ENV_TOPOGATE_CLUSTER")
+    bad = subprocess.run(gen["command"] + gen["args"], cwd=repo / "fixtures" / "lab", env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "TOPOGATE_CLUSTER" in bad.stderr
+
+
+def test_cmp_sidecar_patch_builds(tmp_path: Path) -> None:
+    objs = kustomize_build(CMP)
+    cm = next(o for o in objs if o["kind"] == "ConfigMap")
+    assert cm["metadata"]["name"] == "topogate-cmp-plugin"
+    assert yaml.safe_load(cm["data"]["plugin.yaml"])["kind"] == "ConfigManagementPlugin"
+    dep = next(o for o in objs if o["kind"] == "Deployment")
+    containers = {c["name"]: c for c in dep["spec"]["template"]["spec"]["containers"]}
+    assert {"argocd-repo-server", "topogate"} <= set(containers)
+    side = containers["topogate"]
+    assert side["command"] == ["/var/run/argocd/argocd-cmp-server"]
+    assert side["securityContext"]["runAsUser"] == 999
+    mounts = {m["mountPath"]: m for m in side["volumeMounts"]}
+    assert mounts["/home/argocd/cmp-server/config/plugin.yaml"]["subPath"] == "plugin.yaml"
+    volumes = {v["name"] for v in dep["spec"]["template"]["spec"]["volumes"]}
+    assert {m["name"] for m in side["volumeMounts"]} <= volumes
+    app = _docs(CMP / "application.yaml")[0]
+    _validate([app])
+    assert app["spec"]["source"]["plugin"]["name"] == "topogate-v1"

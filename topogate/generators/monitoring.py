@@ -1,0 +1,373 @@
+"""Prometheus rules and a Grafana dashboard that make the split-job incident visible in minutes.
+
+The incident behind topogate looked healthy from every single tool: all pods Running, the
+scheduler happy, Cilium doing exactly what its policies said. It showed only as GPUs at 40%.
+The symptom becomes obvious once three facts sit in one place: which zone each pod of a training
+job runs in, how busy its GPUs are, and whether its traffic is being dropped by policy. This
+module records exactly those three joins and alerts on them, per cluster:
+
+    OUT/monitoring/<cluster>/kustomization.yaml      the PrometheusRule + a configMapGenerator
+    OUT/monitoring/<cluster>/prometheusrule.yaml     recording rules + alerts
+    OUT/monitoring/<cluster>/dashboards/topogate.json  the Grafana dashboard (its own file, so a
+                                                     diff of the dashboard reads as JSON, not as
+                                                     one escaped string inside YAML)
+
+Per cluster, because the zone label (a per-cluster inventory setting) is baked into the
+kube-state-metrics label name, and the managed namespaces differ per cluster.
+
+Series the rules read (what must be scraped):
+- kube-state-metrics `kube_pod_info`, `kube_pod_status_phase`, and `kube_node_labels` /
+  `kube_pod_labels`. Since kube-state-metrics v2 the last two carry NO labels unless allowed:
+  run it with `--metric-labels-allowlist=nodes=[<zoneLabel>],pods=[topogate.dev/workload,
+  topogate.dev/network-zone]`. `metric_labels_allowlist()` returns the exact flag value.
+- DCGM exporter `DCGM_FI_DEV_GPU_UTIL` with Kubernetes pod mapping on (the default in the GPU
+  operator); its `namespace`/`pod` labels name the pod using the GPU, so the scrape must keep
+  them (`honorLabels: true`, as the GPU operator's ServiceMonitor sets), otherwise Prometheus
+  renames them `exported_namespace`/`exported_pod`.
+- Hubble `hubble_drop_total` with pod context:
+  `drop:labelsContext=source_namespace,source_pod,destination_namespace,destination_pod`.
+  Both Cilium reasons count as "dropped by policy": POLICY_DENIED (no allow rule matched) and
+  POLICY_DENY (an explicit deny rule matched), because the network layer may use either.
+
+Label names: the training job is `training_job`, never `job`. `job` is the label Prometheus
+itself puts on every scraped series (the scrape job), so a rule that reused it would either be
+overwritten or silently merge unrelated series. Every join first aggregates `by (...)` the labels
+it needs, which also drops the scrape labels (`job`, `instance`) that differ between exporters and
+would otherwise make `on (...)` matches many-to-many when kube-state-metrics runs with replicas.
+
+Rules are evaluated in order inside one group, so later rules read earlier results at the same
+timestamp (Prometheus and `promtool test rules` both guarantee this).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+
+from topogate.generators.base import OutputFile, _Dumper, dump_yaml, header, inv_label
+from topogate.inventory.model import NETWORK_ZONE_LABEL, WORKLOAD_LABEL, Cluster, Inventory
+
+NAMESPACE = "monitoring"  # where the PrometheusRule and the dashboard ConfigMap go
+IDLE_GPU_PERCENT = 50  # "GPUs of a running job idle": the incident ran at 40%
+IDLE_FOR = "15m"
+SPLIT_FOR = "1m"  # a split job is wrong from its first second; 1m only absorbs a rescheduling
+DROPS_FOR = "1m"
+DASHBOARD_UID_PREFIX = "topogate-"
+
+# The series the recording rules produce, in rule order (tests and the dashboard use this list).
+RECORDED = (
+    "topogate:node_zone:info",
+    "topogate:pod_zone:info",
+    "topogate:pod_workload:info",
+    "topogate:training_pod_zone:info",
+    "topogate:training_job_pods:count",
+    "topogate:training_job_zones:count",
+    "topogate:training_job_zone_gpu_util:avg",
+    "topogate:training_job_gpu_util:avg",
+    "topogate:zone_gpu_util:avg",
+    "topogate:training_job_policy_drops:rate5m",
+)
+# Series an exporter (or Prometheus itself) provides, read by the rules or the dashboard.
+EXPORTED = (
+    "kube_node_labels",
+    "kube_pod_info",
+    "kube_pod_labels",
+    "kube_pod_status_phase",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "hubble_drop_total",
+    "ALERTS",
+)
+ALERTS = ("TopogateTrainingJobSpansZones", "TopogateTrainingGPUsIdle", "TopogateTrainingTrafficDropped")
+POLICY_DROP_REASONS = ("POLICY_DENIED", "POLICY_DENY")
+
+
+class _BlockDumper(_Dumper):  # type: ignore[misc, valid-type]
+    """The shared dumper, except that multi-line strings (PromQL) come out as literal blocks.
+
+    A reviewer reads a rule change in a PR diff; the default double-quoted style with `\\n`
+    escapes would put a whole expression on one unreadable line.
+    """
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str)
+
+
+def _dump_blocks(doc: Any) -> str:
+    text = yaml.dump(doc, Dumper=_BlockDumper, sort_keys=False, default_flow_style=False,
+                     width=4096, allow_unicode=True)
+    # Same document either way; only the scalar style differs from the shared serialiser.
+    assert yaml.safe_load(text) == yaml.safe_load(dump_yaml([doc]))
+    return str(text)
+
+
+def ksm_label(key: str) -> str:
+    """The Prometheus label kube-state-metrics exposes for a Kubernetes label key."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def metric_labels_allowlist(inv: Inventory) -> str:
+    """The kube-state-metrics `--metric-labels-allowlist` value these rules need."""
+    zone_labels = sorted({c.zone_label for c in inv.clusters})
+    return f"nodes=[{','.join(zone_labels)}],pods=[{WORKLOAD_LABEL},{NETWORK_ZONE_LABEL}]"
+
+
+def _namespaces(inv: Inventory, cluster: Cluster) -> list[str]:
+    return sorted({w.namespace for w in inv.workloads_of(cluster.name)})
+
+
+def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
+    """The PrometheusRule `spec.groups` for one cluster (also the plain Prometheus rules file)."""
+    zl = ksm_label(cluster.zone_label)
+    wl = ksm_label(WORKLOAD_LABEL)
+    nzl = ksm_label(NETWORK_ZONE_LABEL)
+    namespaces = _namespaces(inv, cluster)
+    # Only drops that touch a namespace the inventory manages; the join with the workload label
+    # below narrows further to training pods. With no workloads there is nothing to narrow.
+    ns_match = f', destination_namespace=~"{"|".join(namespaces)}"' if namespaces else ""
+    src_match = f', source_namespace=~"{"|".join(namespaces)}"' if namespaces else ""
+    reasons = "|".join(POLICY_DROP_REASONS)
+
+    def drops(side: str, match: str) -> str:
+        return (
+            "sum by (namespace, training_job) (\n"
+            "  label_replace(label_replace(\n"
+            f"    sum by ({side}_namespace, {side}_pod) (\n"
+            f'      rate(hubble_drop_total{{reason=~"{reasons}"{match}}}[5m])),\n'
+            f'    "namespace", "$1", "{side}_namespace", "(.+)"),\n'
+            f'    "pod", "$1", "{side}_pod", "(.+)")\n'
+            "  * on (namespace, pod) group_left (training_job) topogate:pod_workload:info\n"
+            ")"
+        )
+
+    recording: list[dict[str, Any]] = [
+        {"record": "topogate:node_zone:info",
+         "expr": (f'max by (node, zone) (label_replace(kube_node_labels{{{zl}!=""}}, '
+                  f'"zone", "$1", "{zl}", "(.+)"))')},
+        {"record": "topogate:pod_zone:info",
+         "expr": ("max by (namespace, pod, node, zone) (\n"
+                  '  max by (namespace, pod, node) (kube_pod_info{node!=""})\n'
+                  "  * on (node) group_left (zone) topogate:node_zone:info\n"
+                  ")")},
+        {"record": "topogate:pod_workload:info",
+         "expr": ("max by (namespace, pod, training_job, network_zone) (\n"
+                  "  label_replace(label_replace(\n"
+                  f'    kube_pod_labels{{{wl}!=""}},\n'
+                  f'    "training_job", "$1", "{wl}", "(.+)"),\n'
+                  f'    "network_zone", "$1", "{nzl}", "(.*)")\n'
+                  ")")},
+        # Running pods only: finished pods of an earlier attempt must not count as a split.
+        {"record": "topogate:training_pod_zone:info",
+         "expr": ("topogate:pod_workload:info\n"
+                  "* on (namespace, pod) group_left (node, zone) topogate:pod_zone:info\n"
+                  "* on (namespace, pod) group_left ()\n"
+                  '  (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1)')},
+        {"record": "topogate:training_job_pods:count",
+         "expr": "count by (namespace, training_job, network_zone, zone) (topogate:training_pod_zone:info)"},
+        {"record": "topogate:training_job_zones:count",
+         "expr": ("count by (namespace, training_job) (\n"
+                  "  count by (namespace, training_job, zone) (topogate:training_pod_zone:info)\n"
+                  ")")},
+        {"record": "topogate:training_job_zone_gpu_util:avg",
+         "expr": ("avg by (namespace, training_job, zone) (\n"
+                  "  DCGM_FI_DEV_GPU_UTIL\n"
+                  "  * on (namespace, pod) group_left (training_job, zone) topogate:training_pod_zone:info\n"
+                  ")")},
+        {"record": "topogate:training_job_gpu_util:avg",
+         "expr": ("avg by (namespace, training_job) (\n"
+                  "  DCGM_FI_DEV_GPU_UTIL\n"
+                  "  * on (namespace, pod) group_left (training_job) topogate:training_pod_zone:info\n"
+                  ")")},
+        {"record": "topogate:zone_gpu_util:avg",
+         "expr": ("avg by (zone) (\n"
+                  "  DCGM_FI_DEV_GPU_UTIL\n"
+                  "  * on (namespace, pod) group_left (zone) topogate:training_pod_zone:info\n"
+                  ")")},
+        # Two rules, one series name: drops towards a training pod and drops from one. The
+        # `side` label keeps them apart; the alert takes the larger of the two.
+        {"record": "topogate:training_job_policy_drops:rate5m",
+         "expr": drops("destination", ns_match), "labels": {"side": "destination"}},
+        {"record": "topogate:training_job_policy_drops:rate5m",
+         "expr": drops("source", src_match), "labels": {"side": "source"}},
+    ]
+    explain = f"topogate explain {inv_label(inv)} {{{{ $labels.namespace }}}}/{{{{ $labels.training_job }}}}"
+    alerts: list[dict[str, Any]] = [
+        {"alert": "TopogateTrainingJobSpansZones",
+         "expr": "topogate:training_job_zones:count > 1",
+         "for": SPLIT_FOR,
+         "labels": {"severity": "critical", "cluster": cluster.name},
+         "annotations": {
+             "summary": "Training job {{ $labels.namespace }}/{{ $labels.training_job }} runs in "
+                        "{{ $value }} zones.",
+             "description": "The pods of one distributed training job run in more than one zone. "
+                            "Every all-reduce pays cross-zone latency and inter-AZ egress, and a "
+                            "network policy that separates the zones blocks it outright. Pin the "
+                            "job to one zone (placement: pin) or make it follow its coordinator "
+                            "(placement: follow), then restart it.",
+             "runbook": explain,
+         }},
+        {"alert": "TopogateTrainingGPUsIdle",
+         "expr": f"topogate:training_job_gpu_util:avg < {IDLE_GPU_PERCENT}",
+         "for": IDLE_FOR,
+         "labels": {"severity": "warning", "cluster": cluster.name},
+         "annotations": {
+             "summary": "GPUs of running training job {{ $labels.namespace }}/"
+                        "{{ $labels.training_job }} average {{ $value | humanize }}% utilisation.",
+             "description": f"All pods are Running but their GPUs have been below "
+                            f"{IDLE_GPU_PERCENT}% for {IDLE_FOR}: the job is waiting on its "
+                            "network. Look at topogate:training_job_pods:count for a split "
+                            "across zones and at topogate:training_job_policy_drops:rate5m.",
+             "runbook": explain,
+         }},
+        {"alert": "TopogateTrainingTrafficDropped",
+         # max, not sum, over the two sides: a drop between two pods of the same job is seen
+         # from both ends and would count twice.
+         "expr": ("max by (namespace, training_job) (topogate:training_job_policy_drops:rate5m) > 0"),
+         "for": DROPS_FOR,
+         "labels": {"severity": "critical", "cluster": cluster.name},
+         "annotations": {
+             "summary": "Cilium drops traffic of training job {{ $labels.namespace }}/"
+                        "{{ $labels.training_job }} by policy ({{ $value | humanize }} drops/s).",
+             "description": "A network policy denies traffic to or from this job's pods. If the "
+                            "job spans zones, its members are on both sides of a network-zone "
+                            "boundary: co-locate the job; otherwise run topogate check on the "
+                            "policies in the PR that changed them.",
+             "runbook": explain,
+         }},
+    ]
+    return [
+        {"name": "topogate.recording", "rules": recording},
+        {"name": "topogate.alerts", "rules": alerts},
+    ]
+
+
+def _target(expr: str, legend: str, ref: str = "A") -> dict[str, Any]:
+    return {"datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "expr": expr, "legendFormat": legend, "refId": ref}
+
+
+def _panel(pid: int, title: str, kind: str, grid: tuple[int, int, int, int], targets: list[dict[str, Any]],
+           description: str, unit: str = "short", extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    x, y, w, h = grid
+    p: dict[str, Any] = {
+        "id": pid, "type": kind, "title": title, "description": description,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": targets,
+    }
+    if extra:
+        p.update(extra)
+    return p
+
+
+def dashboard(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
+    """The Grafana dashboard for one cluster: one row per question the incident raised."""
+    sel = 'namespace=~"$namespace", training_job=~"$training_job"'
+    panels = [
+        _panel(1, "Zones per training job", "stat", (0, 0, 8, 6),
+               [_target(f"topogate:training_job_zones:count{{{sel}}}", "{{namespace}}/{{training_job}}")],
+               "More than 1 means the job is split across zones (alert TopogateTrainingJobSpansZones).",
+               extra={"fieldConfig": {"defaults": {"unit": "short", "thresholds": {
+                   "mode": "absolute", "steps": [{"color": "green", "value": None},
+                                                 {"color": "red", "value": 2}]}}, "overrides": []}}),
+        _panel(2, "Running pods per zone", "timeseries", (8, 0, 16, 6),
+               [_target(f"topogate:training_job_pods:count{{{sel}}}",
+                        "{{namespace}}/{{training_job}} {{zone}} ({{network_zone}})")],
+               "Where each job's running pods are, by zone and by the network zone they were given."),
+        _panel(3, "GPU utilisation per training job", "timeseries", (0, 6, 12, 8),
+               [_target(f"topogate:training_job_gpu_util:avg{{{sel}}}", "{{namespace}}/{{training_job}}")],
+               f"Below {IDLE_GPU_PERCENT}% for {IDLE_FOR} fires TopogateTrainingGPUsIdle.", unit="percent"),
+        _panel(4, "GPU utilisation per job and zone", "timeseries", (12, 6, 12, 8),
+               [_target(f"topogate:training_job_zone_gpu_util:avg{{{sel}}}",
+                        "{{namespace}}/{{training_job}} {{zone}}")],
+               "A split job shows two lines, both low.", unit="percent"),
+        _panel(5, "GPU utilisation of training pods per zone", "timeseries", (0, 14, 12, 8),
+               [_target("topogate:zone_gpu_util:avg", "{{zone}}")],
+               "All managed training pods, averaged per zone.", unit="percent"),
+        _panel(6, "Training traffic dropped by policy", "timeseries", (12, 14, 12, 8),
+               [_target(f"max by (namespace, training_job) (topogate:training_job_policy_drops:rate5m{{{sel}}})",
+                        "{{namespace}}/{{training_job}}")],
+               "Packets/s Cilium dropped to or from the job's pods (POLICY_DENIED, POLICY_DENY).",
+               unit="pps"),
+        _panel(7, "All Cilium drops by reason", "timeseries", (0, 22, 12, 8),
+               [_target("sum by (reason) (rate(hubble_drop_total[5m]))", "{{reason}}")],
+               "Context for panel 6: every drop Hubble sees, managed or not.", unit="pps"),
+        _panel(8, "Firing topogate alerts", "table", (12, 22, 12, 8),
+               [_target('ALERTS{alertname=~"Topogate.*", alertstate="firing"}', "{{alertname}}")],
+               "Alerts from the generated PrometheusRule."),
+    ]
+
+    def variable(name: str, query: str) -> dict[str, Any]:
+        return {"name": name, "label": name, "type": "query",
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "query": {"query": query, "refId": name}, "definition": query,
+                "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1,
+                "current": {"selected": True, "text": ["All"], "value": ["$__all"]}}
+
+    return {
+        "uid": f"{DASHBOARD_UID_PREFIX}{cluster.name}"[:40],
+        "title": f"topogate: training jobs and zones ({cluster.name})",
+        # JSON has no comments: the "generated by" header travels in the description.
+        "description": header(inv).lstrip("# ").rstrip("\n"),
+        "tags": ["topogate", "gpu", "cilium"],
+        "editable": False,
+        "schemaVersion": 39,
+        "time": {"from": "now-6h", "to": "now"},
+        "refresh": "30s",
+        "templating": {"list": [
+            {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
+             "current": {}},
+            variable("namespace", "label_values(topogate:pod_workload:info, namespace)"),
+            variable("training_job", 'label_values(topogate:pod_workload:info{namespace=~"$namespace"}, '
+                                     "training_job)"),
+        ]},
+        "panels": panels,
+    }
+
+
+def render(inv: Inventory) -> list[OutputFile]:
+    files: list[OutputFile] = []
+    for cluster in sorted(inv.clusters, key=lambda c: c.name):
+        base = f"monitoring/{cluster.name}"
+        rule = {
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "PrometheusRule",
+            "metadata": {
+                "name": "topogate",
+                "namespace": NAMESPACE,
+                "labels": {"app.kubernetes.io/managed-by": "topogate", "app.kubernetes.io/part-of": "topogate"},
+                "annotations": {
+                    "topogate.dev/kube-state-metrics-allowlist": metric_labels_allowlist(inv),
+                },
+            },
+            "spec": {"groups": rule_groups(inv, cluster)},
+        }
+        kustomization = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "namespace": NAMESPACE,
+            "resources": ["prometheusrule.yaml"],
+            # The Grafana sidecar loads every ConfigMap labelled grafana_dashboard=1. A fixed name
+            # (no hash suffix) so an edit replaces the dashboard instead of adding a second one.
+            "configMapGenerator": [{
+                "name": "topogate-dashboard",
+                "files": ["dashboards/topogate.json"],
+                "options": {"disableNameSuffixHash": True,
+                            "labels": {"grafana_dashboard": "1", "app.kubernetes.io/managed-by": "topogate"}},
+            }],
+        }
+        files.append(OutputFile(f"{base}/kustomization.yaml", (kustomization,), source=cluster.pos))
+        files.append(OutputFile(f"{base}/prometheusrule.yaml", (rule,), text=_dump_blocks(rule),
+                                source=cluster.pos))
+        files.append(OutputFile(f"{base}/dashboards/topogate.json",
+                                text=json.dumps(dashboard(inv, cluster), indent=2, ensure_ascii=False) + "\n",
+                                source=cluster.pos))
+    return files
