@@ -15,7 +15,7 @@ from topogate.analysis.context import Context, Drift
 from topogate.analysis.result import CheckResult
 from topogate.engine import all_rules, run_rules
 from topogate.inventory.loader import InventoryError, load_inventory
-from topogate.inventory.model import Inventory
+from topogate.inventory.model import Inventory, Position
 from topogate.manifests import K8sObject, ManifestError, collect
 
 
@@ -51,6 +51,19 @@ def _render_to_temp(inv: Inventory, tmp: str) -> str:
     out = str(Path(tmp) / "rendered")
     writer.write_tree(out, render_tree(inv, out))
     return out
+
+
+def _as_generated(o: K8sObject, tree: str) -> K8sObject:
+    """Objects of the scratch tree are named by their place in the generated layout, since the
+    scratch directory is gone by the time anyone reads the finding."""
+    import os
+
+    prefix = os.path.relpath(tree)
+    if o.pos.file.startswith(prefix):
+        rel = o.pos.file[len(prefix):].lstrip("/")
+        return K8sObject(o.obj, Position(f"(generated)/{rel}", o.pos.line, o.pos.column), o.node,
+                         o.built_from)
+    return o
 
 
 def run_check(
@@ -89,6 +102,8 @@ def run_check(
             objects = tuple(collect(targets))
         except ManifestError as err:
             raise CheckInputError(str(err)) from None
+        if not paths:
+            objects = tuple(_as_generated(o, targets[0]) for o in objects)
         jobs, facts = build_map(inv, objects, cluster)
 
     ctx = Context(

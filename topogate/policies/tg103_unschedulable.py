@@ -35,8 +35,8 @@ SEVERITY = "error"
 def check(ctx: Context) -> Iterator[Issue]:
     for job in ctx.jobs:
         for g in job.groups:
-            if g.zones:
-                continue
+            if g.zones or any(p.feasible for p in g.pools):
+                continue  # some pool fits: a capacity problem is TG104's
             removed = "; ".join(f"{p.zone}/{p.pool}: {p.reason}" for p in g.pools) or "no pools"
             yield Issue(
                 job.object,

@@ -25,7 +25,7 @@ SEVERITY = "error"
 def check(ctx: Context) -> Iterator[Issue]:
     for job in ctx.jobs:
         cap = job.capacity
-        if cap.get("fits", True) or not any(g.zones for g in job.groups):
+        if cap.get("fits", True) or not all(any(p.feasible for p in g.pools) for g in job.groups):
             continue
         needs, has = int(cap.get("needs", 0) or 0), int(cap.get("has", 0) or 0)
         where = f"zone {cap['zone']}" if cap.get("zone") else "the pools it can use"

@@ -1,0 +1,42 @@
+"""Shared helpers for check tests: run a rule-fixture case as `topogate check` would."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topogate.check import CheckOutcome, run_check
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = ROOT / "fixtures" / "rules"
+
+
+def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
+    spec: dict[str, Any] = yaml.safe_load((case_dir / "case.yaml").read_text())
+    inventory = (case_dir / spec["inventory"]).resolve()
+    paths = [str((case_dir / p).resolve()) for p in spec.get("paths", [])]
+    rendered = None
+    today = dt.date.fromisoformat(spec["today"]) if "today" in spec else None
+    if spec.get("render"):
+        # The tree lives beside the inventory (bases are relative to it); removed afterwards.
+        from topogate import writer
+        from topogate.generators import render_tree
+        from topogate.inventory.loader import load_inventory
+
+        inv = load_inventory(inventory)
+        out = inventory.parent / f".rendered-{tmp.name}"
+        writer.write_tree(str(out), render_tree(inv, str(out)))
+        mutate = spec.get("mutate")
+        if mutate:
+            f = out / mutate["file"]
+            f.write_text(f.read_text() + mutate["append"])
+        rendered = str(out)
+        try:
+            return run_check(str(inventory), paths or [rendered], rendered, today=today)
+        finally:
+            shutil.rmtree(out)
+    return run_check(str(inventory), paths, rendered, today=today)
