@@ -1,0 +1,51 @@
+"""Reporters: one CheckResult, many formats (text, json, sarif, github, markdown).
+
+The registry is explicit so `--format` choices are known without importing plugins, and so
+parsing a format (click.Choice(["auto", *REPORTERS])) stays separate from rendering it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from topogate.report.base import Reporter
+from topogate.report.github import GithubReporter
+from topogate.report.json import JsonReporter
+from topogate.report.markdown import MarkdownReporter
+from topogate.report.sarif import SarifReporter
+from topogate.report.text import TextReporter
+
+REPORTERS: dict[str, type[Reporter]] = {
+    "text": TextReporter,
+    "json": JsonReporter,
+    "sarif": SarifReporter,
+    "github": GithubReporter,
+    "markdown": MarkdownReporter,
+}
+
+AUTO = "auto"
+
+
+def resolve_format(fmt: str, env: Mapping[str, str], isatty: bool) -> str:
+    """The concrete format for `fmt`; `auto` means github under GitHub Actions, text otherwise.
+
+    GitHub sets GITHUB_ACTIONS=true in every step, and there workflow commands become
+    annotations on the pull request's diff. Everywhere else text is the only format a person
+    can read, piped or not: `isatty` is accepted so callers need not change when a terminal
+    specific choice appears, but today a pipe gets the same text as a terminal so that
+    `topogate check ... | tee log` shows what the user saw.
+    """
+    del isatty  # see docstring: deliberately not a factor yet
+    if fmt == AUTO:
+        return "github" if env.get("GITHUB_ACTIONS") == "true" else "text"
+    if fmt not in REPORTERS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join([AUTO, *REPORTERS])}")
+    return fmt
+
+
+def get_reporter(fmt: str, *, strict: bool = False) -> Reporter:
+    """A reporter for a concrete (already resolved) format."""
+    return REPORTERS[fmt](strict=strict)
+
+
+__all__ = ["AUTO", "REPORTERS", "Reporter", "get_reporter", "resolve_format"]

@@ -1,0 +1,52 @@
+"""GitHub workflow commands and their escaping (actions/toolkit's escapeData/escapeProperty)."""
+
+from __future__ import annotations
+
+from report_support import result
+
+from topogate.findings import Finding
+from topogate.report.github import GithubReporter, annotation, escape_data, escape_property
+
+
+def test_escape_data() -> None:
+    assert escape_data("a%b\r\nc: d, e") == "a%25b%0D%0Ac: d, e"
+
+
+def test_escape_property() -> None:
+    assert escape_property("a%b\r\nc: d, e") == "a%25b%0D%0Ac%3A d%2C e"
+
+
+def test_percent_is_escaped_first() -> None:
+    # Otherwise the %0A produced for a newline would itself become %250A.
+    assert escape_data("\n%") == "%0A%25"
+
+
+def test_annotation_for_a_nasty_message() -> None:
+    f = Finding("dir,x/a:b.yaml", 30, 7, "TG101", "hard-block", "error", "PyTorchJob/ns/j",
+                "Worker -> Master: TCP/23456 denied, 100% of steps\nfix: pin Master")
+    assert annotation(f) == (
+        "::error file=dir%2Cx/a%3Ab.yaml,line=30,col=7,title=TG101 hard-block"
+        "::Worker -> Master: TCP/23456 denied, 100%25 of steps%0Afix: pin Master"
+    )
+
+
+def test_severity_to_command() -> None:
+    def at(severity: str) -> str:
+        return annotation(Finding("f.yaml", 1, 1, "TG1", "n", severity, "o", "m"))
+
+    assert at("error").startswith("::error ")
+    assert at("warning").startswith("::warning ")
+    assert at("info").startswith("::notice ")
+
+
+def test_unknown_file_has_no_file_property_and_names_the_object() -> None:
+    f = Finding("<unknown>", 1, 1, "TG120", "no-policy", "info", "Namespace/ml-team", "no policy")
+    assert annotation(f) == "::notice title=TG120 no-policy::Namespace/ml-team: no policy"
+
+
+def test_report_one_line_per_finding_plus_count() -> None:
+    out = GithubReporter().render(result()).splitlines()
+    assert len(out) == 6
+    assert all(line.startswith("::") for line in out[:5])
+    assert out[-1] == "topogate: 3 errors, 1 warning, 1 info in 2 workloads"
+    assert "::error file=jobs/llama.yaml,line=30,col=7,title=TG101 hard-block::" in "\n".join(out)

@@ -1,0 +1,42 @@
+"""Markdown for a PR comment: verdict, findings table, a picture for each job in trouble."""
+
+from __future__ import annotations
+
+from report_support import CLEAN_RESULT, result
+
+from topogate.report.markdown import MarkdownReporter, cell
+
+
+def test_failed_report() -> None:
+    out = MarkdownReporter().render(result())
+    assert out.startswith("## ❌ topogate check failed\n\n3 errors, 1 warning, 1 info in 2 workloads\n")
+    assert "| Rule | Severity | Where | Message |" in out
+    assert ("| TG101 hard-block | error | jobs/llama.yaml:30 | Worker -&gt; Master: TCP/23456 denied, "
+            "100% of steps<br>fix: pin Master to us-east-1a |") in out
+    # a pipe in a message must not open a new column
+    assert "us-east-1a \\| pin or follow |" in out
+
+
+def test_mermaid_for_the_broken_job_only() -> None:
+    out = MarkdownReporter().render(result())
+    assert out.count("```mermaid") == 1
+    block = out.split("```mermaid\n", 1)[1].split("\n```", 1)[0]
+    assert block.startswith("flowchart LR")
+    assert "-.->" in block
+    assert "linkStyle 2 stroke:red" in block
+    section = out.split("#### PyTorchJob/ml-team/llama-ft", 1)[1]
+    assert "**can be split across zones**" in section
+    assert "- Worker (us-east-1a) → Master (us-east-1b) TCP/23456 rendezvous: ingress of Master" in section
+    # the clean job is a table row in a collapsed section, not a picture
+    assert "<details><summary>1 clean workload" in out
+    assert "| PyTorchJob/ml-team/clean-ft | gpu-east | us-east-1a |" in out
+
+
+def test_passed_report() -> None:
+    out = MarkdownReporter().render(CLEAN_RESULT)
+    assert out.startswith("## ✅ topogate check passed\n")
+    assert "### Findings" not in out and "```mermaid" not in out
+
+
+def test_cell_is_inert() -> None:
+    assert cell("<img src=x onerror=alert(1)> | a\nb") == "&lt;img src=x onerror=alert(1)&gt; \\| a<br>b"

@@ -1,0 +1,71 @@
+"""What every reporter shares: the interface, and the few conventions all formats agree on.
+
+Reporters never reason about the map and never do I/O: they turn a finished CheckResult into
+one string, so the CLI decides where it goes and tests can compare strings byte for byte.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from topogate.analysis.result import CheckResult, Flow, JobMap
+from topogate.findings import Finding
+from topogate.inventory.model import NOWHERE
+
+UNKNOWN_FILE = NOWHERE.file
+
+
+class Reporter(ABC):
+    """Turns a CheckResult into text. One subclass per --format value."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    def __init__(self, *, strict: bool = False) -> None:
+        # strict: warnings fail the check too (the CLI's --strict); formats that print a
+        # verdict must agree with the exit code.
+        self.strict = strict
+
+    @abstractmethod
+    def render(self, result: CheckResult) -> str:
+        """The whole report, ending with a newline (or empty when the format has nothing)."""
+
+    def failed(self, result: CheckResult) -> bool:
+        return result.errors > 0 or (self.strict and result.warnings > 0)
+
+
+def sorted_findings(result: CheckResult) -> list[Finding]:
+    # Finding is ordered by (file, line, column, rule, name, severity, object, message):
+    # exactly "by file and line", with every other field as a tie-breaker, so the order of
+    # the rules' output never leaks into the report.
+    return sorted(result.findings)
+
+
+def sorted_jobs(result: CheckResult) -> list[JobMap]:
+    return sorted(result.jobs, key=lambda j: (j.cluster, j.object))
+
+
+def flow_key(f: Flow) -> tuple[str, str, str, str, int, str, str]:
+    return (f.src, f.dst, f.src_zone, f.dst_zone, f.port, f.protocol, f.purpose)
+
+
+def port_text(f: Flow) -> str:
+    """TCP/23456, or TCP/* for a flow that needs every port (NCCL picks ports at random)."""
+    return f"{f.protocol}/{f.port if f.port > 0 else '*'}"
+
+
+def has_file(file: str) -> bool:
+    return bool(file) and file != UNKNOWN_FILE
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def counts_line(result: CheckResult) -> str:
+    infos = sum(1 for f in result.findings if f.severity == "info")
+    parts = [plural(result.errors, "error"), plural(result.warnings, "warning")]
+    if infos:
+        parts.append(f"{infos} info")
+    return f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"

@@ -1,0 +1,42 @@
+"""The machine-readable report: DESIGN.md's shape exactly, plus an additive `summary`.
+
+Field names are a contract with tests outside the repo; JobMap.as_dict() owns the workload
+shape, this module only orders things so the same map always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from topogate.analysis.result import CheckResult, JobMap
+from topogate.report.base import Reporter, sorted_findings, sorted_jobs
+
+
+def _blocked_key(b: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(b.get(k, "")) for k in ("from", "to", "fromZone", "toZone", "protocol")) + (
+        f"{b.get('port', 0):08d}",
+    )
+
+
+def workload_dict(job: JobMap) -> dict[str, Any]:
+    d = job.as_dict()
+    # The analysis emits flows in its own order; sort so the report does not depend on it.
+    d["blocked"] = sorted(d["blocked"], key=_blocked_key)
+    return d
+
+
+def report_dict(result: CheckResult) -> dict[str, Any]:
+    return {
+        "findings": [f.as_dict() for f in sorted_findings(result)],
+        "workloads": [workload_dict(j) for j in sorted_jobs(result)],
+        "summary": {"errors": result.errors, "warnings": result.warnings},
+    }
+
+
+class JsonReporter(Reporter):
+    name = "json"
+    description = "findings and workloads as JSON (stable field names)"
+
+    def render(self, result: CheckResult) -> str:
+        return json.dumps(report_dict(result), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,102 @@
+"""A pull-request comment / job summary: the verdict first, then what to fix, then pictures
+of the jobs that are in trouble. Clean jobs get one table row each, not a picture: a PR that
+touches fifty healthy jobs should still fit on a screen (and under GitHub's comment limit).
+"""
+
+from __future__ import annotations
+
+from topogate.analysis.result import CheckResult, JobMap
+from topogate.findings import Finding
+from topogate.report.base import (
+    Reporter,
+    counts_line,
+    flow_key,
+    has_file,
+    port_text,
+    sorted_findings,
+    sorted_jobs,
+)
+from topogate.report.mermaid import job_diagram
+
+# GitHub rejects comments over 65,536 characters; these caps keep a huge run well below it.
+MAX_FINDING_ROWS = 100
+MAX_DIAGRAMS = 10
+MAX_BLOCKED_LINES = 10
+
+
+def cell(s: str) -> str:
+    """Text safe inside a GFM table cell (and inert as HTML: a PR comment renders HTML)."""
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    return "<br>".join(line.strip() for line in s.strip().splitlines())
+
+
+def where(f: Finding) -> str:
+    return cell(f"{f.file}:{f.line}") if has_file(f.file) else cell(f.object)
+
+
+def findings_table(findings: list[Finding]) -> list[str]:
+    lines = ["| Rule | Severity | Where | Message |", "| --- | --- | --- | --- |"]
+    for f in findings[:MAX_FINDING_ROWS]:
+        lines.append(f"| {cell(f.rule)} {cell(f.name)} | {cell(f.severity)} | {where(f)} | {cell(f.message)} |")
+    if len(findings) > MAX_FINDING_ROWS:
+        lines += ["", f"…and {len(findings) - MAX_FINDING_ROWS} more findings (see the text or SARIF report)."]
+    return lines
+
+
+def in_trouble(job: JobMap) -> bool:
+    return bool(job.blocked) or not job.colocated or not job.schedulable
+
+
+def job_section(job: JobMap, picture: bool) -> list[str]:
+    state = " · ".join([
+        "colocated" if job.colocated else "**can be split across zones**",
+        "schedulable" if job.schedulable else "**not schedulable**",
+    ])
+    groups = ", ".join(f"{g.name} ×{g.pods} ({', '.join(g.zones) or 'nowhere'})" for g in job.groups)
+    lines = [f"#### {cell(job.object)} · cluster {cell(job.cluster)}", "", f"{state} · {cell(groups)}", ""]
+    blocked = sorted(job.blocked, key=flow_key)
+    if blocked:
+        lines.append("Blocked flows:")
+        for f in blocked[:MAX_BLOCKED_LINES]:
+            lines.append(f"- {cell(f.src)} ({cell(f.src_zone)}) → {cell(f.dst)} ({cell(f.dst_zone)}) "
+                         f"{port_text(f)} {cell(f.purpose)}: {cell(f.reason)}")
+        if len(blocked) > MAX_BLOCKED_LINES:
+            lines.append(f"- …and {len(blocked) - MAX_BLOCKED_LINES} more")
+        lines.append("")
+    if picture:
+        lines += ["```mermaid", job_diagram(job).rstrip("\n"), "```", ""]
+    return lines
+
+
+def clean_table(jobs: list[JobMap]) -> list[str]:
+    lines = [f"<details><summary>{len(jobs)} clean workload{'s' if len(jobs) != 1 else ''}: "
+             "colocated, schedulable, no blocked flow</summary>", "",
+             "| Workload | Cluster | Zone |", "| --- | --- | --- |"]
+    lines += [f"| {cell(j.object)} | {cell(j.cluster)} | {cell(', '.join(j.zones))} |" for j in jobs]
+    return [*lines, "", "</details>", ""]
+
+
+class MarkdownReporter(Reporter):
+    name = "markdown"
+    description = "a PR comment or job summary, with mermaid pictures of jobs in trouble"
+
+    def render(self, result: CheckResult) -> str:
+        failed = self.failed(result)
+        lines = [f"## {'❌' if failed else '✅'} topogate check {'failed' if failed else 'passed'}", "",
+                 counts_line(result), ""]
+        findings = sorted_findings(result)
+        if findings:
+            lines += ["### Findings", "", *findings_table(findings), ""]
+        jobs = sorted_jobs(result)
+        trouble = [j for j in jobs if in_trouble(j)]
+        clean = [j for j in jobs if not in_trouble(j)]
+        if trouble:
+            lines += ["### Workloads that need attention", ""]
+            for i, j in enumerate(trouble):
+                lines += job_section(j, picture=i < MAX_DIAGRAMS)
+            if len(trouble) > MAX_DIAGRAMS:
+                lines += [f"Pictures are shown for the first {MAX_DIAGRAMS}; "
+                          "`topogate explain INVENTORY WORKLOAD --format mermaid` draws any job.", ""]
+        if clean:
+            lines += ["### Clean workloads", "", *clean_table(clean)]
+        return "\n".join(lines).rstrip("\n") + "\n"

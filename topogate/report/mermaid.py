@@ -1,0 +1,112 @@
+"""A job's map as a mermaid flowchart: zones are subgraphs, replica groups are nodes, the
+required flows are edges; a blocked flow is a red dashed edge.
+
+A group that may land in several zones is drawn once per zone (with a distinct id): that
+duplication is the picture of "this job can be split". Flows are merged per pair of drawn
+nodes and verdict, so a 64-worker job stays a handful of edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topogate.analysis.result import Flow, JobMap
+from topogate.report.base import port_text
+
+BLOCKED_STYLE = "stroke:red,stroke-width:2px,stroke-dasharray:5 5"
+
+# Mermaid reads `#name;` / `#123;` as entity codes inside quoted labels: encode the
+# characters that would otherwise end a label, start markup, or start an entity.
+_ESCAPES = {
+    "#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "|": "#124;", "`": "#96;",
+    "[": "#91;", "]": "#93;", "{": "#123;", "}": "#125;",
+}
+
+
+def escape_label(s: str) -> str:
+    return "".join(_ESCAPES.get(c, c) for c in " ".join(s.split()))
+
+
+@dataclass(frozen=True)
+class _Edge:
+    src: str
+    dst: str
+    allowed: bool
+    label: str
+
+
+def _flow_label(flows: list[Flow]) -> str:
+    """`dns TCP/53 UDP/53, rendezvous TCP/23456`: one phrase per purpose."""
+    ports: dict[str, list[str]] = {}
+    for f in sorted(flows, key=lambda f: (f.purpose, f.protocol, f.port)):
+        seen = ports.setdefault(f.purpose, [])
+        if port_text(f) not in seen:
+            seen.append(port_text(f))
+    return ", ".join(f"{purpose} {' '.join(p)}" for purpose, p in ports.items())
+
+
+def job_diagram(job: JobMap) -> str:
+    """Mermaid source (no code fence) for one job; the same job always gives the same text."""
+    zones = sorted({z for g in job.groups for z in g.zones} | {
+        z for f in job.flows for z in (f.src_zone, f.dst_zone) if z})
+    zone_id = {z: f"z{i}" for i, z in enumerate(zones)}
+    group_index = {g.name: i for i, g in enumerate(job.groups)}
+    externals = sorted({e for f in job.flows for e in (f.src, f.dst) if e not in group_index})
+    ext_index = {e: i for i, e in enumerate(externals)}
+
+    def node_id(endpoint: str, zone: str) -> str:
+        where = zone_id.get(zone, "nz")
+        if endpoint in group_index:
+            return f"{where}_g{group_index[endpoint]}"
+        return f"{where}_x{ext_index[endpoint]}"
+
+    def group_label(i: int) -> str:
+        g = job.groups[i]
+        gpus = f", {g.gpus_per_pod} GPU each" if g.gpus_per_pod else ""
+        nowhere = " - no feasible node" if not g.zones else ""
+        return escape_label(f"{g.name} ×{g.pods}{gpus}{nowhere}")
+
+    # Which nodes to draw in which zone: groups where they can land, plus every endpoint a
+    # flow names (kube-dns in its zone; a group in a zone the analysis reached anyway).
+    members: dict[str, set[tuple[str, str]]] = {}
+    for g in job.groups:
+        for z in g.zones or ("",):
+            members.setdefault(z, set()).add((g.name, z))
+    for f in job.flows:
+        for endpoint, z in ((f.src, f.src_zone), (f.dst, f.dst_zone)):
+            members.setdefault(z if z in zone_id else "", set()).add((endpoint, z if z in zone_id else ""))
+
+    def node_line(endpoint: str, zone: str) -> str:
+        nid = node_id(endpoint, zone)
+        if endpoint in group_index:
+            return f'{nid}["{group_label(group_index[endpoint])}"]'
+        return f'{nid}(["{escape_label(endpoint)}"])'
+
+    def order(m: tuple[str, str]) -> tuple[int, int]:
+        return (0, group_index[m[0]]) if m[0] in group_index else (1, ext_index[m[0]])
+
+    lines = ["flowchart LR"]
+    for z in zones:
+        lines.append(f'  subgraph {zone_id[z]}["{escape_label(z)}"]')
+        lines += [f"    {node_line(*m)}" for m in sorted(members.get(z, ()), key=order)]
+        lines.append("  end")
+    lines += [f"  {node_line(*m)}" for m in sorted(members.get("", ()), key=order)]
+
+    grouped: dict[tuple[str, str, bool], list[Flow]] = {}
+    for f in job.flows:
+        src = node_id(f.src, f.src_zone if f.src_zone in zone_id else "")
+        dst = node_id(f.dst, f.dst_zone if f.dst_zone in zone_id else "")
+        grouped.setdefault((src, dst, f.allowed), []).append(f)
+    # Blocked edges after allowed ones between the same nodes, so the red one is drawn on top.
+    edges = [_Edge(s, d, a, _flow_label(fl)) for (s, d, a), fl in
+             sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1], not kv[0][2]))]
+    blocked: list[str] = []
+    for n, e in enumerate(edges):
+        if e.allowed:
+            lines.append(f'  {e.src} -->|"{escape_label(e.label)}"| {e.dst}')
+        else:
+            lines.append(f'  {e.src} -.->|"{escape_label("blocked: " + e.label)}"| {e.dst}')
+            blocked.append(str(n))
+    if blocked:
+        lines.append(f"  linkStyle {','.join(blocked)} {BLOCKED_STYLE}")
+    return "\n".join(lines) + "\n"

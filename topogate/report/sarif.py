@@ -1,0 +1,116 @@
+"""SARIF 2.1.0, for GitHub code scanning and any other SARIF viewer.
+
+Every registered rule is listed in tool.driver.rules (viewers show rule help even for rules
+that found nothing this run); each result points at its rule by id and by index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from typing import Any
+from urllib.parse import quote
+
+from topogate.analysis.result import CheckResult, RuleInfo
+from topogate.findings import Finding
+from topogate.report.base import Reporter, has_file, sorted_findings
+
+SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+LEVELS = {"error": "error", "warning": "warning", "info": "note"}
+FINGERPRINT = "topogate/v1"
+
+
+def level(severity: str) -> str:
+    return LEVELS.get(severity, "warning")
+
+
+def artifact_location(file: str) -> dict[str, str]:
+    """A URI for a path as the user gave it: relative ones stay relative to the checkout
+    (%SRCROOT%) so code scanning can map them onto the repository's files."""
+    path = file.replace("\\", "/")
+    if path.startswith("/"):
+        return {"uri": "file://" + quote(posixpath.normpath(path))}
+    path = posixpath.normpath(path)
+    return {"uri": quote(path), "uriBaseId": SRCROOT}
+
+
+def rule_descriptor(rule: RuleInfo) -> dict[str, Any]:
+    doc = rule.doc.strip() or rule.summary
+    return {
+        "id": rule.id,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary or rule.name},
+        "fullDescription": {"text": doc},
+        "help": {"text": doc, "markdown": doc},
+        "defaultConfiguration": {"level": level(rule.severity)},
+        "properties": {"tags": ["topogate"]},
+    }
+
+
+def _rules(result: CheckResult) -> list[RuleInfo]:
+    """Registered rules plus any rule a finding names that is not registered (the engine's
+    own findings), so every result has a valid ruleIndex."""
+    rules = {r.id: r for r in result.rules}
+    for f in result.findings:
+        if f.rule not in rules:
+            rules[f.rule] = RuleInfo(id=f.rule, name=f.name, severity=f.severity, summary=f.name, doc="")
+    return [rules[k] for k in sorted(rules)]
+
+
+def fingerprint(f: Finding) -> str:
+    # Line-independent, so a finding keeps its identity (and its dismissal in code scanning)
+    # when unrelated lines above it move.
+    key = "\0".join((f.rule, f.object, f.file, f.message))
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def result_dict(f: Finding, index: dict[str, int]) -> dict[str, Any]:
+    res: dict[str, Any] = {
+        "ruleId": f.rule,
+        "ruleIndex": index[f.rule],
+        "level": level(f.severity),
+        "message": {"text": f.message or f.name},
+        "partialFingerprints": {FINGERPRINT: fingerprint(f)},
+    }
+    location: dict[str, Any] = {"logicalLocations": [{"fullyQualifiedName": f.object}]}
+    if has_file(f.file):
+        location["physicalLocation"] = {
+            "artifactLocation": artifact_location(f.file),
+            "region": {"startLine": max(f.line, 1), "startColumn": max(f.column, 1)},
+        }
+    res["locations"] = [location]
+    return res
+
+
+def sarif_dict(result: CheckResult, tool_version: str | None = None) -> dict[str, Any]:
+    rules = _rules(result)
+    index = {r.id: i for i, r in enumerate(rules)}
+    driver: dict[str, Any] = {"name": "topogate", "rules": [rule_descriptor(r) for r in rules]}
+    if tool_version:
+        driver["semanticVersion"] = tool_version
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": driver},
+            # Columns come from YAML marks, which count characters, not UTF-16 units.
+            "columnKind": "unicodeCodePoints",
+            "results": [result_dict(f, index) for f in sorted_findings(result)],
+        }],
+    }
+
+
+class SarifReporter(Reporter):
+    name = "sarif"
+    description = "SARIF 2.1.0 for code scanning"
+
+    def __init__(self, *, strict: bool = False, tool_version: str | None = None) -> None:
+        super().__init__(strict=strict)
+        # No version by default: reports, like generated files, should not change bytes
+        # between releases unless what they say changes.
+        self.tool_version = tool_version
+
+    def render(self, result: CheckResult) -> str:
+        return json.dumps(sarif_dict(result, self.tool_version), indent=2, ensure_ascii=False) + "\n"

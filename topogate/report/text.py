@@ -1,0 +1,65 @@
+"""Human output: compiler-style finding lines (editors and terminals make them clickable),
+then one short summary per workload, then the counts."""
+
+from __future__ import annotations
+
+from topogate.analysis.result import CheckResult, Flow, GroupMap, JobMap
+from topogate.findings import Finding
+from topogate.report.base import (
+    Reporter,
+    counts_line,
+    flow_key,
+    has_file,
+    port_text,
+    sorted_findings,
+    sorted_jobs,
+)
+
+INDENT = "    "
+
+
+def finding_line(f: Finding) -> str:
+    where = f"{f.file}:{f.line}:{f.column}" if has_file(f.file) else f.object
+    first, *rest = f.message.splitlines() or [""]
+    # Continuation lines are indented so `grep TG101` style tools still see one finding
+    # per unindented line.
+    return "\n".join([f"{where}: {f.severity} {f.rule} {f.name}: {first}", *(INDENT + r for r in rest)])
+
+
+def group_line(g: GroupMap) -> str:
+    gpus = f" ({g.gpus_per_pod} GPU/pod)" if g.gpus_per_pod else ""
+    zones = ", ".join(g.zones) if g.zones else "nowhere (no feasible node)"
+    return f"  {g.name} x{g.pods}{gpus}: {zones}"
+
+
+def blocked_line(f: Flow) -> str:
+    return (f"  blocked: {f.src}@{f.src_zone or '?'} -> {f.dst}@{f.dst_zone or '?'} "
+            f"{port_text(f)} ({f.purpose}): {' '.join(f.reason.split())}")
+
+
+def job_summary(job: JobMap) -> str:
+    state = ", ".join([
+        "colocated" if job.colocated else "NOT colocated",
+        "schedulable" if job.schedulable else "NOT schedulable",
+    ])
+    lines = [f"{job.object} (cluster {job.cluster}): {state}"]
+    lines += [group_line(g) for g in job.groups]
+    lines += [blocked_line(f) for f in sorted(job.blocked, key=flow_key)]
+    return "\n".join(lines)
+
+
+class TextReporter(Reporter):
+    name = "text"
+    description = "file:line:column lines for people, then a summary per workload"
+
+    def render(self, result: CheckResult) -> str:
+        blocks: list[str] = []
+        findings = sorted_findings(result)
+        if findings:
+            blocks.append("\n".join(finding_line(f) for f in findings))
+        jobs = sorted_jobs(result)
+        if jobs:
+            blocks.append("\n".join(job_summary(j) for j in jobs))
+        verdict = "FAIL" if self.failed(result) else "ok"
+        blocks.append(f"{verdict}: {counts_line(result)}")
+        return "\n\n".join(blocks) + "\n"
