@@ -370,13 +370,13 @@ def taint_str(t: Taint) -> str:
 # The filter
 
 
-def fit_pool(spec: Mapping[str, Any], node: NodeClass) -> PoolFit:
+def fit_pool(spec: Mapping[str, Any], node: NodeClass, gpus: int | None = None) -> PoolFit:
     """Every reason the pod with this spec cannot land on the node class (none: it fits)."""
     labels = node.label_map
     reasons = node_affinity_removals(spec, labels)
     for t in untolerated_taints(spec.get("tolerations"), node.taints):
         reasons.append(Removal("taint", taint_str(t), f"taint {taint_str(t)} not tolerated"))
-    gpus = pod_gpus(dict(spec))
+    gpus = pod_gpus(dict(spec)) if gpus is None else gpus
     if gpus > node.gpus_per_node:
         reasons.append(Removal(
             "gpus", "gpu",
@@ -387,10 +387,32 @@ def fit_pool(spec: Mapping[str, Any], node: NodeClass) -> PoolFit:
     return PoolFit(node, tuple(reasons))
 
 
-def fit_pools(spec: Mapping[str, Any], nodes: Sequence[NodeClass] | Cluster) -> tuple[PoolFit, ...]:
-    """fit_pool over every node class of a cluster (or a given sequence), sorted by (zone, pool)."""
+def filter_key(spec: Mapping[str, Any]) -> str:
+    """The part of a pod spec the node filters read, as a string: equal keys give equal fits."""
+    aff = spec.get("affinity")
+    na = aff.get("nodeAffinity") if isinstance(aff, dict) else None
+    return repr((spec.get("nodeSelector"), na, spec.get("tolerations"), spec.get("nodeName"), pod_gpus(dict(spec))))
+
+
+def fit_pools(
+    spec: Mapping[str, Any], nodes: Sequence[NodeClass] | Cluster,
+    cache: dict[tuple[str, tuple[NodeClass, ...]], tuple[PoolFit, ...]] | None = None,
+) -> tuple[PoolFit, ...]:
+    """fit_pool over every node class of a cluster (or a given sequence), sorted by (zone, pool).
+
+    ``cache`` (any dict the caller keeps) shares verdicts between pod specs that differ only in
+    what the node filters do not read: thousands of jobs stamped from one template cost one.
+    """
     classes = node_classes(nodes) if isinstance(nodes, Cluster) else tuple(nodes)
-    return tuple(fit_pool(spec, n) for n in sorted(classes, key=lambda n: (n.zone, n.pool)))
+    classes = tuple(sorted(classes, key=lambda n: (n.zone, n.pool)))
+    key = (filter_key(spec), classes) if cache is not None else None
+    if cache is not None and key is not None and key in cache:
+        return cache[key]
+    gpus = pod_gpus(dict(spec))
+    out = tuple(fit_pool(spec, n, gpus) for n in classes)
+    if cache is not None and key is not None:
+        cache[key] = out
+    return out
 
 
 def feasible_zones(fits: Iterable[PoolFit]) -> tuple[str, ...]:
