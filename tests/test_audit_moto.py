@@ -118,8 +118,8 @@ def test_cli_text_over_budget_exit_1_and_request_count(moto_ce: Moto) -> None:
     assert "Verdict: OVER BUDGET: gpu-east (1 of 3 days)" in out
     assert "Cost Explorer requests: 3 ($0.03)" in out
     assert "ESTIMATE (not measured)" in out
-    # no manifests given: the analysis did not run, so the cause is not claimed
-    assert UNKNOWN_CAUSE in out
+    # no manifests given: the analysis reads the tree `generate` writes, which pins every job
+    assert NO_SPLIT_CAUSE in out and UNKNOWN_CAUSE not in out
     assert FAKE_KEY_ID not in out + err and FAKE_SECRET not in out + err
 
 
@@ -141,10 +141,12 @@ def test_cli_markdown(moto_ce: Moto) -> None:
     assert "| gpu-east | aws | us-east-1 | 2,151.51 | $21.52 | $5.00/day | **over** |" in out
 
 
-def test_cli_manifests_switch_on_the_may_split_hook(moto_ce: Moto) -> None:
-    # the hook returns {} until it is wired to the analysis: then "no job can split"
+def test_cli_manifests_name_the_job_that_may_split(moto_ce: Moto) -> None:
+    # The raw bases carry no zone affinity: the analysis says llama-ft may split, and the
+    # over-budget cluster's report names it as the expected cause.
     code, out, _ = _seed_and_cli(moto_ce, str(AUDIT_FIXTURES / "bases"))
-    assert code == 1 and NO_SPLIT_CAUSE in out
+    assert code == 1
+    assert f"expected cause: job(s) that may split across zones: {SPLIT_JOB}" in out
 
 
 def test_cli_within_budget_exit_0(moto_ce: Moto) -> None:

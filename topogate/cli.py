@@ -69,10 +69,8 @@ def generate(inventory: str, out: str, check_only: bool) -> None:
 
 
 def _formats() -> list[str]:
-    try:
-        from topogate.report import REPORTERS
-    except ImportError:  # reporters land in a separate change; keep the CLI importable meanwhile
-        return ["auto", "text", "json", "sarif", "github", "markdown"]
+    from topogate.report import REPORTERS
+
     return ["auto", *REPORTERS]
 
 
@@ -98,7 +96,7 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     import os
 
     from topogate.check import CheckInputError, run_check
-    from topogate.report import REPORTERS, resolve_format
+    from topogate.report import get_reporter, resolve_format
 
     try:
         outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
@@ -106,10 +104,10 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
         click.echo(f"topogate: {err}", err=True)
         sys.exit(2)
     name = resolve_format(fmt, os.environ, sys.stdout.isatty())
-    click.echo(REPORTERS[name]().render(outcome.result), nl=False)
+    click.echo(get_reporter(name, strict=strict).render(outcome.result), nl=False)
     if output:
         with open(output, "w", encoding="utf-8") as fh:
-            fh.write(REPORTERS[output_format]().render(outcome.result))
+            fh.write(get_reporter(output_format, strict=strict).render(outcome.result))
     sys.exit(outcome.exit_code)
 
 
@@ -184,17 +182,60 @@ def rules(fmt: str) -> None:
 # --- trace command ---
 
 
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--from", "src", required=True, metavar="SRC",
+              help="ns/Kind/name[/group], ns:key=value,..., an entity (world, host, kube-apiserver, "
+                   "cluster, remote-node), a CIDR/IP, or fqdn:NAME.")
+@click.option("--to", "dst", required=True, metavar="DST", help="Same forms as --from.")
+@click.option("--port", metavar="P[/TCP|UDP|SCTP]",
+              help="One port (or a container-port name of DST). Default: every TCP and UDP port class.")
+@click.option("--inventory", type=click.Path(dir_okay=False),
+              help="Inventory: cluster name and zones of known workloads, and their bases.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def trace(paths: tuple[str, ...], src: str, dst: str, port: str | None, inventory: str | None,
+          fmt: str) -> None:
+    """May SRC reach DST? The verdict and, per side, the policy line that decides it.
+
+    PATHs are YAML files, directories or kustomization directories holding the workloads,
+    CiliumNetworkPolicies, CiliumClusterwideNetworkPolicies, NetworkPolicies and Namespaces.
+    Exit codes: 0 allowed (every traced port class), 1 denied (any class), 2 bad input.
+    """
+    import json
+
+    from topogate.report.trace_text import render_trace_text
+    from topogate.trace import TraceError, as_json, run_trace
+
+    try:
+        result = run_trace(paths, src, dst, port, inventory)
+    except TraceError as err:
+        click.echo(f"topogate trace: {err}", err=True)
+        sys.exit(2)
+    if fmt == "json":
+        click.echo(json.dumps(as_json(result), indent=2, sort_keys=True))
+    else:
+        click.echo(render_trace_text(result), nl=False)
+    sys.exit(result.exit_code)
+
+
 # --- audit commands ---
 
 
-def _may_split(inv: object, paths: tuple[str, ...]) -> dict[str, list[str]]:
-    """Hook: cluster name -> object ids of jobs the analysis says may split across zones.
+def _may_split(inventory: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
+    """Cluster name -> jobs the analysis says may split across zones (the expected cause).
 
-    Returns {} for now (wired to the analysis by the lead). Only consulted when PATHs are
-    given; without PATHs the audit passes None ("not analysed") rather than claiming that
-    no job can split.
+    With PATHs the deployed manifests are analysed; without, the tree `generate` would write,
+    which is what a GitOps repo built from this inventory deploys.
     """
-    return {}
+    from topogate.check import run_check
+
+    outcome = run_check(inventory, paths)
+    inv = outcome.inventory
+    out: dict[str, list[str]] = {c.name: [] for c in inv.clusters} if inv else {}
+    for job in outcome.result.jobs:
+        if not job.colocated:
+            out.setdefault(job.cluster, []).append(job.object)
+    return out
 
 
 def _audit_date(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
@@ -239,6 +280,7 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
 
     from topogate.audit import AuditError, default_client_factory, resolve_window, run_audit
     from topogate.audit.report import render
+    from topogate.check import CheckInputError
 
     try:
         inv = load_inventory(inventory)
@@ -249,12 +291,15 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
         assert start is None or isinstance(start, dt.date)
         assert end is None or isinstance(end, dt.date)
         window = resolve_window(start, end, dt.date.today())
-        may_split = _may_split(inv, paths) if paths else None
+        may_split = _may_split(inventory, paths)
         result = run_audit(inv, window[0], window[1], default_client_factory(max_attempts),
                            may_split, verify=verify_usage_types)
     except AuditError as err:
         click.echo(err.line(), err=True)
         sys.exit(int(err.code))
+    except CheckInputError as err:
+        click.echo(f"topogate audit: {err}", err=True)
+        sys.exit(2)
     except Exception as err:  # noqa: BLE001 - one line, never a traceback, in a nightly job
         from topogate.audit.errors import scrub
 

@@ -98,17 +98,31 @@ def _cluster_from_path(obj: K8sObject, names: Sequence[str]) -> str | None:
 def assign_clusters(inv: Inventory, objects: Iterable[K8sObject],
                     override: str | None) -> dict[str | None, list[K8sObject]]:
     names = [c.name for c in inv.clusters]
-    by_id = {(w.kind, w.namespace, w.name): w.cluster for w in inv.workloads}
+    by_id = {(w.kind, w.namespace, w.name): w for w in inv.workloads}
+    by_name: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for w in inv.workloads:
+        by_name[(w.kind, w.name)].append(w)
     out: dict[str | None, list[K8sObject]] = defaultdict(list)
     for o in objects:
+        w = by_id.get((o.kind, o.namespace or "default", o.name))
+        if w is None and not o.namespace and len(by_name.get((o.kind, o.name), [])) == 1:
+            # A base manifest without a namespace: the overlay will set the workload's.
+            w = by_name[(o.kind, o.name)][0]
+            o = _in_namespace(o, w.namespace)
         if override:
             c: str | None = override
         else:
-            c = by_id.get((o.kind, o.namespace or "default", o.name)) or _cluster_from_path(o, names)
+            c = w.cluster if w is not None else _cluster_from_path(o, names)
             if c is None and len(names) == 1:
                 c = names[0]
         out[c].append(o)
     return out
+
+
+def _in_namespace(o: K8sObject, ns: str) -> K8sObject:
+    obj = dict(o.obj)
+    obj["metadata"] = {**(obj.get("metadata") or {}), "namespace": ns}
+    return K8sObject(obj, o.pos, o.node, o.built_from)
 
 
 def _pod_class(ns: str, labels: Iterable[tuple[str, str]], spec: dict[str, Any],
@@ -123,10 +137,12 @@ def _pod_class(ns: str, labels: Iterable[tuple[str, str]], spec: dict[str, Any],
 
 
 def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Verdict] | None:
-    """The first TCP port class between two groups that is denied: NCCL needs every port."""
+    """The first TCP port class between two groups that is denied: NCCL needs every port.
+
+    Port 0 stands for "every port" when the whole range is denied."""
     for r in pset.port_classes(src, dst, ("TCP",)):
         if not r.verdict.allowed:
-            return r.start, r.verdict
+            return (0 if (r.start, r.end) == (1, 65535) else r.start), r.verdict
     return None
 
 

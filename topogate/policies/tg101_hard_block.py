@@ -45,7 +45,9 @@ def check(ctx: Context) -> Iterator[Issue]:
             if f.purpose == "dns" or (f.src, f.dst, f.purpose) in seen:
                 continue
             seen.add((f.src, f.dst, f.purpose))
-            what = {"nccl": f"NCCL's TCP connections (random ports; {f.port}/TCP is the first denied)",
+            nccl = ("every TCP port" if f.port == 0
+                    else f"random TCP ports; {f.port}/TCP is the first denied")
+            what = {"nccl": f"NCCL's connections ({nccl})",
                     "rendezvous": f"the rendezvous port {f.port}/TCP",
                     "ssh": "SSH (22/TCP) from the launcher"}.get(f.purpose, f"{f.port}/{f.protocol}")
             where = f" when {f.src} runs in {f.src_zone} and {f.dst} in {f.dst_zone}" if f.src_zone else ""
