@@ -239,7 +239,8 @@ def test_cmp_plugin_generates_the_wrapper_output(tmp_path: Path) -> None:
     bindir = str(REPO / ".venv" / "bin")
     env = {"PATH": os.pathsep.join([bindir, str(Path(kubectl()).parent), "/usr/bin", "/bin"]),
            "HOME": str(tmp_path), "ARGOCD_ENV_TOPOGATE_CLUSTER": "lab",
-           "ARGOCD_ENV_TOPOGATE_INVENTORY": "inventory.yaml", "ARGOCD_APP_NAME": "topogate-lab"}
+           "ARGOCD_ENV_TOPOGATE_INVENTORY": "inventory.yaml", "ARGOCD_APP_NAME": "topogate-lab",
+           **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})}
     proc = subprocess.run(gen["command"] + gen["args"], cwd=repo / "fixtures" / "lab", env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

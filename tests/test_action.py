@@ -1,0 +1,230 @@
+"""The composite action, the workflows and the pre-commit hooks: parsed, checked, and run.
+
+The action's `run:` steps are executed here the way the GitHub runner executes them
+(`bash --noprofile --norc -eo pipefail`, env from the step's `env:` with `${{ }}` expressions
+resolved, GITHUB_OUTPUT / GITHUB_STEP_SUMMARY / GITHUB_PATH files, `if: always()`), against a
+small GitOps repository made from fixtures/lab: once clean, once with a hand-edited generated
+file. Only the `uses:` step (setup-python) and the pip install are not run: the test uses this
+checkout's .venv, which is what that step would install.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import FIXTURES, REPO, kubectl
+
+ACTION = REPO / "action.yml"
+WORKFLOWS = REPO / ".github" / "workflows"
+HOOKS = REPO / ".pre-commit-hooks.yaml"
+BIN = REPO / ".venv" / "bin"
+
+
+def _load(p: Path) -> dict[str, Any]:
+    doc = yaml.safe_load(p.read_text())
+    assert isinstance(doc, dict), p
+    return doc
+
+
+def _on(workflow: dict[str, Any]) -> Any:
+    # YAML 1.1 reads the bare key `on` as the boolean True.
+    return workflow.get("on", workflow.get(True))
+
+
+def _env_path() -> str:
+    return os.pathsep.join([str(BIN), str(Path(kubectl()).parent), "/usr/local/bin", "/usr/bin", "/bin"])
+
+
+def _pythonpath() -> dict[str, str]:
+    # Scripts run with a minimal env, like a runner; keep PYTHONPATH so a test run against a
+    # source tree other than the installed one exercises that tree in the subprocesses too.
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+
+
+@pytest.fixture
+def gitops_repo(tmp_path: Path) -> Path:
+    """A user's GitOps repo: the inventory and bases under topogate/, the tree in deploy/."""
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "lab", repo / "topogate")
+    proc = subprocess.run([str(BIN / "topogate"), "generate", "topogate/inventory.yaml", "-o", "deploy"],
+                          cwd=repo, capture_output=True, text=True, env={**os.environ, "PATH": _env_path()})
+    assert proc.returncode == 0, proc.stderr
+    return repo
+
+
+# --- action.yml: shape ---
+
+
+def test_action_shape() -> None:
+    action = _load(ACTION)
+    assert action["runs"]["using"] == "composite"
+    inputs = action["inputs"]
+    assert inputs["inventory"]["required"] is True and inputs["out"]["required"] is True
+    steps = action["runs"]["steps"]
+    runs = [s for s in steps if "run" in s]
+    for s in runs:
+        assert s.get("shell") == "bash", s["name"]  # composite steps must name their shell
+        # Inputs come in through env only: `${{ inputs.x }}` inside a script is shell injection.
+        assert "${{" not in s["run"], s["name"]
+    script = "\n".join(s["run"] for s in runs)
+    install = next(s for s in runs if "pip" in s["run"])
+    assert '"$ACTION_PATH"' in install["run"] and install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
+    assert 'topogate generate "$INVENTORY" -o "$OUT" --check' in script
+    assert re.search(r'topogate check "\$\{args\[@\]\}" --format github', script)
+    assert '--rendered "$OUT" "$OUT"' in script
+    assert "--format markdown" in script and "$GITHUB_STEP_SUMMARY" in script
+    summary = next(s for s in runs if "$GITHUB_STEP_SUMMARY" in s["run"])
+    assert summary.get("if") == "always()"  # the report is written even when a check failed
+    assert runs[-1]["name"] == "Verdict"
+
+
+# --- action.yml: executed ---
+
+
+_EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
+
+
+def run_action(repo: Path, inputs: dict[str, str], tmp: Path) -> dict[str, Any]:
+    action = _load(ACTION)
+    values = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    values.update(inputs)
+    outputs: dict[str, dict[str, str]] = {}
+    summary = tmp / "summary.md"
+    summary.write_text("")
+    results: list[tuple[str, int, str]] = []
+    failed = False
+
+    def resolve(text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            expr = m.group(1)
+            if expr.startswith("inputs."):
+                return values[expr[len("inputs."):]]
+            if expr == "github.action_path":
+                return str(REPO)
+            sm = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
+            if sm:
+                return outputs.get(sm.group(1), {}).get(sm.group(2), "")
+            raise AssertionError(f"unexpected expression {expr}")
+        return _EXPR.sub(one, text)
+
+    for i, step in enumerate(action["runs"]["steps"]):
+        if "uses" in step or step["name"].startswith("Install"):
+            continue  # setup-python / pip install: this checkout's .venv stands in for both
+        if failed and step.get("if") != "always()":
+            continue
+        out_file = tmp / f"output-{i}"
+        out_file.write_text("")
+        env = {"PATH": _env_path(), "HOME": str(tmp), "RUNNER_TEMP": str(tmp), **_pythonpath(),
+               "GITHUB_OUTPUT": str(out_file), "GITHUB_STEP_SUMMARY": str(summary),
+               "GITHUB_PATH": str(tmp / "path")}
+        env.update({k: resolve(str(v)) for k, v in (step.get("env") or {}).items()})
+        script = tmp / f"step-{i}.sh"
+        script.write_text(step["run"])
+        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                              cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+        results.append((step["name"], proc.returncode, proc.stdout + proc.stderr))
+        if proc.returncode != 0:
+            failed = True
+        if "id" in step:
+            outputs[step["id"]] = dict(line.split("=", 1) for line in out_file.read_text().splitlines() if line)
+    return {"steps": results, "outputs": outputs, "summary": summary.read_text(), "failed": failed}
+
+
+def test_action_passes_on_a_clean_repo(gitops_repo: Path, tmp_path: Path) -> None:
+    r = run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy"}, tmp_path)
+    assert not r["failed"], r["steps"]
+    assert r["outputs"]["generate"] == {"drift": "false", "exit-code": "0"}
+    assert r["outputs"]["check"] == {"exit-code": "0"}
+    log = "\n".join(s[2] for s in r["steps"])
+    assert "is up to date" in log and "::error" not in log
+    assert r["summary"].startswith("## topogate\n")
+    assert "PyTorchJob/ml-demo/train" in r["summary"]  # the markdown report of check
+
+
+def test_action_fails_on_a_hand_edited_tree(gitops_repo: Path, tmp_path: Path) -> None:
+    # Someone "tunes" the alert in the generated tree instead of in topogate.
+    rule = gitops_repo / "deploy/monitoring/lab/prometheusrule.yaml"
+    rule.write_text(rule.read_text().replace("for: 15m", "for: 2h"))
+    r = run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy"}, tmp_path)
+    assert r["failed"]
+    assert r["outputs"]["generate"]["drift"] == "true"
+    assert r["outputs"]["check"]["exit-code"] == "1"
+    names = [s[0] for s in r["steps"]]
+    assert names[-2:] == ["Report to the job summary", "Verdict"]  # ran to the end
+    verdict = r["steps"][-1]
+    assert verdict[1] == 1
+    log = "\n".join(s[2] for s in r["steps"])
+    assert "monitoring/lab/prometheusrule.yaml" in log
+    assert re.search(r"^::error file=", log, re.M)  # annotations for the PR
+    assert "is stale" in r["summary"] and "topogate generate topogate/inventory.yaml -o deploy" in r["summary"]
+
+
+# --- workflows ---
+
+
+def test_ci_workflow_runs_make_test() -> None:
+    wf = _load(WORKFLOWS / "ci.yml")
+    on = _on(wf)
+    assert "pull_request" in on and "push" in on
+    steps = wf["jobs"]["test"]["steps"]
+    assert steps[0]["uses"].startswith("actions/checkout@")
+    runs = [s["run"] for s in steps if "run" in s]
+    assert runs == [".ci/run"]
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+
+
+def test_pr_validate_workflow_uses_the_action() -> None:
+    wf = _load(WORKFLOWS / "pr-validate.yml")
+    assert "pull_request" in _on(wf)
+    assert wf["permissions"] == {"contents": "read"}
+    steps = next(iter(wf["jobs"].values()))["steps"]
+    assert steps[0]["uses"].startswith("actions/checkout@")
+    gate = next(s for s in steps if "topogate" in s.get("uses", ""))
+    action = _load(ACTION)
+    required = {k for k, v in action["inputs"].items() if v.get("required")}
+    assert required <= set(gate["with"]) <= set(action["inputs"])
+
+
+# --- pre-commit hooks ---
+
+
+def _hook_args() -> dict[str, list[str]]:
+    """The `args:` of each hook in the usage example at the top of .pre-commit-hooks.yaml."""
+    comment = "\n".join(line[2:] for line in HOOKS.read_text().splitlines() if line.startswith("#"))
+    start = comment.rindex("\n", 0, comment.index("- repo:")) + 1
+    example = yaml.safe_load(textwrap.dedent(comment[start:comment.index("\n\n", start)]))
+    return {h["id"]: h["args"] for h in example[0]["hooks"]}
+
+
+def test_pre_commit_hooks(gitops_repo: Path) -> None:
+    hooks = yaml.safe_load(HOOKS.read_text())
+    by_id = {h["id"]: h for h in hooks}
+    assert set(by_id) == {"topogate-check", "topogate-generate-check"}
+    for h in hooks:
+        assert h["language"] == "python" and h["pass_filenames"] is False
+        assert h["entry"].split()[0] == "topogate"
+    # Run each hook as pre-commit would (entry + args, in the repo root), clean then edited.
+    args = _hook_args()
+    env = {**os.environ, "PATH": _env_path()}
+
+    def run(hook: str) -> subprocess.CompletedProcess[str]:
+        cmd = by_id[hook]["entry"].split() + args[hook]
+        return subprocess.run(cmd, cwd=gitops_repo, env=env, capture_output=True, text=True, timeout=300)
+
+    for hook in by_id:
+        proc = run(hook)
+        assert proc.returncode == 0, (hook, proc.stdout, proc.stderr)
+    patch = next((gitops_repo / "deploy").rglob("placement-patch.yaml"))
+    patch.write_text(patch.read_text() + "# tweak\n")
+    for hook in by_id:
+        proc = run(hook)
+        assert proc.returncode == 1, (hook, proc.stdout, proc.stderr)
+        assert "placement-patch.yaml" in proc.stdout + proc.stderr
