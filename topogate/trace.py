@@ -1,0 +1,659 @@
+"""``topogate trace``: may SRC reach DST, and which policy line decides it?
+
+An offline stand-in for the removed ``cilium policy trace``, answered from the repo before
+anything is deployed.  This module only turns the user's words into the evaluator's terms and
+back: it parses SRC/DST specs, resolves them against the manifests among PATHs into a
+``PodClass`` (or an ``External``), and asks ``topogate.analysis.netpolicy`` -- the one
+implementation of the policy semantics, shared with ``check`` -- for the verdict.  Nothing here
+decides whether a flow is allowed.
+
+Specs (``--from``/``--to``):
+- ``ns/Kind/name[/group]``: the pods of a workload.  Training kinds (PyTorchJob, MPIJob, JobSet,
+  TrainJob) have replica groups; a job with more than one needs the group (case-insensitive).
+  Plain kinds: Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod.  The pods'
+  labels are the template's plus what the controller stamps (``kinds.controller_labels``; Job
+  pods also get ``job-name`` and ``batch.kubernetes.io/job-name``); labels whose value differs per
+  pod (pod-template-hash, replica index, controller uid) are left out, since a label class cannot
+  hold them.  Named container ports come from the template, the service account from
+  ``serviceAccountName`` (``default`` when unset, as the API server defaults it).  An object
+  without ``metadata.namespace`` lives in ``default``, unless ``--inventory`` names it as a
+  workload, whose namespace then applies (inventory bases carry no namespace).
+- ``ns:key=value,key=value``: a pod with exactly these labels in namespace ``ns`` (``ns:`` is an
+  unlabelled pod).
+- an entity: ``world``, ``host``, ``kube-apiserver``, ``cluster``, ``remote-node`` (and the other
+  Cilium entities ``world-ipv4``, ``world-ipv6``, ``health``, ``init``, ``ingress``, ``unmanaged``).
+- a CIDR or an IP (``10.0.0.0/8``, ``192.0.2.7``, ``2001:db8::/32``), or ``fqdn:NAME`` for
+  ``toFQDNs`` rules.  At least one side must be pods: between two externals no policy applies.
+
+Namespace labels come from Namespace objects among PATHs (the evaluator learns them) plus the
+automatic ``kubernetes.io/metadata.name``.
+
+Ports: ``--port 8080``, ``8080/UDP`` (default TCP; TCP, UDP, SCTP), or a container-port name
+of the destination (``--port metrics``).  Without ``--port`` the answer is given per port class:
+the maximal TCP and UDP port ranges over which the verdict does not change
+(``PolicySet.port_classes``).
+
+Verdict and exit code: ``allowed`` (exit 0) when every traced port class is allowed, ``denied``
+(exit 1) when none is, ``partial`` (exit 1) when some are: a trace without ``--port`` passes
+only when nothing the policies distinguish is dropped, so a script can use it as a gate and
+read the classes to see which ports are open.  Bad input (unknown workload, bad spec, unreadable
+file) raises ``TraceError`` (exit 2, one line, with file:line:column where there is one).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from topogate import kinds
+from topogate.analysis.netpolicy import (
+    External,
+    Peer,
+    PodClass,
+    PolicyRef,
+    PolicySet,
+    PortRange,
+    RuleRef,
+    SideVerdict,
+    SourceRef,
+    Verdict,
+)
+from topogate.inventory.model import Position
+from topogate.manifests import K8sObject, ManifestError, collect
+
+__all__ = [
+    "ENTITIES",
+    "Endpoint",
+    "PortQuery",
+    "SideSummary",
+    "TraceError",
+    "TraceResult",
+    "parse_port",
+    "run_trace",
+    "trace",
+]
+
+ENTITIES = (
+    "world",
+    "world-ipv4",
+    "world-ipv6",
+    "host",
+    "remote-node",
+    "kube-apiserver",
+    "cluster",
+    "health",
+    "init",
+    "ingress",
+    "unmanaged",
+)
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+CLASS_PROTOCOLS = ("TCP", "UDP")  # what a trace without --port answers for (issue 6)
+DEFAULT_NAMESPACE = "default"
+
+# Plain workload kinds -> path of the pod template inside the object (() = the object itself).
+WORKLOAD_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "Deployment": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+    "Pod": (),
+}
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+class TraceError(Exception):
+    """Bad input: printed as one line (``file:line:column: message`` when there is a place)."""
+
+    def __init__(self, message: str, pos: Position | None = None) -> None:
+        super().__init__(f"{pos}: {message}" if pos else message)
+        self.message = message
+        self.pos = pos
+
+
+# ---------------------------------------------------------------------------------------------
+# Result data
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One side of the trace, resolved."""
+
+    spec: str  # as the user wrote it
+    kind: str  # workload | labels | entity | cidr | fqdn
+    peer: Peer
+    object: str | None = None  # "PyTorchJob/ml-demo/train" for a workload
+    group: str | None = None  # replica group of a training job
+    source: Position | None = None  # where its pod template is written
+    notes: tuple[str, ...] = ()  # e.g. what the inventory says about it
+
+    @property
+    def is_pod(self) -> bool:
+        return isinstance(self.peer, PodClass)
+
+    @property
+    def display(self) -> str:
+        if self.object is not None:
+            kind, ns, name = self.object.split("/", 2)
+            return f"{ns}/{kind}/{name}" + (f"/{self.group}" if self.group else "")
+        if isinstance(self.peer, PodClass):
+            labels = ",".join(f"{k}={v}" for k, v in self.peer.labels)
+            return f"{self.peer.namespace}:{labels}"
+        return str(self.peer)
+
+
+@dataclass(frozen=True)
+class PortQuery:
+    port: int
+    protocol: str
+    name: str | None = None  # the container-port name it was resolved from
+
+    def __str__(self) -> str:
+        named = f" ({self.name})" if self.name else ""
+        return f"{self.port}/{self.protocol}{named}"
+
+
+@dataclass(frozen=True)
+class SideSummary:
+    """What is true of one side for every port: who selects the pod, and is it default deny."""
+
+    direction: str  # egress | ingress
+    applies: bool  # False when that side is not a Cilium endpoint (world, a CIDR, ...)
+    enforced: bool
+    selected_by: tuple[PolicyRef, ...]
+    enforced_by: tuple[PolicyRef, ...]
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    src: Endpoint
+    dst: Endpoint
+    port: PortQuery | None  # None: answered per port class
+    egress: SideSummary
+    ingress: SideSummary
+    classes: tuple[PortRange, ...]  # one entry with start == end == port when --port is given
+    namespace_labels: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    cluster: str = "default"
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        allowed = [c.verdict.allowed for c in self.classes]
+        if all(allowed):
+            return "allowed"
+        if not any(allowed):
+            return "denied"
+        return "partial"
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.verdict == "allowed" else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_port(text: str) -> tuple[int | None, str | None, str | None]:
+    """``8080``, ``8080/udp``, ``metrics``, ``metrics/TCP`` -> (number, name, protocol or None)."""
+    raw = text.strip()
+    body, _, proto = raw.partition("/")
+    protocol: str | None = None
+    if proto:
+        protocol = proto.upper()
+        if protocol not in PROTOCOLS:
+            raise TraceError(f"--port {text!r}: protocol must be TCP, UDP or SCTP")
+    if body.isdigit():
+        number = int(body)
+        if not 1 <= number <= 65535:
+            raise TraceError(f"--port {text!r}: port must be 1-65535")
+        return number, None, protocol
+    if _DNS1123_LABEL.match(body) and len(body) <= 15:  # IANA_SVC_NAME, as containerPort names
+        return None, body, protocol
+    raise TraceError(f"--port {text!r}: expected PORT[/TCP|UDP|SCTP] or a container-port name")
+
+
+@dataclass(frozen=True)
+class _Spec:
+    kind: str  # workload | labels | entity | cidr | fqdn
+    text: str
+    namespace: str = ""
+    workload_kind: str = ""
+    name: str = ""
+    group: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    value: str = ""
+
+
+def _parse_spec(text: str, flag: str) -> _Spec:
+    raw = text.strip()
+    if not raw:
+        raise TraceError(f"{flag}: empty; expected ns/Kind/name[/group], ns:key=value, an entity or a CIDR")
+    if raw in ENTITIES:
+        return _Spec("entity", raw, value=raw)
+    if raw.startswith("fqdn:"):
+        name = raw[len("fqdn:"):].strip().lower().rstrip(".")
+        if not name:
+            raise TraceError(f"{flag} {text!r}: fqdn: needs a DNS name")
+        return _Spec("fqdn", raw, value=name)
+    try:
+        net = ipaddress.ip_network(raw, strict=False)
+        return _Spec("cidr", raw, value=str(net))
+    except ValueError:
+        pass
+    if "/" in raw and ":" not in raw.split("/", 1)[0]:
+        parts = raw.split("/")
+        if len(parts) not in (3, 4) or not all(parts):
+            raise TraceError(f"{flag} {text!r}: expected ns/Kind/name or ns/Kind/name/group")
+        _check_namespace(parts[0], flag, text)
+        return _Spec(
+            "workload", raw, namespace=parts[0], workload_kind=parts[1], name=parts[2],
+            group=parts[3] if len(parts) == 4 else None,
+        )
+    if ":" in raw:
+        ns, _, rest = raw.partition(":")
+        _check_namespace(ns, flag, text)
+        labels: dict[str, str] = {}
+        for item in (p.strip() for p in rest.split(",")):
+            if not item:
+                continue
+            key, eq, value = item.partition("=")
+            key, value = key.strip(), value.strip()
+            if not eq or not _valid_label_key(key) or not _LABEL_VALUE.match(value):
+                raise TraceError(f"{flag} {text!r}: {item!r} is not a label key=value")
+            if key in labels and labels[key] != value:
+                raise TraceError(f"{flag} {text!r}: label {key!r} given twice")
+            labels[key] = value
+        return _Spec("labels", raw, namespace=ns, labels=tuple(sorted(labels.items())))
+    known = ", ".join(ENTITIES[:5])
+    raise TraceError(
+        f"{flag} {text!r}: not a workload (ns/Kind/name[/group]), a label set (ns:key=value), "
+        f"an entity ({known}, ...) or a CIDR"
+    )
+
+
+def _check_namespace(ns: str, flag: str, text: str) -> None:
+    if not _DNS1123_LABEL.match(ns) or len(ns) > 63:
+        raise TraceError(f"{flag} {text!r}: {ns!r} is not a namespace name")
+
+
+def _valid_label_key(key: str) -> bool:
+    prefix, slash, name = key.rpartition("/")
+    if slash and not (prefix and len(prefix) <= 253 and re.match(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", prefix)):
+        return False
+    return bool(_LABEL_NAME.match(name)) and len(name) <= 63
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolution against the manifests
+# ---------------------------------------------------------------------------------------------
+
+
+class _Located(Mapping[tuple[str | int, ...], SourceRef]):
+    """Positions inside one object, looked up lazily from its YAML node, for rule file:line."""
+
+    def __init__(self, obj: K8sObject) -> None:
+        self._obj = obj
+
+    def __getitem__(self, path: tuple[str | int, ...]) -> SourceRef:
+        pos = self._obj.locate(path)
+        return SourceRef(pos.file, pos.line, pos.column)
+
+    def __iter__(self) -> Iterator[tuple[str | int, ...]]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:  # the evaluator asks `if paths:` before looking positions up
+        return True
+
+
+def _source(o: K8sObject) -> SourceRef:
+    return SourceRef(o.pos.file, o.pos.line, o.pos.column)
+
+
+@dataclass(frozen=True)
+class _Template:
+    group: str | None
+    template: dict[str, Any]
+    path: tuple[str | int, ...]
+    extra_labels: dict[str, str] = field(default_factory=dict)
+
+
+def _dig(obj: Any, path: Sequence[str | int]) -> Any:
+    for step in path:
+        if not isinstance(obj, dict) or not isinstance(step, str):
+            return None
+        obj = obj.get(step)
+    return obj
+
+
+def _templates(obj: dict[str, Any]) -> list[_Template] | None:
+    """The pod templates of a workload object, or None when the kind makes no pods we know."""
+    kind = str(obj.get("kind", ""))
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    if kind in kinds.KINDS:
+        return [
+            _Template(g.name, g.template, g.template_path, kinds.controller_labels(kind, name, g.name))
+            for g in kinds.replica_groups(obj)
+        ]
+    if kind in WORKLOAD_TEMPLATES:
+        path = WORKLOAD_TEMPLATES[kind]
+        tpl = _dig(obj, path) if path else obj
+        extra: dict[str, str] = {}
+        if kind == "Job":
+            # The Job controller stamps its name on its pods (kubernetes.io labels reference).
+            extra = {"batch.kubernetes.io/job-name": name, "job-name": name}
+        return [_Template(None, tpl if isinstance(tpl, dict) else {}, path, extra)]
+    return None
+
+
+def _named_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, int, str], ...]:
+    out: list[tuple[str, int, str]] = []
+    for section in ("containers", "initContainers"):
+        for c in spec.get(section) or []:
+            if not isinstance(c, dict):
+                continue
+            for p in c.get("ports") or []:
+                if isinstance(p, dict) and p.get("name") and isinstance(p.get("containerPort"), int):
+                    out.append((str(p["name"]), int(p["containerPort"]), str(p.get("protocol") or "TCP").upper()))
+    return tuple(sorted(set(out)))
+
+
+def _namespace_of(o: K8sObject, inv_ns: Mapping[tuple[str, str], str]) -> str:
+    if o.namespace:
+        return o.namespace
+    return inv_ns.get((o.kind, o.name), DEFAULT_NAMESPACE)
+
+
+@dataclass
+class _Inventory:
+    """What --inventory contributes: cluster names, and where unlisted workloads live."""
+
+    namespaces: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> ns
+    workloads: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (ns, kind, name)
+    zones: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # cluster -> nz -> zones
+
+
+def _load_inventory(path: str | None) -> _Inventory:
+    out = _Inventory()
+    if path is None:
+        return out
+    from topogate.inventory.loader import InventoryError, load_inventory
+
+    try:
+        inv = load_inventory(path)
+    except InventoryError as err:
+        first = err.problems[0] if err.problems else None
+        more = f" (and {len(err.problems) - 1} more; run `topogate check`)" if len(err.problems) > 1 else ""
+        raise TraceError(f"--inventory: {first.message if first else 'invalid'}{more}",
+                         first.pos if first else None) from None
+    except OSError as err:
+        raise TraceError(f"--inventory: cannot read: {err}", Position(str(path), 1, 1)) from None
+    for w in inv.workloads:
+        out.namespaces.setdefault((w.kind, w.name), w.namespace)
+        out.workloads[(w.namespace, w.kind, w.name)] = w
+    for c in inv.clusters:
+        out.zones[c.name] = {nz.name: tuple(nz.zones) for nz in c.network_zones}
+    return out
+
+
+def _find_object(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> K8sObject:
+    known_kinds = {k.lower(): k for k in (*kinds.KINDS, *WORKLOAD_TEMPLATES)}
+    kind = known_kinds.get(spec.workload_kind.lower())
+    if kind is None:
+        raise TraceError(
+            f"{flag} {spec.text!r}: unknown kind {spec.workload_kind!r}; "
+            f"known: {', '.join(sorted(known_kinds.values()))}"
+        )
+    for o in objects:
+        if o.kind == kind and o.name == spec.name and _namespace_of(o, inv.namespaces) == spec.namespace:
+            return o
+    # Not among PATHs: the inventory knows where the workload's own manifests are.
+    w = inv.workloads.get((spec.namespace, kind, spec.name))
+    if w is not None and w.base_dir:
+        try:
+            for o in collect([w.base_dir]):
+                if o.kind == kind and o.name == spec.name:
+                    return o
+        except ManifestError as err:
+            raise TraceError(err.message, err.pos) from None
+    seen = sorted(
+        {f"{_namespace_of(o, inv.namespaces)}/{o.kind}/{o.name}" for o in objects if _templates(o.obj) is not None}
+    )
+    listed = ", ".join(seen[:12]) + (", ..." if len(seen) > 12 else "") if seen else "none"
+    raise TraceError(f"{flag}: no {kind} {spec.namespace}/{spec.name} among PATHs; workloads found: {listed}")
+
+
+def _resolve_workload(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> Endpoint:
+    o = _find_object(spec, objects, inv, flag)
+    templates = _templates(o.obj) or []
+    ns = _namespace_of(o, inv.namespaces)
+    if not templates:
+        raise TraceError(f"{flag}: {o.kind} {ns}/{o.name} has no pod template", o.pos)
+    names = [t.group for t in templates if t.group is not None]
+    if spec.group is not None:
+        if not names:
+            raise TraceError(f"{flag} {spec.text!r}: a {o.kind} has no replica groups; drop /{spec.group}", o.pos)
+        chosen = [t for t in templates if (t.group or "").lower() == spec.group.lower()]
+        if not chosen:
+            raise TraceError(
+                f"{flag} {spec.text!r}: {o.kind} {ns}/{o.name} has no replica group {spec.group!r}; "
+                f"groups: {', '.join(names)}", o.pos,
+            )
+        tpl = chosen[0]
+    elif len(templates) > 1:
+        raise TraceError(
+            f"{flag} {spec.text!r}: {o.kind} {ns}/{o.name} has replica groups {', '.join(names)}; "
+            f"name one, e.g. {ns}/{o.kind}/{o.name}/{names[-1]}", o.pos,
+        )
+    else:
+        tpl = templates[0]
+    meta = tpl.template.get("metadata") if isinstance(tpl.template.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    raw_labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    assert isinstance(raw_labels, dict)
+    labels = {str(k): "" if v is None else str(v) for k, v in raw_labels.items()}
+    labels.update(tpl.extra_labels)  # the controller's labels overwrite the template's
+    pod_spec = tpl.template.get("spec") if isinstance(tpl.template.get("spec"), dict) else {}
+    assert isinstance(pod_spec, dict)
+    sa = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount") or "default"
+    pod = PodClass(ns, tuple(sorted(labels.items())), (), _named_ports(pod_spec), str(sa))
+    notes: list[str] = []
+    w = inv.workloads.get((ns, o.kind, o.name))
+    if w is not None:
+        zones = inv.zones.get(w.cluster, {}).get(w.network_zone, ())
+        pin = f", pinned to {w.zone}" if w.placement == "pin" and w.zone else ""
+        notes.append(
+            f"inventory: cluster {w.cluster}, network zone {w.network_zone} "
+            f"({', '.join(zones) or 'no zones'}), placement {w.placement}{pin}"
+        )
+    return Endpoint(
+        spec.text, "workload", pod, f"{o.kind}/{ns}/{o.name}", tpl.group,
+        o.locate(tpl.path) if tpl.path else o.pos, tuple(notes),
+    )
+
+
+def _resolve(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> Endpoint:
+    if spec.kind == "workload":
+        return _resolve_workload(spec, objects, inv, flag)
+    if spec.kind == "labels":
+        return Endpoint(spec.text, "labels", PodClass(spec.namespace, spec.labels, (), (), "default"))
+    if spec.kind == "entity":
+        return Endpoint(spec.text, "entity", External(entity=spec.value))
+    if spec.kind == "cidr":
+        return Endpoint(spec.text, "cidr", External(cidr=spec.value))
+    return Endpoint(spec.text, "fqdn", External(fqdn=spec.value))
+
+
+def _inventory_cluster(*ends: Endpoint, inv: _Inventory) -> str:
+    for e in ends:
+        if e.object is not None:
+            kind, ns, name = e.object.split("/", 2)
+            w = inv.workloads.get((ns, kind, name))
+            if w is not None:
+                return str(w.cluster)
+    return "default"
+
+
+def _port_query(text: str | None, dst: Endpoint) -> PortQuery | None:
+    if text is None:
+        return None
+    number, name, proto = parse_port(text)
+    if number is not None:
+        return PortQuery(number, proto or "TCP")
+    if not isinstance(dst.peer, PodClass):
+        raise TraceError(f"--port {text!r}: a port name needs pods on the --to side to name it")
+    hits = [(n, p) for pname, n, p in dst.peer.ports if pname == name and (proto is None or p == proto)]
+    if not hits:
+        known = ", ".join(f"{p}={n}/{pr}" for p, n, pr in dst.peer.ports) or "none"
+        raise TraceError(f"--port {text!r}: {dst.display} has no container port named {name!r} "
+                         f"(named ports: {known})", dst.source)
+    n, p = hits[0]
+    return PortQuery(n, p, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# The trace
+# ---------------------------------------------------------------------------------------------
+
+
+def _summary(direction: str, applies: bool, side: SideVerdict) -> SideSummary:
+    return SideSummary(direction, applies, side.enforced, side.selected_by, side.enforced_by)
+
+
+def trace(
+    objects: Sequence[K8sObject],
+    src_spec: str,
+    dst_spec: str,
+    port: str | None = None,
+    inventory: str | None = None,
+) -> TraceResult:
+    """Trace SRC -> DST over already collected objects (the CLI collects PATHs first)."""
+    src_s = _parse_spec(src_spec, "--from")
+    dst_s = _parse_spec(dst_spec, "--to")
+    inv = _load_inventory(inventory)
+    src = _resolve(src_s, objects, inv, "--from")
+    dst = _resolve(dst_s, objects, inv, "--to")
+    if not src.is_pod and not dst.is_pod:
+        raise TraceError(
+            f"--from {src_spec!r} and --to {dst_spec!r} are both outside the cluster's pods; "
+            "no Cilium or NetworkPolicy rule applies between them"
+        )
+    query = _port_query(port, dst)
+    cluster = _inventory_cluster(src, dst, inv=inv)
+    pset = PolicySet.from_objects(
+        ((o.obj, _source(o), _Located(o)) for o in objects), cluster_name=cluster
+    )
+    if query is not None:
+        v: Verdict = pset.evaluate(src.peer, dst.peer, query.port, query.protocol)
+        classes: tuple[PortRange, ...] = (PortRange(query.protocol, query.port, query.port, v),)
+    else:
+        classes = tuple(pset.port_classes(src.peer, dst.peer, CLASS_PROTOCOLS))
+    first = classes[0].verdict
+    ns_labels = tuple(
+        (ns, pset.namespace_labels(ns))
+        for ns in sorted({e.peer.namespace for e in (src, dst) if isinstance(e.peer, PodClass)})
+    )
+    return TraceResult(
+        src, dst, query,
+        _summary("egress", src.is_pod, first.egress),
+        _summary("ingress", dst.is_pod, first.ingress),
+        classes, ns_labels, cluster, tuple(dict.fromkeys(pset.warnings)),
+    )
+
+
+def run_trace(
+    paths: Sequence[str], src_spec: str, dst_spec: str, port: str | None = None, inventory: str | None = None
+) -> TraceResult:
+    """Collect PATHs (kustomization directories are built with kubectl) and trace."""
+    # Specs first: a typo in --from should not cost a kustomize build before it is reported.
+    _parse_spec(src_spec, "--from")
+    _parse_spec(dst_spec, "--to")
+    if port is not None:
+        parse_port(port)
+    try:
+        objects = collect(paths)
+    except ManifestError as err:
+        raise TraceError(err.message, err.pos) from None
+    return trace(objects, src_spec, dst_spec, port, inventory)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON (stable field names, camelCase like the check report)
+# ---------------------------------------------------------------------------------------------
+
+
+def _policy_json(p: PolicyRef) -> dict[str, Any]:
+    return {"kind": p.kind, "namespace": p.namespace, "name": p.name,
+            "file": p.source.file, "line": p.source.line, "column": p.source.column}
+
+
+def _rule_json(r: RuleRef | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {"policy": _policy_json(r.policy), "section": r.section, "index": r.index,
+            "specIndex": r.spec_index, "file": r.source.file, "line": r.source.line,
+            "column": r.source.column}
+
+
+def _endpoint_json(e: Endpoint) -> dict[str, Any]:
+    out: dict[str, Any] = {"spec": e.spec, "kind": e.kind, "display": e.display}
+    if isinstance(e.peer, PodClass):
+        out.update({
+            "namespace": e.peer.namespace,
+            "labels": dict(e.peer.labels),
+            "namedPorts": [{"name": n, "port": p, "protocol": pr} for n, p, pr in e.peer.ports],
+            "serviceAccount": e.peer.service_account,
+        })
+    else:
+        out.update({"entity": e.peer.entity, "cidr": e.peer.cidr, "fqdn": e.peer.fqdn})
+    if e.object is not None:
+        out["object"] = e.object
+        out["group"] = e.group
+    if e.source is not None:
+        out.update({"file": e.source.file, "line": e.source.line, "column": e.source.column})
+    out["notes"] = list(e.notes)
+    return out
+
+
+def _side_json(s: SideSummary) -> dict[str, Any]:
+    return {"applies": s.applies, "enforced": s.enforced,
+            "selectedBy": [_policy_json(p) for p in s.selected_by],
+            "enforcedBy": [_policy_json(p) for p in s.enforced_by]}
+
+
+def _decision_json(s: SideVerdict) -> dict[str, Any]:
+    return {"allowed": s.allowed, "reason": s.reason, "rule": _rule_json(s.decided_by),
+            "deny": s.decided_by is not None and not s.allowed}
+
+
+def as_json(r: TraceResult) -> dict[str, Any]:
+    return {
+        "from": _endpoint_json(r.src),
+        "to": _endpoint_json(r.dst),
+        "port": None if r.port is None else {"port": r.port.port, "protocol": r.port.protocol,
+                                              "name": r.port.name},
+        "verdict": r.verdict,
+        "allowed": r.verdict == "allowed",
+        "cluster": r.cluster,
+        "egress": _side_json(r.egress),
+        "ingress": _side_json(r.ingress),
+        "classes": [
+            {"protocol": c.protocol, "start": c.start, "end": c.end, "allowed": c.verdict.allowed,
+             "egress": _decision_json(c.verdict.egress), "ingress": _decision_json(c.verdict.ingress)}
+            for c in r.classes
+        ],
+        "namespaceLabels": {ns: dict(labels) for ns, labels in r.namespace_labels},
+        "warnings": list(r.warnings),
+    }
