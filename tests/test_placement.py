@@ -197,7 +197,7 @@ def test_follow_a_tolerating_coordinator_colocates_and_warns_it_may_land_elsewhe
 def test_affinity_matching_no_pod_is_unschedulable():
     p = place(jobset(tpl({"app": "t"}, affinity=zone_affinity({"app": "nobody"}))))
     assert not p.schedulable
-    assert any("matches no pod" in r for r in p.unschedulable_reasons)
+    assert any("no pod matches" in r for r in p.unschedulable_reasons)
 
 
 def test_mutual_affinity_without_self_match_deadlocks():
@@ -222,11 +222,42 @@ def test_preferred_pod_affinity_constrains_nothing():
     assert not p.colocated
 
 
-def test_hostname_affinity_does_not_colocate_zones():
+def test_hostname_affinity_colocates_zones_too():
+    # Same node implies same zone: a self-matching hostname term keeps the group in one zone.
     aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "t"}}, "topologyKey": "kubernetes.io/hostname"}]}}
     p = place(jobset(tpl({"app": "t"}, affinity=aff)), cluster(gpu_zones=0, cpu_zones=2))
-    assert not p.colocated
+    assert p.colocated
+
+
+def test_region_affinity_does_not_tie_zones():
+    aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "t"}}, "topologyKey": "topology.kubernetes.io/region"}]}}
+    p = place(jobset(tpl({"app": "t"}, affinity=aff)), cluster(gpu_zones=0, cpu_zones=2))
+    assert p.schedulable and not p.colocated
+
+
+def test_affinity_terms_target_pods_matching_all_of_them():
+    # The scheduler counts existing pods that match every required term: two terms whose only
+    # common match is the single master make the workers follow it, though the first term alone
+    # would also match the workers themselves.
+    c = cluster(gpu_zones=0, cpu_zones=2)
+    aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "t"}}, "topologyKey": ZK},
+        {"labelSelector": {"matchLabels": {"role": "master"}}, "topologyKey": ZK}]}}
+    obj = pytorchjob(tpl({"app": "t", "role": "master"}), tpl({"app": "t"}, affinity=aff))
+    p = place(obj, c)
+    assert p.colocated
+    obj["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2  # a master set that may split
+    assert not place(obj, c).colocated
+
+
+def test_custom_topology_key_missing_on_a_pool_removes_it():
+    c = cluster(gpu_zones=0, cpu_zones=2)
+    aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "t"}}, "topologyKey": "example.com/rack"}]}}
+    p = place(jobset(tpl({"app": "t"}, affinity=aff)), c)
+    assert not p.schedulable
 
 
 def test_peer_of_another_job_is_followed_across_jobs():

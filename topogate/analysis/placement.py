@@ -55,6 +55,7 @@ from typing import Any
 
 from topogate.analysis.jobs import JobGroup, TrainingJob
 from topogate.analysis.scheduling import (
+    HOSTNAME_LABEL,
     NodeClass,
     PoolFit,
     fit_pools,
@@ -338,10 +339,34 @@ def place_job(
         )
         return _Term(sel, nss, targets, tuple(peers.match(sel, nss, exclude=job.object_id)))
 
-    aff: dict[str, list[_Term]] = {}
+    # Required podAffinity: the scheduler counts, per topology domain, the existing pods that match
+    # ALL of the pod's required affinity terms, and needs one in the node's domain of every term's
+    # key (kube-scheduler InterPodAffinity plugin, satisfyPodAffinity). So the terms act as one
+    # effective term whose targets match every term. A term on the zone key, or on the hostname
+    # (same node, hence same zone), ties zones; terms on other keys only need the targets to exist.
+    aff: dict[str, list[_Term]] = {}  # the effective term, when it ties zones
+    need: dict[str, _Term | None] = {}  # the effective term, whatever its keys
+    missing_key: dict[str, str] = {}
     anti: dict[str, list[_Term]] = {}
     for g in live:
-        aff[g.name] = [resolve(g, t) for t in _required_terms(g.spec, "podAffinity") if t.get("topologyKey") == zone_key]
+        raw = _required_terms(g.spec, "podAffinity")
+        eff: _Term | None = None
+        if raw:
+            resolved = [resolve(g, t) for t in raw]
+            targets = frozenset.intersection(*(r.targets for r in resolved))
+            peer_keys = set.intersection(*({(p.object_id, p.group) for p in r.peers} for r in resolved))
+            eff = _Term(None, None, targets,
+                        tuple(p for p in resolved[0].peers if (p.object_id, p.group) in peer_keys))
+            # "All topology labels must exist on the node": a pool without a term's key is out.
+            keys = {str(t.get("topologyKey", "")) for t in raw} - {HOSTNAME_LABEL}
+            keyed = {f.zone for f in fits[g.name] if f.fits and all(k in f.node.label_map for k in keys)}
+            if node_zones[g.name] and not keyed:
+                missing_key[g.name] = (f"{g.name}: no pool it fits carries the podAffinity topologyKey "
+                                       f"{', '.join(sorted(keys))}: it stays Pending")
+            node_zones[g.name] = keyed
+        need[g.name] = eff
+        tied = any(t.get("topologyKey") in (zone_key, HOSTNAME_LABEL) for t in raw)
+        aff[g.name] = [eff] if eff is not None and tied else []
         anti[g.name] = [resolve(g, t) for t in _required_terms(g.spec, "podAntiAffinity") if t.get("topologyKey") == zone_key]
 
     # Anti-affinity is symmetric for placement: the incoming pod's terms and those of running pods.
@@ -360,13 +385,15 @@ def place_job(
 
     unsched: dict[str, list[str]] = {n: [] for n in names}
     for n in names:
-        if not node_zones[n]:
+        if n in missing_key:
+            unsched[n].append(missing_key[n])
+        elif not node_zones[n]:
             unsched[n].append(f"{n} fits no pool: " + "; ".join(
                 sorted({f"{f.zone}/{f.pool}: {f.reason}" for f in fits[n]})) if fits[n] else f"{n}: the cluster has no pools")
-        for t in aff[n]:
-            if not t.targets and not t.peers:
-                unsched[n].append(f"{n} requires podAffinity on {zone_key} with pods that do not exist "
-                                  "(its labelSelector matches no pod): it stays Pending")
+        e = need[n]
+        if e is not None and not e.targets and not e.peers:
+            unsched[n].append(f"{n} requires podAffinity with pods that do not exist (no pod matches all its "
+                              "required podAffinity terms): it stays Pending")
 
     # Deadlock: a term that neither matches the pod itself nor a peer waits for a target to start.
     startable: set[str] = set()
@@ -376,13 +403,15 @@ def place_job(
         for n in names:
             if n in startable:
                 continue
-            if all(n in t.targets or t.peers or (t.targets & startable) for t in aff[n]):
+            e = need[n]
+            if e is None or n in e.targets or e.peers or (e.targets & startable):
                 startable.add(n)
                 changed = True
     for n in names:
         if n not in startable and not unsched[n]:
-            waiting_for = sorted({h for t in aff[n] for h in t.targets})
-            unsched[n].append(f"{n} waits (podAffinity on {zone_key}) for {', '.join(waiting_for)}, which "
+            e = need[n]
+            waiting_for = sorted(e.targets) if e is not None else []
+            unsched[n].append(f"{n} waits (podAffinity) for {', '.join(waiting_for)}, which "
                               "wait(s) for it in turn: none of them ever starts")
 
     # 1 + 2: zone sets and co-location units, narrowed together until stable.
@@ -446,7 +475,9 @@ def place_job(
         for n in names:
             if n in single:
                 common = set.intersection(*(A[m] for m in units.members(n)))
-                if common != A[n]:
+                # An empty intersection leaves each member its own zones: the member that cannot
+                # follow is already empty and says why; the others can still land.
+                if common and common != A[n]:
                     unit_removed[n] |= A[n] - common
                     A[n] = common
                     changed = True
@@ -476,9 +507,9 @@ def place_job(
             # Keep the zones (pods can still land there, some stay Pending); a lone group pinned to
             # one zone is reported by the per-group check below.
             if len(A[n]) > 1 or len(gpu_members) > 1:
-                need = sum(by_name[m].gpus for m in gpu_members)
+                need_gpus = sum(by_name[m].gpus for m in gpu_members)
                 job_unsched.append(f"{', '.join(members)} must share one zone but no zone of {_fmt(A[n])} holds "
-                                   f"their {need} GPUs")
+                                   f"their {need_gpus} GPUs")
         elif ok != A[n]:
             for m in members:
                 A[m] = set(ok)
@@ -552,7 +583,9 @@ def place_job(
     for (z, _p), gp in usable_pools.items():
         per_zone[z] = per_zone.get(z, 0) + gp
     best = min(per_zone.items(), key=lambda kv: (-kv[1], kv[0])) if per_zone else ("", 0)
-    cap_ok = requested <= available
+    # Capacity is judged only when every GPU group can land somewhere; otherwise that is the problem.
+    judged = all(A[n] for n in names if by_name[n].gpus_per_pod > 0)
+    cap_ok = requested <= available or not judged
     cap_msg = "" if cap_ok else f"the job requests {requested} GPUs; the pools where it can land have {available}"
     if not cap_ok:
         job_unsched.append(cap_msg)
