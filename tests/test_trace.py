@@ -514,3 +514,24 @@ def test_cilium_fixtures_validate_against_upstream_crd(file: str) -> None:
         if doc and doc.get("kind", "").startswith("Cilium"):
             errors = list(crd_validator(doc["kind"]).iter_errors(doc))
             assert not errors, (file, doc["metadata"]["name"], [e.message for e in errors])
+
+
+def test_group_job_member_by_group_name() -> None:
+    data = endpoint(JOBS, "--from", "ml/Group/pair/Deployment/head", "--to", "world", "--port", "443")
+    assert data["from"]["object"] == "Group/ml/pair" and data["from"]["group"] == "Deployment/head"
+    assert data["from"]["labels"] == {"app": "head", "topogate.dev/group": "pair"}
+    same = endpoint(JOBS, "--from", "ml/Deployment/head", "--to", "world", "--port", "443")
+    assert same["from"]["labels"] == data["from"]["labels"]
+
+
+def test_docs_show_real_traces() -> None:
+    """docs/trace.md pastes CLI output; it must be what the CLI prints today."""
+    doc = (ROOT / "docs" / "trace.md").read_text()
+    blocks = [b.split("\n", 1) for b in doc.split("```\n$ topogate trace ")[1:]]
+    assert len(blocks) == 3
+    for first, rest in blocks:
+        needs_kubectl(tuple(a for a in first.split() if a.startswith("fixtures/")))
+        output, status = rest.split("$ echo $?\n", 1)
+        code, out, _ = run(*first.split())
+        assert out == output, first
+        assert status.split("\n", 1)[0] == str(code)

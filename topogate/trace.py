@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topogate import kinds
+from topogate.analysis.jobs import GROUP_KIND, TrainingJob, find_jobs
 from topogate.analysis.netpolicy import (
     External,
     Peer,
@@ -252,12 +253,14 @@ def _parse_spec(text: str, flag: str) -> _Spec:
         pass
     if "/" in raw and ":" not in raw.split("/", 1)[0]:
         parts = raw.split("/")
-        if len(parts) not in (3, 4) or not all(parts):
+        # A topogate.dev/group job's groups are named Kind/name: ns/Group/value/Deployment/name.
+        group_job = len(parts) == 5 and parts[1].lower() == GROUP_KIND.lower()
+        if not (len(parts) in (3, 4) or group_job) or not all(parts):
             raise TraceError(f"{flag} {text!r}: expected ns/Kind/name or ns/Kind/name/group")
         _check_namespace(parts[0], flag, text)
         return _Spec(
             "workload", raw, namespace=parts[0], workload_kind=parts[1], name=parts[2],
-            group=parts[3] if len(parts) == 4 else None,
+            group="/".join(parts[3:]) if len(parts) > 3 else None,
         )
     if ":" in raw:
         ns, _, rest = raw.partition(":")
@@ -322,14 +325,6 @@ def _source(o: K8sObject) -> SourceRef:
     return SourceRef(o.pos.file, o.pos.line, o.pos.column)
 
 
-@dataclass(frozen=True)
-class _Template:
-    group: str | None
-    template: dict[str, Any]
-    path: tuple[str | int, ...]
-    extra_labels: dict[str, str] = field(default_factory=dict)
-
-
 def _dig(obj: Any, path: Sequence[str | int]) -> Any:
     for step in path:
         if not isinstance(obj, dict) or not isinstance(step, str):
@@ -338,24 +333,16 @@ def _dig(obj: Any, path: Sequence[str | int]) -> Any:
     return obj
 
 
-def _templates(obj: dict[str, Any]) -> list[_Template] | None:
-    """The pod templates of a workload object, or None when the kind makes no pods we know."""
-    kind = str(obj.get("kind", ""))
-    name = str((obj.get("metadata") or {}).get("name", ""))
-    if kind in kinds.KINDS:
-        return [
-            _Template(g.name, g.template, g.template_path, kinds.controller_labels(kind, name, g.name))
-            for g in kinds.replica_groups(obj)
-        ]
-    if kind in WORKLOAD_TEMPLATES:
-        path = WORKLOAD_TEMPLATES[kind]
-        tpl = _dig(obj, path) if path else obj
-        extra: dict[str, str] = {}
-        if kind == "Job":
-            # The Job controller stamps its name on its pods (kubernetes.io labels reference).
-            extra = {"batch.kubernetes.io/job-name": name, "job-name": name}
-        return [_Template(None, tpl if isinstance(tpl, dict) else {}, path, extra)]
-    return None
+@dataclass(frozen=True)
+class _Pods:
+    """One resolved group of pods: what an Endpoint is built from."""
+
+    object: str  # Kind/namespace/name
+    group: str | None
+    labels: dict[str, str]
+    spec: Mapping[str, Any]
+    source: Position | None
+    object_source: Position | None = None  # where the object starts, for errors about it
 
 
 def _named_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, int, str], ...]:
@@ -374,6 +361,41 @@ def _namespace_of(o: K8sObject, inv_ns: Mapping[tuple[str, str], str]) -> str:
     if o.namespace:
         return o.namespace
     return inv_ns.get((o.kind, o.name), DEFAULT_NAMESPACE)
+
+
+def _position(src: Any) -> Position | None:
+    if src is None:
+        return None
+    return Position(str(src.file), int(src.line), int(src.column))
+
+
+def _training_jobs(objects: Sequence[K8sObject], inv_ns: Mapping[tuple[str, str], str]) -> tuple[TrainingJob, ...]:
+    """Jobs as the analysis sees them (TrainJob runtimes, topogate.dev/group workloads)."""
+    items: list[tuple[Any, ...]] = []
+    for o in objects:
+        obj = o.obj
+        if not o.namespace and (o.kind, o.name) in inv_ns:
+            # Inventory bases carry no namespace; the inventory says where they are deployed.
+            meta = obj.get("metadata")
+            obj = {**obj, "metadata": {**(meta if isinstance(meta, dict) else {}), "namespace": inv_ns[(o.kind, o.name)]}}
+        items.append((obj, o.pos, o.locate))
+    return find_jobs(items)
+
+
+def _plain_pods(o: K8sObject, ns: str) -> _Pods:
+    path = WORKLOAD_TEMPLATES[o.kind]
+    tpl = _dig(o.obj, path) if path else o.obj
+    tpl = tpl if isinstance(tpl, dict) else {}
+    meta = tpl.get("metadata") if isinstance(tpl.get("metadata"), dict) else {}
+    raw = meta.get("labels") if isinstance(meta, dict) and isinstance(meta.get("labels"), dict) else {}
+    assert isinstance(raw, dict)
+    labels = {str(k): "" if v is None else str(v) for k, v in raw.items()}
+    if o.kind == "Job":
+        # The Job controller stamps its name on its pods (kubernetes.io labels reference).
+        labels.update({"batch.kubernetes.io/job-name": o.name, "job-name": o.name})
+    spec = tpl.get("spec") if isinstance(tpl.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    return _Pods(f"{o.kind}/{ns}/{o.name}", None, labels, spec, o.locate(path) if path else o.pos, o.pos)
 
 
 @dataclass
@@ -408,69 +430,81 @@ def _load_inventory(path: str | None) -> _Inventory:
     return out
 
 
-def _find_object(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> K8sObject:
-    known_kinds = {k.lower(): k for k in (*kinds.KINDS, *WORKLOAD_TEMPLATES)}
-    kind = known_kinds.get(spec.workload_kind.lower())
+def _known_kinds() -> dict[str, str]:
+    return {k.lower(): k for k in (*kinds.KINDS, GROUP_KIND, *WORKLOAD_TEMPLATES)}
+
+
+def _workloads_found(objects: Sequence[K8sObject], inv: _Inventory) -> list[str]:
+    found = {f"{_namespace_of(o, inv.namespaces)}/{o.kind}/{o.name}"
+             for o in objects if o.kind in kinds.KINDS or o.kind in WORKLOAD_TEMPLATES}
+    found |= {f"{j.namespace}/{j.kind}/{j.name}" for j in _training_jobs(objects, inv.namespaces)}
+    return sorted(found)
+
+
+def _lookup(spec: _Spec, kind: str, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> list[_Pods] | None:
+    """Every pod group of the named workload, or None when it is not among ``objects``."""
+    if kind in WORKLOAD_TEMPLATES:
+        for o in objects:
+            if o.kind == kind and o.name == spec.name and _namespace_of(o, inv.namespaces) == spec.namespace:
+                return [_plain_pods(o, spec.namespace)]
+        return None
+    for job in _training_jobs(objects, inv.namespaces):
+        if job.kind == kind and job.name == spec.name and job.namespace == spec.namespace:
+            if not job.groups:
+                raise TraceError(f"{flag}: {kind} {spec.namespace}/{spec.name} has no pod template",
+                                 _position(job.source))
+            return [_Pods(job.object_id, g.name, dict(g.labels), g.spec, _position(g.source or job.source),
+                          _position(job.source)) for g in job.groups]
+    return None
+
+
+def _find_pods(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> list[_Pods]:
+    kind = _known_kinds().get(spec.workload_kind.lower())
     if kind is None:
         raise TraceError(
             f"{flag} {spec.text!r}: unknown kind {spec.workload_kind!r}; "
-            f"known: {', '.join(sorted(known_kinds.values()))}"
+            f"known: {', '.join(sorted(_known_kinds().values()))}"
         )
-    for o in objects:
-        if o.kind == kind and o.name == spec.name and _namespace_of(o, inv.namespaces) == spec.namespace:
-            return o
+    got = _lookup(spec, kind, objects, inv, flag)
+    if got is not None:
+        return got
     # Not among PATHs: the inventory knows where the workload's own manifests are.
     w = inv.workloads.get((spec.namespace, kind, spec.name))
     if w is not None and w.base_dir:
         try:
-            for o in collect([w.base_dir]):
-                if o.kind == kind and o.name == spec.name:
-                    return o
+            base = collect([w.base_dir])
         except ManifestError as err:
             raise TraceError(err.message, err.pos) from None
-    seen = sorted(
-        {f"{_namespace_of(o, inv.namespaces)}/{o.kind}/{o.name}" for o in objects if _templates(o.obj) is not None}
-    )
+        got = _lookup(spec, kind, base, inv, flag)
+        if got is not None:
+            return got
+    seen = _workloads_found(objects, inv)
     listed = ", ".join(seen[:12]) + (", ..." if len(seen) > 12 else "") if seen else "none"
     raise TraceError(f"{flag}: no {kind} {spec.namespace}/{spec.name} among PATHs; workloads found: {listed}")
 
 
 def _resolve_workload(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> Endpoint:
-    o = _find_object(spec, objects, inv, flag)
-    templates = _templates(o.obj) or []
-    ns = _namespace_of(o, inv.namespaces)
-    if not templates:
-        raise TraceError(f"{flag}: {o.kind} {ns}/{o.name} has no pod template", o.pos)
-    names = [t.group for t in templates if t.group is not None]
+    groups = _find_pods(spec, objects, inv, flag)
+    kind, ns, name = groups[0].object.split("/", 2)
+    names = [g.group for g in groups if g.group is not None]
     if spec.group is not None:
         if not names:
-            raise TraceError(f"{flag} {spec.text!r}: a {o.kind} has no replica groups; drop /{spec.group}", o.pos)
-        chosen = [t for t in templates if (t.group or "").lower() == spec.group.lower()]
+            raise TraceError(f"{flag} {spec.text!r}: a {kind} has no replica groups; drop /{spec.group}",
+                             groups[0].object_source)
+        chosen = [g for g in groups if (g.group or "").lower() == spec.group.lower()]
         if not chosen:
-            raise TraceError(
-                f"{flag} {spec.text!r}: {o.kind} {ns}/{o.name} has no replica group {spec.group!r}; "
-                f"groups: {', '.join(names)}", o.pos,
-            )
-        tpl = chosen[0]
-    elif len(templates) > 1:
-        raise TraceError(
-            f"{flag} {spec.text!r}: {o.kind} {ns}/{o.name} has replica groups {', '.join(names)}; "
-            f"name one, e.g. {ns}/{o.kind}/{o.name}/{names[-1]}", o.pos,
-        )
+            raise TraceError(f"{flag} {spec.text!r}: {kind} {ns}/{name} has no replica group {spec.group!r}; "
+                             f"groups: {', '.join(names)}", groups[0].object_source)
+        pods = chosen[0]
+    elif len(groups) > 1:
+        raise TraceError(f"{flag} {spec.text!r}: {kind} {ns}/{name} has replica groups {', '.join(names)}; "
+                         f"name one, e.g. {ns}/{kind}/{name}/{names[-1]}", groups[0].object_source)
     else:
-        tpl = templates[0]
-    meta = tpl.template.get("metadata") if isinstance(tpl.template.get("metadata"), dict) else {}
-    assert isinstance(meta, dict)
-    raw_labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
-    assert isinstance(raw_labels, dict)
-    labels = {str(k): "" if v is None else str(v) for k, v in raw_labels.items()}
-    labels.update(tpl.extra_labels)  # the controller's labels overwrite the template's
-    pod_spec = tpl.template.get("spec") if isinstance(tpl.template.get("spec"), dict) else {}
-    assert isinstance(pod_spec, dict)
-    sa = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount") or "default"
-    pod = PodClass(ns, tuple(sorted(labels.items())), (), _named_ports(pod_spec), str(sa))
+        pods = groups[0]
+    sa = pods.spec.get("serviceAccountName") or pods.spec.get("serviceAccount") or "default"
+    pod = PodClass(ns, tuple(sorted(pods.labels.items())), (), _named_ports(pods.spec), str(sa))
     notes: list[str] = []
-    w = inv.workloads.get((ns, o.kind, o.name))
+    w = inv.workloads.get((ns, kind, name))
     if w is not None:
         zones = inv.zones.get(w.cluster, {}).get(w.network_zone, ())
         pin = f", pinned to {w.zone}" if w.placement == "pin" and w.zone else ""
@@ -478,10 +512,7 @@ def _resolve_workload(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory
             f"inventory: cluster {w.cluster}, network zone {w.network_zone} "
             f"({', '.join(zones) or 'no zones'}), placement {w.placement}{pin}"
         )
-    return Endpoint(
-        spec.text, "workload", pod, f"{o.kind}/{ns}/{o.name}", tpl.group,
-        o.locate(tpl.path) if tpl.path else o.pos, tuple(notes),
-    )
+    return Endpoint(spec.text, "workload", pod, pods.object, pods.group, pods.source, tuple(notes))
 
 
 def _resolve(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> Endpoint:
