@@ -9,16 +9,20 @@ How: first the node filters of ``scheduling`` give each group its node-feasible 
 relations between groups are solved at the level of groups (label classes), never pods, so the
 cost is linear in jobs and independent of replica counts:
 
-1. Zone sets.  A greatest fixpoint narrows each group's zones: a required podAffinity term on the
-   zone key allows only zones where some matched pod can be (matched groups of the job, or known
-   peer pods); a group that matches its own term may also go anywhere it fits, because the
-   scheduler lets the first pod of such a set through when no matching pod exists yet
-   (kube-scheduler InterPodAffinity filter; the rule is stated in the scheduler's
-   "pod affinity" design, kubernetes/design-proposals-archive scheduling/podaffinity.md, "the
-   first pod of a collection"). A group whose zone is certain (one pod, or one zone) removes
-   that zone from every group it repels with required podAntiAffinity (checked both ways: the
-   scheduler also honours the anti-affinity of pods already running,
-   https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#inter-pod-affinity-and-anti-affinity).
+1. Zone sets.  A greatest fixpoint narrows each group's zones. The required podAffinity terms of
+   a pod act together: the scheduler counts existing pods that match ALL of them and needs one in
+   the node's domain of every term's key, and a node lacking a term's key is out (kube-scheduler
+   InterPodAffinity plugin, satisfyPodAffinity). A term on the zone key or on
+   ``kubernetes.io/hostname`` (same node, hence same zone) therefore allows only zones where some
+   pod matching every term can be (groups of the job, or known peers); terms on other keys only
+   need such pods to exist. When no pod matching every term exists yet and the pod matches all its
+   own terms, the scheduler lets it through anywhere ("the first pod in a series that have
+   affinity to themselves", same function), so a self-matching group is co-located but not pinned.
+   A group whose zone is certain (one pod, or one zone) removes that zone from every group it
+   repels with required podAntiAffinity on the zone key, checked both ways: the scheduler also
+   honours the anti-affinity of pods already running
+   (https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#inter-pod-affinity-and-anti-affinity).
+   Groups whose affinity waits on each other with none matching itself never start (deadlock).
 2. Co-location units.  Groups provably in one zone are merged (union-find): a single-pod group;
    a group with one possible zone; a group whose term matches only itself; a group whose term
    matches (besides itself, only if it is already in that unit) only groups of one unit; a set
@@ -37,7 +41,7 @@ cost is linear in jobs and independent of replica counts:
    eligible zone the pods can never reach (a tainted zone under the default taint policy) keeps
    the global minimum at 0, so each reachable zone holds at most ``maxSkew`` of them; so does
    ``minDomains`` above the number of eligible zones. ``ScheduleAnyway`` constrains nothing.
-   Terms and constraints on other topology keys (hostname, region) do not change zones.
+   Anti-affinity and spread on other keys (hostname, region) do not change zones.
 4. Capacity.  GPUs are whole devices on one node: a group needs ``pods`` slots of
    ``gpus_per_node // gpus_per_pod`` per node in the pools it fits; a co-location unit must fit in
    one zone; the job's GPUs must not exceed those of all pools where some group can land.
