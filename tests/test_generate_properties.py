@@ -123,7 +123,7 @@ def inventories(draw: st.DrawFn) -> Inventory:
         n_nz = draw(st.integers(1, len(zones)))
         assign = [draw(st.integers(0, n_nz - 1)) for _ in zones]
         assign[:n_nz] = list(range(n_nz))  # every network zone gets at least one zone
-        nzs = tuple(NetworkZone(f"nz{i}", tuple(z.name for z, a in zip(zones, assign) if a == i))
+        nzs = tuple(NetworkZone(f"nz{i}", tuple(z.name for z, a in zip(zones, assign, strict=True) if a == i))
                     for i in range(n_nz))
         c = Cluster(f"c{cname}", "aws", "r", draw(st.sampled_from(
             ["topology.kubernetes.io/zone", "example.com/zone"])), None, tuple(zones), nzs)

@@ -197,8 +197,8 @@ def placement_ops(inv: Inventory, w: Workload, docs: tuple[Any, ...] | None = No
         raise GenerateError(f"{w.object_id}: the base has no {w.kind} named {w.name!r}")
     pb = PatchBuilder(job)
     if w.kind == "TrainJob":
-        groups = [g.name for g in kinds.replica_groups(job, runtime_groups(job, docs))]
-        entry = _trainjob_entry(inv, cluster, w, groups)
+        names = [g.name for g in kinds.replica_groups(job, runtime_groups(job, docs))]
+        entry = _trainjob_entry(inv, cluster, w, names)
         existing = pb.get(("spec", "runtimePatches"))
         idx = next((i for i, e in enumerate(existing or [])
                     if isinstance(e, dict) and e.get("manager") == TRAINJOB_MANAGER), None)
