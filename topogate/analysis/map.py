@@ -29,6 +29,10 @@ from topogate.manifests import K8sObject
 
 POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
 KUBE_DNS = PodClass("kube-system", (("k8s-app", "kube-dns"),))
+# The ports the boundary probe asks about: a rendezvous port and one port of the ephemeral range
+# NCCL picks from. A policy that opens one of these across a boundary almost always opens the
+# other training ports too; probing more costs an evaluation per port per job.
+PROBE_PORTS = (23456, 40000)
 WELL_KNOWN_ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 
 
@@ -402,7 +406,9 @@ def _boundary_probe(cm: _ClusterMap, cluster: Cluster,
                     jobs: list[tuple[JobMap, dict[str, PodClass]]],
                     reps: dict[str, tuple[JobMap, PodClass, str]]) -> list[Opening]:
     """Does any policy let a job talk to a pod of another network zone? One representative per
-    network zone keeps this linear in jobs while still catching wide allows (entities, `{}`)."""
+    network zone keeps this linear in jobs while still catching wide allows (entities, `{}`);
+    the probe asks about the ports training uses (PROBE_PORTS), not every port, so a policy
+    that opens only, say, 8080 across the boundary is not this rule's business."""
     out: list[Opening] = []
     if len(reps) < 2:
         return out
@@ -419,16 +425,15 @@ def _boundary_probe(cm: _ClusterMap, cluster: Cluster,
                 (mine, rpc, jm.object, first, rjm.object, rgroup, nz, other_nz),
                 (rpc, mine, rjm.object, rgroup, jm.object, first, other_nz, nz),
             ):
-                open_port = next((r for r in cm.pset.port_classes(src, dst, ("TCP",))
-                                  if r.verdict.allowed), None)
-                if open_port is not None:
-                    v = open_port.verdict
+                hit = next(((port, v) for port in PROBE_PORTS
+                            if (v := cm.pset.evaluate(src, dst, port, "TCP")).allowed), None)
+                if hit is not None:
+                    port, v = hit
                     rule = v.ingress.decided_by or v.egress.decided_by
                     where = (Position(rule.source.file, rule.source.line, rule.source.column)
                              if rule else jm.pos)
                     out.append(Opening(cluster.name, s_obj, s_grp, s_nz, d_obj, d_grp, d_nz,
-                                       open_port.start, v.reason,
-                                       str(rule.policy) if rule else "", where))
+                                       port, v.reason, str(rule.policy) if rule else "", where))
     # one finding per (policy position, network-zone pair) is enough to act on
     seen: set[tuple[Any, ...]] = set()
     uniq: list[Opening] = []
