@@ -6,6 +6,7 @@ Separate from the CLI so tests and other commands (explain, audit) reuse exactly
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import gc
 import tempfile
@@ -63,8 +64,7 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
     prefix = os.path.relpath(tree)
     if o.pos.file.startswith(prefix):
         rel = o.pos.file[len(prefix):].lstrip("/")
-        return K8sObject(o.obj, Position(f"(generated)/{rel}", o.pos.line, o.pos.column), o.node,
-                         o.built_from)
+        return dataclasses.replace(o, pos=Position(f"(generated)/{rel}", o.pos.line, o.pos.column))
     return o
 
 
@@ -120,14 +120,14 @@ def run_check(
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
         jobs, facts = build_map(inv, objects, cluster)
-
-    ctx = Context(
-        inv, inventory_path, objects, tuple(jobs), facts.policies, drift=drifted, rendered=rendered,
-        today=today, policy_selects=facts.policy_selects, boundary_openings=facts.boundary_openings,
-        zone_label_lies=facts.zone_label_lies, spread_splits=facts.spread_splits,
-        unprotected=facts.unprotected,
-    )
-    findings = run_rules(ctx)
+        # Rules run while the scratch tree exists: positions are resolved lazily from it.
+        ctx = Context(
+            inv, inventory_path, objects, tuple(jobs), facts.policies, drift=drifted,
+            rendered=rendered, today=today, policy_selects=facts.policy_selects,
+            boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
+            spread_splits=facts.spread_splits, unprotected=facts.unprotected,
+        )
+        findings = run_rules(ctx)
     result = CheckResult(findings, tuple(jobs), rules, inventory_path)
     failing = result.errors + (result.warnings if strict else 0)
     return CheckOutcome(result, 1 if failing else 0, inv, objects)

@@ -9,11 +9,12 @@ built object is traced back to the source file that declares it when one does.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,75 @@ class ManifestError(Exception):
         self.message = message
 
 
+class LazyPosition(Position):
+    """A position inside an object, found by re-reading its file only when someone asks.
+
+    Keeping every composed node alive to answer the few position questions findings ask would
+    double the memory of a large check; re-composing one file on demand costs milliseconds.
+    Behaves as a Position (it is one); falls back to the object's start if the path is gone.
+    """
+
+    def __init__(self, src_file: str, doc: int, path: Path_, display: str, fallback: Position):
+        object.__setattr__(self, "_args", (src_file, doc, path, display, fallback))
+        object.__setattr__(self, "_resolved", None)
+
+    def resolve(self) -> Position:
+        done: Position | None = object.__getattribute__(self, "_resolved")
+        if done is None:
+            src_file, doc, path, display, fallback = object.__getattribute__(self, "_args")
+            done = _resolve(src_file, doc, path, display, fallback)
+            object.__setattr__(self, "_resolved", done)
+        return done
+
+    @property  # type: ignore[override]
+    def file(self) -> str:
+        return self.resolve().file
+
+    @property  # type: ignore[override]
+    def line(self) -> int:
+        return self.resolve().line
+
+    @property  # type: ignore[override]
+    def column(self) -> int:
+        return self.resolve().column
+
+    def __repr__(self) -> str:
+        return f"LazyPosition({self.resolve()})"
+
+
+@functools.lru_cache(maxsize=32)
+def _composed(src_file: str) -> tuple[Any, ...]:
+    with open(src_file, encoding="utf-8") as fh:
+        return tuple(yaml.compose_all(fh.read(), Loader=_Loader))
+
+
+def _resolve(src_file: str, doc: int, path: Path_, display: str, fallback: Position) -> Position:
+    try:
+        node = _composed(src_file)[doc]
+    except (OSError, IndexError, yaml.YAMLError, UnicodeDecodeError):
+        return Position(fallback.file, fallback.line, fallback.column)
+    best = Position(display, node.start_mark.line + 1, node.start_mark.column + 1)
+    for step in path:
+        nxt = None
+        if isinstance(node, yaml.MappingNode) and isinstance(step, str):
+            nxt = next((v for k, v in node.value if k.value == step), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+            nxt = node.value[step]
+        if nxt is None:
+            break
+        node = nxt
+        best = Position(display, node.start_mark.line + 1, node.start_mark.column + 1)
+    return best
+
+
 @dataclass
 class K8sObject:
     obj: dict[str, Any]
-    pos: Position  # where the object starts
-    node: Any = field(default=None, repr=False)  # its yaml node, for nested positions
+    pos: Position  # where the object starts (file as shown in findings)
     built_from: str = ""  # kustomization directory it was built from, if any
+    src_file: str = ""  # the readable path of the file that declares it, for nested positions
+    doc: int = -1  # index of its document in that file
+    prefix: Path_ = ()  # path of the object inside its document (items of a List)
 
     @property
     def kind(self) -> str:
@@ -69,27 +133,10 @@ class K8sObject:
         return f"{self.kind}/{ns}/{self.name}" if ns else f"{self.kind}/{self.name}"
 
     def locate(self, path: Path_) -> Position:
-        """Position of the value at path inside this object (nearest existing ancestor)."""
-        node = self.node
-        best = self.pos
-        if node is None:
-            return best
-        for step in path:
-            nxt = None
-            if isinstance(node, yaml.MappingNode) and isinstance(step, str):
-                for k, v in node.value:
-                    if k.value == step:
-                        nxt = v
-                        break
-            elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
-                if 0 <= step < len(node.value):
-                    nxt = node.value[step]
-            if nxt is None:
-                break
-            node = nxt
-            m = node.start_mark
-            best = Position(self.pos.file, m.line + 1, m.column + 1)
-        return best
+        """Position of the value at path inside this object (nearest existing ancestor), lazily."""
+        if self.doc < 0 or not self.src_file:
+            return self.pos
+        return LazyPosition(self.src_file, self.doc, (*self.prefix, *path), self.pos.file, self.pos)
 
 
 def _display(p: Path) -> str:
@@ -100,25 +147,28 @@ def _display(p: Path) -> str:
         return str(p)
 
 
-def parse_yaml(text: str, file: str) -> Iterator[K8sObject]:
+def parse_yaml(text: str, file: str, src_file: str = "") -> Iterator[K8sObject]:
+    """Objects of one YAML stream; nodes are dropped as soon as each object is built."""
     loader = _Loader(text)
+    doc = -1
     try:
         while loader.check_node():
             node = loader.get_node()
+            doc += 1
             if node is None:
                 continue
-            obj = loader.construct_document(node)
             m = node.start_mark
             pos = Position(file, m.line + 1, m.column + 1)
+            obj = loader.construct_document(node)
             if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
                 items = node_value(node, "items")
                 for i, item in enumerate(obj["items"]):
                     inode = items.value[i] if isinstance(items, yaml.SequenceNode) else None
                     ipos = Position(file, inode.start_mark.line + 1, inode.start_mark.column + 1) if inode else pos
                     if isinstance(item, dict):
-                        yield K8sObject(item, ipos, inode)
+                        yield K8sObject(item, ipos, "", src_file, doc, ("items", i))
             elif isinstance(obj, dict) and "kind" in obj:
-                yield K8sObject(obj, pos, node)
+                yield K8sObject(obj, pos, "", src_file, doc)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = Position(file, mark.line + 1, mark.column + 1) if mark else Position(file, 1, 1)
@@ -175,7 +225,7 @@ def _source_index(d: Path) -> dict[tuple[str, str, str], K8sObject]:
     for f in sorted(d.rglob("*")):
         if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES and f.is_file():
             try:
-                for o in parse_yaml(f.read_text(), _display(f)):
+                for o in parse_yaml(f.read_text(), _display(f), str(f)):
                     index.setdefault((o.kind, o.name, o.namespace), o)
             except (ManifestError, OSError, UnicodeDecodeError):
                 continue
@@ -184,7 +234,7 @@ def _source_index(d: Path) -> dict[tuple[str, str, str], K8sObject]:
 
 def _built_objects(d: Path) -> list[K8sObject]:
     text = kustomize_build(d)
-    built = list(parse_yaml(text, f"{_display(d)} (kustomize build)"))
+    built = list(parse_yaml(text, f"{_display(d)} (kustomize build)"))  # no file to re-read
     # Trace each built object back to its source: the overlay dir and the bases it references
     # (relative resources may point outside d, so index their directories too). Nested
     # positions then come from the source document: a field a patch added resolves to its
@@ -197,9 +247,9 @@ def _built_objects(d: Path) -> list[K8sObject]:
     for o in built:
         src = index.get((o.kind, o.name, o.namespace)) or index.get((o.kind, o.name, ""))
         if src is not None:
-            out.append(K8sObject(o.obj, src.pos, src.node, str(d)))
+            out.append(K8sObject(o.obj, src.pos, str(d), src.src_file, src.doc, src.prefix))
         else:
-            out.append(K8sObject(o.obj, Position(_display(_kfile(d)), 1, 1), None, str(d)))
+            out.append(K8sObject(o.obj, Position(_display(_kfile(d)), 1, 1), str(d)))
     return out
 
 
@@ -247,7 +297,7 @@ def _read_file(f: Path) -> list[K8sObject]:
         text = f.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ManifestError(Position(_display(f), 1, 1), f"cannot read: {e}") from None
-    return list(parse_yaml(text, _display(f)))
+    return list(parse_yaml(text, _display(f), str(f)))
 
 
 def _walk(d: Path) -> Iterator[K8sObject]:

@@ -319,10 +319,17 @@ def _from_trainjob(item: _Item, runtimes: Mapping[tuple[str, str, str], _Item], 
     rt = runtimes.get(key)
     api = str(obj.get("apiVersion") or "")
     if rt is None:
-        fallback = tuple(
-            _group(g.name, g.pods, g.template, controller_labels("TrainJob", name, g.name), (), item, oid)
-            for g in replica_groups(obj)
-        )
+        # The runtime's own pod template is unknown, but what the TrainJob patches into it
+        # (labels, affinity, tolerations, nodeSelector) is known and decides placement and policy.
+        fallback_groups: list[JobGroup] = []
+        for g in replica_groups(obj):
+            patched = copy.deepcopy(g.template)
+            for target, patch in _runtime_patches(obj):
+                if target == g.name:
+                    _merge_pod_patch(patched, patch)
+            fallback_groups.append(
+                _group(g.name, g.pods, patched, controller_labels("TrainJob", name, g.name), (), item, oid))
+        fallback = tuple(fallback_groups)
         return TrainingJob("TrainJob", name, ns, fallback, api, item.source, runtime_id,
                            (f"runtime {runtime_id} is not among the manifests: pod templates unknown",))
     rjobs = _dig(rt.obj, ("spec", "template", "spec", "replicatedJobs"))

@@ -13,6 +13,7 @@ else the inventory's only cluster. Policies that match no cluster apply to every
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from topogate.analysis.jobs import TrainingJob, find_jobs
 from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef, Verdict
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
-from topogate.inventory.model import NETWORK_ZONE_LABEL, NOWHERE, Cluster, Inventory, Position
+from topogate.inventory.model import NETWORK_ZONE_LABEL, NOWHERE, Cluster, Inventory, Position, Workload
 from topogate.kinds import KINDS
 from topogate.manifests import K8sObject
 
@@ -85,8 +86,11 @@ class MapFacts:
 
 
 def _pos(src: Any) -> Position:
+    """Positions stay lazy (resolved only for findings); foreign ones are copied."""
     if src is None:
         return NOWHERE
+    if isinstance(src, Position):
+        return src
     return Position(str(src.file), int(src.line), int(src.column))
 
 
@@ -102,10 +106,10 @@ def _cluster_from_path(obj: K8sObject, names: Sequence[str]) -> str | None:
 def assign_clusters(inv: Inventory, objects: Iterable[K8sObject],
                     override: str | None) -> dict[str | None, list[K8sObject]]:
     names = [c.name for c in inv.clusters]
-    by_id = {(w.kind, w.namespace, w.name): w for w in inv.workloads}
-    by_name: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for w in inv.workloads:
-        by_name[(w.kind, w.name)].append(w)
+    by_id: dict[tuple[str, str, str], Workload] = {(w.kind, w.namespace, w.name): w for w in inv.workloads}
+    by_name: dict[tuple[str, str], list[Workload]] = defaultdict(list)
+    for wl in inv.workloads:
+        by_name[(wl.kind, wl.name)].append(wl)
     out: dict[str | None, list[K8sObject]] = defaultdict(list)
     for o in objects:
         w = by_id.get((o.kind, o.namespace or "default", o.name))
@@ -126,7 +130,7 @@ def assign_clusters(inv: Inventory, objects: Iterable[K8sObject],
 def _in_namespace(o: K8sObject, ns: str) -> K8sObject:
     obj = dict(o.obj)
     obj["metadata"] = {**(obj.get("metadata") or {}), "namespace": ns}
-    return K8sObject(obj, o.pos, o.node, o.built_from)
+    return dataclasses.replace(o, obj=obj)
 
 
 def _pod_class(ns: str, labels: Iterable[tuple[str, str]], spec: dict[str, Any],
