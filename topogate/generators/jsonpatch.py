@@ -16,7 +16,6 @@ Pure: no I/O; the caller's document is never mutated.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 Path = tuple[str | int, ...]
@@ -46,6 +45,16 @@ def _get(doc: Any, path: Path) -> Any:
     return cur
 
 
+def _copy(obj: Any) -> Any:
+    """A deep copy of plain YAML data (maps, lists, scalars); several times faster than
+    copy.deepcopy, which matters at thousands of jobs."""
+    if isinstance(obj, dict):
+        return {k: _copy(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_copy(v) for v in obj]
+    return obj
+
+
 def _nest(keys: Path, value: Any) -> Any:
     for k in reversed(keys):
         if isinstance(k, int):
@@ -58,7 +67,7 @@ class PatchBuilder:
     """Accumulates `add` ops against a private copy of `doc`."""
 
     def __init__(self, doc: dict[str, Any]):
-        self.doc: dict[str, Any] = copy.deepcopy(doc)
+        self.doc: dict[str, Any] = _copy(doc)
         self.ops: list[dict[str, Any]] = []
 
     def get(self, path: Path) -> Any:
@@ -78,13 +87,13 @@ class PatchBuilder:
         last = at[-1]
         if isinstance(parent, list):
             if last == "-":
-                parent.append(copy.deepcopy(value))
+                parent.append(_copy(value))
             elif isinstance(last, int):
-                parent.insert(last, copy.deepcopy(value))
+                parent.insert(last, _copy(value))
             else:
                 raise ValueError(f"{pointer(at)} indexes a list with a key")
         elif isinstance(parent, dict):
-            parent[last] = copy.deepcopy(value)
+            parent[last] = _copy(value)
         else:  # pragma: no cover - guarded by the loop above
             raise ValueError(f"{pointer(at[:-1])} is neither a map nor a list")
         self.ops.append({"op": "add", "path": pointer(at), "value": value})
@@ -92,9 +101,9 @@ class PatchBuilder:
     def replace(self, path: Path, value: Any) -> None:
         parent = _get(self.doc, path[:-1])
         if isinstance(parent, list) and isinstance(path[-1], int):
-            parent[path[-1]] = copy.deepcopy(value)
+            parent[path[-1]] = _copy(value)
         elif isinstance(parent, dict):
-            parent[path[-1]] = copy.deepcopy(value)
+            parent[path[-1]] = _copy(value)
         else:
             raise ValueError(f"nothing to replace at {pointer(path)}")
         self.ops.append({"op": "replace", "path": pointer(path), "value": value})
