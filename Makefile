@@ -17,7 +17,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/topogate generate fixtures/lab/inventory.yaml -o out
 	@echo
-	$(VENV)/bin/topogate check fixtures/lab/inventory.yaml out/clusters/lab || true
+	@echo "== the generated tree, checked: placement and policies agree"
+	$(VENV)/bin/topogate check fixtures/lab/inventory.yaml --rendered out out/clusters/lab
+	@echo
+	@echo "== the same job written by hand, as in the incident: check must fail (exit 1)"
+	$(VENV)/bin/topogate check fixtures/lab/inventory.yaml fixtures/incident/broken; \
+	  test $$? -eq 1
 
 # promtool comes from Debian's prometheus package; install it only when missing.
 system-deps:

@@ -47,7 +47,7 @@ def check(ctx: Context) -> Iterator[Issue]:
             seen.add((f.src, f.dst, f.purpose))
             nccl = ("every TCP port" if f.port == 0
                     else f"random TCP ports; {f.port}/TCP is the first denied")
-            what = {"nccl": f"NCCL's connections ({nccl})",
+            what = {"nccl": f"NCCL traffic ({nccl})",
                     "rendezvous": f"the rendezvous port {f.port}/TCP",
                     "ssh": "SSH (22/TCP) from the launcher"}.get(f.purpose, f"{f.port}/{f.protocol}")
             where = f" when {f.src} runs in {f.src_zone} and {f.dst} in {f.dst_zone}" if f.src_zone else ""
