@@ -37,7 +37,7 @@ def inventory(n_clusters: int) -> str:
         lines += [f"- name: c{c}", "  provider: aws", "  region: us-east-1", "  zones:"]
         for z in range(ZONES):
             lines += [f"  - name: c{c}-z{z}", "    pools:",
-                      f"    - {{name: gpu, nodes: 40, gpusPerNode: 8, labels: {{node-type: gpu}}, "
+                      "    - {name: gpu, nodes: 40, gpusPerNode: 8, labels: {node-type: gpu}, "
                       "taints: [{key: gpu, value: present, effect: NoSchedule}]}",
                       "    - {name: cpu, nodes: 10, labels: {node-type: cpu}}"]
         lines.append("  networkZones:")

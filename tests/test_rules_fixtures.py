@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from check_support import RULES, run_case
 
 from topogate.policies import REGISTRY
-
-from check_support import RULES, run_case
 
 CASES = sorted(p.name for p in RULES.iterdir() if p.is_dir())
 
