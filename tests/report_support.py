@@ -80,7 +80,7 @@ BROKEN = JobMap(
     ),
     pos=Position("jobs/llama.yaml", 1, 1),
     inventory_pos=Position("inventory.yaml", 40, 3),
-    capacity={"needs": 32, "best_zone": "us-east-1a", "has": 32},
+    capacity={"needs": 32, "zone": "us-east-1a", "has": 32, "fits": True},
 )
 
 # A message with everything GitHub's command syntax cares about.

@@ -18,7 +18,7 @@ def test_text_groups_and_pools() -> None:
     assert "    no  us-east-1c/gpu-h100: taint gpu=present:NoSchedule not tolerated" in out
     assert "    no  us-east-1b/cpu: nodeAffinity node-type In [gpu] does not match" in out
     assert "    ok  us-east-1a/gpu-a100" in out
-    assert "capacity: needs 32 GPUs; best zone us-east-1a has 32" in out
+    assert "capacity: needs 32 GPUs; zone us-east-1a hold(s) 32: fits" in out
 
 
 def test_text_flows_denied_first_with_deciding_policy() -> None:
@@ -40,7 +40,7 @@ def test_json_has_every_field() -> None:
     assert d["inventoryPosition"] == {"file": "inventory.yaml", "line": 40, "column": 3}
     assert d["colocated"] is False and d["schedulable"] is True
     assert d["splitReasons"] == list(BROKEN.split_reasons)
-    assert d["capacity"] == {"best_zone": "us-east-1a", "has": 32, "needs": 32}
+    assert d["capacity"] == {"fits": True, "has": 32, "needs": 32, "zone": "us-east-1a"}
     assert d["zones"] == ["us-east-1a", "us-east-1b"]
     master = d["groups"][0]
     assert master["labels"] == {"app": "llama", "role": "master"}

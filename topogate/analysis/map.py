@@ -159,7 +159,7 @@ def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, pur
     rule = v.decided_by
     return Flow(
         src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed,
-        v.reason if not v.allowed else "allowed",
+        v.reason,
         str(rule.policy) if rule else "",
         Position(rule.source.file, rule.source.line, rule.source.column) if rule else NOWHERE,
     )

@@ -63,7 +63,7 @@ class JobMap:
     flows: tuple[Flow, ...] = ()
     pos: Position = NOWHERE  # the job object in its manifest
     inventory_pos: Position = NOWHERE  # the inventory workload entry, when there is one
-    capacity: dict[str, Any] = field(default_factory=dict, compare=False)  # {"needs": n, "best_zone": z, "has": m}
+    capacity: dict[str, Any] = field(default_factory=dict, compare=False)  # {"needs", "has", "zone", "fits", "message"}
 
     @property
     def blocked(self) -> tuple[Flow, ...]:

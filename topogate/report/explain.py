@@ -35,8 +35,10 @@ def _group_text(g: GroupMap) -> list[str]:
 
 def _flow_text(f: Flow) -> list[str]:
     verdict = "allow" if f.allowed else "DENY "
-    lines = [f"  {verdict} {f.src} ({f.src_zone or '?'}) -> {f.dst} ({f.dst_zone or '?'}) "
-             f"{port_text(f)} {f.purpose}"]
+    # kube-dns and unplaceable groups have no zone of their own: say nothing rather than "?"
+    src = f"{f.src} ({f.src_zone})" if f.src_zone else f.src
+    dst = f"{f.dst} ({f.dst_zone})" if f.dst_zone else f.dst
+    lines = [f"  {verdict} {src} -> {dst} {port_text(f)} {f.purpose}"]
     if f.reason:
         lines.append(f"      {' '.join(f.reason.split())}")
     if f.decided_by:
@@ -58,8 +60,10 @@ def explain_text(job: JobMap) -> str:
     lines += [f"    {' '.join(r.split())}" for r in job.unschedulable_reasons]
     if job.capacity:
         cap = job.capacity
-        lines.append(f"  capacity: needs {cap.get('needs', '?')} GPUs; best zone "
-                     f"{cap.get('best_zone', '?')} has {cap.get('has', '?')}")
+        where = f"zone {cap['zone']}" if cap.get("zone") else "the pools it can use"
+        fits = "fits" if cap.get("fits", True) else "does NOT fit"
+        lines.append(f"  capacity: needs {cap.get('needs', 0)} GPUs; {where} hold(s) "
+                     f"{cap.get('has', 0)}: {fits}")
     lines += ["", "Groups"]
     for g in job.groups:
         lines += _group_text(g)
