@@ -102,10 +102,11 @@ def pod_gpus(spec: dict[str, Any]) -> int:
     return max(main, init)
 
 
-def _dig(obj: Any, path: Path) -> Any:
+def dig(obj: Any, path: Path) -> Any:
+    """The value at a JSON path inside plain YAML data, or None where the path does not exist."""
     for p in path:
         if isinstance(p, int):
-            if not isinstance(obj, list) or p >= len(obj):
+            if not isinstance(obj, list) or not 0 <= p < len(obj):
                 return None
             obj = obj[p]
         else:
@@ -142,9 +143,9 @@ def replica_groups(obj: dict[str, Any], runtime_groups: tuple[str, ...] = ()) ->
         for i, rj in enumerate(spec.get("replicatedJobs") or []):
             if not isinstance(rj, dict):
                 continue
-            job_spec = _dig(rj, ("template", "spec")) or {}
+            job_spec = dig(rj, ("template", "spec")) or {}
             parallelism = _int(job_spec.get("parallelism") if isinstance(job_spec, dict) else None, 1)
-            tpl = _dig(rj, ("template", "spec", "template"))
+            tpl = dig(rj, ("template", "spec", "template"))
             yield GroupRef(
                 str(rj.get("name", f"job-{i}")), _int(rj.get("replicas"), 1) * parallelism,
                 ("spec", "replicatedJobs", i, "template", "spec", "template"),

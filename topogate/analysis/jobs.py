@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from topogate.kinds import KINDS, GroupRef, Path, controller_labels, pod_gpus, replica_groups
+from topogate.kinds import KINDS, GroupRef, Path, controller_labels, dig, pod_gpus, replica_groups
 
 GROUP_LABEL = "topogate.dev/group"
 GROUP_KIND = "Group"
@@ -168,19 +168,6 @@ def _namespace(obj: Mapping[str, Any], default: str) -> str:
     return str(_meta(obj).get("namespace") or default)
 
 
-def _dig(obj: Any, path: Path) -> Any:
-    for p in path:
-        if isinstance(p, int):
-            if not isinstance(obj, list) or not 0 <= p < len(obj):
-                return None
-            obj = obj[p]
-        else:
-            if not isinstance(obj, dict):
-                return None
-            obj = obj.get(p)
-    return obj
-
-
 def _int(v: Any, default: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else default
 
@@ -259,11 +246,11 @@ def _runtime_patches(trainjob: Mapping[str, Any]) -> list[tuple[str, dict[str, A
     assert isinstance(spec, dict)
     out: list[tuple[str, dict[str, Any]]] = []
     for rp in spec.get("runtimePatches") or []:
-        rjobs = _dig(rp, ("trainingRuntimeSpec", "template", "spec", "replicatedJobs"))
+        rjobs = dig(rp, ("trainingRuntimeSpec", "template", "spec", "replicatedJobs"))
         for rj in rjobs if isinstance(rjobs, list) else []:
             if not isinstance(rj, dict):
                 continue
-            pod = _dig(rj, ("template", "spec", "template"))
+            pod = dig(rj, ("template", "spec", "template"))
             if isinstance(pod, dict):
                 out.append((str(rj.get("name", "")), pod))
     # Older Trainer releases: podTemplateOverrides (v2.1) / podSpecOverrides (v2.0).
@@ -284,7 +271,7 @@ def _runtime_patches(trainjob: Mapping[str, Any]) -> list[tuple[str, dict[str, A
 def _trainer_job_name(rjobs: Sequence[Any]) -> str:
     for rj in rjobs:
         if isinstance(rj, dict):
-            labels = _dig(rj, ("template", "metadata", "labels"))
+            labels = dig(rj, ("template", "metadata", "labels"))
             if isinstance(labels, dict) and labels.get(TRAINER_ANCESTOR_LABEL) == "trainer":
                 return str(rj.get("name", ""))
     return TRAINER_GROUP
@@ -303,7 +290,7 @@ def _set_trainer_resources(template: dict[str, Any], resources: Mapping[str, Any
 
 
 def _runtime_key(trainjob: Mapping[str, Any], ns: str) -> tuple[str, str, str]:
-    ref = _dig(trainjob, ("spec", "runtimeRef"))
+    ref = dig(trainjob, ("spec", "runtimeRef"))
     ref = ref if isinstance(ref, dict) else {}
     kind = str(ref.get("kind") or "ClusterTrainingRuntime")
     name = str(ref.get("name") or "")
@@ -332,12 +319,12 @@ def _from_trainjob(item: _Item, runtimes: Mapping[tuple[str, str, str], _Item], 
         fallback = tuple(fallback_groups)
         return TrainingJob("TrainJob", name, ns, fallback, api, item.source, runtime_id,
                            (f"runtime {runtime_id} is not among the manifests: pod templates unknown",))
-    rjobs = _dig(rt.obj, ("spec", "template", "spec", "replicatedJobs"))
+    rjobs = dig(rt.obj, ("spec", "template", "spec", "replicatedJobs"))
     rjobs = rjobs if isinstance(rjobs, list) else []
     trainer_name = _trainer_job_name(rjobs)
-    trainer = _dig(obj, ("spec", "trainer"))
+    trainer = dig(obj, ("spec", "trainer"))
     trainer = trainer if isinstance(trainer, dict) else {}
-    num_nodes = _int(trainer.get("numNodes"), _int(_dig(rt.obj, ("spec", "mlPolicy", "numNodes")), 0))
+    num_nodes = _int(trainer.get("numNodes"), _int(dig(rt.obj, ("spec", "mlPolicy", "numNodes")), 0))
     patches = _runtime_patches(obj)
     rt_id = f"{rt.obj.get('kind')}/{_name(rt.obj)}"
     groups: list[JobGroup] = []
@@ -346,9 +333,9 @@ def _from_trainjob(item: _Item, runtimes: Mapping[tuple[str, str, str], _Item], 
             continue
         gname = str(rj.get("name", f"job-{i}"))
         tpl_path: Path = ("spec", "template", "spec", "replicatedJobs", i, "template", "spec", "template")
-        tpl = _dig(rt.obj, tpl_path)
+        tpl = dig(rt.obj, tpl_path)
         template: dict[str, Any] = copy.deepcopy(tpl) if isinstance(tpl, dict) else {}
-        job_spec = _dig(rj, ("template", "spec"))
+        job_spec = dig(rj, ("template", "spec"))
         job_spec = job_spec if isinstance(job_spec, dict) else {}
         pods = _int(rj.get("replicas"), 1) * _int(job_spec.get("parallelism"), 1)
         if gname == trainer_name:
@@ -371,7 +358,7 @@ def _from_trainjob(item: _Item, runtimes: Mapping[tuple[str, str, str], _Item], 
 def _workload_template(obj: Mapping[str, Any]) -> tuple[dict[str, Any], Path]:
     if obj.get("kind") == "Pod":
         return {"metadata": _meta(obj), "spec": obj.get("spec") if isinstance(obj.get("spec"), dict) else {}}, ()
-    tpl = _dig(obj, ("spec", "template"))
+    tpl = dig(obj, ("spec", "template"))
     return (tpl if isinstance(tpl, dict) else {}), ("spec", "template")
 
 

@@ -157,7 +157,7 @@ def runtime_groups(job: dict[str, Any], docs: tuple[Any, ...]) -> tuple[str, ...
     for d in docs:
         if (isinstance(d, dict) and d.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime")
                 and isinstance(d.get("metadata"), dict) and d["metadata"].get("name") == name):
-            rjs = kinds._dig(d, ("spec", "template", "spec", "replicatedJobs"))
+            rjs = kinds.dig(d, ("spec", "template", "spec", "replicatedJobs"))
             return tuple(str(r["name"]) for r in rjs or [] if isinstance(r, dict) and "name" in r)
     return ()
 
