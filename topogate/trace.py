@@ -325,14 +325,6 @@ def _source(o: K8sObject) -> SourceRef:
     return SourceRef(o.pos.file, o.pos.line, o.pos.column)
 
 
-def _dig(obj: Any, path: Sequence[str | int]) -> Any:
-    for step in path:
-        if not isinstance(obj, dict) or not isinstance(step, str):
-            return None
-        obj = obj.get(step)
-    return obj
-
-
 @dataclass(frozen=True)
 class _Pods:
     """One resolved group of pods: what an Endpoint is built from."""
@@ -384,7 +376,7 @@ def _training_jobs(objects: Sequence[K8sObject], inv_ns: Mapping[tuple[str, str]
 
 def _plain_pods(o: K8sObject, ns: str) -> _Pods:
     path = WORKLOAD_TEMPLATES[o.kind]
-    tpl = _dig(o.obj, path) if path else o.obj
+    tpl = kinds.dig(o.obj, tuple(path)) if path else o.obj
     tpl = tpl if isinstance(tpl, dict) else {}
     meta = tpl.get("metadata") if isinstance(tpl.get("metadata"), dict) else {}
     raw = meta.get("labels") if isinstance(meta, dict) and isinstance(meta.get("labels"), dict) else {}
