@@ -1,0 +1,58 @@
+"""Small cases the property tests reach only by chance."""
+
+from __future__ import annotations
+
+import jsonpatch
+
+from topogate.generators import kustomize
+from topogate.generators.jsonpatch import PatchBuilder, escape
+from topogate.inventory.model import Cluster, Inventory, NetworkZone, ReplicaGroup, Workload, Zone
+
+
+def test_pointer_escaping() -> None:
+    assert escape("topogate.dev/workload") == "topogate.dev~1workload"
+    assert escape("a~b/c") == "a~0b~1c"
+
+
+def test_patch_builder_creates_missing_parents_in_one_op_and_appends_otherwise() -> None:
+    doc = {"spec": {"tolerations": [{"key": "x"}]}}
+    pb = PatchBuilder(doc)
+    pb.merge_map(("metadata", "labels"), {"a/b": "1"})
+    pb.merge_map(("metadata", "labels"), {"c": "2"})
+    pb.extend_list(("spec", "tolerations"), [{"key": "x"}, {"key": "y"}])
+    assert pb.ops == [
+        {"op": "add", "path": "/metadata", "value": {"labels": {"a/b": "1"}}},
+        {"op": "add", "path": "/metadata/labels/c", "value": "2"},
+        {"op": "add", "path": "/spec/tolerations/-", "value": {"key": "y"}},
+    ]
+    assert doc == {"spec": {"tolerations": [{"key": "x"}]}}  # the caller's document is untouched
+    assert jsonpatch.apply_patch(doc, pb.ops) == pb.doc
+
+
+def _inv(job: dict, groups: tuple[ReplicaGroup, ...]) -> tuple[Inventory, Workload]:
+    c = Cluster("c", "aws", "r", zones=(Zone("z1"),), network_zones=(NetworkZone("n", ("z1",)),))
+    w = Workload("j", "ns", "c", "TrainJob", "b", "n", "pin", "z1", groups=groups, base_dir="/b",
+                 base_docs=(job,))
+    return Inventory("i", "i.yaml", "0", (c,), (w,)), w
+
+
+def test_trainjob_entry_is_replaced_not_duplicated_and_other_managers_kept() -> None:
+    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j"},
+           "spec": {"runtimeRef": {"name": "rt"},
+                    "runtimePatches": [{"manager": "kueue"}, {"manager": kustomize.TRAINJOB_MANAGER}]}}
+    inv, w = _inv(job, (ReplicaGroup("node", 2),))
+    ops = kustomize.placement_ops(inv, w)
+    assert [o["op"] for o in ops] == ["replace"] and ops[0]["path"] == "/spec/runtimePatches/1"
+    out = jsonpatch.apply_patch(job, ops)
+    assert [e["manager"] for e in out["spec"]["runtimePatches"]] == ["kueue", kustomize.TRAINJOB_MANAGER]
+
+
+def test_trainjob_patches_every_replicated_job_of_a_runtime_in_the_base() -> None:
+    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j"},
+           "spec": {"runtimeRef": {"name": "rt"}}}
+    rt = {"kind": "ClusterTrainingRuntime", "metadata": {"name": "rt"}, "spec": {"template": {"spec": {
+        "replicatedJobs": [{"name": "dataset-initializer"}, {"name": "node"}]}}}}
+    inv, w = _inv(job, ())
+    ops = kustomize.placement_ops(inv, w, (job, rt))
+    rjs = ops[0]["value"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert [r["name"] for r in rjs] == ["dataset-initializer", "node"]
