@@ -56,3 +56,12 @@ def test_trainjob_patches_every_replicated_job_of_a_runtime_in_the_base() -> Non
     ops = kustomize.placement_ops(inv, w, (job, rt))
     rjs = ops[0]["value"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     assert [r["name"] for r in rjs] == ["dataset-initializer", "node"]
+
+
+def test_dump_never_writes_anchors_for_shared_objects() -> None:
+    from topogate.generators.base import dump_yaml
+
+    shared = {"key": "gpu", "effect": "NoSchedule"}
+    text = dump_yaml([{"a": [shared], "b": [shared]}])
+    assert "&" not in text and "*" not in text
+    assert text.count("key: gpu") == 2

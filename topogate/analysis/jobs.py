@@ -45,9 +45,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from topogate.inventory.model import JOB_GROUP_LABEL
 from topogate.kinds import KINDS, GroupRef, Path, controller_labels, dig, pod_gpus, replica_groups
 
-GROUP_LABEL = "topogate.dev/group"
+GROUP_LABEL = JOB_GROUP_LABEL
 GROUP_KIND = "Group"
 DEFAULT_NAMESPACE = "default"
 TRAINER_ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"

@@ -12,10 +12,15 @@ import yaml
 
 from topogate.inventory.model import NOWHERE, Inventory, Position
 
-try:  # libyaml when present: same bytes, several times faster
-    _Dumper: type = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover - pure-Python PyYAML build
-    _Dumper = yaml.SafeDumper
+_Base: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: same bytes, faster
+
+
+class _Dumper(_Base):  # type: ignore[misc,valid-type]
+    """Never anchors and aliases: a generator that reuses one dict in two places must still
+    write plain YAML that every reader (and every human) takes as it is."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 @dataclass(frozen=True)

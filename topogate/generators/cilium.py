@@ -53,6 +53,7 @@ from topogate.generators.base import OutputFile
 from topogate.inventory.model import (
     MANAGED_BY_LABEL,
     NETWORK_ZONE_LABEL,
+    REPLICA_GROUP_LABEL,
     WORKLOAD_LABEL,
     Cluster,
     Inventory,
@@ -60,7 +61,7 @@ from topogate.inventory.model import (
 )
 
 API_VERSION = "cilium.io/v2"
-GROUP_LABEL = "topogate.dev/replica-group"
+GROUP_LABEL = REPLICA_GROUP_LABEL
 K8S = "k8s:"  # Cilium's label-source prefix for labels that come from the Kubernetes pod
 NAMESPACE_KEY = "k8s:io.kubernetes.pod.namespace"
 CNP_FILE = "ciliumnetworkpolicy.yaml"

@@ -17,6 +17,11 @@ DEFAULT_ZONE_LABEL = "topology.kubernetes.io/zone"
 NETWORK_ZONE_LABEL = "topogate.dev/network-zone"
 WORKLOAD_LABEL = "topogate.dev/workload"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+# Stamped by the overlays on every pod with its replica group (Master, Worker, ...): the
+# operators' own labels for it differ between versions, so the rendezvous rules select on ours.
+REPLICA_GROUP_LABEL = "topogate.dev/replica-group"
+# Set by users on plain Deployments/Jobs/StatefulSets that together form one training job.
+JOB_GROUP_LABEL = "topogate.dev/group"
 
 PROVIDERS = ("aws", "gcp", "azure", "other")
 KINDS = ("PyTorchJob", "MPIJob", "TrainJob", "JobSet")
