@@ -21,7 +21,7 @@ from typing import Any
 
 from topogate.analysis import placement as placement_mod
 from topogate.analysis.jobs import TrainingJob, find_jobs
-from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef, Verdict
+from topogate.analysis.netpolicy import PodClass, PolicySet, RuleRef, SourceRef, Verdict
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
 from topogate.inventory.model import NETWORK_ZONE_LABEL, NOWHERE, Cluster, Inventory, Position, Workload
@@ -154,14 +154,37 @@ def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Ver
     return None
 
 
+def _policy_key(kind: str, namespace: str | None, name: str) -> str:
+    """Policy refs as the evaluator prints them: clusterwide ones have no namespace."""
+    if kind == "CiliumClusterwideNetworkPolicy":
+        return f"{kind}/{name}"
+    return f"{kind}/{namespace or 'default'}/{name}"
+
+
+class RuleLocator:
+    """The line of the rule that decided a flow, found lazily in the policy's own file."""
+
+    def __init__(self, policy_objs: Iterable[K8sObject]):
+        self.by_ref = {_policy_key(o.kind, o.namespace, o.name): o for o in policy_objs}
+
+    def __call__(self, rule: RuleRef | None) -> Position:
+        if rule is None:
+            return NOWHERE
+        obj = self.by_ref.get(str(rule.policy))
+        if obj is None:
+            return Position(rule.source.file, rule.source.line, rule.source.column)
+        base: tuple[str | int, ...] = ("spec",) if rule.spec_index is None else ("specs", rule.spec_index)
+        return obj.locate((*base, rule.section, rule.index))
+
+
 def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, purpose: str,
-          v: Verdict) -> Flow:
+          v: Verdict, locate_rule: RuleLocator) -> Flow:
     rule = v.decided_by
     return Flow(
         src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed,
         v.reason,
         str(rule.policy) if rule else "",
-        Position(rule.source.file, rule.source.line, rule.source.column) if rule else NOWHERE,
+        locate_rule(rule),
     )
 
 
@@ -199,6 +222,7 @@ class _ClusterMap:
             ((o.obj, SourceRef(o.pos.file, o.pos.line, o.pos.column)) for o in policy_objs),
             cluster_name=cluster.name)
         self.by_ref = {(o.kind, o.namespace or "default", o.name): o for o in objects}
+        self.locate_rule = RuleLocator(o for o in policy_objs if o.kind in POLICY_KINDS)
         self.jobs = find_jobs((o.obj, o.pos, o.locate) for o in objects)
         ns_labels = {o.name: {str(k): str(v) for k, v in ((o.obj.get("metadata") or {}).get("labels")
                                                            or {}).items()}
@@ -261,9 +285,10 @@ class _ClusterMap:
                 for zp in self._pairs(plc, a.name, b.name):
                     if denied is None:
                         v = self.pset.evaluate(classes[a.name], classes[b.name], 1024, "TCP")
-                        out.append(_flow(a.name, b.name, zp, 0, "TCP", "nccl", v))
+                        out.append(_flow(a.name, b.name, zp, 0, "TCP", "nccl", v, self.locate_rule))
                     else:
-                        out.append(_flow(a.name, b.name, zp, denied[0], "TCP", "nccl", denied[1]))
+                        out.append(_flow(a.name, b.name, zp, denied[0], "TCP", "nccl", denied[1],
+                                         self.locate_rule))
         if info and info.coordinator and info.rendezvous_port and job.group(info.coordinator):
             coord = info.coordinator
             for g in members:
@@ -271,7 +296,8 @@ class _ClusterMap:
                     continue
                 v = self.pset.evaluate(classes[g.name], classes[coord], info.rendezvous_port, "TCP")
                 for zp in self._pairs(plc, g.name, coord):
-                    out.append(_flow(g.name, coord, zp, info.rendezvous_port, "TCP", "rendezvous", v))
+                    out.append(_flow(g.name, coord, zp, info.rendezvous_port, "TCP", "rendezvous", v,
+                                     self.locate_rule))
         if info and info.ssh_from_coordinator and info.coordinator and job.group(info.coordinator):
             coord = info.coordinator
             for g in members:
@@ -279,14 +305,14 @@ class _ClusterMap:
                     continue
                 v = self.pset.evaluate(classes[coord], classes[g.name], 22, "TCP")
                 for zp in self._pairs(plc, coord, g.name):
-                    out.append(_flow(coord, g.name, zp, 22, "TCP", "ssh", v))
+                    out.append(_flow(coord, g.name, zp, 22, "TCP", "ssh", v, self.locate_rule))
         for g in job.groups:
             gp = plc.group(g.name)
             zones = tuple(gp.zones) if gp and gp.zones else ("",)
             for proto in ("UDP", "TCP"):
                 v = self.pset.evaluate(classes[g.name], KUBE_DNS, 53, proto)
                 for z in zones:
-                    out.append(_flow(g.name, "kube-dns", (z, ""), 53, proto, "dns", v))
+                    out.append(_flow(g.name, "kube-dns", (z, ""), 53, proto, "dns", v, self.locate_rule))
         return out
 
     def label_lies(self, jm: JobMap) -> list[LabelLie]:
@@ -434,8 +460,7 @@ def _boundary_probe(cm: _ClusterMap, cluster: Cluster,
                 if hit is not None:
                     port, v = hit
                     rule = v.ingress.decided_by or v.egress.decided_by
-                    where = (Position(rule.source.file, rule.source.line, rule.source.column)
-                             if rule else jm.pos)
+                    where = cm.locate_rule(rule) if rule else jm.pos
                     out.append(Opening(cluster.name, s_obj, s_grp, s_nz, d_obj, d_grp, d_nz,
                                        port, v.reason, str(rule.policy) if rule else "", where))
     # one finding per (policy position, network-zone pair) is enough to act on
