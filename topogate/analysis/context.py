@@ -31,7 +31,7 @@ class Context:
     rendered: str | None = None
     today: dt.date = field(default_factory=lambda: dt.date(1970, 1, 1))
     # per-policy facts computed by the map builder: policy ref -> number of pod classes selected
-    policy_selects: tuple[tuple[str, int, Any], ...] = ()  # (ref, count, K8sObject)
+    policy_selects: tuple[tuple[str, int, Any], ...] = ()  # (ref, pod classes selected, Position)
     boundary_openings: tuple[Any, ...] = ()  # analysis.map.Opening
     zone_label_lies: tuple[Any, ...] = ()  # analysis.map.LabelLie
     spread_splits: tuple[Any, ...] = ()  # analysis.map.SpreadSplit

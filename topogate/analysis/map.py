@@ -24,7 +24,16 @@ from topogate.analysis.jobs import TrainingJob, find_jobs
 from topogate.analysis.netpolicy import PodClass, PolicySet, RuleRef, SourceRef, Verdict
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
-from topogate.inventory.model import NETWORK_ZONE_LABEL, NOWHERE, Cluster, Inventory, Position, Workload
+from topogate.inventory.model import (
+    MANAGED_BY_LABEL,
+    NETWORK_ZONE_LABEL,
+    NOWHERE,
+    WORKLOAD_LABEL,
+    Cluster,
+    Inventory,
+    Position,
+    Workload,
+)
 from topogate.kinds import KINDS
 from topogate.manifests import K8sObject
 
@@ -77,7 +86,7 @@ class SpreadSplit:
 @dataclass
 class MapFacts:
     policies: dict[str, PolicySet] = field(default_factory=dict)
-    policy_selects: tuple[tuple[str, int, Any], ...] = ()
+    policy_selects: tuple[tuple[str, int, Position], ...] = ()
     boundary_openings: tuple[Opening, ...] = ()
     zone_label_lies: tuple[LabelLie, ...] = ()
     spread_splits: tuple[SpreadSplit, ...] = ()
@@ -154,6 +163,22 @@ def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Ver
     return None
 
 
+def inventory_source(inv: Inventory, cluster: Cluster, o: K8sObject) -> Position | None:
+    """For an object topogate generated, the inventory entry that produced it: a finding on it
+    belongs there, since the generated file is rewritten by the next `generate`."""
+    md = o.obj.get("metadata")
+    labels = md.get("labels") if isinstance(md, dict) else None
+    if not isinstance(labels, dict) or labels.get(MANAGED_BY_LABEL) != "topogate":
+        return None
+    wl = labels.get(WORKLOAD_LABEL)
+    if wl:
+        w = next((w for w in inv.workloads_of(cluster.name)
+                  if w.name == wl and w.namespace == (o.namespace or "default")), None)
+        return w.pos if w is not None else None
+    nz = cluster.network_zone(str(labels.get(NETWORK_ZONE_LABEL, "")))
+    return nz.pos if nz is not None else None
+
+
 def _policy_key(kind: str, namespace: str | None, name: str) -> str:
     """Policy refs as the evaluator prints them: clusterwide ones have no namespace."""
     if kind == "CiliumClusterwideNetworkPolicy":
@@ -162,10 +187,13 @@ def _policy_key(kind: str, namespace: str | None, name: str) -> str:
 
 
 class RuleLocator:
-    """The line of the rule that decided a flow, found lazily in the policy's own file."""
+    """The line of the rule that decided a flow, found lazily in the policy's own file, or the
+    inventory entry behind it when topogate generated the policy."""
 
-    def __init__(self, policy_objs: Iterable[K8sObject]):
+    def __init__(self, policy_objs: Iterable[K8sObject], inv: Inventory, cluster: Cluster):
         self.by_ref = {_policy_key(o.kind, o.namespace, o.name): o for o in policy_objs}
+        self.inv = inv
+        self.cluster = cluster
 
     def __call__(self, rule: RuleRef | None) -> Position:
         if rule is None:
@@ -173,6 +201,9 @@ class RuleLocator:
         obj = self.by_ref.get(str(rule.policy))
         if obj is None:
             return Position(rule.source.file, rule.source.line, rule.source.column)
+        generated = inventory_source(self.inv, self.cluster, obj)
+        if generated is not None:
+            return generated
         base: tuple[str | int, ...] = ("spec",) if rule.spec_index is None else ("specs", rule.spec_index)
         return obj.locate((*base, rule.section, rule.index))
 
@@ -222,7 +253,7 @@ class _ClusterMap:
             ((o.obj, SourceRef(o.pos.file, o.pos.line, o.pos.column)) for o in policy_objs),
             cluster_name=cluster.name)
         self.by_ref = {(o.kind, o.namespace or "default", o.name): o for o in objects}
-        self.locate_rule = RuleLocator(o for o in policy_objs if o.kind in POLICY_KINDS)
+        self.locate_rule = RuleLocator((o for o in policy_objs if o.kind in POLICY_KINDS), inv, cluster)
         self.jobs = find_jobs((o.obj, o.pos, o.locate) for o in objects)
         ns_labels = {o.name: {str(k): str(v) for k, v in ((o.obj.get("metadata") or {}).get("labels")
                                                            or {}).items()}
@@ -406,7 +437,8 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
         for o in cm.policy_objs:
             if o.kind in ("CiliumNetworkPolicy", "NetworkPolicy"):
                 ref = f"{o.kind}/{o.namespace or 'default'}/{o.name}"
-                selects.append((ref, selected.get(ref, 0), o))
+                selects.append((ref, selected.get(ref, 0),
+                                inventory_source(inv, cluster, o) or o.pos))
         openings.extend(_boundary_probe(cm, cluster, cluster_jobs, reps))
     facts.zone_label_lies = tuple(lies)
     facts.spread_splits = tuple(spreads)

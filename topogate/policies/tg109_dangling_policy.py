@@ -4,6 +4,8 @@ Each CiliumNetworkPolicy and NetworkPolicy is matched against the label class of
 manifests describe (training-job groups and plain workloads). A policy that selects none of them
 is reported. Clusterwide policies are exempt: they are meant for pods that may come later.
 
+A policy topogate generated is reported at the inventory entry that produced it.
+
 Why: a policy whose selector has a typo, or that outlived the job it was written for, protects
 nothing, and its author believes the opposite.
 
@@ -25,11 +27,11 @@ SEVERITY = "warning"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for ref, count, obj in ctx.policy_selects:
+    for ref, count, pos in ctx.policy_selects:
         if count == 0:
             yield Issue(
                 ref,
                 f"{ref} selects no pod among the manifests checked: it protects nothing here. "
                 "Fix its selector, or delete it if its workload is gone.",
-                obj.pos,
+                pos,
             )
