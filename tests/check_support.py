@@ -39,4 +39,4 @@ def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
             return run_check(str(inventory), paths or [rendered], rendered, today=today)
         finally:
             shutil.rmtree(out)
-    return run_check(str(inventory), paths, rendered, today=today)
+    return run_check(str(inventory), paths, rendered, spec.get("cluster"), today=today)

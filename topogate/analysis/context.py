@@ -36,3 +36,4 @@ class Context:
     zone_label_lies: tuple[Any, ...] = ()  # analysis.map.LabelLie
     spread_splits: tuple[Any, ...] = ()  # analysis.map.SpreadSplit
     unprotected: tuple[tuple[str, Any], ...] = ()  # (object, Position)
+    unassigned: tuple[tuple[str, Any], ...] = ()  # (object, Position): jobs with no known cluster

@@ -126,12 +126,14 @@ def assign_clusters(inv: Inventory, objects: Iterable[K8sObject],
             # A base manifest without a namespace: the overlay will set the workload's.
             w = by_name[(o.kind, o.name)][0]
             o = _in_namespace(o, w.namespace)
+        own = w.cluster if w is not None else _cluster_from_path(o, names)
+        c: str | None
         if override:
-            c: str | None = override
+            if own is not None and own != override:
+                continue  # the inventory (or its path) puts it in another cluster: not analysed
+            c = override
         else:
-            c = w.cluster if w is not None else _cluster_from_path(o, names)
-            if c is None and len(names) == 1:
-                c = names[0]
+            c = own if own is not None else (names[0] if len(names) == 1 else None)
         out[c].append(o)
     return out
 
@@ -395,6 +397,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     spreads: list[SpreadSplit] = []
     openings: list[Opening] = []
     selects: list[tuple[str, int, Any]] = []
+    shared_selects: dict[str, tuple[int, Position]] = {}
     unprotected: list[tuple[str, Position]] = []
     unassigned = [(j.object_id, _pos(j.source)) for j in find_jobs(
         (o.obj, o.pos, o.locate) for o in by_cluster.get(None, []))]
@@ -434,15 +437,25 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                                 tpl.get("spec") or {}, cm.pset)
                 for pref in cm.pset.policies_selecting(pc):
                     selected[str(pref)] += 1
+        for pref in cm.pset.policies_selecting(KUBE_DNS):  # kube-dns is a peer of every job
+            selected[str(pref)] += 1
+        shared_ids = {id(o) for o in shared}
         for o in cm.policy_objs:
             if o.kind in ("CiliumNetworkPolicy", "NetworkPolicy"):
                 ref = f"{o.kind}/{o.namespace or 'default'}/{o.name}"
-                selects.append((ref, selected.get(ref, 0),
-                                inventory_source(inv, cluster, o) or o.pos))
+                if id(o) in shared_ids:  # judged once, over every cluster it applies to
+                    shared_selects[ref] = (shared_selects.get(ref, (0, o.pos))[0]
+                                           + selected.get(ref, 0), o.pos)
+                else:
+                    selects.append((ref, selected.get(ref, 0),
+                                    inventory_source(inv, cluster, o) or o.pos))
         openings.extend(_boundary_probe(cm, cluster, cluster_jobs, reps))
     facts.zone_label_lies = tuple(lies)
     facts.spread_splits = tuple(spreads)
     facts.boundary_openings = tuple(openings)
+    # With jobs whose cluster is unknown, a shared policy may well select them: no verdict.
+    if not unassigned:
+        selects.extend((ref, n, pos) for ref, (n, pos) in sorted(shared_selects.items()))
     facts.policy_selects = tuple(selects)
     facts.unprotected = tuple(unprotected)
     facts.unassigned = tuple(unassigned)
