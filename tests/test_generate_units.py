@@ -65,3 +65,19 @@ def test_dump_never_writes_anchors_for_shared_objects() -> None:
     text = dump_yaml([{"a": [shared], "b": [shared]}])
     assert "&" not in text and "*" not in text
     assert text.count("key: gpu") == 2
+
+
+def test_follow_offers_only_zones_where_the_whole_job_fits() -> None:
+    # A Master without GPUs could otherwise go first to the CPU zone and strand the Workers.
+    from topogate.inventory import model as m
+
+    C, I, NZ, P, RG, W, Z = m.Cluster, m.Inventory, m.NetworkZone, m.Pool, m.ReplicaGroup, m.Workload, m.Zone
+    cluster = C("c", "aws", "r", zones=(
+        Z("za", (P("gpu", 2, 4),)), Z("zb", (P("cpu", 2, 0),)), Z("zc", (P("small", 1, 2),))),
+        network_zones=(NZ("all", ("za", "zb", "zc")),))
+    w = W("pt", "ml", "c", "PyTorchJob", "b", "all", "follow",
+          groups=(RG("Master", 1, 0), RG("Worker", 3, 1)))
+    inv = I("i", "inventory.yaml", "0" * 64, (cluster,), (w,))
+    assert inv.pin_zones(w) == ("za",)  # zb has no GPU node, zc only 2 GPUs for a 3-GPU job
+    bigger = W("pt", "ml", "c", "PyTorchJob", "b", "all", "follow", groups=(RG("Worker", 2, 1),))
+    assert inv.pin_zones(bigger) == ("za", "zc")

@@ -24,6 +24,7 @@ from topogate.analysis.jobs import TrainingJob, find_jobs
 from topogate.analysis.netpolicy import PodClass, PolicySet, RuleRef, SourceRef, Verdict
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
+from topogate.analysis.scheduling import selector_matches
 from topogate.inventory.model import (
     MANAGED_BY_LABEL,
     NETWORK_ZONE_LABEL,
@@ -165,6 +166,34 @@ def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Ver
     return None
 
 
+def _first_mover(spec: dict[str, Any], labels: dict[str, str], zone_key: str) -> bool:
+    """Can a pod of this group be the first of its co-location unit? Only when every required
+    zone-key podAffinity term it has selects its own labels (a pod that matches its own selector
+    may be placed anywhere it fits when no matching pod exists yet)."""
+    terms = ((spec.get("affinity") or {}).get("podAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or []
+    zone_terms = [t for t in terms if isinstance(t, dict) and t.get("topologyKey") == zone_key]
+    return all(selector_matches(t.get("labelSelector"), labels) for t in zone_terms)
+
+
+def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str) -> list[str]:
+    """Schedule orders the feasible-placement view hides: the first pod of a self-following unit
+    lands in a zone its partners cannot use, and every later pod must join it there."""
+    risks: list[str] = []
+    for g in job.groups:
+        gp = plc.group(g.name)
+        if gp is None or gp.pods <= 0 or gp.unit < 0 or not _first_mover(g.spec, g.label_map, zone_key):
+            continue
+        mates = [m for h in job.groups if h.name != g.name
+                 and (m := plc.group(h.name)) is not None and m.unit == gp.unit and m.pods > 0]
+        for z in gp.node_zones:
+            stuck = [m.name for m in mates if z not in m.node_zones]
+            if stuck:
+                risks.append(f"{g.name} may be scheduled first in {z}, where {', '.join(stuck)} cannot "
+                             "run; everything that follows it waits Pending")
+    return risks
+
+
 def inventory_source(inv: Inventory, cluster: Cluster, o: K8sObject) -> Position | None:
     """For an object topogate generated, the inventory entry that produced it: a finding on it
     belongs there, since the generated file is rewritten by the next `generate`."""
@@ -287,7 +316,7 @@ class _ClusterMap:
                           for f in gp.fits) if gp else ()
             groups.append(GroupMap(
                 g.name, g.pods, g.gpus_per_pod, tuple(gp.zones) if gp else (), pools,
-                _pos(g.source), g.labels))
+                _pos(g.source), g.labels, bool(gp and gp.splits)))
         flows = self.flows(job, classes, plc)
         src = job.source
         cap = plc.capacity
@@ -298,6 +327,7 @@ class _ClusterMap:
             self.inventory_pos(job),
             {"needs": cap.requested, "has": cap.zone_gpus if cap.zone else cap.available,
              "zone": cap.zone, "fits": cap.fits, "message": cap.message},
+            tuple(dict.fromkeys((*plc.pending_risks, *_strand_risks(job, plc, self.cluster.zone_label)))),
         )
         return jm, classes, plc
 

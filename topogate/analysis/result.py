@@ -29,6 +29,7 @@ class GroupMap:
     pools: tuple[PoolVerdict, ...] = ()
     pos: Position = NOWHERE  # the group's pod template in its manifest
     labels: tuple[tuple[str, str], ...] = ()  # pod labels (template + controller)
+    splits: bool = False  # every feasible placement spreads this group's pods over zones
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,9 @@ class JobMap:
     flows: tuple[Flow, ...] = ()
     pos: Position = NOWHERE  # the job object in its manifest
     inventory_pos: Position = NOWHERE  # the inventory workload entry, when there is one
-    capacity: dict[str, Any] = field(default_factory=dict, compare=False)  # {"needs", "has", "zone", "fits", "message"}
+    capacity: dict[str, Any] = field(default_factory=dict, compare=False)
+    # Schedule orders that strand the job: a pod placed first where the others cannot follow.
+    pending_risks: tuple[str, ...] = ()  # {"needs", "has", "zone", "fits", "message"}
 
     @property
     def blocked(self) -> tuple[Flow, ...]:

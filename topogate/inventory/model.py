@@ -235,13 +235,27 @@ class Inventory:
         return None
 
     def pin_zones(self, w: Workload) -> tuple[str, ...]:
-        """The zones a workload's pods may use: its pinned zone, or its network zone's zones."""
+        """The zones a workload's pods may use: its pinned zone, or for `follow` the zones of its
+        network zone where the whole job fits.
+
+        `follow` lets whichever pod is scheduled first choose the zone and every other pod join
+        it. A zone where some group cannot run (no GPU node big enough, too few GPUs for the job)
+        must not be offered: a pod that needs no GPU could start there first and strand the rest.
+        """
         c = self.cluster(w.cluster)
         nz = c.network_zone(w.network_zone) if c else None
-        if nz is None:
+        if c is None or nz is None:
             return ()
         if w.placement == "pin":
             if w.zone:
                 return (w.zone,)
             return nz.zones[:1] if len(nz.zones) == 1 else ()
-        return tuple(sorted(nz.zones))
+        need_per_pod = max((g.gpus_per_pod for g in w.groups), default=0)
+
+        def whole_job_fits(name: str) -> bool:
+            zone = c.zone(name)
+            pools = [p for p in zone.pools if p.nodes > 0] if zone else []
+            per_node = max((p.gpus_per_node for p in pools), default=0)
+            return bool(pools) and per_node >= need_per_pod and sum(p.gpus for p in pools) >= w.gpus
+
+        return tuple(z for z in sorted(nz.zones) if whole_job_fits(z))

@@ -22,6 +22,7 @@ from topogate.policies import (
     tg108_dns_blocked,
     tg109_dangling_policy,
     tg110_unprotected_job,
+    tg111_may_strand,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -39,4 +40,5 @@ REGISTRY: dict[str, ModuleType] = {
     "TG108": tg108_dns_blocked,
     "TG109": tg109_dangling_policy,
     "TG110": tg110_unprotected_job,
+    "TG111": tg111_may_strand,
 }
