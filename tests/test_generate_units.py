@@ -71,13 +71,13 @@ def test_follow_offers_only_zones_where_the_whole_job_fits() -> None:
     # A Master without GPUs could otherwise go first to the CPU zone and strand the Workers.
     from topogate.inventory import model as m
 
-    C, I, NZ, P, RG, W, Z = m.Cluster, m.Inventory, m.NetworkZone, m.Pool, m.ReplicaGroup, m.Workload, m.Zone
+    C, Inv, NZ, P, RG, W, Z = m.Cluster, m.Inventory, m.NetworkZone, m.Pool, m.ReplicaGroup, m.Workload, m.Zone
     cluster = C("c", "aws", "r", zones=(
         Z("za", (P("gpu", 2, 4),)), Z("zb", (P("cpu", 2, 0),)), Z("zc", (P("small", 1, 2),))),
         network_zones=(NZ("all", ("za", "zb", "zc")),))
     w = W("pt", "ml", "c", "PyTorchJob", "b", "all", "follow",
           groups=(RG("Master", 1, 0), RG("Worker", 3, 1)))
-    inv = I("i", "inventory.yaml", "0" * 64, (cluster,), (w,))
+    inv = Inv("i", "inventory.yaml", "0" * 64, (cluster,), (w,))
     assert inv.pin_zones(w) == ("za",)  # zb has no GPU node, zc only 2 GPUs for a 3-GPU job
     bigger = W("pt", "ml", "c", "PyTorchJob", "b", "all", "follow", groups=(RG("Worker", 2, 1),))
     assert inv.pin_zones(bigger) == ("za", "zc")
