@@ -190,3 +190,25 @@ def test_strict_makes_warnings_fail() -> None:
     bad = ROOT / "fixtures/rules/TG109-dangling-policy/fail/manifests.yaml"
     assert run("check", str(LAB), str(bad), "--format", "json")[0] == 0
     assert run("check", str(LAB), str(bad), "--format", "json", "--strict")[0] == 1
+
+
+def test_every_group_has_nodes_but_the_job_never_runs() -> None:
+    # Affinity that waits in a circle: schedulable is false, so an error must say so.
+    code, fs, data = findings(str(LAB), str(ROOT / "fixtures/cases/affinity-deadlock.yaml"))
+    (job,) = data["workloads"]
+    assert job["schedulable"] is False
+    unsched = [f for f in fs if f["rule"] == "TG103"]
+    assert code == 1 and unsched and "waits" in str(unsched[0]["message"])
+
+
+def test_cluster_option_leaves_other_clusters_jobs_out() -> None:
+    code, fs, data = findings(str(MULTI), "--cluster", "gpu-west")
+    assert (code, fs) == (0, [])
+    assert {j["cluster"] for j in data["workloads"]} == {"gpu-west"}
+    assert {j["object"] for j in data["workloads"]} == {"JobSet/vision/resnet", "TrainJob/llm/gpt-sft"}
+
+
+def test_job_with_unknown_cluster_is_not_passed_silently() -> None:
+    code, fs, data = findings(str(MULTI), str(INCIDENT / "broken"))
+    assert code == 1 and data["workloads"] == []
+    assert [f["rule"] for f in fs] == ["TG004"]

@@ -8,6 +8,10 @@ Why: the classic case is the coordinator. The GPU workers tolerate the GPU taint
 (which needs no GPU) does not, and the only zone the workers may use has nothing but tainted GPU
 nodes: the master is Pending forever and the workers wait for it.
 
+Also when every group has nodes but no placement runs the whole job: pods whose required
+podAffinity waits for each other in a circle, zone anti-affinity or spread with more pods than
+zones.
+
 Failing example:
 
 ```yaml
@@ -34,14 +38,27 @@ SEVERITY = "error"
 
 def check(ctx: Context) -> Iterator[Issue]:
     for job in ctx.jobs:
+        per_group = False
         for g in job.groups:
             if g.zones or any(p.feasible for p in g.pools):
                 continue  # some pool fits: a capacity problem is TG104's
             removed = "; ".join(f"{p.zone}/{p.pool}: {p.reason}" for p in g.pools) or "no pools"
+            per_group = True
             yield Issue(
                 job.object,
                 f"{job.object}: group {g.name} fits no node pool ({removed}). Its pods stay Pending "
                 "and the job never starts. Fix: add the missing toleration or relax the selector so "
                 "the group can use the same pools as the rest of the job.",
                 g.pos if g.pos != NOWHERE else job.pos,
+            )
+        # Every group has nodes, yet no placement runs the whole job: affinity that waits in a
+        # circle, anti-affinity or spread with more pods than zones, GPUs that do not pack.
+        if not per_group and not job.schedulable and job.capacity.get("fits", True):
+            why = "; ".join(job.unschedulable_reasons) or "no placement runs every pod"
+            yield Issue(
+                job.object,
+                f"{job.object} can never run all its pods: {why}. The pods that do start hold their "
+                "GPUs and wait for the rest. Fix: make the groups' affinity, anti-affinity and "
+                "spread constraints satisfiable together in one zone.",
+                job.pos,
             )
