@@ -212,3 +212,11 @@ def test_job_with_unknown_cluster_is_not_passed_silently() -> None:
     code, fs, data = findings(str(MULTI), str(INCIDENT / "broken"))
     assert code == 1 and data["workloads"] == []
     assert [f["rule"] for f in fs] == ["TG004"]
+
+
+def test_malformed_policy_is_one_line_and_exit_2() -> None:
+    r = CliRunner().invoke(main, ["check", str(LAB), str(ROOT / "fixtures/cases/malformed-policy.yaml"),
+                                  str(INCIDENT / "fixed")])
+    assert r.exit_code == 2 and r.exception is None or isinstance(r.exception, SystemExit)
+    (line,) = r.stderr.strip().splitlines()
+    assert "malformed-policy.yaml:2:1: cannot read this CiliumNetworkPolicy" in line

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topogate.analysis.context import Context, Drift
+from topogate.analysis.netpolicy import PolicyError
 from topogate.analysis.result import CheckResult
 from topogate.engine import all_rules, run_rules
 from topogate.inventory.loader import InventoryError, load_inventory
@@ -119,7 +120,10 @@ def run_check(
             raise CheckInputError(str(err)) from None
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
-        jobs, facts = build_map(inv, objects, cluster)
+        try:
+            jobs, facts = build_map(inv, objects, cluster)
+        except PolicyError as err:
+            raise CheckInputError(str(err)) from None
         # Rules run while the scratch tree exists: positions are resolved lazily from it.
         ctx = Context(
             inv, inventory_path, objects, tuple(jobs), facts.policies, drift=drifted,

@@ -54,6 +54,7 @@ from topogate.analysis.netpolicy import (
     External,
     Peer,
     PodClass,
+    PolicyError,
     PolicyRef,
     PolicySet,
     PortRange,
@@ -575,9 +576,12 @@ def trace(
         )
     query = _port_query(port, dst)
     cluster = _inventory_cluster(src, dst, inv=inv)
-    pset = PolicySet.from_objects(
-        ((o.obj, _source(o), _Located(o)) for o in objects), cluster_name=cluster
-    )
+    try:
+        pset = PolicySet.from_objects(
+            ((o.obj, _source(o), _Located(o)) for o in objects), cluster_name=cluster
+        )
+    except PolicyError as err:
+        raise TraceError(str(err)) from None
     if query is not None:
         v: Verdict = pset.evaluate(src.peer, dst.peer, query.port, query.protocol)
         classes: tuple[PortRange, ...] = (PortRange(query.protocol, query.port, query.port, v),)

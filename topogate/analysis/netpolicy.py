@@ -119,6 +119,7 @@ __all__ = [
     "External",
     "Peer",
     "PodClass",
+    "PolicyError",
     "PolicyRef",
     "PolicySet",
     "PortRange",
@@ -851,6 +852,15 @@ class _Builder:
 _SideKey = tuple[PodClass, Peer, Peer, int, str, str]
 
 
+class PolicyError(ValueError):
+    """A policy object too malformed to evaluate (the API server would have rejected it)."""
+
+    def __init__(self, source: SourceRef, message: str):
+        super().__init__(f"{source.file}:{source.line}:{source.column}: {message}")
+        self.source = source
+        self.message = message
+
+
 class PolicySet:
     """All network policies of one cluster, indexed for per-pair evaluation."""
 
@@ -921,7 +931,13 @@ class PolicySet:
         for item in objs:
             obj, ref = item[0], item[1]
             paths = item[2] if len(item) > 2 else None
-            take(obj, ref, paths)
+            try:
+                take(obj, ref, paths)
+            except (AttributeError, TypeError, ValueError, KeyError, IndexError) as err:
+                # A policy the API server would reject (wrong types): say where, never crash.
+                kind = obj.get("kind", "object") if isinstance(obj, Mapping) else "object"
+                raise PolicyError(ref, f"cannot read this {kind}: {type(err).__name__}: {err}; "
+                                       "check it against the CRD schema") from None
         return cls(
             units,
             ns_labels,
