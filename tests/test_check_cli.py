@@ -220,3 +220,18 @@ def test_malformed_policy_is_one_line_and_exit_2() -> None:
     assert r.exit_code == 2 and r.exception is None or isinstance(r.exception, SystemExit)
     (line,) = r.stderr.strip().splitlines()
     assert "malformed-policy.yaml:2:1: cannot read this CiliumNetworkPolicy" in line
+
+
+def test_widen_policy_opens_boundary_without_a_job_on_the_other_side(lab_tree: Path) -> None:
+    # No job runs in network zone "general": the probe still asks on its behalf. Only the job
+    # overlays are checked, so no boundary CCNP stands in the way of the widened allow.
+    cnp = lab_tree / "clusters/lab/workloads/ml-demo/train/ciliumnetworkpolicy.yaml"
+    _edit(cnp, "ingress:\n", "ingress:\n  - fromEntities: [cluster]\n")
+    code, fs, _ = findings(str(LAB), str(lab_tree / "clusters/lab/workloads"))
+    opened = [f for f in fs if f["rule"] == "TG107"]
+    assert code == 1 and opened and "network zone general" in str(opened[0]["message"])
+    # the generated policy is reported at the inventory entry that produced it
+    assert str(opened[0]["file"]).endswith("lab/inventory.yaml")
+    # with the boundary policies applied, the door holds again
+    code, fs, _ = findings(str(LAB), str(lab_tree / "clusters/lab"))
+    assert "TG107" not in {f["rule"] for f in fs}

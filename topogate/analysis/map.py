@@ -439,7 +439,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
         facts.policies[cluster.name] = cm.pset
         managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
         selected: dict[str, int] = defaultdict(int)
-        reps: dict[str, tuple[JobMap, PodClass, str]] = {}
+        reps: dict[str, tuple[str, PodClass | None, str]] = {}
         cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]] = []
         for job in cm.jobs:
             jm, classes, _ = cm.job_map(job)
@@ -457,7 +457,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
             nz = _network_zone_of(cluster, jm)
             if nz and jm.groups and nz not in reps:
                 first = jm.groups[0].name
-                reps[nz] = (jm, classes[first], first)
+                reps[nz] = (jm.object, classes[first], first)
         # Other pods (not part of a job) still make a policy non-dangling.
         for o in objs:
             tpl = _pod_template(o)
@@ -479,6 +479,10 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                 else:
                     selects.append((ref, selected.get(ref, 0),
                                     inventory_source(inv, cluster, o) or o.pos))
+        # A network zone with no job among the manifests is still behind a door: probe it with a
+        # pod that carries only its network-zone label (the label topogate stamps).
+        for nzone in cluster.network_zones:
+            reps.setdefault(nzone.name, (f"a pod of network zone {nzone.name}", None, "any"))
         openings.extend(_boundary_probe(cm, cluster, cluster_jobs, reps))
     facts.zone_label_lies = tuple(lies)
     facts.spread_splits = tuple(spreads)
@@ -509,7 +513,7 @@ def _pod_template(o: K8sObject) -> dict[str, Any] | None:
 
 def _boundary_probe(cm: _ClusterMap, cluster: Cluster,
                     jobs: list[tuple[JobMap, dict[str, PodClass]]],
-                    reps: dict[str, tuple[JobMap, PodClass, str]]) -> list[Opening]:
+                    reps: dict[str, tuple[str, PodClass | None, str]]) -> list[Opening]:
     """Does any policy let a job talk to a pod of another network zone? One representative per
     network zone keeps this linear in jobs while still catching wide allows (entities, `{}`);
     the probe asks about the ports training uses (PROBE_PORTS), not every port, so a policy
@@ -523,12 +527,14 @@ def _boundary_probe(cm: _ClusterMap, cluster: Cluster,
             continue
         first = jm.groups[0].name
         mine = classes[first]
-        for other_nz, (rjm, rpc, rgroup) in sorted(reps.items()):
+        for other_nz, (robj, rep, rgroup) in sorted(reps.items()):
             if other_nz == nz:
                 continue
+            rpc = rep or PodClass(jm.namespace, ((NETWORK_ZONE_LABEL, other_nz),),
+                                  cm.pset.namespace_labels(jm.namespace))
             for src, dst, s_obj, s_grp, d_obj, d_grp, s_nz, d_nz in (
-                (mine, rpc, jm.object, first, rjm.object, rgroup, nz, other_nz),
-                (rpc, mine, rjm.object, rgroup, jm.object, first, other_nz, nz),
+                (mine, rpc, jm.object, first, robj, rgroup, nz, other_nz),
+                (rpc, mine, robj, rgroup, jm.object, first, other_nz, nz),
             ):
                 hit = next(((port, v) for port in PROBE_PORTS
                             if (v := cm.pset.evaluate(src, dst, port, "TCP")).allowed), None)

@@ -3,8 +3,9 @@ inventory separates.
 
 Each network zone of the inventory is a locked door. The analysis takes every job, finds the
 network zone its pods land in, and asks the policy evaluator whether TCP can flow between it and
-a job of every other network zone (one representative each). Any allowed port is a finding,
-reported at the rule that allowed it.
+a job of every other network zone (one representative each; where a network zone has no job
+among the manifests, a pod carrying only that zone's `topogate.dev/network-zone` label in the
+job's namespace). Any allowed port is a finding, reported at the rule that allowed it.
 
 Why: a wide allow (`toEntities: [cluster]`, an empty selector, a namespace-wide NetworkPolicy)
 quietly re-opens a boundary that exists for isolation or for cost; topogate's boundary policies
@@ -38,10 +39,14 @@ def check(ctx: Context) -> Iterator[Issue]:
     for o in ctx.boundary_openings:
         by = f" by {o.decided_by}" if o.decided_by else ""
         yield Issue(
-            o.src_object,
-            f"{o.src_object} ({o.src_group}, network zone {o.src_nz}) can reach {o.dst_object} "
-            f"({o.dst_group}, network zone {o.dst_nz}) on TCP {o.port}: allowed{by}. The inventory "
+            o.src_object if "/" in o.src_object else o.dst_object,
+            f"{_who(o.src_object, o.src_group)} (network zone {o.src_nz}) can reach "
+            f"{_who(o.dst_object, o.dst_group)} (network zone {o.dst_nz}) on TCP {o.port}: allowed{by}. The inventory "
             f"separates {o.src_nz} and {o.dst_nz}. Fix: narrow the allow to the job's own pods, or "
             "apply the boundary policies from `topogate generate`.",
             o.pos,
         )
+
+
+def _who(obj: str, group: str) -> str:
+    return f"{obj} ({group})" if "/" in obj else obj
