@@ -82,6 +82,7 @@ class SpreadSplit:
     max_skew: int
     pods: int
     pos: Position
+    effect: str = "splits"  # today: "splits" the group, "strands" pods Pending, or "latent"
 
 
 @dataclass
@@ -397,7 +398,7 @@ class _ClusterMap:
                         out.append(LabelLie(jm.object, g.name, key, value, g.zones, used_by, g.pos))
         return out
 
-    def spread_splits(self, job: TrainingJob) -> list[SpreadSplit]:
+    def spread_splits(self, job: TrainingJob, jm: JobMap) -> list[SpreadSplit]:
         out: list[SpreadSplit] = []
         zone_keys = {self.cluster.zone_label, *WELL_KNOWN_ZONE_KEYS}
         obj = self.by_ref.get((job.kind, job.namespace, job.name))
@@ -407,9 +408,19 @@ class _ClusterMap:
                         and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"):
                     path = (*g.template_path, "spec", "topologySpreadConstraints", i)
                     pos = obj.locate(path) if obj is not None and g.template_path else _pos(g.source)
+                    gm = next((x for x in jm.groups if x.name == g.name), None)
                     out.append(SpreadSplit(job.object_id, g.name, str(c.get("topologyKey")),
-                                           int(c.get("maxSkew", 1) or 1), g.pods, pos))
+                                           int(c.get("maxSkew", 1) or 1), g.pods, pos,
+                                           _spread_effect(jm, gm)))
         return out
+
+
+def _spread_effect(jm: JobMap, gm: GroupMap | None) -> str:
+    if gm is not None and (gm.splits or len(gm.zones) > 1):
+        return "splits"
+    if not jm.schedulable and any("spread" in r for r in jm.unschedulable_reasons):
+        return "strands"
+    return "latent"
 
 
 def _network_zone_of(cluster: Cluster, jm: JobMap) -> str | None:
@@ -446,7 +457,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
             jobs_out.append(jm)
             cluster_jobs.append((jm, classes))
             lies.extend(cm.label_lies(jm))
-            spreads.extend(cm.spread_splits(job))
+            spreads.extend(cm.spread_splits(job, jm))
             any_policy = False
             for pc in classes.values():
                 for pref in cm.pset.policies_selecting(pc):

@@ -35,11 +35,18 @@ SEVERITY = "error"
 
 def check(ctx: Context) -> Iterator[Issue]:
     for s in ctx.spread_splits:
+        now = {
+            "splits": "the scheduler must put its pods in different zones",
+            "strands": ("its pods may only use one zone, so the constraint caps them at maxSkew "
+                        "there and the rest stay Pending"),
+        }.get(s.effect, "today it splits nothing (one eligible zone, or maxSkew covers every pod), "
+                        "but the moment a second zone becomes eligible or replicas grow it forces "
+                        "a split")
         yield Issue(
             s.object,
             f"{s.object}: group {s.group} spreads over {s.key} with DoNotSchedule (maxSkew "
-            f"{s.max_skew}, {s.pods} pods): the scheduler must put its pods in different zones. "
-            "Fix: co-locate with required nodeAffinity or podAffinity on the zone key, and spread "
-            "per kubernetes.io/hostname with ScheduleAnyway if you want spreading at all.",
+            f"{s.max_skew}, {s.pods} pods): {now}. Fix: co-locate with required nodeAffinity or "
+            "podAffinity on the zone key, and spread per kubernetes.io/hostname with "
+            "ScheduleAnyway if you want spreading at all.",
             s.pos,
         )
