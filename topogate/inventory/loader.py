@@ -348,20 +348,36 @@ class _Checker:
             self.err(path, (f"base '{rel}' has no kustomization.yaml; add one that lists the job's "
                             "manifests under `resources:` so the overlay can build on it"))
             return "", ()
-        try:
-            kdoc = yaml.load(kfile.read_text(), Loader=_Loader) or {}
-        except (OSError, yaml.YAMLError) as e:
-            self.err(path, f"cannot read {kfile.name} of base '{rel}': {e}")
-            return "", ()
+        before = len(self.problems)
+        kdoc = self.load_base_file(kfile)
         docs: list[Any] = []
-        for res in kdoc.get("resources") or [] if isinstance(kdoc, dict) else []:
-            f = (target / str(res)).resolve()
+        resources = kdoc[0].get("resources") if kdoc and isinstance(kdoc[0], dict) else None
+        for res in resources or []:
+            res = str(res)
+            if "://" in res or res.startswith(("github.com/", "git@")):
+                continue  # remote bases are kustomize's business
+            f = (target / res).resolve()
             if f.is_file():
-                try:
-                    docs.extend(d for d in yaml.load_all(f.read_text(), Loader=_Loader) if d is not None)
-                except (OSError, yaml.YAMLError) as e:
-                    self.err(path, f"cannot read '{res}' of base '{rel}': {e}")
+                docs.extend(d for d in self.load_base_file(f) if d is not None)
+            elif not f.is_dir():
+                self.problems.append(Problem(_line_of(kfile, res), (
+                    f"resource '{res}' of base '{rel}' does not exist; kustomize cannot build the "
+                    "base (and so no overlay on it): fix the path or remove the entry")))
+        if len(self.problems) > before:
+            return "", ()  # the job cannot be read reliably: say nothing more about it
         return str(target), tuple(docs)
+
+    def load_base_file(self, f: Path) -> list[Any]:
+        """Documents of one base file; a YAML error is a problem at its own line, in its file."""
+        try:
+            return list(yaml.load_all(f.read_text(encoding="utf-8"), Loader=_Loader))
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            where = Position(_shown(f), mark.line + 1, mark.column + 1) if mark else Position(_shown(f), 1, 1)
+            self.problems.append(Problem(where, f"YAML syntax error in a base manifest: {e.problem or e}"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            self.problems.append(Problem(Position(_shown(f), 1, 1), f"cannot read a base manifest: {e}"))
+        return []
 
     def groups_of(self, path: YPath, docs: tuple[Any, ...], kind: str, name: str,
                   rel: str) -> tuple[ReplicaGroup, ...]:
@@ -405,6 +421,24 @@ def _runtime_groups(job: dict[str, Any], docs: tuple[Any, ...]) -> tuple[str, ..
             rjs = (((d.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs")
             return tuple(str(r.get("name")) for r in rjs or [] if isinstance(r, dict))
     return ()
+
+
+def _shown(f: Path) -> str:
+    """A base file as findings show it: relative to the working directory when below it."""
+    try:
+        return os.path.relpath(f)
+    except ValueError:  # pragma: no cover - another drive on Windows
+        return str(f)
+
+
+def _line_of(f: Path, needle: str) -> Position:
+    try:
+        for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if needle in line:
+                return Position(_shown(f), i, line.index(needle) + 1)
+    except (OSError, UnicodeDecodeError):
+        pass
+    return Position(_shown(f), 1, 1)
 
 
 def _int(v: Any) -> int:
