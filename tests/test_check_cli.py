@@ -235,3 +235,11 @@ def test_widen_policy_opens_boundary_without_a_job_on_the_other_side(lab_tree: P
     # with the boundary policies applied, the door holds again
     code, fs, _ = findings(str(LAB), str(lab_tree / "clusters/lab"))
     assert "TG107" not in {f["rule"] for f in fs}
+
+
+def test_jobset_exclusive_topology_on_zone_splits_it() -> None:
+    code, fs, data = findings(str(LAB), str(ROOT / "fixtures/cases/jobset-exclusive-zone.yaml"))
+    (job,) = data["workloads"]
+    assert job["colocated"] is False
+    split = [f for f in fs if f["rule"] == "TG102"]
+    assert code == 1 and split and "exclusive-topology" in str(split[0]["message"])

@@ -40,6 +40,7 @@ from topogate.manifests import K8sObject
 
 POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
 KUBE_DNS = PodClass("kube-system", (("k8s-app", "kube-dns"),))
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 # The ports the boundary probe asks about: a rendezvous port and one port of the ephemeral range
 # NCCL picks from. A policy that opens one of these across a boundary almost always opens the
 # other training ports too; probing more costs an evaluation per port per job.
@@ -330,7 +331,34 @@ class _ClusterMap:
              "zone": cap.zone, "fits": cap.fits, "message": cap.message},
             tuple(dict.fromkeys((*plc.pending_risks, *_strand_risks(job, plc, self.cluster.zone_label)))),
         )
-        return jm, classes, plc
+        return self._exclusive_topology(job, jm), classes, plc
+
+    def _exclusive_topology(self, job: TrainingJob, jm: JobMap) -> JobMap:
+        """JobSet's exclusive-topology annotation on the zone key gives every child Job a zone
+        of its own: more than one child Job means the JobSet spans zones by design."""
+        if job.kind != "JobSet":
+            return jm
+        o = self.by_ref.get((job.kind, job.namespace, job.name))
+        md = o.obj.get("metadata") if o is not None else None
+        ann = (md.get("annotations") or {}) if isinstance(md, dict) else {}
+        if ann.get(EXCLUSIVE_TOPOLOGY) not in {self.cluster.zone_label, *WELL_KNOWN_ZONE_KEYS}:
+            return jm
+        spec = o.obj.get("spec") if o is not None else None
+        rjobs = spec.get("replicatedJobs") if isinstance(spec, dict) else None
+        children = sum(int(r.get("replicas", 1) or 1) for r in rjobs or [] if isinstance(r, dict))
+        if children < 2:
+            return jm
+        zones = {z for g in jm.groups for z in g.zones}
+        why = (f"{EXCLUSIVE_TOPOLOGY} on the zone key gives each of its {children} child Jobs a "
+               f"zone of its own")
+        unsched = jm.unschedulable_reasons
+        schedulable = jm.schedulable
+        if len(zones) < children:
+            schedulable = False
+            unsched = (*unsched, f"{why}, but its pods can use only {len(zones)} zone(s) "
+                                 f"({', '.join(sorted(zones)) or 'none'}): the other child Jobs stay Pending")
+        return dataclasses.replace(jm, colocated=False, schedulable=schedulable,
+                                   split_reasons=(*jm.split_reasons, why), unschedulable_reasons=unsched)
 
     def _pairs(self, plc: JobPlacement, a: str, b: str) -> list[tuple[str, str]]:
         pairs = sorted(plc.zone_pairs(a, b))
