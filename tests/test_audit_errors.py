@@ -109,7 +109,7 @@ def test_no_credentials_is_configuration(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     err = audit_error(default_client_factory(2))  # real botocore NoCredentialsError
     assert err.code == ExitCode.CONFIG and "no AWS credentials" in err.message
-    assert err.requests == 1  # the call was attempted, signing failed before anything was sent
+    assert err.requests == 0  # signing failed before anything was sent: nothing billed
 
 
 def test_no_region_is_configuration(env: None) -> None:

@@ -51,6 +51,10 @@ def generate(inventory: str, out: str, check_only: bool) -> None:
             click.echo(f"{out} is not what `topogate generate` would write:")
             for status, path in diffs:
                 click.echo(f"  {status:8} {path}")
+            foreign = writer.foreign_files(out)
+            if foreign:
+                # generate refuses to replace a tree holding files it did not write
+                click.echo(f"First move or delete what topogate did not generate: {', '.join(foreign)}")
             click.echo(f"Run: topogate generate {inventory} -o {out}")
             sys.exit(1)
         click.echo(f"{out} is up to date ({len(files)} files).")
@@ -175,7 +179,7 @@ def rules(fmt: str) -> None:
         click.echo(f"| [{r.id}](#{r.id.lower()}-{r.name}) | {r.name} | {r.severity} | "
                    f"{r.summary.split(': ', 1)[-1]} |")
     for r in infos:
-        body = r.doc.split("\n", 1)[1].strip() if "\n" in r.doc else ""
+        body = r.doc.split("\n\n", 1)[1].strip() if "\n\n" in r.doc else ""
         click.echo(f"\n## {r.id} {r.name}\n\nSeverity: {r.severity}\n\n{body}")
 
 

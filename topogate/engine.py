@@ -17,7 +17,9 @@ WAIVER_RULE = "TG003"
 
 def rule_info(rule_id: str, mod: ModuleType) -> RuleInfo:
     doc = inspect.getdoc(mod) or ""
-    return RuleInfo(rule_id, mod.NAME, mod.SEVERITY, doc.splitlines()[0] if doc else "", doc)
+    # The summary is the docstring's first paragraph, which may wrap over several lines.
+    summary = " ".join(doc.split("\n\n", 1)[0].split())
+    return RuleInfo(rule_id, mod.NAME, mod.SEVERITY, summary, doc)
 
 
 def all_rules() -> tuple[RuleInfo, ...]:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import botocore.exceptions
+
 from topogate.audit import prices
 from topogate.audit.errors import ConfigError, InvocationError, TemporaryError, classify
 from topogate.inventory.model import Cluster, Inventory
@@ -467,6 +469,8 @@ class _Session:
             method = getattr(self.client, _snake(operation))
             return dict(method(**params))
         except Exception as exc:  # noqa: BLE001 - classify re-raises what it does not know
+            if isinstance(exc, _NEVER_SENT):
+                self.requests -= 1  # botocore gave up before signing: nothing was sent or billed
             raise classify(exc, requests=self.requests, attempts=self.attempts) from None
 
     def pages(self, operation: str, build: Callable[[str | None], dict[str, Any]]
@@ -485,6 +489,13 @@ class _Session:
             seen.add(token)
         raise TemporaryError(f"{operation} did not finish after {MAX_PAGES} pages",
                              requests=self.requests)
+
+
+_NEVER_SENT: tuple[type[Exception], ...] = (
+    botocore.exceptions.NoCredentialsError,
+    botocore.exceptions.PartialCredentialsError,
+    botocore.exceptions.NoRegionError,
+)
 
 
 def _snake(operation: str) -> str:

@@ -1,4 +1,5 @@
-"""TG103 unschedulable: a replica group has no node it can ever be scheduled on.
+"""TG103 unschedulable: the job can never run all its pods: a group fits no node, or no
+placement runs every pod at once.
 
 For each group the analysis filters the inventory's node pools with the pod's nodeSelector,
 required nodeAffinity, taints (NoSchedule and NoExecute need a matching toleration;
