@@ -48,7 +48,7 @@ def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
 def _render_to_temp(inv: Inventory, tmp: str) -> str:
     """Render the inventory into a scratch tree so `check INVENTORY` alone has manifests to read.
 
-    The tree goes beside the inventory so the overlays' relative paths to their bases hold."""
+    Rendered for its own location, so the overlays' relative paths reach the bases from there."""
     from topogate import writer
     from topogate.generators import render_tree
 
@@ -62,10 +62,10 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
     scratch directory is gone by the time anyone reads the finding."""
     import os
 
-    prefix = os.path.relpath(tree)
-    if o.pos.file.startswith(prefix):
-        rel = o.pos.file[len(prefix):].lstrip("/")
-        return dataclasses.replace(o, pos=Position(f"(generated)/{rel}", o.pos.line, o.pos.column))
+    for prefix in (os.path.relpath(tree), os.path.abspath(tree)):
+        if o.pos.file.startswith(prefix):
+            rel = o.pos.file[len(prefix):].lstrip("/")
+            return dataclasses.replace(o, pos=Position(f"(generated)/{rel}", o.pos.line, o.pos.column))
     return o
 
 
@@ -110,7 +110,7 @@ def run_check(
     if rendered is not None:
         drifted = drift(inv, rendered)
 
-    with tempfile.TemporaryDirectory(prefix=".topogate-check-", dir=inv.root) as tmp, _no_gc():
+    with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp, _no_gc():
         targets = list(paths)
         if not targets:
             targets = [_render_to_temp(inv, tmp)]
