@@ -239,3 +239,15 @@ def test_rules_follow_the_clusters_zone_label_and_namespaces() -> None:
     west = next(c for c in inv.clusters if c.name == "gpu-west")
     exprs = "\n".join(r["expr"] for g in monitoring.rule_groups(inv, west) for r in g["rules"])
     assert 'destination_namespace=~"llm|vision"' in exprs
+
+
+def test_block_style_dump_is_the_same_document() -> None:
+    # The rules file uses literal blocks for multi-line PromQL; the data must not change.
+    import yaml as _yaml
+
+    from topogate.generators.base import dump_yaml
+    from topogate.generators.monitoring import _dump_blocks
+
+    doc = {"expr": "sum by (zone) (\n  up\n)\n", "labels": {"severity": "critical"}, "n": 3}
+    assert _yaml.safe_load(_dump_blocks(doc)) == _yaml.safe_load(dump_yaml([doc])) == doc
+    assert "expr: |" in _dump_blocks(doc)
