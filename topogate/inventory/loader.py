@@ -122,6 +122,9 @@ def _schema_problems(loc: Located, bad_paths: set[YPath]) -> list[Problem]:
             out.append(Problem(loc.at(path), (
                 f"{where}: {_describe(err.instance)} is not allowed; use one of: "
                 + ", ".join(str(a) for a in allowed_vals))))
+        elif v in ("not", "pattern") and err.schema.get("description"):
+            out.append(Problem(loc.at(path), (
+                f"{where}: {_describe(err.instance)} is not allowed: {err.schema['description']}")))
         elif v == "minItems":
             out.append(Problem(loc.at(path), f"{where} must list at least {err.validator_value} item(s)"))
         elif v in ("minimum", "maximum"):
@@ -508,7 +511,9 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
             g["repoURL"], str(g.get("targetRevision", "main")), str(g.get("path", ".")),
             str(g.get("argocdNamespace", "argocd")), str(g.get("argocdProject", "default")),
             str(g.get("fluxNamespace", "flux-system")),
-            str(g.get("destinationServer", "https://kubernetes.default.svc")), loc.at(("gitops",)))
+            str(g.get("destinationServer", "https://kubernetes.default.svc")),
+            str(g["fluxSecretRef"]) if isinstance(g.get("fluxSecretRef"), str) else None,
+            loc.at(("gitops",)))
 
     problems += chk.problems
     if problems:

@@ -206,6 +206,7 @@ class GitOps:
     argocd_project: str = "default"
     flux_namespace: str = "flux-system"
     destination_server: str = "https://kubernetes.default.svc"
+    flux_secret_ref: str | None = None  # Secret with credentials for a private repository
     pos: Position = field(default=NOWHERE, compare=False)
 
 
