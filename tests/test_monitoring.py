@@ -2,9 +2,13 @@
 
 - `promtool check rules` on the generated groups of every cluster of both examples;
 - `promtool test rules` with fixtures/monitoring/incident.test.yaml: the incident (a PyTorchJob
-  split over two zones, GPUs at 40%, Worker -> Master dropped by policy) fires all three alerts,
-  and the fix (one zone, 85%, no drops) clears them; a mutated expectation must make promtool fail,
-  so the test cannot pass by promtool ignoring it;
+  split over two zones, GPUs at 40%, Worker -> Master dropped by policy) fires the three
+  critical/idle alerts, and the fix (one zone, 85%, no drops) clears them; a healthy job whose
+  egress to the world and to another job is dropped fires only the warning, never the critical
+  drop alert, with DCGM scraped under honorLabels false; a mutated expectation must make
+  promtool fail, so the test cannot pass by promtool ignoring it;
+- `promtool test rules` with fixtures/monitoring/zone-label.test.yaml: a zone label with
+  capitals, named as kube-state-metrics names it;
 - no rule and no alert uses the label `job` for the training job;
 - every dashboard expression parses (promtool) and names only series the rules record or an
   exporter provides.
@@ -12,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -29,6 +34,7 @@ from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import Inventory
 
 INCIDENT = FIXTURES / "monitoring" / "incident.test.yaml"
+ZONE_LABEL = FIXTURES / "monitoring" / "zone-label.test.yaml"
 # Prometheus itself adds `job` to every scraped series; the training job must never use it.
 RESERVED = {"job", "instance"}
 
@@ -228,6 +234,69 @@ def test_kube_state_metrics_allowlist() -> None:
     assert monitoring.ksm_label("topogate.dev/network-zone") == "label_topogate_dev_network_zone"
     assert monitoring.metric_labels_allowlist(_inv("lab")) == (
         "nodes=[topology.kubernetes.io/zone],pods=[topogate.dev/workload,topogate.dev/network-zone]")
+
+
+def test_ksm_label_is_kube_state_metrics_own_sanitisation() -> None:
+    # kube-state-metrics internal/store/utils.go: labelName = prefix + "_" +
+    # toSnakeCase(SanitizeLabelName(key)); SanitizeLabelName: [^a-zA-Z0-9_] -> "_"; toSnakeCase:
+    # ([a-z0-9])([A-Z]) -> "${1}_${2}" (non-overlapping), then lower-case.
+    cases = {
+        "topology.example.com/AvailabilityZone": "label_topology_example_com_availability_zone",
+        "example.com/zoneID": "label_example_com_zone_id",
+        "Zone": "label_zone",  # a capital at the start gets no "_"
+        "ABCZone": "label_abczone",  # nor one after another capital
+        "a1B2C": "label_a1_b2_c",
+        "x/Y": "label_x_y",  # "_" is not [a-z0-9]: no second "_"
+        "aBC": "label_a_bc",  # the match consumes "aB"; "BC" is not a match
+        "eks.amazonaws.com/capacityType": "label_eks_amazonaws_com_capacity_type",
+    }
+    for key, name in cases.items():
+        assert monitoring.ksm_label(key) == name, key
+
+
+def test_promtool_capitalised_zone_label(tmp_path: Path) -> None:
+    # The rules must read the label kube-state-metrics really exposes for a custom zoneLabel
+    # with capitals; with plain "invalid chars -> _" they would read label_..._AvailabilityZone,
+    # see no zone at all, and never fire.
+    inv = _inv("lab")
+    lab = dataclasses.replace(inv.clusters[0], zone_label="topology.example.com/AvailabilityZone")
+    inv = dataclasses.replace(inv, clusters=(lab,))
+    _rules_file(inv, "lab", tmp_path)
+    shutil.copy(ZONE_LABEL, tmp_path / "zone-label.test.yaml")
+    proc = _run("test", "rules", "zone-label.test.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "label_topology_example_com_availability_zone" in (tmp_path / "rules.yaml").read_text()
+
+
+def test_critical_drop_alert_needs_both_ends_in_one_job() -> None:
+    # The critical alert reads only drops between two pods of one job; the other drops of job
+    # pods have their own warning. (promtool proves the behaviour: incident.test.yaml, test 2.)
+    inv = _inv("lab")
+    rules = {r.get("alert") or r["record"] + str(r.get("labels", {})): r
+             for g in monitoring.rule_groups(inv, inv.clusters[0]) for r in g["rules"]}
+    assert rules["TopogateTrainingTrafficDropped"]["expr"] == \
+        "topogate:training_job_intra_policy_drops:rate5m > 0"
+    assert rules["TopogateTrainingTrafficDropped"]["labels"]["severity"] == "critical"
+    assert rules["TopogateTrainingPodTrafficDropped"]["labels"]["severity"] == "warning"
+    spec = yaml.safe_load(INCIDENT.read_text())
+    healthy = spec["tests"][1]
+    assert any("source_pod=\"train-worker-0\"}" in s["series"] and "destination" not in s["series"]
+               for s in healthy["input_series"]), "test 2 lost its job-to-world drop"
+    assert {"eval_time": "20m", "alertname": "TopogateTrainingTrafficDropped", "exp_alerts": []} \
+        in healthy["alert_rule_test"]
+
+
+def test_gpu_rules_read_dcgm_with_and_without_honor_labels() -> None:
+    inv = _inv("lab")
+    for g in monitoring.rule_groups(inv, inv.clusters[0]):
+        for r in g["rules"]:
+            if "DCGM_FI_DEV_GPU_UTIL" in r["expr"]:
+                assert 'exported_pod!=""' in r["expr"] and 'exported_pod=""' in r["expr"], r["record"]
+    # promtool: incident.test.yaml test 1 scrapes DCGM with honorLabels true, test 2 with false.
+    spec = yaml.safe_load(INCIDENT.read_text())
+    dcgm = [[s["series"] for s in t["input_series"] if s["series"].startswith("DCGM")] for t in spec["tests"]]
+    assert not any("exported_pod" in s for s in dcgm[0])
+    assert all('namespace="gpu-operator"' in s for s in dcgm[1])
 
 
 def test_rules_follow_the_clusters_zone_label_and_namespaces() -> None:

@@ -21,13 +21,24 @@ Series the rules read (what must be scraped):
   run it with `--metric-labels-allowlist=nodes=[<zoneLabel>],pods=[topogate.dev/workload,
   topogate.dev/network-zone]`. `metric_labels_allowlist()` returns the exact flag value.
 - DCGM exporter `DCGM_FI_DEV_GPU_UTIL` with Kubernetes pod mapping on (the default in the GPU
-  operator); its `namespace`/`pod` labels name the pod using the GPU, so the scrape must keep
-  them (`honorLabels: true`, as the GPU operator's ServiceMonitor sets), otherwise Prometheus
-  renames them `exported_namespace`/`exported_pod`.
+  operator); its `namespace`/`pod` labels name the pod using the GPU. With `honorLabels: true`
+  on its ServiceMonitor they arrive as they are; with `honorLabels: false` (the
+  prometheus-operator default) Prometheus keeps the exporter pod's own `namespace`/`pod` and
+  renames the GPU's to `exported_namespace`/`exported_pod`. The GPU rules read both: a series
+  with `exported_pod` takes its namespace and pod from the `exported_*` labels (`_dcgm()`).
 - Hubble `hubble_drop_total` with pod context:
   `drop:labelsContext=source_namespace,source_pod,destination_namespace,destination_pod`.
   Both Cilium reasons count as "dropped by policy": POLICY_DENIED (no allow rule matched) and
   POLICY_DENY (an explicit deny rule matched), because the network layer may use either.
+
+Two kinds of drop, two severities. The incident is a drop BETWEEN two pods of the same
+training job (a worker cannot reach its master): the job cannot train, so
+`TopogateTrainingTrafficDropped` (critical) fires only on `..._intra_policy_drops`, where both
+the source and the destination pod carry the same job label in the same namespace. A job pod
+whose egress to the internet, or to a service outside the job, is denied is usually the policy
+doing its work (the job's CNP allows nothing undeclared), but may also be a dependency missing
+from the inventory: `TopogateTrainingPodTrafficDropped` (warning, 5m) says so, and stays quiet
+while the critical alert covers the same job.
 
 Label names: the training job is `training_job`, never `job`. `job` is the label Prometheus
 itself puts on every scraped series (the scrape job), so a rule that reused it would either be
@@ -55,6 +66,7 @@ IDLE_GPU_PERCENT = 50  # "GPUs of a running job idle": the incident ran at 40%
 IDLE_FOR = "15m"
 SPLIT_FOR = "1m"  # a split job is wrong from its first second; 1m only absorbs a rescheduling
 DROPS_FOR = "1m"
+OTHER_DROPS_FOR = "5m"  # a denied egress may be the policy working as intended: wait longer
 DASHBOARD_UID_PREFIX = "topogate-"
 
 # The series the recording rules produce, in rule order (tests and the dashboard use this list).
@@ -69,6 +81,7 @@ RECORDED = (
     "topogate:training_job_gpu_util:avg",
     "topogate:zone_gpu_util:avg",
     "topogate:training_job_policy_drops:rate5m",
+    "topogate:training_job_intra_policy_drops:rate5m",
 )
 # Series an exporter (or Prometheus itself) provides, read by the rules or the dashboard.
 EXPORTED = (
@@ -80,7 +93,8 @@ EXPORTED = (
     "hubble_drop_total",
     "ALERTS",
 )
-ALERTS = ("TopogateTrainingJobSpansZones", "TopogateTrainingGPUsIdle", "TopogateTrainingTrafficDropped")
+ALERTS = ("TopogateTrainingJobSpansZones", "TopogateTrainingGPUsIdle", "TopogateTrainingTrafficDropped",
+          "TopogateTrainingPodTrafficDropped")
 POLICY_DROP_REASONS = ("POLICY_DENIED", "POLICY_DENY")
 
 
@@ -107,9 +121,38 @@ def _dump_blocks(doc: Any) -> str:
     return str(text)
 
 
+_KSM_INVALID = re.compile(r"[^a-zA-Z0-9_]")
+_KSM_CAPS = re.compile(r"([a-z0-9])([A-Z])")
+
+
 def ksm_label(key: str) -> str:
-    """The Prometheus label kube-state-metrics exposes for a Kubernetes label key."""
-    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+    """The Prometheus label kube-state-metrics exposes for a Kubernetes label key.
+
+    Exactly kube-state-metrics' `labelName("label", key)` (internal/store/utils.go):
+    `SanitizeLabelName` replaces every character outside `[a-zA-Z0-9_]` with `_`, then
+    `toSnakeCase` puts `_` between a lower-case letter or digit and the capital that follows it
+    (regexp `([a-z0-9])([A-Z])` -> `${1}_${2}`, non-overlapping, left to right, as Go and Python
+    both scan) and lower-cases the whole name: `example.com/AvailabilityZone` becomes
+    `label_example_com_availability_zone`, `zoneID` becomes `label_zone_id`. (Two allow-listed
+    keys that map to the same name get `_conflictN` suffixes; topogate allow-lists one zone label
+    and two of its own, which cannot collide.)
+    """
+    return "label_" + _KSM_CAPS.sub(r"\1_\2", _KSM_INVALID.sub("_", key)).lower()
+
+
+def _dcgm() -> str:
+    """DCGM_FI_DEV_GPU_UTIL with `namespace`/`pod` naming the GPU's pod, whatever honorLabels is.
+
+    honorLabels true: the exporter's own labels, nothing to do. honorLabels false: Prometheus
+    renamed them exported_namespace/exported_pod and `namespace`/`pod` name the exporter; take
+    them back from the exported_* labels. The two halves are disjoint (exported_pod set or not).
+    """
+    return ("(\n"
+            "    label_replace(label_replace(DCGM_FI_DEV_GPU_UTIL{exported_pod!=\"\"},\n"
+            "      \"namespace\", \"$1\", \"exported_namespace\", \"(.+)\"),\n"
+            "      \"pod\", \"$1\", \"exported_pod\", \"(.+)\")\n"
+            "    or DCGM_FI_DEV_GPU_UTIL{exported_pod=\"\"}\n"
+            "  )")
 
 
 def metric_labels_allowlist(inv: Inventory) -> str:
@@ -133,6 +176,8 @@ def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
     ns_match = f', destination_namespace=~"{"|".join(namespaces)}"' if namespaces else ""
     src_match = f', source_namespace=~"{"|".join(namespaces)}"' if namespaces else ""
     reasons = "|".join(POLICY_DROP_REASONS)
+    gpu = _dcgm()
+    both_match = ns_match + src_match
 
     def drops(side: str, match: str) -> str:
         return (
@@ -146,6 +191,7 @@ def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
             ")"
         )
 
+    job_key = 'label_join(topogate:pod_workload:info, "job_key", "/", "namespace", "training_job")'
     recording: list[dict[str, Any]] = [
         {"record": "topogate:node_zone:info",
          "expr": (f'max by (node, zone) (label_replace(kube_node_labels{{{zl}!=""}}, '
@@ -176,17 +222,17 @@ def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
                   ")")},
         {"record": "topogate:training_job_zone_gpu_util:avg",
          "expr": ("avg by (namespace, training_job, zone) (\n"
-                  "  DCGM_FI_DEV_GPU_UTIL\n"
+                  f"  {gpu}\n"
                   "  * on (namespace, pod) group_left (training_job, zone) topogate:training_pod_zone:info\n"
                   ")")},
         {"record": "topogate:training_job_gpu_util:avg",
          "expr": ("avg by (namespace, training_job) (\n"
-                  "  DCGM_FI_DEV_GPU_UTIL\n"
+                  f"  {gpu}\n"
                   "  * on (namespace, pod) group_left (training_job) topogate:training_pod_zone:info\n"
                   ")")},
         {"record": "topogate:zone_gpu_util:avg",
          "expr": ("avg by (zone) (\n"
-                  "  DCGM_FI_DEV_GPU_UTIL\n"
+                  f"  {gpu}\n"
                   "  * on (namespace, pod) group_left (zone) topogate:training_pod_zone:info\n"
                   ")")},
         # Two rules, one series name: drops towards a training pod and drops from one. The
@@ -195,6 +241,27 @@ def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
          "expr": drops("destination", ns_match), "labels": {"side": "destination"}},
         {"record": "topogate:training_job_policy_drops:rate5m",
          "expr": drops("source", src_match), "labels": {"side": "source"}},
+        # Drops between two pods of the SAME job (the incident: a worker cannot reach its
+        # master). The source pod's job, as `job_key` = "<namespace>/<job>", is carried over to
+        # the destination pod and must match there too, so both ends are in one job and one
+        # namespace. One drop is one series here, so a plain sum counts it once.
+        {"record": "topogate:training_job_intra_policy_drops:rate5m",
+         "expr": ("sum by (namespace, training_job) (\n"
+                  "  label_replace(label_replace(\n"
+                  "    label_replace(label_replace(\n"
+                  "      sum by (source_namespace, source_pod, destination_namespace, destination_pod) (\n"
+                  f'        rate(hubble_drop_total{{reason=~"{reasons}"{both_match}}}[5m])),\n'
+                  '      "namespace", "$1", "source_namespace", "(.+)"),\n'
+                  '      "pod", "$1", "source_pod", "(.+)")\n'
+                  "    * on (namespace, pod) group_left (training_job, job_key)\n"
+                  f"      {job_key},\n"
+                  # (.*), not (.+): a destination outside the cluster (world) has no pod;
+                  # its empty labels must clear the source's, never leave them matching.
+                  '    "namespace", "$1", "destination_namespace", "(.*)"),\n'
+                  '    "pod", "$1", "destination_pod", "(.*)")\n'
+                  "  * on (namespace, pod, job_key) group_left ()\n"
+                  f"    {job_key}\n"
+                  ")")},
     ]
     explain = f"topogate explain {inv_label(inv)} {{{{ $labels.namespace }}}}/{{{{ $labels.training_job }}}}"
     alerts: list[dict[str, Any]] = [
@@ -226,18 +293,34 @@ def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
              "runbook": explain,
          }},
         {"alert": "TopogateTrainingTrafficDropped",
-         # max, not sum, over the two sides: a drop between two pods of the same job is seen
-         # from both ends and would count twice.
-         "expr": ("max by (namespace, training_job) (topogate:training_job_policy_drops:rate5m) > 0"),
+         # Only traffic between two pods of the same job: that is what stops training.
+         "expr": "topogate:training_job_intra_policy_drops:rate5m > 0",
          "for": DROPS_FOR,
          "labels": {"severity": "critical", "cluster": cluster.name},
          "annotations": {
-             "summary": "Cilium drops traffic of training job {{ $labels.namespace }}/"
+             "summary": "Cilium drops traffic between the pods of training job {{ $labels.namespace }}/"
                         "{{ $labels.training_job }} by policy ({{ $value | humanize }} drops/s).",
-             "description": "A network policy denies traffic to or from this job's pods. If the "
-                            "job spans zones, its members are on both sides of a network-zone "
-                            "boundary: co-locate the job; otherwise run topogate check on the "
-                            "policies in the PR that changed them.",
+             "description": "A network policy denies traffic between two pods of this job: it "
+                            "cannot train. If the job spans zones, its members are on both sides "
+                            "of a network-zone boundary: co-locate the job; otherwise run "
+                            "topogate check on the policies in the PR that changed them.",
+             "runbook": explain,
+         }},
+        {"alert": "TopogateTrainingPodTrafficDropped",
+         # Any other policy drop to or from a job pod (egress to the internet, a service outside
+         # the job). max over the two sides; quiet while the critical alert covers the job.
+         "expr": ("max by (namespace, training_job) (topogate:training_job_policy_drops:rate5m) > 0\n"
+                  "unless on (namespace, training_job) (topogate:training_job_intra_policy_drops:rate5m > 0)"),
+         "for": OTHER_DROPS_FOR,
+         "labels": {"severity": "warning", "cluster": cluster.name},
+         "annotations": {
+             "summary": "Cilium drops traffic to or from pods of training job {{ $labels.namespace }}/"
+                        "{{ $labels.training_job }} by policy ({{ $value | humanize }} drops/s).",
+             "description": "A network policy denies traffic between this job's pods and something "
+                            "outside the job (the internet, another service). The job's policy "
+                            "allows only what the inventory declares: if the job needs it, declare "
+                            "it (egress fqdns/cidrs) and regenerate; otherwise this is the policy "
+                            "doing its work.",
              "runbook": explain,
          }},
     ]
@@ -291,17 +374,23 @@ def dashboard(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
         _panel(5, "GPU utilisation of training pods per zone", "timeseries", (0, 14, 12, 8),
                [_target("topogate:zone_gpu_util:avg", "{{zone}}")],
                "All managed training pods, averaged per zone.", unit="percent"),
-        _panel(6, "Training traffic dropped by policy", "timeseries", (12, 14, 12, 8),
-               [_target(f"max by (namespace, training_job) (topogate:training_job_policy_drops:rate5m{{{sel}}})",
+        _panel(6, "Training traffic dropped by policy (within the job)", "timeseries", (12, 14, 12, 8),
+               [_target(f"topogate:training_job_intra_policy_drops:rate5m{{{sel}}}",
                         "{{namespace}}/{{training_job}}")],
-               "Packets/s Cilium dropped to or from the job's pods (POLICY_DENIED, POLICY_DENY).",
-               unit="pps"),
+               "Packets/s Cilium dropped between two pods of the same job (POLICY_DENIED, POLICY_DENY): "
+               "alert TopogateTrainingTrafficDropped.", unit="pps"),
         _panel(7, "All Cilium drops by reason", "timeseries", (0, 22, 12, 8),
                [_target("sum by (reason) (rate(hubble_drop_total[5m]))", "{{reason}}")],
                "Context for panel 6: every drop Hubble sees, managed or not.", unit="pps"),
         _panel(8, "Firing topogate alerts", "table", (12, 22, 12, 8),
                [_target('ALERTS{alertname=~"Topogate.*", alertstate="firing"}', "{{alertname}}")],
                "Alerts from the generated PrometheusRule."),
+        _panel(9, "Traffic to or from training pods dropped by policy", "timeseries", (0, 30, 24, 8),
+               [_target(f"topogate:training_job_policy_drops:rate5m{{{sel}}}",
+                        "{{namespace}}/{{training_job}} ({{side}})")],
+               "Every policy drop where a job pod is the source or the destination, the other end "
+               "anywhere (alert TopogateTrainingPodTrafficDropped when it is outside the job).",
+               unit="pps"),
     ]
 
     def variable(name: str, query: str) -> dict[str, Any]:
