@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import gc
+import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
     from topogate import writer
     from topogate.generators import render_tree
 
-    files = render_tree(inv, out)
+    files = render_tree(inv, os.path.realpath(out))
     return tuple(
         Drift(status, path, str(Path(out) / path)) for status, path in writer.diff_tree(out, files)
     )
@@ -53,15 +54,13 @@ def _render_to_temp(inv: Inventory, tmp: str) -> str:
     from topogate.generators import render_tree
 
     out = str(Path(tmp) / "rendered")
-    writer.write_tree(out, render_tree(inv, out))
+    writer.write_tree(out, render_tree(inv, os.path.realpath(out)))
     return out
 
 
 def _as_generated(o: K8sObject, tree: str) -> K8sObject:
     """Objects of the scratch tree are named by their place in the generated layout, since the
     scratch directory is gone by the time anyone reads the finding."""
-    import os
-
     for prefix in (os.path.relpath(tree), os.path.abspath(tree)):
         if o.pos.file.startswith(prefix):
             rel = o.pos.file[len(prefix):].lstrip("/")

@@ -6,6 +6,7 @@ Exit codes (check/generate/explain/trace/rules): 0 clean, 1 findings or differen
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -44,7 +45,7 @@ def generate(inventory: str, out: str, check_only: bool) -> None:
     except InventoryError as err:
         _fail_inventory(err)
         return
-    files = render_tree(inv, out)
+    files = render_tree(inv, os.path.realpath(out))
     if check_only:
         diffs = writer.diff_tree(out, files)
         if diffs:
@@ -97,8 +98,6 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
     kustomize). Without PATHs the inventory's own generated tree is checked.
     """
-    import os
-
     from topogate.check import CheckInputError, run_check
     from topogate.report import get_reporter, resolve_format
 

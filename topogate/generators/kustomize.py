@@ -3,7 +3,7 @@
 Per workload, `clusters/<c>/workloads/<ns>/<job>/`:
 - `kustomization.yaml`: `namespace:`, `resources:` [the user's base as a path relative to the
   overlay, the job's CiliumNetworkPolicy], and one JSON6902 patch targeted at the job
-  (group/version/kind/name);
+  (group/kind/name, any version);
 - `placement-patch.yaml`: the patch ops.
 Per cluster, `clusters/<c>/kustomization.yaml` lists `network` first, then every overlay.
 
@@ -216,7 +216,10 @@ def placement_ops(inv: Inventory, w: Workload, docs: tuple[Any, ...] | None = No
 
 
 def base_path(out_dir: str, w: Workload) -> str:
-    """The base as seen from the overlay directory under `out_dir` (POSIX separators)."""
+    """The base as seen from the overlay directory under `out_dir` (POSIX separators).
+
+    Callers pass `out_dir` with symlinks resolved, as the loader resolves `base_dir`: a relative
+    path between a resolved and an unresolved path would not lead anywhere."""
     if not w.base_dir:
         raise GenerateError(f"{w.object_id}: the base directory is unknown")
     overlay = os.path.join(os.path.abspath(out_dir), *cilium.workload_dir(w).split("/"))
@@ -225,12 +228,14 @@ def base_path(out_dir: str, w: Workload) -> str:
 
 def overlay(inv: Inventory, w: Workload, out_dir: str) -> list[OutputFile]:
     info = kinds.KINDS[w.kind]
-    group, _, version = info.api_version.rpartition("/")
+    group = info.api_version.rpartition("/")[0]
     d = cilium.workload_dir(w)
+    # No version in the target: a base may serve the job at another version of the same group
+    # (MPIJob kubeflow.org/v1 under training-operator 1.x), and a target that does not match is
+    # silently skipped by kustomize, which would leave the job unplaced.
     kust = cilium.kustomization(
         [base_path(out_dir, w), cilium.CNP_FILE], namespace=w.namespace,
-        patches=[{"path": PATCH_FILE,
-                  "target": {"group": group, "version": version, "kind": w.kind, "name": w.name}}])
+        patches=[{"path": PATCH_FILE, "target": {"group": group, "kind": w.kind, "name": w.name}}])
     return [
         OutputFile(f"{d}/kustomization.yaml", (kust,), source=w.pos),
         OutputFile(f"{d}/{PATCH_FILE}", (placement_ops(inv, w),), source=w.pos),

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import ipaddress
 import json
+import math
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -40,8 +43,9 @@ from topogate.inventory.model import (
     Waiver,
     Workload,
     Zone,
+    follow_zones,
 )
-from topogate.inventory.yamlpos import Located, YamlReadError, YPath, read_yaml
+from topogate.inventory.yamlpos import MAX_EXPANDED_NODES, Located, YamlReadError, YPath, read_yaml
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DNS = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -75,11 +79,12 @@ def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if isinstance(value, int):
-        return f"integer {value}"
+        text = str(value) if value.bit_length() < 200 else f"of {value.bit_length()} bits"
+        return f"integer {text}"
     if isinstance(value, float):
         return f"number {value}"
     if isinstance(value, str):
-        return f"string '{value}'"
+        return f"string '{value if len(value) <= 60 else value[:57] + '...'}'"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
@@ -127,6 +132,8 @@ def _schema_problems(loc: Located, bad_paths: set[YPath]) -> list[Problem]:
                 f"{where}: {_describe(err.instance)} is not allowed: {err.schema['description']}")))
         elif v == "minItems":
             out.append(Problem(loc.at(path), f"{where} must list at least {err.validator_value} item(s)"))
+        elif v in ("minimum", "maximum") and isinstance(err.instance, float) and err.instance != err.instance:
+            out.append(Problem(loc.at(path), f"{where} must be a number, not NaN"))
         elif v in ("minimum", "maximum"):
             word = "at least" if v == "minimum" else "at most"
             out.append(Problem(loc.at(path), f"{where} must be {word} {err.validator_value}, not {err.instance}"))
@@ -143,15 +150,17 @@ def _dicts(v: Any) -> list[dict[str, Any]]:
     return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
 
 
-def _canonical(data: Any) -> Any:
-    """The inventory's data with named lists sorted, so reordering entries keeps the digest."""
+def _canonical(data: Any, sets: bool = True) -> Any:
+    """Data in a canonical form: mapping keys sorted and, for the inventory (`sets`), every list
+    sorted too: no list in an inventory has a meaningful order (zones, pools, taints, FQDNs,
+    ports), so reordering one keeps the digest. Base manifests keep their list order
+    (containers, args)."""
     if isinstance(data, dict):
-        return {k: _canonical(v) for k, v in sorted(data.items())}
+        return {k: _canonical(v, sets) for k, v in sorted(data.items())}
     if isinstance(data, list):
-        items = [_canonical(x) for x in data]
-        if items and all(isinstance(x, dict) and isinstance(x.get("name"), str) for x in items):
-            items.sort(key=lambda x: json.dumps(
-                [x.get("cluster", ""), x.get("namespace", ""), x["name"]], sort_keys=True))
+        items = [_canonical(x, sets) for x in data]
+        if sets:
+            items.sort(key=lambda x: json.dumps(x, sort_keys=True, default=str))
         return items
     return data
 
@@ -249,6 +258,9 @@ class _Checker:
         cost_cfg = None
         if isinstance(cost, dict):
             budget = cost.get("budgetUSDPerDay")
+            if isinstance(budget, float) and not math.isfinite(budget):
+                self.err(base + ("cost", "budgetUSDPerDay"), "budgetUSDPerDay must be a finite number of dollars")
+                budget = None
             cost_cfg = CostConfig(
                 cost.get("tagKey") if isinstance(cost.get("tagKey"), str) else None,
                 str(cost["tagValue"]) if isinstance(cost.get("tagValue"), str) else None,
@@ -319,6 +331,18 @@ class _Checker:
         for ei, e in enumerate(_dicts(w.get("egress"))):
             if not e.get("fqdns") and not e.get("cidrs"):
                 self.err(base + ("egress", ei), "an egress entry needs `fqdns:` or `cidrs:`")
+            for ci, cidr in enumerate(e.get("cidrs") or []):
+                try:
+                    ipaddress.ip_network(str(cidr), strict=False)
+                except ValueError:
+                    self.err(base + ("egress", ei, "cidrs", ci), (
+                        f"'{cidr}' is not a CIDR (like 10.0.0.0/8 or 2001:db8::/32); Cilium's CRD "
+                        "would reject the policy"))
+            for pi, port in enumerate(_dicts(e.get("ports"))):
+                end, start = port.get("endPort"), port.get("port")
+                if isinstance(end, int) and isinstance(start, int) and end < start:
+                    self.err(base + ("egress", ei, "ports", pi, "endPort"), (
+                        f"endPort {end} is below port {start}; a range runs from port up to endPort"))
         wl = Workload(
             name, ns, str(cname or ""), kind, str(base_rel or ""), str(nzname or ""),
             str(placement), zone if isinstance(zone, str) else None, metrics, egress, groups,
@@ -352,35 +376,126 @@ class _Checker:
                             "manifests under `resources:` so the overlay can build on it"))
             return "", ()
         before = len(self.problems)
-        kdoc = self.load_base_file(kfile)
+        kdocs = self.load_base_file(kfile)
+        kdoc = kdocs[0] if kdocs and isinstance(kdocs[0], dict) else {}
+        resources = kdoc.get("resources", [])
+        if not isinstance(resources, list):
+            self.problems.append(Problem(_line_of(kfile, "resources"), (
+                f"`resources` of base '{rel}' must be a list of paths")))
+            return "", ()
+        # Read the base the way kustomize does. A base that is only a list of its own files is
+        # read directly; one that transforms them (patches, labels, components, sub-directories)
+        # is built with kubectl kustomize, so patches are computed against what it really yields.
+        simple = set(kdoc) <= _PLAIN_KUSTOMIZATION_KEYS
         docs: list[Any] = []
-        resources = kdoc[0].get("resources") if kdoc and isinstance(kdoc[0], dict) else None
-        for res in resources or []:
+        for res in resources:
             res = str(res)
-            if "://" in res or res.startswith(("github.com/", "git@")):
-                continue  # remote bases are kustomize's business
+            where = _line_of(kfile, res)
+            if "://" in res or res.startswith(("github.com/", "git@", "ssh:")):
+                self.problems.append(Problem(where, (
+                    f"resource '{res}' of base '{rel}' is remote: generate would depend on the "
+                    "network and on what that URL serves today; vendor it into the repository")))
+                continue
             f = (target / res).resolve()
             if f.is_file():
+                try:
+                    f.relative_to(target)
+                except ValueError:
+                    self.problems.append(Problem(where, (
+                        f"resource '{res}' of base '{rel}' is a file outside the base directory; "
+                        "kustomize refuses that (load restrictor): move it into the base or make "
+                        "its directory a kustomization of its own")))
+                    continue
                 docs.extend(d for d in self.load_base_file(f) if d is not None)
-            elif not f.is_dir():
-                self.problems.append(Problem(_line_of(kfile, res), (
+            elif f.is_dir():
+                simple = False
+            else:
+                self.problems.append(Problem(where, (
                     f"resource '{res}' of base '{rel}' does not exist; kustomize cannot build the "
                     "base (and so no overlay on it): fix the path or remove the entry")))
         if len(self.problems) > before:
             return "", ()  # the job cannot be read reliably: say nothing more about it
+        if not simple:
+            built = self.build_base(path, target, rel)
+            if built is None:
+                return "", ()
+            docs = built
+        if not self.one_job_per_base(path, docs, rel):
+            return "", ()
         return str(target), tuple(docs)
 
-    def load_base_file(self, f: Path) -> list[Any]:
-        """Documents of one base file; a YAML error is a problem at its own line, in its file."""
+    def build_base(self, path: YPath, target: Path, rel: str) -> list[Any] | None:
+        from topogate.manifests import ManifestError, kubectl
+
         try:
-            return list(yaml.load_all(f.read_text(encoding="utf-8"), Loader=_Loader))
+            exe = kubectl()
+        except ManifestError as e:
+            self.err(path, f"base '{rel}' transforms its resources, so reading it needs kubectl: {e.message}")
+            return None
+        proc = subprocess.run([exe, "kustomize", str(target)], capture_output=True, text=True,
+                              check=False)
+        if proc.returncode != 0:
+            last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "build failed"
+            self.err(path, f"kubectl kustomize cannot build base '{rel}': {last}")
+            return None
+        return [d for d in self.parse_base_text(proc.stdout, target / "kustomization.yaml") if d is not None]
+
+    def one_job_per_base(self, path: YPath, docs: list[Any], rel: str) -> bool:
+        """The overlay carries everything in its base: a second job would ride along unpatched."""
+        jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") in kinds.KINDS]
+        ids = [f"{d.get('kind')}/{(d.get('metadata') or {}).get('name')}" for d in jobs]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            self.err(path, f"base '{rel}' declares {', '.join(dupes)} more than once; kustomize "
+                           "cannot build it")
+            return False
+        if len(jobs) > 1:
+            self.err(path, (f"base '{rel}' holds {len(jobs)} training jobs ({', '.join(sorted(ids))}); "
+                            "each workload needs a base of its own, or the other jobs ride along "
+                            "in its overlay without placement"))
+            return False
+        return True
+
+    def parse_base_text(self, text: str, f: Path) -> list[Any]:
+        """Documents of a base manifest: duplicate keys and alias bombs are refused (kustomize
+        rejects the former; the latter would expand in every later step)."""
+        loader = _BaseLoader(text)
+        out: list[Any] = []
+        try:
+            while loader.check_node():
+                node = loader.get_node()
+                if node is None:
+                    continue
+                if _expanded_size(node) > MAX_EXPANDED_NODES:
+                    self.problems.append(Problem(_mark(f, node.start_mark), (
+                        f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "
+                        "refusing to expand this base manifest")))
+                    return []
+                out.append(loader.construct_document(node))
+        except _DuplicateKey as e:
+            self.problems.append(Problem(_mark(f, e.mark), (
+                f"duplicate key '{e.key}' in a base manifest; kustomize rejects it: remove one")))
+            return []
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
-            where = Position(_shown(f), mark.line + 1, mark.column + 1) if mark else Position(_shown(f), 1, 1)
+            where = _mark(f, mark) if mark else Position(_shown(f), 1, 1)
             self.problems.append(Problem(where, f"YAML syntax error in a base manifest: {e.problem or e}"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            return []
+        except RecursionError:
+            self.problems.append(Problem(Position(_shown(f), 1, 1), "a base manifest is nested too deeply"))
+            return []
+        finally:
+            loader.dispose()
+        return out
+
+    def load_base_file(self, f: Path) -> list[Any]:
+        """Documents of one base file; a problem is reported at its own line, in its file."""
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
             self.problems.append(Problem(Position(_shown(f), 1, 1), f"cannot read a base manifest: {e}"))
-        return []
+            return []
+        return self.parse_base_text(text, f)
 
     def groups_of(self, path: YPath, docs: tuple[Any, ...], kind: str, name: str,
                   rel: str) -> tuple[ReplicaGroup, ...]:
@@ -389,12 +504,40 @@ class _Checker:
             self.err(path, (f"base '{rel}' has no {kind} named '{name}' among its resources; the "
                             "workload's name must be the job's metadata.name"))
             return ()
+        want_group = kinds.KINDS[kind].api_version.rpartition("/")[0]
+        api = str(job.get("apiVersion", ""))
+        if api.rpartition("/")[0] != want_group:
+            self.err(path, (f"the {kind} '{name}' in base '{rel}' has apiVersion '{api}'; topogate "
+                            f"patches {kind} of API group {want_group}: fix the apiVersion"))
+            return ()
+        if kind == "TrainJob" and not ((job.get("spec") or {}).get("runtimeRef") or {}).get("name"):
+            self.err(path, (f"the TrainJob '{name}' in base '{rel}' has no spec.runtimeRef.name; the "
+                            "Trainer needs a runtime to create its pods"))
+            return ()
+        cluster_scoped = [f"{d.get('kind')}/{(d.get('metadata') or {}).get('name')}" for d in docs
+                          if isinstance(d, dict) and d.get("kind") in _CLUSTER_SCOPED_IN_BASES]
+        if cluster_scoped:
+            self.err(path, (f"base '{rel}' holds cluster-scoped {', '.join(cluster_scoped)}; the "
+                            "overlay sets the workload's namespace on everything in its base: apply "
+                            "cluster-scoped objects separately (a TrainingRuntime in the namespace "
+                            "works in a base)"))
+            return ()
+        groups = list(kinds.replica_groups(job, _runtime_groups(job, docs)))
+        if not groups:
+            self.err(path, f"the {kind} '{name}' in base '{rel}' has no replica groups (pods) to place")
+            return ()
         runtime = _runtime_groups(job, docs)
         return tuple(ReplicaGroup(g.name, g.pods, g.gpus_per_pod)
                      for g in kinds.replica_groups(job, runtime))
 
     def capacity(self, base: YPath, w: Workload, c: Cluster, nz: NetworkZone) -> None:
         # A co-located job must fit in ONE zone: that is what pin and follow both guarantee.
+        if w.placement == "follow" and not follow_zones(c, nz, w) and w.gpus:
+            self.err(base, (
+                f"workload '{w.name}' uses placement 'follow' but no zone of network zone "
+                f"'{nz.name}' has both a node with {max(g.gpus_per_pod for g in w.groups)} GPUs "
+                f"and {w.gpus} GPUs in all; the job can never start: reduce replicas or add GPU nodes"))
+            return
         zones = [w.zone] if w.zone else list(nz.zones)
         best = max((z.gpus for z in c.zones if z.name in zones), default=0)
         total = sum(z.gpus for z in c.zones if z.name in nz.zones)
@@ -426,6 +569,51 @@ def _runtime_groups(job: dict[str, Any], docs: tuple[Any, ...]) -> tuple[str, ..
     return ()
 
 
+_PLAIN_KUSTOMIZATION_KEYS = {"apiVersion", "kind", "resources", "metadata"}
+_CLUSTER_SCOPED_IN_BASES = ("ClusterTrainingRuntime", "Namespace", "ClusterRole",
+                            "ClusterRoleBinding", "CiliumClusterwideNetworkPolicy")
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: str, mark: Any):
+        super().__init__(key)
+        self.key = key
+        self.mark = mark
+
+
+class _BaseLoader(_Loader):  # type: ignore[misc,valid-type]
+    """libyaml with one check kustomize makes and PyYAML does not: duplicate mapping keys."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = key_node.value
+            if key in seen and key != "<<":
+                raise _DuplicateKey(str(key), key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(node: Any, memo: dict[int, int] | None = None) -> int:
+    memo = {} if memo is None else memo
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = 1
+    n = 1
+    if isinstance(node.value, list):
+        for item in node.value:
+            for sub in (item if isinstance(item, tuple) else (item,)):
+                n += _expanded_size(sub, memo)
+                if n > MAX_EXPANDED_NODES:
+                    break
+    memo[id(node)] = n
+    return n
+
+
+def _mark(f: Path, mark: Any) -> Position:
+    return Position(_shown(f), mark.line + 1, mark.column + 1)
+
+
 def _shown(f: Path) -> str:
     """A base file as findings show it: relative to the working directory when below it."""
     try:
@@ -445,6 +633,8 @@ def _line_of(f: Path, needle: str) -> Position:
 
 
 def _int(v: Any) -> int:
+    if isinstance(v, float) and v.is_integer():
+        return int(v)  # JSON Schema counts 2.0 as an integer, so the model must too
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
@@ -520,7 +710,7 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
         raise InventoryError(problems)
 
     canon = {"inventory": _canonical(data),
-             "bases": {f"{w.cluster}/{w.namespace}/{w.name}": _canonical(list(w.base_docs))
+             "bases": {f"{w.cluster}/{w.namespace}/{w.name}": _canonical(list(w.base_docs), sets=False)
                        for w in workloads}}
     digest = hashlib.sha256(
         json.dumps(canon, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()

@@ -251,12 +251,18 @@ class Inventory:
             if w.zone:
                 return (w.zone,)
             return nz.zones[:1] if len(nz.zones) == 1 else ()
-        need_per_pod = max((g.gpus_per_pod for g in w.groups), default=0)
+        return follow_zones(c, nz, w)
 
-        def whole_job_fits(name: str) -> bool:
-            zone = c.zone(name)
-            pools = [p for p in zone.pools if p.nodes > 0] if zone else []
-            per_node = max((p.gpus_per_node for p in pools), default=0)
-            return bool(pools) and per_node >= need_per_pod and sum(p.gpus for p in pools) >= w.gpus
 
-        return tuple(z for z in sorted(nz.zones) if whole_job_fits(z))
+def follow_zones(cluster: Cluster, nz: NetworkZone, w: Workload) -> tuple[str, ...]:
+    """The zones of a network zone where the whole job fits: a node big enough for its largest
+    GPU pod, and enough GPUs in the zone for all of them (a co-located job uses one zone)."""
+    need_per_pod = max((g.gpus_per_pod for g in w.groups), default=0)
+
+    def whole_job_fits(name: str) -> bool:
+        zone = cluster.zone(name)
+        pools = [p for p in zone.pools if p.nodes > 0] if zone else []
+        per_node = max((p.gpus_per_node for p in pools), default=0)
+        return bool(pools) and per_node >= need_per_pod and sum(p.gpus for p in pools) >= w.gpus
+
+    return tuple(z for z in sorted(nz.zones) if whole_job_fits(z))

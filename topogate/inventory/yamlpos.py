@@ -178,6 +178,9 @@ def read_yaml(text: str, file: str) -> Located:
             cm = e.context_mark
             what += f" ({e.context} started at line {cm.line + 1}, column {cm.column + 1})"
         raise YamlReadError([YamlProblem(Position(file, line, col), f"YAML syntax error: {what}")]) from None
+    except RecursionError:
+        raise YamlReadError([YamlProblem(Position(file, 1, 1), (
+            "the document is nested too deeply to read; an inventory is a few levels deep"))]) from None
     except YAMLError as e:  # pragma: no cover - unmarked parser errors are rare
         raise YamlReadError([YamlProblem(Position(file, 1, 1), f"YAML error: {e}")]) from None
     docs = [d for d in docs if d is not None]
@@ -193,6 +196,10 @@ def read_yaml(text: str, file: str) -> Located:
             _pos(file, root),
             f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "
             "refusing to expand: write the values out or use fewer nested aliases")])
-    conv.out.data = conv.convert(root, ())
+    try:
+        conv.out.data = conv.convert(root, ())
+    except RecursionError:
+        raise YamlReadError([YamlProblem(_pos(file, root), (
+            "the document is nested too deeply to read; an inventory is a few levels deep"))]) from None
     conv.out.problems = conv.problems
     return conv.out
