@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -79,6 +80,7 @@ def test_tree_with_gitops(multi: tuple[Inventory, Path]) -> None:
         for f in (f"argocd/apps/{c}.yaml", f"argocd/clusters/{c}/kustomization.yaml",
                   f"flux/{c}/kustomization.yaml", f"flux/{c}/gitrepository.yaml",
                   f"flux/{c}/kustomizations.yaml", f"flux/{c}/workloads/kustomization.yaml",
+                  f"flux/{c}/job-policies/kustomization.yaml",
                   f"monitoring/{c}/kustomization.yaml", f"monitoring/{c}/prometheusrule.yaml",
                   f"monitoring/{c}/dashboards/topogate.json"):
             assert f in files, f
@@ -177,36 +179,164 @@ def test_flux_layers(multi: tuple[Inventory, Path]) -> None:
         ks = {o["metadata"]["name"]: o for o in entry if o["kind"] == "Kustomization"}
         assert len(repos) == 1 and repos[0]["spec"]["url"] == g.repo_url
         assert repos[0]["spec"]["ref"] == {"branch": "main"}
-        net, wl, mon = (ks[flux.kustomization_name(c.name, layer)]
-                        for layer in ("network", "workloads", "monitoring"))
-        assert wl["spec"]["dependsOn"] == [{"name": net["metadata"]["name"]}]
+        assert "secretRef" not in repos[0]["spec"]  # the example repository is public
+        net, pol, wl, mon = (ks[flux.kustomization_name(c.name, layer)]
+                             for layer in ("network", "job-policies", "workloads", "monitoring"))
+        assert sorted(ks) == sorted(flux.kustomization_name(c.name, x) for x in flux.LAYERS)
+        # network -> job policies -> jobs, each waiting for the previous one to be healthy.
+        assert pol["spec"]["dependsOn"] == [{"name": net["metadata"]["name"]}]
+        assert wl["spec"]["dependsOn"] == [{"name": net["metadata"]["name"]}, {"name": pol["metadata"]["name"]}]
         assert "dependsOn" not in net["spec"] and "dependsOn" not in mon["spec"]
         for k in ks.values():
             assert k["metadata"]["namespace"] == g.flux_namespace
             assert k["spec"]["prune"] is True and k["spec"]["wait"] is True
             assert k["spec"]["sourceRef"] == {"kind": "GitRepository", "name": repos[0]["metadata"]["name"]}
             assert k["spec"]["path"].startswith("./" + g.path + "/")
-        # Every path exists and builds; together the network and workloads layers are exactly
-        # the cluster root, each object in exactly one layer (Flux objects have one owner).
+
+        # Every path exists and builds; together the layers are exactly the cluster root, each
+        # object in exactly one layer (Flux objects have one owner), byte for byte the same
+        # objects the cluster root (and Argo CD) applies.
         def local(k: dict[str, Any]) -> Path:
             return out / Path(k["spec"]["path"][2:]).relative_to(g.path)
-        net_objs = kustomize_build(local(net))
-        wl_objs = kustomize_build(local(wl))
-        _validate(net_objs + wl_objs)
+        net_objs, pol_objs, wl_objs = (kustomize_build(local(k)) for k in (net, pol, wl))
+        _validate(net_objs + pol_objs + wl_objs)
         assert {o["kind"] for o in net_objs} == {"CiliumClusterwideNetworkPolicy"}
+        assert {o["kind"] for o in pol_objs} == {"CiliumNetworkPolicy"}
+        assert "CiliumNetworkPolicy" not in {o["kind"] for o in wl_objs}
+        assert len(pol_objs) == len(inv.workloads_of(c.name))
         root = kustomize_build(out / "clusters" / c.name)
-        assert sorted(map(_key, net_objs + wl_objs)) == sorted(map(_key, root))
-        assert not set(map(_key, net_objs)) & set(map(_key, wl_objs))
+        layered = net_objs + pol_objs + wl_objs
+        assert sorted(map(_key, layered)) == sorted(map(_key, root))
+        assert len(set(map(_key, layered))) == len(layered)
+        by_key = {_key(o): o for o in root}
+        for o in layered:
+            assert o == by_key[_key(o)], _key(o)
         kinds = {w.kind for w in inv.workloads_of(c.name)}
         exprs = {e["kind"] for e in wl["spec"].get("healthCheckExprs", [])}
         assert exprs == kinds & {"PyTorchJob", "MPIJob"}
 
 
+def test_flux_layers_of_a_cluster_without_jobs(tmp_path: Path) -> None:
+    # No workloads: the job-policies and workloads layers still build (empty), Flux reconciles them.
+    inv, out = _render("multi", tmp_path)
+    bare = dataclasses.replace(inv, workloads=())
+    files = {f.path: f for f in flux.render(bare)}
+    for layer in ("job-policies", "workloads"):
+        doc = files[f"flux/gpu-east/{layer}/kustomization.yaml"].docs[0]
+        assert doc["resources"] == [] and "patches" not in doc
+
+
+def test_flux_health_checks_guard_a_missing_status(multi: tuple[Inventory, Path]) -> None:
+    # Flux: an expression that reads a field that does not exist errors, and the check then
+    # waits for the timeout. Every condition read is guarded by has(status.conditions).
+    for check in flux.HEALTH_EXPRS.values():
+        for key in ("current", "failed"):
+            expr = check[key]
+            assert expr.startswith("has(status.conditions) && "), expr
+            assert expr.count("status.conditions") == 2, expr  # one guard, one use
+    inv, out = multi
+    ks = {o["metadata"]["name"]: o for o in _docs(out / "flux/gpu-east/kustomizations.yaml")}
+    for e in ks["topogate-gpu-east-workloads"]["spec"]["healthCheckExprs"]:
+        assert e["current"].startswith("has(status.conditions) && ")
+
+
 def test_flux_git_ref() -> None:
-    assert flux.git_ref("main") == {"branch": "main"}
-    assert flux.git_ref("refs/tags/v1.0.0") == {"name": "refs/tags/v1.0.0"}
+    # targetRevision in Argo CD notation -> Flux spec.ref (flux.py docstring says why).
     sha = "0123456789abcdef0123456789abcdef01234567"
-    assert flux.git_ref(sha) == {"commit": sha}
+    cases = {
+        "main": {"branch": "main"},
+        "release/1.x": {"branch": "release/1.x"},
+        "v1.2.3": {"branch": "v1.2.3"},  # ambiguous: a branch unless written refs/tags/...
+        "refs/heads/main": {"branch": "main"},
+        "refs/heads/team/a": {"branch": "team/a"},
+        "refs/tags/v1.0.0": {"tag": "v1.0.0"},
+        "refs/pull/42/head": {"name": "refs/pull/42/head"},
+        "HEAD": {"name": "HEAD"},  # omitting ref would mean `master` in Flux, not the default branch
+        sha: {"commit": sha},
+        sha.upper(): {"commit": sha},
+        sha[:39]: {"branch": sha[:39]},
+    }
+    for revision, ref in cases.items():
+        assert flux.git_ref(revision) == ref, revision
+    # Every mapping is a valid GitRepository.
+    for revision in cases:
+        g = GitOps("https://git.example.com/lab.git", target_revision=revision)
+        repo = flux.git_repository(dataclasses.replace(_lab_inv(), gitops=g), _lab_inv().clusters[0])
+        assert crd_errors(repo) == [], revision
+
+
+def _lab_inv() -> Inventory:
+    return load_inventory(str(FIXTURES / "lab" / "inventory.yaml"))
+
+
+def test_flux_secret_ref(tmp_path: Path) -> None:
+    g = GitOps("ssh://git@git.example.com/acme/private.git", path="deploy", flux_secret_ref="ml-gitops-auth")
+    inv, out = _render("lab", tmp_path, gitops=g)
+    objs = kustomize_build(out / "flux" / "lab")
+    _validate(objs)
+    repo = next(o for o in objs if o["kind"] == "GitRepository")
+    assert repo["spec"]["secretRef"] == {"name": "ml-gitops-auth"}
+    assert repo["metadata"]["namespace"] == g.flux_namespace  # the Secret lives beside it
+
+
+# --- Flux bootstrap: its output must never land inside OUT ---
+
+DOCS = REPO / "docs" / "gitops.md"
+
+
+def _docs_bootstrap() -> tuple[list[str], dict[str, Any]]:
+    """The `flux bootstrap` commands and the bootstrap Kustomization shown in docs/gitops.md."""
+    text = DOCS.read_text()
+    paths = re.findall(r"flux bootstrap [^\n`]*--path=([^\s`]+)", text)
+    block = re.search(r"```yaml\n(# clusters/gpu-east/topogate\.yaml[^`]*)```", text)
+    assert block, "docs/gitops.md lost the bootstrap Kustomization example"
+    return paths, yaml.safe_load(block.group(1))
+
+
+def test_flux_bootstrap_path_is_outside_the_tree(multi: tuple[Inventory, Path]) -> None:
+    inv, _ = multi
+    g = inv.gitops
+    assert g is not None
+    paths, doc = _docs_bootstrap()
+    assert paths, "docs/gitops.md shows no flux bootstrap command"
+    for p in paths:
+        p = p.strip("./").replace("<cluster>", "gpu-east").replace("<c>", "gpu-east")
+        assert not (p + "/").startswith(g.path.strip("/") + "/"), f"bootstrap --path={p} is inside OUT"
+    # The documented Kustomization is what bootstrap_kustomization() builds, valid, and points
+    # at the generated entry point.
+    east = next(c for c in inv.clusters if c.name == "gpu-east")
+    assert doc == flux.bootstrap_kustomization(inv, east)
+    _validate([doc])
+    assert doc["spec"]["path"] == "./deploy/flux/gpu-east"
+
+
+def test_flux_bootstrap_output_does_not_disturb_generate(tmp_path: Path) -> None:
+    """What `flux bootstrap --path=clusters/<c>` writes, at the documented place, beside OUT:
+    `generate --check` still passes and `generate` still rewrites the tree."""
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "multi", repo / "topogate")
+    env = {**os.environ, "PATH": os.pathsep.join([str(REPO / ".venv" / "bin"), os.environ.get("PATH", "")])}
+    exe = str(REPO / ".venv" / "bin" / "topogate")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([exe, *args], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+
+    assert run("generate", "topogate/inventory.yaml", "-o", "deploy").returncode == 0
+    inv = load_inventory(str(repo / "topogate" / "inventory.yaml"))
+    paths, _ = _docs_bootstrap()
+    for c in inv.clusters:
+        boot = repo / paths[0].strip("./").replace("<cluster>", c.name).replace("<c>", c.name)
+        fs = boot / "flux-system"
+        fs.mkdir(parents=True)
+        for name in ("gotk-components.yaml", "gotk-sync.yaml", "kustomization.yaml"):
+            (fs / name).write_text("# written by flux bootstrap\n")
+        (boot / "topogate.yaml").write_text(yaml.safe_dump(flux.bootstrap_kustomization(inv, c)))
+    check = run("generate", "topogate/inventory.yaml", "-o", "deploy", "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    again = run("generate", "topogate/inventory.yaml", "-o", "deploy")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (repo / paths[0].strip("./").replace("<cluster>", "gpu-east").replace("<c>", "gpu-east")
+            / "flux-system" / "gotk-sync.yaml").is_file()
 
 
 def test_gitops_generators_are_pure_and_deterministic(tmp_path: Path) -> None:
