@@ -81,3 +81,38 @@ def test_follow_offers_only_zones_where_the_whole_job_fits() -> None:
     assert inv.pin_zones(w) == ("za",)  # zb has no GPU node, zc only 2 GPUs for a 3-GPU job
     bigger = W("pt", "ml", "c", "PyTorchJob", "b", "all", "follow", groups=(RG("Worker", 2, 1),))
     assert inv.pin_zones(bigger) == ("za", "zc")
+
+
+def test_tolerations_only_for_pools_the_job_can_use() -> None:
+    from topogate.generators.kustomize import tolerations
+    from topogate.inventory import model as m
+
+    gpu = m.Pool("gpu", 2, 8, taints=(m.Taint("gpu", "NoSchedule", "present"),))
+    reserved = m.Pool("db", 2, 0, taints=(m.Taint("dedicated", "NoExecute", "db"),))
+    cluster = m.Cluster("c", "aws", "r", zones=(m.Zone("za", (gpu, reserved)),))
+    assert [t["key"] for t in tolerations(cluster, ["za"], gpus_per_pod=1)] == ["gpu"]
+    # a job without GPUs may use every pool of its zones
+    assert [t["key"] for t in tolerations(cluster, ["za"], gpus_per_pod=0)] == ["dedicated", "gpu"]
+
+
+def test_empty_node_selector_term_stays_empty() -> None:
+    # An empty term matches no node; ANDing the zone into it would let pods onto any node there.
+    from topogate.generators.kustomize import placement_ops
+    from topogate.inventory import model as m
+
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "pt"},
+           "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {
+               "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                   "nodeSelectorTerms": [{"matchExpressions": []},
+                                         {"matchExpressions": [{"key": "cap", "operator": "In",
+                                                                "values": ["od"]}]}]}}},
+               "containers": [{"name": "c", "image": "i"}]}}}}}}
+    cluster = m.Cluster("c", "aws", "r", zones=(m.Zone("za", (m.Pool("p", 1, 0),)),),
+                        network_zones=(m.NetworkZone("nz", ("za",)),))
+    w = m.Workload("pt", "ml", "c", "PyTorchJob", "b", "nz", "pin", groups=(m.ReplicaGroup("Worker", 1, 0),),
+                   base_dir="/b", base_docs=(job,))
+    inv = m.Inventory("i", "inventory.yaml", "0" * 64, (cluster,), (w,))
+    ops = placement_ops(inv, w)
+    term_ops = [o["path"] for o in ops if "nodeSelectorTerms/" in o["path"]]
+    assert term_ops == ["/spec/pytorchReplicaSpecs/Worker/template/spec/affinity/nodeAffinity/"
+                        "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/1/matchExpressions/-"]

@@ -94,18 +94,29 @@ def allowed_zones(inv: Inventory, w: Workload) -> list[str]:
     return zones
 
 
-def tolerations(cluster: Cluster, zones: list[str]) -> list[dict[str, str]]:
-    """One toleration per distinct taint of the pools in `zones`, in a stable order."""
+def tolerations(cluster: Cluster, zones: list[str], gpus_per_pod: int = 0) -> list[dict[str, str]]:
+    """One toleration per distinct taint of the pools the job must use, in a stable order.
+
+    The job's pools are those in `zones` with nodes big enough for its largest GPU pod (every
+    pool when it needs no GPU). Every group, coordinator included, tolerates their taints so it
+    can land beside the GPU workers; pools reserved for other uses by their own taints are not
+    opened to the job."""
     seen: dict[tuple[str, str, str], dict[str, str]] = {}
     for z in cluster.zones:
         if z.name not in zones:
             continue
         for p in z.pools:
+            if p.gpus_per_node < gpus_per_pod:
+                continue
             for t in p.taints:
                 tol = ({"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
                        if t.value else {"key": t.key, "operator": "Exists", "effect": t.effect})
                 seen[(t.key, t.value, t.effect)] = tol
     return [seen[k] for k in sorted(seen)]
+
+
+def _max_gpus(w: Workload) -> int:
+    return max((g.gpus_per_pod for g in w.groups), default=0)
 
 
 def _node_requirement(cluster: Cluster, zones: list[str]) -> dict[str, Any]:
@@ -135,6 +146,8 @@ def _patch_template(pb: PatchBuilder, at: Path, inv: Inventory, cluster: Cluster
         # Terms are ORed: the zone must be ANDed into each one, or one term would let pods out.
         for i, term in enumerate(terms):
             if isinstance(term, dict):
+                if not term.get("matchExpressions") and not term.get("matchFields"):
+                    continue  # an empty term matches no node; ANDing the zone would widen it
                 pb.extend_list(terms_path + (i, "matchExpressions"), [_node_requirement(cluster, zones)])
             else:
                 pb.replace(terms_path + (i,), {"matchExpressions": [_node_requirement(cluster, zones)]})
@@ -143,7 +156,7 @@ def _patch_template(pb: PatchBuilder, at: Path, inv: Inventory, cluster: Cluster
                      {"nodeSelectorTerms": [{"matchExpressions": [_node_requirement(cluster, zones)]}]})
     if w.placement == "follow":
         pb.extend_list(at + ("spec", "affinity", "podAffinity", _REQ), [_follow_term(cluster, w)])
-    pb.extend_list(at + ("spec", "tolerations"), tolerations(cluster, zones))
+    pb.extend_list(at + ("spec", "tolerations"), tolerations(cluster, zones, _max_gpus(w)))
     pb.extend_list(at + ("spec", "topologySpreadConstraints"), [_spread(w)])
 
 
@@ -171,7 +184,7 @@ def _trainjob_entry(inv: Inventory, cluster: Cluster, w: Workload, groups: list[
         if w.placement == "follow":
             affinity["podAffinity"] = {_REQ: [_follow_term(cluster, w)]}
         pod_spec: dict[str, Any] = {"affinity": affinity}
-        tols = tolerations(cluster, zones)
+        tols = tolerations(cluster, zones, _max_gpus(w))
         if tols:
             pod_spec["tolerations"] = tols
         jobs.append({"name": g, "template": {"spec": {"template": {
