@@ -390,6 +390,19 @@ def test_cmp_plugin_generates_the_wrapper_output(tmp_path: Path) -> None:
     assert bad.returncode != 0 and "TOPOGATE_CLUSTER" in bad.stderr
 
 
+def test_cmp_dockerfile_builds_from_the_repo_root() -> None:
+    # The image installs topogate from its build context: that context is the repository root,
+    # with the Dockerfile named by -f. Every COPY source must exist there.
+    text = (CMP / "Dockerfile").read_text()
+    assert "docker build -f examples/argocd-cmp/Dockerfile" in text and text.count(" .\n") >= 1
+    for line in text.splitlines():
+        if line.startswith("COPY "):
+            src = line.split()[1]
+            assert (REPO / src).exists(), line
+    assert (REPO / "pyproject.toml").is_file()  # what `pip install /src/topogate` needs
+    assert "docker build -f examples/argocd-cmp/Dockerfile" in DOCS.read_text()
+
+
 def test_cmp_sidecar_patch_builds(tmp_path: Path) -> None:
     objs = kustomize_build(CMP)
     cm = next(o for o in objs if o["kind"] == "ConfigMap")
