@@ -381,23 +381,13 @@ class _ClusterMap:
                     else:
                         out.append(_flow(a.name, b.name, zp, denied[0], "TCP", "nccl", denied[1],
                                          self.locate_rule))
-        if info and info.coordinator and info.rendezvous_port and job.group(info.coordinator):
-            coord = info.coordinator
-            for g in members:
-                if g.name == coord:
-                    continue
-                v = self.pset.evaluate(classes[g.name], classes[coord], info.rendezvous_port, "TCP")
-                for zp in self._pairs(plc, g.name, coord):
-                    out.append(_flow(g.name, coord, zp, info.rendezvous_port, "TCP", "rendezvous", v,
-                                     self.locate_rule))
-        if info and info.ssh_from_coordinator and info.coordinator and job.group(info.coordinator):
-            coord = info.coordinator
-            for g in members:
-                if g.name == coord:
-                    continue
-                v = self.pset.evaluate(classes[coord], classes[g.name], 22, "TCP")
-                for zp in self._pairs(plc, coord, g.name):
-                    out.append(_flow(coord, g.name, zp, 22, "TCP", "ssh", v, self.locate_rule))
+        if info and info.coordinator and job.group(info.coordinator):
+            if info.rendezvous_port:  # every other group reaches the coordinator's rendezvous
+                out += self._coordinator_flows(info.coordinator, members, classes, plc,
+                                               info.rendezvous_port, "rendezvous", inbound=True)
+            if info.ssh_from_coordinator:  # the MPI launcher reaches every worker over SSH
+                out += self._coordinator_flows(info.coordinator, members, classes, plc, 22, "ssh",
+                                               inbound=False)
         for g in job.groups:
             gp = plc.group(g.name)
             zones = tuple(gp.zones) if gp and gp.zones else ("",)
@@ -405,6 +395,18 @@ class _ClusterMap:
                 v = self.pset.evaluate(classes[g.name], KUBE_DNS, 53, proto)
                 for z in zones:
                     out.append(_flow(g.name, "kube-dns", (z, ""), 53, proto, "dns", v, self.locate_rule))
+        return out
+
+    def _coordinator_flows(self, coord: str, members: Sequence[Any], classes: dict[str, PodClass],
+                           plc: JobPlacement, port: int, purpose: str, inbound: bool) -> list[Flow]:
+        out: list[Flow] = []
+        for g in members:
+            if g.name == coord:
+                continue
+            src, dst = (g.name, coord) if inbound else (coord, g.name)
+            v = self.pset.evaluate(classes[src], classes[dst], port, "TCP")
+            for zp in self._pairs(plc, src, dst):
+                out.append(_flow(src, dst, zp, port, "TCP", purpose, v, self.locate_rule))
         return out
 
     def label_lies(self, jm: JobMap) -> list[LabelLie]:
