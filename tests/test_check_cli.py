@@ -243,3 +243,12 @@ def test_jobset_exclusive_topology_on_zone_splits_it() -> None:
     assert job["colocated"] is False
     split = [f for f in fs if f["rule"] == "TG102"]
     assert code == 1 and split and "exclusive-topology" in str(split[0]["message"])
+
+
+def test_mpi_launcher_ssh_blocked_is_a_hard_block() -> None:
+    code, fs, data = findings(str(LAB), str(ROOT / "fixtures/cases/mpi-ssh-blocked.yaml"))
+    (job,) = data["workloads"]
+    assert job["colocated"] is True
+    ssh = [b for b in job["blocked"] if b["port"] == 22]
+    assert ssh and {(b["from"], b["to"]) for b in ssh} == {("Launcher", "Worker")}
+    assert code == 1 and any("SSH (22/TCP) from the launcher" in str(f["message"]) for f in fs)
