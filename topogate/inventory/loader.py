@@ -174,7 +174,8 @@ def _repo_root(start: Path) -> Path:
 
 
 class _Checker:
-    def __init__(self, loc: Located, file: str, inv_dir: Path):
+    def __init__(self, loc: Located, file: str, inv_dir: Path, read_bases: bool = True):
+        self.read_bases = read_bases
         self.loc = loc
         self.file = file
         self.inv_dir = inv_dir
@@ -310,7 +311,8 @@ class _Checker:
         base_dir, docs = "", ()
         groups: tuple[ReplicaGroup, ...] = ()
         if isinstance(base_rel, str) and base_rel:
-            base_dir, docs = self.read_base(base + ("base",), base_rel)
+            base_dir, docs = (self.read_base(base + ("base",), base_rel) if self.read_bases
+                              else ("", ()))
             if base_dir and kind in kinds.KINDS and _DNS.match(name):
                 groups = self.groups_of(base + ("base",), docs, kind, name, base_rel)
 
@@ -638,8 +640,12 @@ def _int(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
-def load_inventory(path: str | os.PathLike[str]) -> Inventory:
-    """Read, validate and build the inventory; raise InventoryError with every problem found."""
+def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inventory:
+    """Read, validate and build the inventory; raise InventoryError with every problem found.
+
+    `read_bases=False` skips the workloads' base manifests (and what depends on them: replica
+    groups, GPU demand): for commands that need only clusters, such as the cost audit running
+    where only the inventory file is mounted."""
     file = str(path)
     try:
         text = Path(file).read_text(encoding="utf-8")
@@ -656,7 +662,7 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
             "kind: Inventory"))])
     data = loc.data
     inv_dir = Path(file).resolve().parent
-    chk = _Checker(loc, file, inv_dir)
+    chk = _Checker(loc, file, inv_dir, read_bases)
     problems += _schema_problems(loc, chk.bad_paths)
     cluster_index = {str(c.get("name")): i for i, c in enumerate(data.get("clusters") or [])
                      if isinstance(c, dict)}
