@@ -196,6 +196,23 @@ spec:
     toPorts: [{ports: [{port: "8080", protocol: TCP}]}]
   - toFQDNs: [{matchPattern: "*.s3.amazonaws.com"}, {matchName: pypi.org}]
     toPorts: [{ports: [{port: "443", protocol: TCP}]}]
+  - toEndpoints: [{matchLabels: {k8s:io.kubernetes.pod.namespace: kube-system, k8s:k8s-app: kube-dns}}]
+    toPorts: [{ports: [{port: "53", protocol: ANY}], rules: {dns: [{matchPattern: "*"}]}}]
+"""
+
+# The same toFQDNs rule without a DNS rule that goes through Cilium's proxy: Cilium never learns
+# the addresses behind the name, so the allow never matches a packet.
+CNP_A_FQDN_NO_PROXY = """
+apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata: {name: a-fqdn, namespace: x}
+spec:
+  endpointSelector: {matchLabels: {pod: a}}
+  egress:
+  - toFQDNs: [{matchName: pypi.org}]
+    toPorts: [{ports: [{port: "443", protocol: TCP}]}]
+  - toEndpoints: [{matchLabels: {k8s:io.kubernetes.pod.namespace: kube-system, k8s:k8s-app: kube-dns}}]
+    toPorts: [{ports: [{port: "53", protocol: UDP}]}]
 """
 
 NP_X_B_FROM_Y_A = """
@@ -580,6 +597,10 @@ spec:
          "egress=egress[2] CiliumNetworkPolicy/x/a-out ingress=open"),
     Case("fqdn-pattern-one-level", CNP_A_EGRESS_EXTERNAL, XA, External(fqdn="ckpt.s3.amazonaws.com"), 443, "TCP",
          True, "egress=egress[3] CiliumNetworkPolicy/x/a-out ingress=open"),
+    Case("fqdn-needs-dns-proxy", CNP_A_FQDN_NO_PROXY, XA, External(fqdn="pypi.org"), 443, "TCP",
+         False, "egress=egress[0] CiliumNetworkPolicy/x/a-fqdn ingress=open"),
+    Case("cidr-catch-all-matches-fqdn", CNP_A_EGRESS_EXTERNAL, XA, External(fqdn="api.example.com"),
+         8080, "TCP", True, "egress=egress[2] CiliumNetworkPolicy/x/a-out ingress=open"),
     Case("fqdn-pattern-not-two-levels", CNP_A_EGRESS_EXTERNAL, XA, External(fqdn="a.b.s3.amazonaws.com"), 443,
          "TCP", False, "egress=default-deny CiliumNetworkPolicy/x/a-out ingress=open"),
     Case("endport-range-inclusive", CNP_A_EGRESS_PORTS, XA, XB, 29510, "TCP", True,

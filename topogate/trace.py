@@ -276,6 +276,11 @@ def _parse_spec(text: str, flag: str) -> _Spec:
                 raise TraceError(f"{flag} {text!r}: {item!r} is not a label key=value")
             if key in labels and labels[key] != value:
                 raise TraceError(f"{flag} {text!r}: label {key!r} given twice")
+            if key.startswith(("io.kubernetes.pod.", "io.cilium.k8s.")):
+                # Cilium derives these from the pod's namespace and service account; a pod
+                # label cannot set them, so a trace that pretends it does would mislead.
+                raise TraceError(f"{flag} {text!r}: {key!r} is set by Cilium, not by a pod label; "
+                                 "put the namespace before the colon")
             labels[key] = value
         return _Spec("labels", raw, namespace=ns, labels=tuple(sorted(labels.items())))
     known = ", ".join(ENTITIES[:5])

@@ -72,6 +72,12 @@ matches anything outside the cluster: entity world, a CIDR, an FQDN (docs securi
 plane (the entity also covers an external one); say ``toEntities: [kube-apiserver]`` to be exact.
 A CIDR peer is assumed to lie outside the cluster, since the pod CIDRs are not known here.
 
+FQDN.  A ``toFQDNs`` allow only matches traffic when DNS of the pod goes through Cilium's DNS
+proxy: some egress rule of a selecting policy carries ``toPorts ... rules: {dns: [...]}`` (docs
+security/policy/language "DNS based"; without it Cilium never learns the addresses behind the
+name). The evaluator reports such traffic as denied, naming the toFQDNs rule. A catch-all
+``0.0.0.0/0`` rule matches an FQDN peer like any address of the world.
+
 CIDR.  ``fromCIDR``/``toCIDR``/``fromCIDRSet``/``toCIDRSet`` and NetworkPolicy ``ipBlock`` never
 match pods (docs layer3 "CIDR based": "to or from external services if the remote peer is not an
 endpoint"; Cilium enforces ipBlock the same way).  An External CIDR or IP matches a CIDR rule when
@@ -443,10 +449,10 @@ class _CIDRMatcher(_Matcher):
         if not isinstance(peer, External):
             return False  # CIDR rules never select pods (docs layer3 "CIDR based")
         if peer.cidr is None:
-            # Only a catch-all CIDR is the same thing as the world entity.
+            # Only a catch-all CIDR is the same thing as the world entity (an FQDN resolves to
+            # some address of the world, so a catch-all matches it too).
             return (
                 _external_kind(peer) == "world"
-                and peer.fqdn is None
                 and self.net.prefixlen == 0
                 and not self.excepts
                 and (_external_ip_version(peer) in (None, self.net.version))
@@ -603,6 +609,14 @@ class _Rule:
         return any(m.matches(peer, ctx) for m in self.peers)
 
 
+def _only_by_fqdn(rule: _Rule, peer: Peer, ctx: _Ctx) -> bool:
+    """Does this rule reach the peer only through a toFQDNs selector?"""
+    if not isinstance(peer, External) or not peer.fqdn:
+        return False
+    hits = [m for m in rule.peers if m.matches(peer, ctx)]
+    return bool(hits) and all(isinstance(m, _FQDNMatcher) for m in hits)
+
+
 @dataclass
 class _Unit:
     """One subject selector with its rules: a CNP has one per ``spec``/``specs`` entry."""
@@ -615,6 +629,9 @@ class _Unit:
     rules: dict[str, list[_Rule]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
     deny_rules: dict[str, list[_Rule]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
     has_rules: dict[str, bool] = field(default_factory=lambda: {_INGRESS: False, _EGRESS: False})
+    # An egress rule sends DNS through Cilium's proxy (toPorts ... rules: {dns: ...}): without one,
+    # Cilium never learns the addresses behind a toFQDNs name.
+    dns_proxy: bool = False
 
     def selects(self, pod: PodClass, ctx: _Ctx) -> bool:
         if self.subject is None:
@@ -679,6 +696,10 @@ class _Builder:
                 self.warnings.append(f"{pref}: nodeSelector (host policy) selects nodes, not pods; ignored")
         edd = spec.get("enableDefaultDeny") or {}
         unit = _Unit(pref, pref.namespace, subject, False, {})
+        unit.dns_proxy = any(
+            isinstance(tp, Mapping) and isinstance(tp.get("rules"), Mapping) and tp["rules"].get("dns")
+            for r in (spec.get("egress") or []) if isinstance(r, Mapping)
+            for tp in (r.get("toPorts") or []))
         for direction, allow_key, deny_key in ((_INGRESS, "ingress", "ingressDeny"), (_EGRESS, "egress", "egressDeny")):
             allow = [r for r in (spec.get(allow_key) or []) if isinstance(r, Mapping)]
             deny = [r for r in (spec.get(deny_key) or []) if isinstance(r, Mapping)]
@@ -722,7 +743,10 @@ class _Builder:
             if not items:
                 explicit_empty = True
             if k.endswith("Endpoints"):
-                for sel_raw in items:
+                for j, sel_raw in enumerate(items):
+                    if not isinstance(sel_raw, Mapping):
+                        # A null entry would read as {} and select every pod: refuse it.
+                        raise ValueError(f"{k}[{j}] is not a label selector")
                     sel = _compile_selector(sel_raw)
                     scope: str | None = pref.namespace
                     # Cilium scopes a CNP peer selector to the policy namespace unless it names
@@ -796,6 +820,8 @@ class _Builder:
         if not isinstance(spec, Mapping):
             spec = {}
         types_raw = spec.get("policyTypes")
+        if types_raw is not None and not isinstance(types_raw, list):
+            raise ValueError("policyTypes must be a list such as [Ingress, Egress]")
         if types_raw:
             types = {str(t) for t in types_raw}
         else:
@@ -1048,11 +1074,23 @@ class PolicySet:
                 "allowed: the local host always reaches its pods (Cilium allow-localhost default)",
                 enforced_by,
             )
-        # 3. Allow rules are a union over every selecting policy.
+        # 3. Allow rules are a union over every selecting policy. A toFQDNs allow only works when
+        #    DNS goes through Cilium's proxy (docs security/policy/language "DNS based": the
+        #    proxy learns the names' addresses); without it the rule never matches a packet.
+        no_proxy: RuleRef | None = None
+        proxied = any(u.dns_proxy for u in units)
         for u in units:
             for r in u.rules[direction]:
                 if r.matches(peer, dst, port, proto, ctx):
+                    if not proxied and _only_by_fqdn(r, peer, ctx):
+                        no_proxy = no_proxy or r.ref
+                        continue
                     return SideVerdict(bool(enforced_by), selected, True, r.ref, f"allowed by {r.ref}", enforced_by)
+        if no_proxy is not None and enforced_by:
+            return SideVerdict(True, selected, False, no_proxy, (
+                f"{no_proxy} names this host, but no policy selecting the pod sends DNS through "
+                "Cilium's proxy (an egress rule to kube-dns with toPorts rules: {dns: ...}), so "
+                "Cilium never learns its addresses and drops the traffic"), enforced_by)
         if not enforced_by:
             if not selected:
                 reason = f"not enforced: no policy selects {pod}, so {direction} is allowed"
