@@ -17,20 +17,24 @@ class ExitCode(IntEnum):
     BAD_INVOCATION = 2  # bad options, unreadable inventory, a window Cost Explorer refuses
     TEMPORARY = 75  # throttled after retries, data not available yet, network: run again later
     ACCESS_DENIED = 77  # the credentials work but may not call Cost Explorer
-    CONFIG = 78  # no credentials, no region, no cost tag, usage types not found
+    CONFIG = 78  # no/expired credentials, bad endpoint or region, no cost tag, usage types not found
 
 
 EXIT_CODE_DOCS: tuple[tuple[int, str], ...] = (
     (ExitCode.OK, "within budget: every AWS cluster-day at or under budgetUSDPerDay (or no budget set)"),
     (ExitCode.OVER_BUDGET, "over budget: at least one AWS cluster-day over budgetUSDPerDay"),
-    (ExitCode.BAD_INVOCATION, "bad invocation: bad options or dates, unreadable inventory, "
-                              "a window Cost Explorer refuses (BillExpirationException)"),
+    (ExitCode.BAD_INVOCATION, "bad invocation: bad options, a date not in the form YYYY-MM-DD, "
+                              "a window that is empty or ends after today, an unreadable "
+                              "inventory, a window Cost Explorer refuses (BillExpirationException)"),
     (ExitCode.TEMPORARY, "temporary: throttled after retries (LimitExceededException), "
-                         "DataUnavailableException, network or 5xx errors; run again later"),
+                         "DataUnavailableException, network or 5xx errors, a malformed answer "
+                         "(non-numeric or NaN amount); run again later"),
     (ExitCode.ACCESS_DENIED, "access denied: the credentials may not call ce:GetCostAndUsage "
                              "(or ce:GetDimensionValues)"),
-    (ExitCode.CONFIG, "configuration: no credentials, no region, an AWS cluster without "
-                      "cost.tagKey, or --verify-usage-types did not find the usage types"),
+    (ExitCode.CONFIG, "configuration: no credentials or expired credentials (ExpiredToken: "
+                      "refresh them / the OIDC role session), no region, an invalid endpoint URL, "
+                      "an AWS cluster without cost.tagKey, or --verify-usage-types did not find "
+                      "the usage types"),
 )
 
 
@@ -48,9 +52,17 @@ class AuditError(Exception):
         return str(self.args[0])
 
     def line(self) -> str:
-        """The one line for stderr: what failed, what to do, how many paid requests it cost."""
-        n = self.requests
-        return f"topogate audit: {self.message} [exit {int(self.code)}; {n} Cost Explorer request{'s' if n != 1 else ''}]"
+        """The one line for stderr: what failed, what to do, how many paid requests it cost.
+
+        Requests are counted when Cost Explorer answered them (any HTTP response, errors
+        included); a request that never reached it (connection refused, no credentials) is not.
+        """
+        return f"topogate audit: {self.message} [exit {int(self.code)}; {requests_phrase(self.requests)}]"
+
+
+def requests_phrase(n: int) -> str:
+    """'3 Cost Explorer requests answered': the same words in every output."""
+    return f"{n} Cost Explorer request{'s' if n != 1 else ''} answered"
 
 
 class TemporaryError(AuditError):
@@ -70,17 +82,25 @@ class InvocationError(AuditError):
 
 
 # Defence in depth: AWS error messages do not carry secrets, but a message is printed verbatim
-# and an access key id or a 40-character secret must never reach a CI log.
+# and an access key id, a secret, a session token or a password in a URL must never reach a CI
+# log. Order matters: URLs lose their userinfo first, then the shapes of AWS credentials.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s\"'@]*@")
 _SECRETISH = re.compile(
     r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{12,}\b"  # access key / principal ids
+    # session tokens: STS tokens start with these base64 prefixes and run to hundreds of chars
+    r"|(?:IQoJb3JpZ2lu|FwoGZXIvYXdz|FQoGZXIvYXdz)[A-Za-z0-9/+=]*"
     r"|(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])"  # secret access key shape
+    r"|(?<![A-Za-z0-9/+=%_-])[A-Za-z0-9/+=%_-]{64,}"  # any long token-shaped run (session tokens)
     r"|(?i:(?:X-Amz-Security-Token|X-Amz-Signature|Signature|Credential)=[^&\s]+)"
+    r"|(?i:\b(?:aws_session_token|aws_secret_access_key|aws_security_token)\b[\"']?\s*[=:]\s*"
+    r"[\"']?[^\s\"',;&]+)"
 )
 
 
 def scrub(text: str) -> str:
-    """Replace anything shaped like a credential, and fold the text onto one line."""
+    """Fold the text onto one line; drop URL userinfo; replace credential-shaped strings."""
     one_line = " ".join(text.split())
+    one_line = _URL_USERINFO.sub(r"\1[redacted]@", one_line)
     return _SECRETISH.sub("[redacted]", one_line)
 
 
@@ -92,8 +112,10 @@ _TEMPORARY = {"DataUnavailableException", "RequestChangedException", "InvalidNex
               "ServiceUnavailableException", "InternalServerError", "InternalFailure",
               "ServiceUnavailable", "BillingViewHealthStatusException"}
 _DENIED = {"AccessDeniedException", "AccessDenied", "UnauthorizedOperation",
-           "UnrecognizedClientException", "InvalidClientTokenId", "ExpiredTokenException",
+           "UnrecognizedClientException", "InvalidClientTokenId",
            "SignatureDoesNotMatch", "InvalidSignatureException"}
+# Expired credentials are not an IAM problem: the same role works again once refreshed.
+_EXPIRED = {"ExpiredTokenException", "ExpiredToken"}
 
 
 def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditError:
@@ -105,10 +127,16 @@ def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditEr
         BotoCoreError,
         ClientError,
         CredentialRetrievalError,
+        EndpointProviderError,
+        InvalidConfigError,
+        InvalidEndpointConfigurationError,
+        InvalidRegionError,
         NoCredentialsError,
         NoRegionError,
         PartialCredentialsError,
         ProfileNotFound,
+        SSOError,
+        TokenRetrievalError,
     )
     from botocore.exceptions import (
         ConnectionError as BotoConnectionError,
@@ -120,8 +148,17 @@ def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditEr
         return ConfigError(
             "no AWS credentials found (environment, shared config/profile, web identity/OIDC, "
             "container or instance role); configure one of them", requests=requests)
-    if isinstance(exc, (PartialCredentialsError, CredentialRetrievalError, ProfileNotFound)):
+    if isinstance(exc, (PartialCredentialsError, CredentialRetrievalError, ProfileNotFound,
+                        TokenRetrievalError, SSOError)):
         return ConfigError(f"AWS credentials are misconfigured: {exc}", requests=requests)
+    if isinstance(exc, (InvalidEndpointConfigurationError, EndpointProviderError,
+                        InvalidRegionError, InvalidConfigError)) or (
+            isinstance(exc, ValueError) and str(exc).startswith("Invalid endpoint")):
+        # botocore raises a bare ValueError for an endpoint URL it cannot parse
+        # (AWS_ENDPOINT_URL_COST_EXPLORER="not a url"): a setting to fix, not a bug to report.
+        return ConfigError(f"invalid AWS endpoint or region configuration ({exc}); check "
+                           "AWS_ENDPOINT_URL_COST_EXPLORER, AWS_ENDPOINT_URL and endpoint_url / "
+                           "region in the AWS profile", requests=requests)
     if isinstance(exc, NoRegionError):
         return ConfigError("no AWS region configured for the Cost Explorer client; set "
                            "AWS_REGION or AWS_DEFAULT_REGION (Cost Explorer answers in us-east-1)",
@@ -142,6 +179,12 @@ def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditEr
         if code in _TEMPORARY:
             return TemporaryError(f"Cost Explorer failed temporarily ({detail}); run again later",
                                   requests=requests)
+        if code in _EXPIRED:
+            return ConfigError(
+                f"the AWS credentials have expired ({detail}); refresh them: a new OIDC / web "
+                "identity role session (re-run configure-aws-credentials, or let the EKS pod "
+                "identity webhook rotate the token), a new `aws sso login`, or new session "
+                "credentials in the environment", requests=requests)
         if code in _DENIED:
             return AccessDeniedError(
                 f"access denied by AWS ({detail}); the role needs ce:GetCostAndUsage"
@@ -156,7 +199,8 @@ def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditEr
         return TemporaryError(f"Cost Explorer failed ({detail}); run again later",
                               requests=requests)
     if isinstance(exc, BotoConnectionError):
-        return TemporaryError(f"cannot reach Cost Explorer: {exc}", requests=requests)
+        tries = f" ({attempts} attempt{'s' if attempts != 1 else ''})" if attempts else ""
+        return TemporaryError(f"cannot reach Cost Explorer{tries}: {exc}", requests=requests)
     if isinstance(exc, BotoCoreError):
         return TemporaryError(f"AWS client error: {exc}", requests=requests)
     raise exc
