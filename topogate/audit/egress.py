@@ -15,13 +15,17 @@ import datetime as dt
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-import botocore.exceptions
-
 from topogate.audit import prices
-from topogate.audit.errors import ConfigError, InvocationError, TemporaryError, classify
+from topogate.audit.errors import (
+    AuditError,
+    ConfigError,
+    InvocationError,
+    TemporaryError,
+    classify,
+)
 from topogate.inventory.model import Cluster, Inventory
 
 USAGE_TYPE_GROUP = "EC2: Data Transfer - Inter AZ"
@@ -33,6 +37,7 @@ WINDOW_DAYS = 3
 # A bound on pages per query: a runaway token loop must not spend unbounded $0.01 requests.
 MAX_PAGES = 200
 CE_PRICE_PER_REQUEST = Decimal("0.01")
+CENT = Decimal("0.01")
 
 ClientFactory = Callable[[], Any]
 
@@ -48,14 +53,28 @@ def default_window(today: dt.date) -> tuple[dt.date, dt.date]:
 
 def resolve_window(start: dt.date | None, end: dt.date | None,
                    today: dt.date) -> tuple[dt.date, dt.date]:
-    """Fill in whichever bound is missing (three days from the other); reject empty windows."""
+    """Fill in whichever bound is missing (three days from the other); reject empty windows
+    and windows that end after today.
+
+    Cost Explorer has no data for days that have not happened, and every request costs $0.01,
+    so an --end after today is refused rather than sent. A missing --end is three days after
+    --start but never after today.
+    """
     if start is None and end is None:
         return default_window(today)
+    if end is not None and end > today:
+        raise InvocationError(
+            f"--end {end} is after today ({today}): Cost Explorer has no data for days that have "
+            f"not happened yet and each request costs $0.01; use --end {today} or earlier "
+            f"(--end is exclusive; data lags up to 48 h, the default window ends {today - dt.timedelta(days=LAG_DAYS)})")
     if start is None:
         assert end is not None
         start = end - dt.timedelta(days=WINDOW_DAYS)
     if end is None:
-        end = start + dt.timedelta(days=WINDOW_DAYS)
+        end = min(start + dt.timedelta(days=WINDOW_DAYS), today)
+        if end <= start:
+            raise InvocationError(f"--start {start} is not before today ({today}): Cost Explorer "
+                                  "has no data for it yet")
     if end <= start:
         raise InvocationError(f"--end {end} must be after --start {start} (--end is exclusive)")
     return start, end
@@ -190,10 +209,17 @@ class Row:
 
 def _amount(metrics: Mapping[str, Any], name: str) -> tuple[Decimal, str]:
     m = metrics.get(name) or {}
+    raw = m.get("Amount", "0")
     try:
-        return Decimal(str(m.get("Amount", "0"))), str(m.get("Unit", ""))
+        value = Decimal(str(raw))
     except InvalidOperation:
-        raise TemporaryError(f"Cost Explorer returned a non-numeric {name}: {m.get('Amount')!r}") from None
+        value = Decimal("NaN")
+    # Decimal accepts "NaN" and "Infinity", which would then fail every comparison with the
+    # budget: a malformed answer, like any other non-number.
+    if not value.is_finite():
+        raise TemporaryError(f"Cost Explorer returned a non-numeric {name}: {str(raw)[:40]!r}; "
+                             "run again later")
+    return value, str(m.get("Unit", ""))
 
 
 def split_tag_key(raw: str, tag_key: str) -> str:
@@ -298,10 +324,13 @@ class AuditResult:
     warnings: tuple[str, ...] = ()
     estimated_days: tuple[dt.date, ...] = ()
     rows: tuple[Row, ...] = ()  # every row read, for tracing figures to responses
-    requests: int = 0  # API calls made (each is billed $0.01)
-    attempts: int = 0  # HTTP attempts including botocore retries
+    requests: int = 0  # API calls Cost Explorer answered (each is billed $0.01)
+    attempts: int = 0  # HTTP attempts including botocore retries (answered or not)
     verified_usage_types: tuple[str, ...] | None = None  # None: --verify-usage-types not used
     all_zero: bool = False
+    # Prominent warnings that put the verdict itself in doubt (e.g. the cost tag is not
+    # activated, so every dollar is "untagged" and every cluster looks within budget).
+    alerts: tuple[str, ...] = ()
 
     @property
     def over_budget(self) -> tuple[ClusterAudit, ...]:
@@ -319,8 +348,18 @@ class AuditResult:
 # ----------------------------------------------------------------------------- judging (pure)
 
 NO_SPLIT_CAUSE = "no job in the inventory can split: look for non-training traffic"
-UNKNOWN_CAUSE = ("cause not analysed: pass the job manifests (PATH ...) so the analysis can "
-                 "name jobs that may split across zones")
+UNKNOWN_CAUSE = ("cause not analysed: the job analysis did not run (see the warnings), so the "
+                 "report cannot name jobs that may split across zones")
+
+
+def usd_text(x: Decimal) -> str:
+    """Dollars for display, rounded half up ($1.505 -> $1.51); sums use unrounded amounts."""
+    return f"${x.quantize(CENT, rounding=ROUND_HALF_UP):,.2f}"
+
+
+def qty_text(x: Decimal) -> str:
+    """A quantity (GB, GiB) for display, rounded half up to two decimals."""
+    return f"{x.quantize(CENT, rounding=ROUND_HALF_UP):,.2f}"
 
 
 def _cause(may_split: tuple[str, ...] | None) -> str:
@@ -357,7 +396,8 @@ def judge(inv: Inventory, start: dt.date, end: dt.date, rows: Sequence[Row],
             price = prices.PRICES.get(c.provider)
             volume = None
             if price is not None and budget is not None and price.usd_per_unit > 0:
-                volume = (Decimal(str(budget)) / price.usd_per_unit).quantize(Decimal("0.01"))
+                volume = (Decimal(str(budget)) / price.usd_per_unit).quantize(
+                    CENT, rounding=ROUND_HALF_UP)
             audits.append(ClusterAudit(
                 c.name, c.provider, c.region, "", budget, measured=False, may_split=split,
                 cause=_cause(split), estimate=Estimate(price, volume) if price else None))
@@ -404,6 +444,41 @@ def judge(inv: Inventory, start: dt.date, end: dt.date, rows: Sequence[Row],
 # ----------------------------------------------------------------------------- AWS calls
 
 
+def attribution_alerts(clusters: Sequence[ClusterAudit], unattributed: Sequence[Unattributed],
+                       tag_keys: Mapping[str, str]) -> tuple[str, ...]:
+    """Spend exists under a tag key, yet none of it reached the clusters that use that key.
+
+    The usual cause: the key is not activated as a cost allocation tag in Billing, so Cost
+    Explorer returns everything under `key$` (no value) and every cluster looks within budget.
+    `tag_keys` maps cluster name -> its cost tag key (AWS clusters only).
+    """
+    out: list[str] = []
+    for key in sorted(set(tag_keys.values())):
+        mine = [c for c in clusters if c.measured and tag_keys.get(c.name) == key]
+        if not mine or any(c.total_usd or c.total_gb for c in mine):
+            continue
+        spent = [u for u in unattributed if u.tag_key == key and (u.usd or u.gb)]
+        if not spent:
+            continue
+        usd = sum((u.usd for u in spent), Decimal(0))
+        gb = sum((u.gb for u in spent), Decimal(0))
+        names = ", ".join(c.name for c in mine)
+        if all(u.tag_value == "" for u in spent):
+            out.append(
+                f"all inter-AZ spend is untagged ({usd_text(usd)}, {qty_text(gb)} GB under "
+                f"{key} with no value; nothing attributed to {names}): is {key} activated as a "
+                "cost allocation tag in Billing? Until it is, Cost Explorer reports all spend "
+                "as untagged and the budget verdict means nothing")
+        else:
+            others = ", ".join(sorted(u.tag_value for u in spent if u.tag_value))
+            out.append(
+                f"no inter-AZ spend was attributed to {names}, yet {usd_text(usd)} "
+                f"({qty_text(gb)} GB) was billed under {key} (untagged or other values: "
+                f"{others}): check that cost.tagValue matches the tag on the resources and that "
+                f"{key} is activated as a cost allocation tag in Billing")
+    return tuple(out)
+
+
 def ce_region_for(configured: str | None) -> str:
     """The Region to create the Cost Explorer client in: CE has one endpoint per partition.
 
@@ -445,33 +520,57 @@ def default_client_factory(max_attempts: int = 4) -> ClientFactory:
 
 @dataclass
 class _Session:
-    """The only place that calls AWS: counts calls and HTTP attempts, pages to the end."""
+    """The only place that calls AWS: counts calls and HTTP attempts, pages to the end.
+
+    `requests` counts the API calls Cost Explorer answered (an HTTP response, error responses
+    included, however many retries it took): those are what it can bill. A call that never
+    got a response (connection refused, no credentials, bad endpoint) is not counted; its
+    HTTP attempts still are.
+    """
 
     client: Any
     requests: int = 0
     attempts: int = 0
     log: list[RequestRecord] = field(default_factory=list)
+    _answered: bool = False
 
     def __post_init__(self) -> None:
         # Each HTTP attempt (retries included) passes 'before-send'; counting it here shows
         # how many times throttling made botocore retry. Stubbed clients never send.
+        # 'response-received' fires per attempt that got an HTTP response; 'after-call' fires
+        # once per call that ended with a response (real or stubbed), before an error is raised.
         events = getattr(getattr(self.client, "meta", None), "events", None)
         if events is not None:
             events.register("before-send.cost-explorer", self._count_attempt)
+            events.register("response-received.cost-explorer", self._on_response)
+            events.register("after-call.cost-explorer", self._on_answer)
 
     def _count_attempt(self, **_: Any) -> None:
         self.attempts += 1
 
+    def _on_response(self, response_dict: Any = None, **_: Any) -> None:
+        if response_dict is not None:
+            self._answered = True
+
+    def _on_answer(self, **_: Any) -> None:
+        self._answered = True
+
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.requests += 1
         self.log.append(RequestRecord(operation, params))
+        self._answered = False
         try:
             method = getattr(self.client, _snake(operation))
             return dict(method(**params))
         except Exception as exc:  # noqa: BLE001 - classify re-raises what it does not know
-            if isinstance(exc, _NEVER_SENT):
-                self.requests -= 1  # botocore gave up before signing: nothing was sent or billed
+            self._settle()
             raise classify(exc, requests=self.requests, attempts=self.attempts) from None
+        finally:
+            self._settle()
+
+    def _settle(self) -> None:
+        if self._answered:
+            self.requests += 1
+            self._answered = False
 
     def pages(self, operation: str, build: Callable[[str | None], dict[str, Any]]
               ) -> Iterable[dict[str, Any]]:
@@ -489,13 +588,6 @@ class _Session:
             seen.add(token)
         raise TemporaryError(f"{operation} did not finish after {MAX_PAGES} pages",
                              requests=self.requests)
-
-
-_NEVER_SENT: tuple[type[Exception], ...] = (
-    botocore.exceptions.NoCredentialsError,
-    botocore.exceptions.PartialCredentialsError,
-    botocore.exceptions.NoRegionError,
-)
 
 
 def _snake(operation: str) -> str:
@@ -538,12 +630,13 @@ def verify_usage_types(session: _Session, queries: Sequence[Query], start: dt.da
 
 def run_audit(inv: Inventory, start: dt.date, end: dt.date, client_factory: ClientFactory,
               may_split: Mapping[str, Sequence[str]] | None = None, *,
-              verify: bool = False) -> AuditResult:
+              verify: bool = False, analysis_error: str | None = None) -> AuditResult:
     """Audit inter-AZ transfer cost of every cluster in `inv` for [start, end).
 
     `may_split` maps cluster name -> object ids of jobs the analysis says may split across
     zones; None means the analysis did not run (the report then says the cause is unknown,
-    rather than wrongly claiming no job can split).
+    rather than wrongly claiming no job can split). `analysis_error` says why it did not run;
+    it becomes a warning in the report.
     """
     if end <= start:
         raise InvocationError(f"--end {end} must be after --start {start} (--end is exclusive)")
@@ -551,6 +644,8 @@ def run_audit(inv: Inventory, start: dt.date, end: dt.date, client_factory: Clie
     rows: list[Row] = []
     estimated: set[dt.date] = set()
     warnings: list[str] = []
+    if may_split is None and analysis_error:
+        warnings.append(f"cause not analysed: {analysis_error}")
     verified: tuple[str, ...] | None = None
     session: _Session | None = None
     if queries:
@@ -565,7 +660,12 @@ def run_audit(inv: Inventory, start: dt.date, end: dt.date, client_factory: Clie
         for q in queries:
             build = functools.partial(_cost_page, q, start, end)
             for page_no, resp in enumerate(session.pages("GetCostAndUsage", build), start=1):
-                page_rows, page_est = parse_page(resp, q.tag_key, page_no)
+                try:
+                    page_rows, page_est = parse_page(resp, q.tag_key, page_no)
+                except AuditError as err:
+                    # the page that could not be read was still answered (and billed)
+                    err.requests = session.requests
+                    raise
                 rows.extend(page_rows)
                 estimated.update(page_est)
     clusters, unattributed, jwarn = judge(inv, start, end, rows, estimated, may_split)
@@ -573,8 +673,11 @@ def run_audit(inv: Inventory, start: dt.date, end: dt.date, client_factory: Clie
     measured = [c for c in clusters if c.measured]
     all_zero = bool(measured) and all(c.total_usd == 0 and c.total_gb == 0 for c in measured) \
         and not unattributed
+    alerts = attribution_alerts(clusters, unattributed,
+                                {c.name: c.cost.tag_key for c in aws_clusters(inv)
+                                 if c.cost is not None and c.cost.tag_key})
     return AuditResult(
         start=start, end=end, clusters=clusters, unattributed=unattributed,
         warnings=tuple(warnings), estimated_days=tuple(sorted(estimated)), rows=tuple(rows),
         requests=session.requests if session else 0, attempts=session.attempts if session else 0,
-        verified_usage_types=verified, all_zero=all_zero)
+        verified_usage_types=verified, all_zero=all_zero, alerts=alerts)

@@ -16,21 +16,27 @@ from topogate.audit.egress import (
     AuditResult,
     ClusterAudit,
     Estimate,
+    qty_text,
+    usd_text,
 )
+from topogate.audit.errors import requests_phrase
 
 FORMATS = ("text", "json", "markdown")
 
 
-def _money(x: Decimal) -> str:
-    return f"${x:,.2f}"
-
-
-def _gb(x: Decimal) -> str:
-    return f"{x:,.2f}"
+# Display rounding is half up ($1.505 -> $1.51), on the unrounded figure; JSON keeps the exact
+# decimal strings. Totals and budget verdicts use unrounded amounts, which the reports say.
+_money = usd_text
+_gb = qty_text
+ROUNDING_NOTE = ("Amounts rounded half up to the cent for display; totals and budget verdicts "
+                 "use the unrounded Cost Explorer amounts, so rounded days may not add up to "
+                 "the total.")
 
 
 def _budget(c: ClusterAudit) -> str:
-    return "no budget" if c.budget_usd_per_day is None else f"${c.budget_usd_per_day:,.2f}/day"
+    if c.budget_usd_per_day is None:
+        return "no budget"
+    return f"{_money(Decimal(str(c.budget_usd_per_day)))}/day"
 
 
 def _verdict(over: bool | None) -> str:
@@ -63,7 +69,13 @@ def _summary(r: AuditResult) -> str:
         parts = [f"{c.name} ({sum(1 for d in c.days if d.over_budget)} of {len(c.days)} days)"
                  for c in over]
         return "OVER BUDGET: " + ", ".join(parts)
+    if r.alerts:
+        return "within budget, UNVERIFIED: inter-AZ spend was not attributed to the clusters"
     return "within budget"
+
+
+def _requests(r: AuditResult) -> str:
+    return f"{requests_phrase(r.requests)} ({_money(r.request_cost_usd)})"
 
 
 def _zero_note(r: AuditResult) -> str:
@@ -81,6 +93,10 @@ def render_text(r: AuditResult) -> str:
     out.append(f"Inter-AZ data transfer {r.start} .. {r.end} (end exclusive)")
     out.append(f"Source: AWS Cost Explorer GetCostAndUsage, DAILY, UnblendedCost + UsageQuantity, "
                f"usage type group {USAGE_TYPE_GROUP!r} or <REGION>-DataTransfer-Regional-Bytes")
+    out.append(ROUNDING_NOTE)
+    for a in r.alerts:
+        out.append("")
+        out.append(f"WARNING: {a}")
     for c in r.clusters:
         out.append("")
         if not c.measured:
@@ -121,8 +137,7 @@ def render_text(r: AuditResult) -> str:
         out.extend(f"  {w}" for w in r.warnings)
     out.append("")
     out.append(f"Verdict: {_summary(r)}")
-    out.append(f"Cost Explorer requests: {r.requests} ({_money(r.request_cost_usd)}); "
-               f"HTTP attempts incl. retries: {r.attempts}")
+    out.append(f"{_requests(r)}; HTTP attempts incl. retries: {r.attempts}")
     return "\n".join(out) + "\n"
 
 
@@ -169,8 +184,12 @@ def to_dict(r: AuditResult) -> dict[str, Any]:
         "allZero": r.all_zero,
         "verifiedUsageTypes": None if r.verified_usage_types is None
         else list(r.verified_usage_types),
+        # Prominent: the verdict is in doubt (e.g. the cost tag is not activated in Billing).
+        "alerts": list(r.alerts),
         "warnings": list(r.warnings),
-        "requests": r.requests,
+        # Requests Cost Explorer answered (each billed $0.01); httpAttempts includes retries
+        # and attempts that got no answer.
+        "requestsAnswered": r.requests,
         "requestCostUSD": _dec(r.request_cost_usd),
         "httpAttempts": r.attempts,
         # Every figure above is a sum of these rows, exactly as Cost Explorer returned them.
@@ -192,12 +211,16 @@ def _md_escape(s: str) -> str:
 
 def render_markdown(r: AuditResult) -> str:
     out: list[str] = []
-    icon = "❌" if r.over_budget else "✅"
+    icon = "❌" if r.over_budget else ("⚠️" if r.alerts else "✅")
     out.append(f"## {icon} Inter-AZ egress audit: {_summary(r)}")
     out.append("")
     out.append(f"Window **{r.start} .. {r.end}** (end exclusive). Source: AWS Cost Explorer "
                f"`GetCostAndUsage` (DAILY, UnblendedCost, UsageQuantity; usage type group "
-               f"`{USAGE_TYPE_GROUP}` or `<REGION>-DataTransfer-Regional-Bytes`).")
+               f"`{USAGE_TYPE_GROUP}` or `<REGION>-DataTransfer-Regional-Bytes`). "
+               f"{ROUNDING_NOTE}")
+    for a in r.alerts:
+        out.append("")
+        out.append(f"> **Warning:** {_md_escape(a)}")
     out.append("")
     out.append("| Cluster | Provider | Region | Inter-AZ GB | USD | Budget | Verdict |")
     out.append("|---|---|---|---:|---:|---|---|")
@@ -250,8 +273,7 @@ def render_markdown(r: AuditResult) -> str:
         out.append("")
         out.extend(f"- {_md_escape(w)}" for w in r.warnings)
     out.append("")
-    out.append(f"<sub>{r.requests} Cost Explorer request{'s' if r.requests != 1 else ''} "
-               f"({_money(r.request_cost_usd)}); HTTP attempts incl. retries: {r.attempts}.</sub>")
+    out.append(f"<sub>{_requests(r)}; HTTP attempts incl. retries: {r.attempts}.</sub>")
     return "\n".join(out) + "\n"
 
 
