@@ -127,3 +127,44 @@ def test_cronjob_uses_irsa_and_the_audit_exit_codes() -> None:
     assert permanent == {ExitCode.OVER_BUDGET, ExitCode.BAD_INVOCATION, ExitCode.ACCESS_DENIED,
                          ExitCode.CONFIG}
     assert ExitCode.TEMPORARY not in permanent
+
+
+def test_cronjob_has_a_writable_tmp_on_a_read_only_root() -> None:
+    _, cj = cronjob_docs()
+    pod = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+
+
+def test_cronjob_documents_the_image_it_needs() -> None:
+    text = CRONJOB.read_text()
+    assert "placeholder" in text and "no published topogate image" in text
+    assert "kubectl is needed only" in text and "cause not analysed" in text
+
+
+def test_cronjob_args_audit_with_only_the_inventory_mounted(moto_ce: Moto, tmp_path: Path) -> None:
+    """The CronJob's own args, with its mount replaced by a directory holding only the
+    inventory (as the ConfigMap does): the cost is audited, the cause is not."""
+    from click.testing import CliRunner
+
+    from topogate.cli import main
+
+    _, cj = cronjob_docs()
+    pod = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "inventory"]
+    mounted = tmp_path / "mount"
+    mounted.mkdir()
+    (mounted / "inventory.yaml").write_text((AUDIT_FIXTURES / "inventory.yaml").read_text())
+    args = [a.replace(mount["mountPath"], str(mounted)) for a in container["args"]]
+    key = "topogate.dev/cluster"
+    moto_ce.seed(page([result("2026-11-24", [(f"{key}$gpu-east", "DataTransfer-Regional-Bytes",
+                                              "7.50", "750")])]))
+    res = CliRunner().invoke(main, [*args, "--start", "2026-11-24", "--end", "2026-11-25"])
+    assert res.exit_code == ExitCode.OVER_BUDGET, res.stderr
+    assert "Verdict: OVER BUDGET: gpu-east" in res.stdout
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("topogate audit: cause not analysed: ")
