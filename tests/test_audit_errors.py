@@ -82,7 +82,7 @@ def test_cost_explorer_errors_map_to_exit_codes(env: None, code: str, status: in
                              {"code": code, "status": status, "message": "the service said no"}))
     err = audit_error(factory)
     assert err.code == exit_code and code in err.message and words in err.message
-    assert err.requests == 1 and f"[exit {int(exit_code)}; 1 Cost Explorer request]" in err.line()
+    assert err.requests == 1 and f"[exit {int(exit_code)}; 1 Cost Explorer request answered]" in err.line()
     stub.assert_no_pending_responses()
 
 
@@ -91,7 +91,7 @@ def test_error_after_first_page_counts_both_requests(env: None) -> None:
     factory, _ = stubbed(("ok", "get_cost_and_usage", page1),
                          ("error", "get_cost_and_usage", {"code": "LimitExceededException"}))
     err = audit_error(factory)
-    assert err.requests == 2 and "2 Cost Explorer requests" in err.line()
+    assert err.requests == 2 and "2 Cost Explorer requests answered" in err.line()
 
 
 def test_access_denied_message_never_leaks_credentials(env: None) -> None:
@@ -243,7 +243,7 @@ def test_cli_failure_is_one_line_on_stderr_without_traceback_or_secret(
     assert res.stdout == ""
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in res.stderr
-    assert "LimitExceededException" in lines[0] and "1 Cost Explorer request" in lines[0]
+    assert "LimitExceededException" in lines[0] and "1 Cost Explorer request answered" in lines[0]
     assert FAKE_KEY_ID not in res.stderr and FAKE_SECRET not in res.stderr
 
 
@@ -256,3 +256,92 @@ def test_cli_no_credentials_exit_78(monkeypatch: pytest.MonkeyPatch) -> None:
     res = CliRunner().invoke(main, ["audit", "egress", INVENTORY])
     assert res.exit_code == 78 and len(res.stderr.strip().splitlines()) == 1
     assert "no AWS credentials" in res.stderr
+
+
+# ----------------------------------------------------------------------------- configuration, counting, secrets
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # bound, never listening: connections are refused
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from topogate.cli import main
+
+    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, *args])
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_invalid_endpoint_url_is_configuration_exit_78(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Real botocore: a bare ValueError("Invalid endpoint: not a url") when the client is made.
+    # Old code: "internal error ... please report it", exit 70.
+    aws_test_env(monkeypatch, "not a url")
+    code, out, err = _cli("--start", "2026-11-24", "--end", "2026-11-27")
+    assert code == 78 and out == ""
+    (line,) = err.strip().splitlines()
+    assert "AWS_ENDPOINT_URL_COST_EXPLORER" in line and "internal error" not in line
+    assert "[exit 78; 0 Cost Explorer requests answered]" in line
+
+
+def test_connection_refused_counts_no_answered_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real refused TCP connection on 127.0.0.1. Old code: "1 Cost Explorer request", although
+    # nothing reached the service; the attempts botocore made are still said.
+    aws_test_env(monkeypatch, f"http://127.0.0.1:{_closed_port()}")
+    code, out, err = _cli("--start", "2026-11-24", "--end", "2026-11-27", "--max-attempts", "2")
+    assert code == 75 and out == ""
+    (line,) = err.strip().splitlines()
+    assert "cannot reach Cost Explorer (2 attempts)" in line
+    assert "[exit 75; 0 Cost Explorer requests answered]" in line
+
+
+def test_a_password_in_the_endpoint_url_is_never_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Old code printed `Could not connect to the endpoint URL: "http://user:secret@127.0.0.1:N/"`.
+    port = _closed_port()
+    aws_test_env(monkeypatch, f"http://audit-user:s3cr3t-pa55@127.0.0.1:{port}")
+    code, out, err = _cli("--start", "2026-11-24", "--end", "2026-11-27", "--max-attempts", "1")
+    assert code == 75
+    assert "s3cr3t-pa55" not in out + err and "audit-user" not in out + err
+    assert f"http://[redacted]@127.0.0.1:{port}/" in err
+
+
+@pytest.mark.parametrize("code", ["ExpiredTokenException", "ExpiredToken"])
+def test_expired_credentials_are_configuration_not_access_denied(env: None, code: str) -> None:
+    # Stubber: moto does not expire credentials, so it cannot send ExpiredTokenException.
+    # Old code: exit 77 with advice to change IAM permissions, which would not help.
+    factory, _ = stubbed(("error", "get_cost_and_usage",
+                          {"code": code, "status": 400,
+                           "message": "The security token included in the request is expired"}))
+    err = audit_error(factory)
+    assert err.code == ExitCode.CONFIG and code in err.message
+    assert "refresh" in err.message and "OIDC" in err.message
+    assert "ce:GetCostAndUsage" not in err.message  # not IAM advice
+    assert "[exit 78; 1 Cost Explorer request answered]" in err.line()
+
+
+@pytest.mark.parametrize("bad", ["20261124", "2026-W48-2", "2026-W48", "2026-11-24T00:00",
+                                 "2026-328", "２０２６-11-24"])
+def test_only_yyyy_mm_dd_dates_are_accepted(env: None, bad: str) -> None:
+    # Old code: date.fromisoformat (3.11+) took 20261124 and week dates as valid days.
+    code, out, err = _cli("--start", bad)
+    assert code == 2 and out == "" and "YYYY-MM-DD" in err
+
+
+def test_a_window_that_ends_after_today_is_refused_before_any_request(
+        env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Old code sent it (and paid $0.01 per request) for days Cost Explorer cannot have.
+    import topogate.audit.egress as egress
+
+    def no_client(*_: Any, **__: Any) -> Any:
+        raise AssertionError("no Cost Explorer client may be made")
+
+    monkeypatch.setattr(egress, "default_client_factory", no_client)
+    monkeypatch.setattr("topogate.audit.default_client_factory", no_client)
+    tomorrow = (dt.date.today() + dt.timedelta(days=1)).isoformat()
+    code, out, err = _cli("--end", tomorrow)
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert f"--end {tomorrow} is after today" in line and "[exit 2;" in line

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from decimal import Decimal
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -116,7 +118,7 @@ def test_cli_text_over_budget_exit_1_and_request_count(moto_ce: Moto) -> None:
     assert code == 1, err
     assert "2026-11-25" in out and "OVER" in out and "2026-11-26*" in out
     assert "Verdict: OVER BUDGET: gpu-east (1 of 3 days)" in out
-    assert "Cost Explorer requests: 3 ($0.03)" in out
+    assert "3 Cost Explorer requests answered ($0.03)" in out
     assert "ESTIMATE (not measured)" in out
     # no manifests given: the analysis reads the tree `generate` writes, which pins every job
     assert NO_SPLIT_CAUSE in out and UNKNOWN_CAUSE not in out
@@ -131,7 +133,7 @@ def test_cli_json_is_traceable_to_the_response(moto_ce: Moto) -> None:
     assert east["totalUSD"] == "21.5151000001"
     assert sum(Decimal(r["unblendedCostUSD"]) for r in data["rows"]
                if r["groupKey"] == f"{KEY}$gpu-east") == Decimal(east["totalUSD"])
-    assert data["requests"] == 3 and data["estimatedDays"] == ["2026-11-26"]
+    assert data["requestsAnswered"] == 3 and data["estimatedDays"] == ["2026-11-26"]
 
 
 def test_cli_markdown(moto_ce: Moto) -> None:
@@ -166,7 +168,7 @@ def test_cli_no_cost_tag_is_exit_78_one_line(moto_ce: Moto) -> None:
     assert res.exit_code == 78, res.output
     assert res.stdout == ""
     assert len(res.stderr.strip().splitlines()) == 1
-    assert "gpu-west" in res.stderr and "0 Cost Explorer requests" in res.stderr
+    assert "gpu-west" in res.stderr and "0 Cost Explorer requests answered" in res.stderr
 
 
 def test_cli_end_before_start_is_exit_2(moto_ce: Moto) -> None:
@@ -187,3 +189,128 @@ def test_docs_sample_report_is_what_the_moto_run_renders(moto_ce: Moto) -> None:
         r = run_audit(load_inventory(INVENTORY), START, END, Capture().factory(),
                       {"gpu-east": [SPLIT_JOB], "gpu-west": []})
         assert render(r, fmt).rstrip() in docs, f"docs/audit.md {fmt} sample is stale"
+
+
+# ----------------------------------------------------------------------------- the cause is optional
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    from topogate.cli import main
+
+    res = CliRunner().invoke(main, ["audit", "egress", *args], env=env)
+    return res.exit_code, res.stdout, res.stderr
+
+
+def _inventory_alone(tmp_path: Path) -> str:
+    """The inventory without its bases: what the in-cluster CronJob mounts from a ConfigMap."""
+    alone = tmp_path / "mounted" / "inventory.yaml"
+    alone.parent.mkdir()
+    shutil.copy(INVENTORY, alone)
+    return str(alone)
+
+
+def test_cli_inventory_without_its_bases_still_audits_the_cost(moto_ce: Moto,
+                                                                tmp_path: Path) -> None:
+    # Old code: the cost audit loaded the inventory with its bases and stopped with exit 2.
+    moto_ce.seed(*three_pages())
+    code, out, err = _cli(_inventory_alone(tmp_path), "--start", "2026-11-24", "--end", "2026-11-27")
+    assert code == 1, err  # the normal verdict: gpu-east over budget
+    assert "Verdict: OVER BUDGET: gpu-east (1 of 3 days)" in out
+    assert UNKNOWN_CAUSE in out and NO_SPLIT_CAUSE not in out  # not "no job can split"
+    (line,) = err.strip().splitlines()
+    assert line.startswith("topogate audit: cause not analysed: ") and "bases/llama-ft" in line
+    assert "Warnings:" in out and "cause not analysed: " in out  # the reason is in the report too
+
+
+def _broken_base(tmp_path: Path) -> str:
+    d = tmp_path / "broken"
+    d.mkdir()
+    (d / "kustomization.yaml").write_text("resources: [does-not-exist.yaml]\n")
+    return str(d)
+
+
+@pytest.mark.parametrize("failure", ["base-does-not-build", "kubectl-missing", "no-temp-dir"])
+def test_cli_any_failure_of_the_cause_analysis_is_one_warning_not_a_failed_audit(
+        moto_ce: Moto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    # Old code: exit 2 (the base does not build) or exit 70 (kubectl missing, no temp dir).
+    import tempfile
+
+    paths: list[str] = []
+    if failure == "base-does-not-build":
+        paths = [_broken_base(tmp_path)]
+    elif failure == "kubectl-missing":
+        monkeypatch.setenv("TOPOGATE_KUBECTL", str(tmp_path / "no-such-kubectl"))
+    else:
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-tmp"))
+    moto_ce.seed(*three_pages())
+    code, out, err = _cli(INVENTORY, *paths, "--start", "2026-11-24", "--end", "2026-11-27",
+                          "--format", "json")
+    assert code == 1, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("topogate audit: cause not analysed: ")
+    data = json.loads(out)
+    assert data["exitCode"] == 1 and data["requestsAnswered"] == 3
+    assert all(c["maySplit"] is None and c["cause"] == UNKNOWN_CAUSE for c in data["clusters"])
+    assert any(w.startswith("cause not analysed: ") for w in data["warnings"])
+
+
+def test_cli_a_failed_audit_prints_only_its_own_line_even_when_the_cause_failed_too(
+        moto_ce: Moto, tmp_path: Path) -> None:
+    no_tag = tmp_path / "mounted" / "no-cost-tag.yaml"
+    no_tag.parent.mkdir()
+    shutil.copy(AUDIT_FIXTURES / "no-cost-tag.yaml", no_tag)
+    code, out, err = _cli(str(no_tag))
+    assert code == 78 and out == ""
+    (line,) = err.strip().splitlines()
+    assert "gpu-west" in line and "cause not analysed" not in line
+
+
+# ----------------------------------------------------------------------------- untagged spend
+
+
+def test_cost_tag_not_activated_all_spend_untagged_is_a_prominent_warning(moto_ce: Moto) -> None:
+    # Old code: "within budget", exit 0, and no word about the tag: the verdict meant nothing.
+    untagged = [page([result("2026-11-24", [(f"{KEY}$", UT, "40.00", "4000")]),
+                      result("2026-11-25", [(f"{KEY}$", "USW2-DataTransfer-Regional-Bytes",
+                                             "12.00", "1200")])])]
+    outs = {}
+    for fmt in ("text", "markdown", "json"):
+        moto_ce.reset()
+        moto_ce.seed(*untagged)
+        code, outs[fmt], err = _cli(INVENTORY, "--start", "2026-11-24", "--end", "2026-11-26",
+                                    "--format", fmt)
+        assert code == 0, err  # the exit code stays as computed; the report says why to doubt it
+    question = f"is {KEY} activated as a cost allocation tag in Billing?"
+    text = outs["text"]
+    assert f"WARNING: all inter-AZ spend is untagged ($52.00, 5,200.00 GB under {KEY}" in text
+    assert question in text
+    assert text.index("WARNING:") < text.index("gpu-east")  # at the top, before the clusters
+    assert "Verdict: within budget, UNVERIFIED" in text
+    md = outs["markdown"]
+    assert md.startswith("## ⚠️ Inter-AZ egress audit: within budget, UNVERIFIED")
+    assert "> **Warning:** all inter-AZ spend is untagged" in md and question in md
+    data = json.loads(outs["json"])
+    assert data["verdict"] == "within-budget" and data["exitCode"] == 0
+    (alert,) = data["alerts"]
+    assert alert.startswith("all inter-AZ spend is untagged") and question in alert
+
+
+def test_spend_for_the_clusters_means_no_untagged_alert(moto_ce: Moto) -> None:
+    moto_ce.seed(*three_pages())  # untagged spend exists, but so does gpu-east's
+    r = run_audit(load_inventory(INVENTORY), START, END, Capture().factory(), None)
+    assert r.alerts == ()
+
+
+# ----------------------------------------------------------------------------- malformed answers
+
+
+@pytest.mark.parametrize("amount", ["NaN", "Infinity", "12,50", "abc"])
+def test_malformed_amount_is_temporary_and_counts_the_request_that_was_answered(
+        moto_ce: Moto, amount: str) -> None:
+    # Old code: "NaN" and "Infinity" crashed the budget comparison (exit 70); "abc" was exit 75
+    # but claimed "0 Cost Explorer requests" although moto had answered one.
+    moto_ce.seed(page([result("2026-11-24", [(f"{KEY}$gpu-east", UT, amount, "100")])]))
+    code, out, err = _cli(INVENTORY, "--start", "2026-11-24", "--end", "2026-11-25")
+    assert code == 75 and out == ""
+    (line,) = err.strip().splitlines()
+    assert "non-numeric UnblendedCost" in line and "[exit 75; 1 Cost Explorer request answered]" in line

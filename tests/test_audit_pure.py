@@ -256,7 +256,7 @@ def test_renderers_agree_and_json_traces_every_figure_to_rows() -> None:
     text = render(r, "text")
     assert "2026-11-24*" in text and "$6.00" in text and "OVER" in text
     assert "ESTIMATE (not measured)" in text and "500.00 GiB/day" in text
-    assert "Cost Explorer requests: 1 ($0.01)" in text
+    assert "1 Cost Explorer request answered ($0.01)" in text
     md = render(r, "markdown")
     assert "| a | aws | us-east-1 | 600.40 | $6.00 | $5.00/day | **over** |" in md
     assert "(estimated)" in md and "estimate only" in md
@@ -281,3 +281,67 @@ def test_all_zero_result_points_at_verify_usage_types() -> None:
 def test_scrub_removes_credential_shapes_and_newlines() -> None:
     s = scrub("key AKIAIOSFODNN7EXAMPLE secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nnext")
     assert "AKIA" not in s and "wJalr" not in s and "\n" not in s
+
+
+def test_scrub_removes_url_userinfo_and_session_tokens() -> None:
+    token = "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQD" + "x" * 300
+    legacy = "FwoGZXIvYXdzEBYaDH" + "A" * 200
+    s = scrub(f'Could not connect to "https://bob:hunter2@ce.example:8443/path" token {token} '
+              f"old {legacy} env AWS_SESSION_TOKEN=abc123short and aws_session_token: 'q1w2e3'")
+    assert "hunter2" not in s and "bob" not in s and "https://[redacted]@ce.example:8443/path" in s
+    assert "IQoJ" not in s and "FwoG" not in s and "xxxxxxxx" not in s
+    assert "abc123short" not in s and "q1w2e3" not in s
+    # ordinary messages pass unchanged
+    ordinary = "GetCostAndUsage: LimitExceededException: Rate exceeded (req 1a2b-3c4d)"
+    assert scrub(ordinary) == ordinary
+
+
+def test_resolve_window_refuses_days_that_have_not_happened() -> None:
+    today = D("2026-11-29")
+    assert resolve_window(None, today, today) == (D("2026-11-26"), today)  # end exclusive: ok
+    with pytest.raises(InvocationError) as e:
+        resolve_window(None, D("2026-11-30"), today)
+    assert "after today" in e.value.message and e.value.code == ExitCode.BAD_INVOCATION
+    with pytest.raises(InvocationError):
+        resolve_window(D("2026-11-20"), D("2026-12-01"), today)
+    # a missing --end is three days after --start, but never after today
+    assert resolve_window(D("2026-11-27"), None, today) == (D("2026-11-27"), today)
+    with pytest.raises(InvocationError) as e:
+        resolve_window(today, None, today)
+    assert "not before today" in e.value.message
+
+
+def test_money_is_rounded_half_up_for_display_and_exact_in_json() -> None:
+    from topogate.audit.egress import AuditResult, qty_text, usd_text
+
+    # Decimal's default (half even) showed $1.505 as $1.50 and $0.125 as $0.12
+    assert usd_text(Decimal("1.505")) == "$1.51" and usd_text(Decimal("0.125")) == "$0.13"
+    assert usd_text(Decimal("1234.5649")) == "$1,234.56" and qty_text(Decimal("2.675")) == "2.68"
+    rows, est = parse_page(_resp(
+        _res("2026-11-24", [(f"{KEY}$a", "DataTransfer-Regional-Bytes", "1.505", "150.5")]),
+        _res("2026-11-25", [(f"{KEY}$a", "DataTransfer-Regional-Bytes", "1.505", "150.5")])),
+        KEY, 1)
+    clusters, un, warn = judge(inv(aws("a", budget=1.505)), D("2026-11-24"), D("2026-11-26"),
+                               rows, est, {"a": []})
+    r = AuditResult(D("2026-11-24"), D("2026-11-26"), clusters, un, warn, (), tuple(rows),
+                    requests=1, attempts=1)
+    text = render(r, "text")
+    assert "      $1.51  under" in text and "$3.01" in text  # 3.010 total, from unrounded days
+    assert "$1.51/day" in text  # the budget too
+    assert "totals and budget verdicts use the unrounded Cost Explorer amounts" in text
+    md = render(r, "markdown")
+    assert "| 2026-11-24 | 150.50 | $1.51 | under |" in md
+    assert "totals and budget verdicts use the unrounded Cost Explorer amounts" in md
+    data = json.loads(render(r, "json"))
+    assert [d["usd"] for d in data["clusters"][0]["days"]] == ["1.505", "1.505"]
+    assert data["clusters"][0]["totalUSD"] == "3.010"
+
+
+def test_docs_exit_code_table_is_the_code_table() -> None:
+    from pathlib import Path
+
+    from topogate.audit.errors import EXIT_CODE_DOCS
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "audit.md").read_text()
+    for code, meaning in EXIT_CODE_DOCS:
+        assert f"| {int(code)} | {meaning} |" in docs, f"docs/audit.md: exit code {int(code)}"
