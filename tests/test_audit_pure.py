@@ -291,9 +291,14 @@ def test_scrub_removes_url_userinfo_and_session_tokens() -> None:
     assert "hunter2" not in s and "bob" not in s and "https://[redacted]@ce.example:8443/path" in s
     assert "IQoJ" not in s and "FwoG" not in s and "xxxxxxxx" not in s
     assert "abc123short" not in s and "q1w2e3" not in s
-    # ordinary messages pass unchanged
+    unprefixed = "Zm9v" * 40  # 160 base64 characters, no known prefix
+    assert "Zm9vZm9v" not in scrub(f"token {unprefixed} end")
+    # ordinary messages pass unchanged, long file paths included (the cause warning names them)
     ordinary = "GetCostAndUsage: LimitExceededException: Rate exceeded (req 1a2b-3c4d)"
     assert scrub(ordinary) == ordinary
+    path = ("/home/runner/work/inventory-repo/inventory-repo/deploy/overlays/production/"
+            "gpu-east/ml-team/llama-ft/kustomization.yaml:1: kubectl kustomize failed")
+    assert scrub(path) == path
 
 
 def test_resolve_window_refuses_days_that_have_not_happened() -> None:

@@ -90,7 +90,9 @@ _SECRETISH = re.compile(
     # session tokens: STS tokens start with these base64 prefixes and run to hundreds of chars
     r"|(?:IQoJb3JpZ2lu|FwoGZXIvYXdz|FQoGZXIvYXdz)[A-Za-z0-9/+=]*"
     r"|(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])"  # secret access key shape
-    r"|(?<![A-Za-z0-9/+=%_-])[A-Za-z0-9/+=%_-]{64,}"  # any long token-shaped run (session tokens)
+    # any other long base64 run (a session token without a known prefix); file paths, which
+    # have '-', '_' or '.', are left alone so that the cause warning can still name a file
+    r"|(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{100,}(?![A-Za-z0-9/+=])"
     r"|(?i:(?:X-Amz-Security-Token|X-Amz-Signature|Signature|Credential)=[^&\s]+)"
     r"|(?i:\b(?:aws_session_token|aws_secret_access_key|aws_security_token)\b[\"']?\s*[=:]\s*"
     r"[\"']?[^\s\"',;&]+)"
