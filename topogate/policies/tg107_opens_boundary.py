@@ -5,7 +5,8 @@ Each network zone of the inventory is a locked door. The analysis takes every jo
 network zone its pods land in, and asks the policy evaluator whether TCP can flow between it and
 a job of every other network zone (one representative each; where a network zone has no job
 among the manifests, a pod carrying only that zone's `topogate.dev/network-zone` label in the
-job's namespace). Any allowed port is a finding, reported at the rule that allowed it.
+job's namespace), on the rendezvous port 23456/TCP. An allowed flow is a finding, reported at the
+rule that allowed it.
 
 Why: a wide allow (`toEntities: [cluster]`, an empty selector, a namespace-wide NetworkPolicy)
 quietly re-opens a boundary that exists for isolation or for cost; topogate's boundary policies
