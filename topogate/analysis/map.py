@@ -578,8 +578,8 @@ def _boundary_probe(cm: _ClusterMap, cluster: Cluster,
                 (mine, rpc, jm.object, first, robj, rgroup, nz, other_nz),
                 (rpc, mine, robj, rgroup, jm.object, first, other_nz, nz),
             ):
-                hit = next(((port, v) for port in PROBE_PORTS
-                            if (v := cm.pset.evaluate(src, dst, port, "TCP")).allowed), None)
+                hit = next(((port, cm.pset.evaluate(src, dst, port, "TCP")) for port in PROBE_PORTS
+                            if cm.pset.allows(src, dst, port, "TCP")), None)
                 if hit is not None:
                     port, v = hit
                     rule = v.ingress.decided_by or v.egress.decided_by

@@ -914,6 +914,7 @@ class PolicySet:
         self._nslabel_cache: dict[PodClass, dict[str, str]] = {}
         self._units_cache: dict[PodClass, tuple[_Unit, ...]] = {}
         self._side_cache: dict[_SideKey, SideVerdict] = {}
+        self._selection_cache: dict[tuple[PodClass, str], tuple[tuple[PolicyRef, ...], tuple[PolicyRef, ...]]] = {}
         self._verdict_cache: dict[tuple[Peer, Peer, int, str], Verdict] = {}
 
     # -- construction ------------------------------------------------------------------------
@@ -1040,6 +1041,14 @@ class PolicySet:
         self._verdict_cache[key] = verdict
         return verdict
 
+    def allows(self, src: Peer, dst: Peer, port: int, protocol: str) -> bool:
+        """Whether the flow passes, deciding the receiver's side only when the sender's allows
+        it: for bulk yes/no questions (the boundary probe) where the reasons are not needed."""
+        proto = protocol.upper()
+        if isinstance(src, PodClass) and not self._side(src, dst, dst, int(port), proto, _EGRESS).allowed:
+            return False
+        return self.evaluate(src, dst, port, protocol).allowed
+
     def _side(self, pod: PodClass, peer: Peer, dst: Peer, port: int, proto: str, direction: str) -> SideVerdict:
         key: _SideKey = (pod, peer, dst, port, proto, direction)
         got = self._side_cache.get(key)
@@ -1048,19 +1057,28 @@ class PolicySet:
             self._side_cache[key] = got
         return got
 
+    def _selection(self, pod: PodClass, direction: str) -> tuple[tuple[PolicyRef, ...], tuple[PolicyRef, ...]]:
+        """(policies selecting the pod, those that switch default deny on in `direction`), per
+        pod class: computed once, since every flow of a job asks it again."""
+        key = (pod, direction)
+        got = self._selection_cache.get(key)
+        if got is None:
+            units = self._units_for(pod)
+            got = (tuple(dict.fromkeys(u.policy for u in units)), self._enforcers(units, direction))
+            self._selection_cache[key] = got
+        return got
+
     def _decide(self, pod: PodClass, peer: Peer, dst: Peer, port: int, proto: str, direction: str) -> SideVerdict:
         units = self._units_for(pod)
-        selected = tuple(dict.fromkeys(u.policy for u in units))
+        selected, enforced_by = self._selection(pod, direction)
         ctx = self._ctx
         # 1. Deny rules win over everything, enforced or not (docs security/policy/deny).
         for u in units:
             for r in u.deny_rules[direction]:
                 if r.matches(peer, dst, port, proto, ctx):
-                    enforced_by = self._enforcers(units, direction)
                     return SideVerdict(
                         bool(enforced_by), selected, False, r.ref, f"denied by {r.ref}", enforced_by
                     )
-        enforced_by = self._enforcers(units, direction)
         # 2. The local host may always reach its own pods (Cilium --allow-localhost default).
         if (
             direction == _INGRESS
@@ -1120,13 +1138,18 @@ class PolicySet:
         """Split 1-65535 of each protocol into maximal ranges with one verdict each, so a trace
         without ``--port`` can answer per class.  Only ports named by a rule that applies to this
         pair can change the verdict, so evaluating one port per elementary range is exact."""
+        # Only rules whose peers match this pair can change the verdict from one port to the
+        # next; the others (DNS to kube-dns, say) would only split ranges needlessly.
+        ctx = self._ctx
         rules: list[_Rule] = []
         if isinstance(src, PodClass):
             for u in self._units_for(src):
-                rules += u.deny_rules[_EGRESS] + u.rules[_EGRESS]
+                rules += [r for r in u.deny_rules[_EGRESS] + u.rules[_EGRESS]
+                          if any(m.matches(dst, ctx) for m in r.peers)]
         if isinstance(dst, PodClass):
             for u in self._units_for(dst):
-                rules += u.deny_rules[_INGRESS] + u.rules[_INGRESS]
+                rules += [r for r in u.deny_rules[_INGRESS] + u.rules[_INGRESS]
+                          if any(m.matches(src, ctx) for m in r.peers)]
         out: list[PortRange] = []
         for proto in (p.upper() for p in protocols):
             cuts = {1, _MAX_PORT + 1}
