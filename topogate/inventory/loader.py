@@ -528,9 +528,7 @@ class _Checker:
         if not groups:
             self.err(path, f"the {kind} '{name}' in base '{rel}' has no replica groups (pods) to place")
             return ()
-        runtime = _runtime_groups(job, docs)
-        return tuple(ReplicaGroup(g.name, g.pods, g.gpus_per_pod)
-                     for g in kinds.replica_groups(job, runtime))
+        return tuple(ReplicaGroup(g.name, g.pods, g.gpus_per_pod) for g in groups)
 
     def capacity(self, base: YPath, w: Workload, c: Cluster, nz: NetworkZone) -> None:
         # A co-located job must fit in ONE zone: that is what pin and follow both guarantee.
