@@ -1,0 +1,149 @@
+"""Network-policy semantics: the one place that decides whether a flow is allowed.
+
+``topogate check`` asks it whether the flows a training job needs (NCCL, rendezvous, DNS)
+get through; ``topogate trace`` asks it why.  It models what Cilium enforces for
+CiliumNetworkPolicy (CNP), CiliumClusterwideNetworkPolicy (CCNP) and Kubernetes
+NetworkPolicy (NP), over *pod classes* (one per set of identical labels, like a Cilium
+security identity) rather than over pods, so the cost grows with label classes, not pod pairs.
+
+Semantics chosen, and where each non-obvious one comes from
+----------------------------------------------------------
+Both sides.  A connection flows only if the sender's egress AND the receiver's ingress allow
+it (docs.cilium.io security/policy/layer3 "policy must be configured on both sides").  An
+``External`` peer (world, host, a CIDR, an FQDN) carries no policy of ours, so only the pod
+side decides; two externals are not our business and are reported as allowed.
+
+Default deny.  A pod is default-deny in a direction once a selecting policy has at least one
+rule in that direction (``ingress``/``ingressDeny`` resp. ``egress``/``egressDeny``) and that
+policy does not set ``enableDefaultDeny.<direction>: false`` (docs security/policy/intro
+"Endpoint default policy"; the CRD field text "If multiple policies apply to an endpoint,
+that endpoint's default deny will be enabled if any policy requests it").  An empty list
+(``ingress: []``) is "no rules": the CRD text says "If omitted or empty, this rule does not
+apply at ingress", and Cilium computes the default as ``len(Ingress) > 0 || len(IngressDeny)
+> 0`` (pkg/policy/api/rule.go Sanitize).  ``enableDefaultDeny: true`` without rules enforces
+nothing, because Cilium derives default deny per rule entry (pkg/policy/utils
+RulesToPolicyEntries); the CRD's ``anyOf`` makes such a policy invalid anyway.
+
+Empty rule.  A Cilium rule ``{}`` (no peer selector, no ``toPorts``) allows nothing; it only
+switches default deny on.  This is the documented way to deny all egress (docs
+security/policy/layer3 "Ingress/Egress Default Deny", example
+examples/policies/l3/egress-default-deny).  In a Kubernetes NetworkPolicy the empty rule
+``ingress: [{}]`` is the opposite: no ``from`` and no ``ports`` means all sources on all
+ports (kubernetes.io concepts/services-networking/network-policies, "allow all ingress").
+
+L4-only rule.  A Cilium rule with ``toPorts`` but no L3 selector applies to every peer,
+in-cluster or world: "only be able to emit packets using TCP on port 80, to any layer 3
+destination" (docs security/policy/layer4 "Example (L4)"; the policy engine substitutes the
+wildcard selector when L3 is empty, pkg/policy/l4.go).  A rule with peers and no ``toPorts``
+allows all ports and protocols.  An explicitly empty selector list (``fromEndpoints: []``)
+selects no peer (pkg/policy/utils mergeEndpointSelectors: "empty non-nil slices ... should not
+result in any identity being selected").
+
+Union and deny.  Allow rules are a union over every selecting policy of every kind; a
+matching ``ingressDeny``/``egressDeny`` rule wins over any allow, from any policy kind, and
+applies even where default deny is off (docs security/policy/deny "Deny policies take
+precedence over allow policies, regardless of whether they are a Cilium Network Policy, a
+Clusterwide Cilium Network Policy or even a Kubernetes Network Policy").
+
+Namespaces.  A CNP's ``endpointSelector`` only ever selects pods of the policy's namespace
+(docs security/policy/kubernetes "Namespaces": "The endpointSelector always applies to pods in
+the namespace associated with the CiliumNetworkPolicy").  Its peer selectors
+(``fromEndpoints``/``toEndpoints``) are scoped to the policy's namespace unless the selector
+names ``io.kubernetes.pod.namespace`` (with or without a ``k8s:``/``any:`` prefix, in
+matchLabels or matchExpressions) or an ``io.cilium.k8s.namespace.labels.*`` key; this follows
+the agent's translation (pkg/k8s/apis/cilium.io/utils getEndpointSelector).  The docs page says
+namespace-label keys are "ignored" in a CNP; the agent code does not ignore them, and the code is
+what runs.  A CNP without ``metadata.namespace`` lives in ``default``.  A CCNP is not scoped: its
+subject and peer selectors see pods of every namespace.
+
+Labels.  Selector keys may carry a source prefix: ``k8s:`` and ``any:`` match Kubernetes pod
+labels, an unprefixed key is ``any:``; any other source (``reserved:``, ``cidr:``, ...) never
+matches a pod label.  Besides its own labels a pod carries ``io.kubernetes.pod.namespace``,
+``io.cilium.k8s.namespace.labels.<key>`` for each namespace label (``kubernetes.io/metadata.name``
+always implied), ``io.cilium.k8s.policy.serviceaccount`` when known and
+``io.cilium.k8s.policy.cluster`` (docs security/policy/kubernetes).  matchLabels and
+matchExpressions (In, NotIn, Exists, DoesNotExist) follow the Kubernetes label-selector rules,
+so NotIn and DoesNotExist match a pod that lacks the key; ``{}`` selects everything in scope.
+
+Entities.  ``all`` matches everything; ``cluster`` matches every pod plus host, remote-node,
+init, health, unmanaged, ingress and kube-apiserver; ``world`` (and ``world-ipv4``/``-ipv6``)
+matches anything outside the cluster: entity world, a CIDR, an FQDN (docs security/policy/layer3
+"Entities based").  Treating kube-apiserver as part of ``cluster`` assumes an in-cluster control
+plane (the entity also covers an external one); say ``toEntities: [kube-apiserver]`` to be exact.
+A CIDR peer is assumed to lie outside the cluster, since the pod CIDRs are not known here.
+
+FQDN.  A ``toFQDNs`` allow only matches traffic when DNS of the pod goes through Cilium's DNS
+proxy: some egress rule of a selecting policy carries ``toPorts ... rules: {dns: [...]}`` (docs
+security/policy/language "DNS based"; without it Cilium never learns the addresses behind the
+name). The evaluator reports such traffic as denied, naming the toFQDNs rule. A catch-all
+``0.0.0.0/0`` rule matches an FQDN peer like any address of the world.
+
+CIDR.  ``fromCIDR``/``toCIDR``/``fromCIDRSet``/``toCIDRSet`` and NetworkPolicy ``ipBlock`` never
+match pods (docs layer3 "CIDR based": "to or from external services if the remote peer is not an
+endpoint"; Cilium enforces ipBlock the same way).  An External CIDR or IP matches a CIDR rule when
+it lies wholly inside the rule's CIDR and overlaps none of its ``except`` blocks; the entity
+``world`` matches only a ``0.0.0.0/0``/``::/0`` rule without excepts (docs: "Allowing to world is
+identical to allowing to CIDR 0.0.0.0/0").
+
+Ports.  ``toPorts.ports[].port`` is a number (a string in CNP YAML: ``"53"``), ``"0"``/absent for
+every port, or a container-port name, resolved against the *destination* pod's named ports
+(``PodClass.ports``; an External destination has none).  ``endPort`` makes an inclusive range and
+is ignored for named ports or when below ``port``.  A CNP protocol of ``ANY`` or none means TCP,
+UDP and SCTP (CRD text); an NP port's protocol defaults to TCP.  L7 ``rules`` are treated as
+allowing the port at L4 (the proxy then filters requests).  A rule with only ``icmps`` allows
+ICMP only.
+
+Kubernetes NetworkPolicy.  ``podSelector`` selects pods of the policy's namespace.
+``policyTypes`` defaults to Ingress, plus Egress when ``egress`` has rules; a direction listed in
+``policyTypes`` isolates the pod even with no rules (``ingress: []`` = deny all), a direction not
+listed is not isolated and its rules are ignored.  A peer with ``podSelector`` and
+``namespaceSelector`` ANDs them; ``podSelector`` alone means the policy's namespace;
+``namespaceSelector: {}`` means all namespaces.  ``from``/``to`` missing or empty means all peers,
+``ports`` missing or empty means all ports.
+
+Not modelled (reported in ``PolicySet.warnings`` when met): ``toServices``, ``fromGroups``/
+``toGroups``, CIDR groups, ``fromRequires``/``toRequires`` (removed in Cilium 1.19),
+``nodeSelector`` host policies (they select nodes, never pods), node labels (any ``fromNodes``/
+``toNodes`` selector matches the host and remote-node entities).  Cilium's
+``--allow-localhost`` default (the local host may always reach its pods) is modelled as an
+option of ``PolicySet`` that is on by default.
+
+The evaluator does no I/O and is deterministic: policies are ordered by kind, namespace, name,
+and the first matching rule in that order is the one reported.
+"""
+
+from __future__ import annotations
+
+from topogate.analysis.netpolicy.evaluate import PolicySet
+from topogate.analysis.netpolicy.model import (
+    KIND_CCNP,
+    KIND_CNP,
+    KIND_NP,
+    External,
+    Peer,
+    PodClass,
+    PolicyError,
+    PolicyRef,
+    RuleRef,
+    SideVerdict,
+    SourceRef,
+    Verdict,
+)
+from topogate.analysis.netpolicy.ports import PortRange
+
+__all__ = [
+    "KIND_CCNP",
+    "KIND_CNP",
+    "KIND_NP",
+    "External",
+    "Peer",
+    "PodClass",
+    "PolicyError",
+    "PolicyRef",
+    "PolicySet",
+    "PortRange",
+    "RuleRef",
+    "SideVerdict",
+    "SourceRef",
+    "Verdict",
+]

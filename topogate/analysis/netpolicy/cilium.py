@@ -1,0 +1,171 @@
+"""CiliumNetworkPolicy / CiliumClusterwideNetworkPolicy compilation: subjects, default deny,
+L3 peers of every kind and L4 ``toPorts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from topogate.analysis.netpolicy.model import (
+    _EGRESS,
+    _INGRESS,
+    _L4_PROTOCOLS,
+    KIND_CCNP,
+    PolicyRef,
+    RuleRef,
+    SourceRef,
+)
+from topogate.analysis.netpolicy.peers import (
+    _AnyPeer,
+    _EndpointMatcher,
+    _EntityMatcher,
+    _fqdn_regex,
+    _FQDNMatcher,
+    _Matcher,
+    _NodeMatcher,
+)
+from topogate.analysis.netpolicy.ports import _port_spec, _PortSpec
+from topogate.analysis.netpolicy.rules import PathMap, _CompilerBase, _Rule, _Unit
+from topogate.analysis.netpolicy.selectors import _compile_selector, _Selector
+
+
+class _CiliumCompiler(_CompilerBase):
+    """CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy into _Units."""
+
+    def cilium(self, obj: Mapping[str, Any], ref: SourceRef, paths: PathMap | None) -> list[_Unit]:
+        kind = str(obj.get("kind"))
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", "<unnamed>"))
+        ns: str | None = None if kind == KIND_CCNP else str(meta.get("namespace") or "default")
+        pref = PolicyRef(kind, ns, name, ref)
+        units: list[_Unit] = []
+        spec = obj.get("spec")
+        if isinstance(spec, Mapping):
+            units.append(self._cilium_rule(pref, spec, ("spec",), None, paths))
+        for i, sp in enumerate(obj.get("specs") or []):
+            if isinstance(sp, Mapping):
+                units.append(self._cilium_rule(pref, sp, ("specs", i), i, paths))
+        return units
+
+    def _cilium_rule(
+        self,
+        pref: PolicyRef,
+        spec: Mapping[str, Any],
+        base: tuple[str | int, ...],
+        spec_index: int | None,
+        paths: PathMap | None,
+    ) -> _Unit:
+        if "endpointSelector" in spec:
+            subject: _Selector | None = _compile_selector(spec.get("endpointSelector"))
+        else:
+            subject = None
+            if "nodeSelector" in spec:
+                self.warnings.append(f"{pref}: nodeSelector (host policy) selects nodes, not pods; ignored")
+        edd = spec.get("enableDefaultDeny") or {}
+        unit = _Unit(pref, pref.namespace, subject, False, {})
+        unit.dns_proxy = any(
+            isinstance(tp, Mapping) and isinstance(tp.get("rules"), Mapping) and tp["rules"].get("dns")
+            for r in (spec.get("egress") or []) if isinstance(r, Mapping)
+            for tp in (r.get("toPorts") or []))
+        for direction, allow_key, deny_key in ((_INGRESS, "ingress", "ingressDeny"), (_EGRESS, "egress", "egressDeny")):
+            allow = [r for r in (spec.get(allow_key) or []) if isinstance(r, Mapping)]
+            deny = [r for r in (spec.get(deny_key) or []) if isinstance(r, Mapping)]
+            has = bool(allow) or bool(deny)
+            unit.has_rules[direction] = has
+            # enableDefaultDeny.<dir>: false opts out; unset means "true if this direction has rules".
+            unit.enforce[direction] = has and edd.get(direction) is not False
+            for section, rules, is_deny in ((allow_key, allow, False), (deny_key, deny, True)):
+                for i, raw in enumerate(rules):
+                    rref = RuleRef(pref, section, i, self._src(paths, (*base, section, i), pref.source), spec_index)
+                    rule = self._cilium_peer_rule(rref, direction, is_deny, raw, pref)
+                    (unit.deny_rules if is_deny else unit.rules)[direction].append(rule)
+        return unit
+
+    def _cilium_peer_rule(
+        self, rref: RuleRef, direction: str, deny: bool, raw: Mapping[str, Any], pref: PolicyRef
+    ) -> _Rule:
+        pre = "from" if direction == _INGRESS else "to"
+        l3_keys = [
+            f"{pre}Endpoints",
+            f"{pre}Entities",
+            f"{pre}CIDR",
+            f"{pre}CIDRSet",
+            f"{pre}Nodes",
+            f"{pre}Groups",
+        ]
+        if direction == _EGRESS:
+            l3_keys += ["toFQDNs", "toServices"]
+        given = [k for k in l3_keys if k in raw and raw[k] is not None]
+        for k in (f"{pre}Groups", "toServices"):
+            if k in given:
+                self.warnings.append(f"{rref}: {k} is not modelled; it selects no peer here")
+        if raw.get(f"{pre}Requires"):
+            self.warnings.append(f"{rref}: {pre}Requires is not modelled (deprecated, removed in Cilium 1.19)")
+        matchers: list[_Matcher] = []
+        explicit_empty = False
+        for k in given:
+            items = raw[k]
+            if not isinstance(items, list):
+                continue
+            if not items:
+                explicit_empty = True
+            if k.endswith("Endpoints"):
+                for j, sel_raw in enumerate(items):
+                    if not isinstance(sel_raw, Mapping):
+                        # A null entry would read as {} and select every pod: refuse it.
+                        raise ValueError(f"{k}[{j}] is not a label selector")
+                    sel = _compile_selector(sel_raw)
+                    scope: str | None = pref.namespace
+                    # Cilium scopes a CNP peer selector to the policy namespace unless it names
+                    # the namespace or namespace labels (agent: getEndpointSelector).
+                    if scope is not None and (sel.names_namespace() or sel.names_namespace_labels()):
+                        scope = None
+                    matchers.append(_EndpointMatcher(sel, scope))
+            elif k.endswith("Entities"):
+                matchers.append(_EntityMatcher(frozenset(str(e) for e in items)))
+            elif k.endswith("CIDR"):
+                for c in items:
+                    m = self._cidr(str(c), [], rref)
+                    if m is not None:
+                        matchers.append(m)
+            elif k.endswith("CIDRSet"):
+                for c in items:
+                    if not isinstance(c, Mapping) or "cidr" not in c:
+                        self.warnings.append(f"{rref}: CIDR group references are not modelled")
+                        continue
+                    m = self._cidr(str(c["cidr"]), [str(x) for x in c.get("except") or []], rref)
+                    if m is not None:
+                        matchers.append(m)
+            elif k.endswith("Nodes"):
+                if items:
+                    matchers.append(_NodeMatcher())
+            elif k == "toFQDNs":
+                pats = tuple(
+                    _fqdn_regex(f.get("matchName"), f.get("matchPattern")) for f in items if isinstance(f, Mapping)
+                )
+                matchers.append(_FQDNMatcher(pats))
+        ports: list[_PortSpec] = []
+        has_l4 = False
+        for pr in raw.get("toPorts") or []:
+            if not isinstance(pr, Mapping):
+                continue
+            has_l4 = True
+            plist = pr.get("ports")
+            if not plist:
+                # A toPorts entry without ports (e.g. only L7 rules) applies to every port.
+                ports.append(_PortSpec(_L4_PROTOCOLS, 0, 0))
+            for p in plist or []:
+                if isinstance(p, Mapping):
+                    ports.append(_port_spec(p, _L4_PROTOCOLS))
+        icmp = bool(raw.get("icmps"))
+        has_l4 = has_l4 or icmp
+        if explicit_empty:
+            peers: tuple[_Matcher, ...] = ()  # an explicitly empty selector list selects nobody
+        elif given:
+            peers = tuple(matchers)
+        elif has_l4:
+            peers = (_AnyPeer(),)  # L4-only: every L3 peer (docs layer4 "Example (L4)")
+        else:
+            peers = ()  # the empty rule {} allows nothing (docs layer3 "Default Deny")
+        return _Rule(rref, direction, deny, peers, tuple(ports) if has_l4 else None, icmp)

@@ -1,0 +1,154 @@
+"""The value types of network-policy evaluation (pods, externals, references, verdicts) and
+the label and kind constants every other module of the package shares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# ---------------------------------------------------------------------------------------------
+# Public value types
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """Where a YAML object (or a part of it) came from; line and column are 1-based."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class PodClass:
+    """A class of pods with identical labels, i.e. what Cilium turns into one identity."""
+
+    namespace: str
+    labels: tuple[tuple[str, str], ...]
+    # kubernetes.io/metadata.name=<namespace> is always implied.
+    namespace_labels: tuple[tuple[str, str], ...] = ()
+    # Named container ports (name, number, protocol), for named ports in toPorts / NP ports.
+    ports: tuple[tuple[str, int, str], ...] = ()
+    service_account: str | None = None
+
+    def __str__(self) -> str:
+        shown = ",".join(f"{k}={v}" for k, v in self.labels)
+        return f"{self.namespace}/{{{shown}}}"
+
+
+@dataclass(frozen=True)
+class External:
+    """The non-pod side of a flow: an entity ("world", "host", "kube-apiserver", "cluster",
+    "remote-node", ...), a CIDR or single IP, or a DNS name (matched by toFQDNs)."""
+
+    entity: str | None = None
+    cidr: str | None = None
+    fqdn: str | None = None
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.entity, self.cidr, self.fqdn) if p]
+        return "/".join(parts) if parts else "world"
+
+
+Peer = PodClass | External
+
+
+@dataclass(frozen=True)
+class PolicyRef:
+    kind: str
+    namespace: str | None  # None for CiliumClusterwideNetworkPolicy
+    name: str
+    source: SourceRef
+
+    def __str__(self) -> str:
+        if self.namespace is None:
+            return f"{self.kind}/{self.name}"
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class RuleRef:
+    policy: PolicyRef
+    section: str  # "ingress" | "ingressDeny" | "egress" | "egressDeny"
+    index: int  # index of the rule inside its section
+    source: SourceRef
+    spec_index: int | None = None  # index into a CNP's ``specs`` list, None for ``spec``
+
+    def __str__(self) -> str:
+        where = "" if self.spec_index is None else f" of specs[{self.spec_index}]"
+        return f"{self.section} rule {self.index}{where} of {self.policy} ({self.source})"
+
+
+@dataclass(frozen=True)
+class SideVerdict:
+    enforced: bool  # is default deny in force in this direction
+    selected_by: tuple[PolicyRef, ...]
+    allowed: bool
+    decided_by: RuleRef | None  # the allow or deny rule that decided it
+    reason: str
+    # Policies that switched default deny on in this direction (empty when not enforced).
+    enforced_by: tuple[PolicyRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    egress: SideVerdict  # the sender side (not applicable when the sender is External)
+    ingress: SideVerdict  # the receiver side (not applicable when the receiver is External)
+
+    @property
+    def reason(self) -> str:
+        if not self.egress.allowed:
+            return f"egress: {self.egress.reason}"
+        if not self.ingress.allowed:
+            return f"ingress: {self.ingress.reason}"
+        return f"egress: {self.egress.reason}; ingress: {self.ingress.reason}"
+
+    @property
+    def decided_by(self) -> RuleRef | None:
+        """The rule that denied the flow, or None (default deny, or allowed)."""
+        if not self.egress.allowed:
+            return self.egress.decided_by
+        if not self.ingress.allowed:
+            return self.ingress.decided_by
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Constants
+# ---------------------------------------------------------------------------------------------
+
+KIND_CNP = "CiliumNetworkPolicy"
+KIND_CCNP = "CiliumClusterwideNetworkPolicy"
+KIND_NP = "NetworkPolicy"
+_KIND_ORDER = {KIND_CCNP: 0, KIND_CNP: 1, KIND_NP: 2}
+
+_NS_LABEL = "io.kubernetes.pod.namespace"
+_NS_LABELS_PREFIX = "io.cilium.k8s.namespace.labels."
+_SA_LABEL = "io.cilium.k8s.policy.serviceaccount"
+_CLUSTER_LABEL = "io.cilium.k8s.policy.cluster"
+_META_NAME = "kubernetes.io/metadata.name"
+
+_L4_PROTOCOLS = frozenset({"TCP", "UDP", "SCTP"})
+_MAX_PORT = 65535
+
+# What each External entity is a member of, for fromEntities/toEntities matching.
+_CLUSTER_MEMBERS = frozenset(
+    {"host", "remote-node", "init", "health", "unmanaged", "ingress", "kube-apiserver", "cluster"}
+)
+_WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
+_INGRESS = "ingress"
+_EGRESS = "egress"
+
+
+class PolicyError(ValueError):
+    """A policy object too malformed to evaluate (the API server would have rejected it)."""
+
+    def __init__(self, source: SourceRef, message: str):
+        super().__init__(f"{source.file}:{source.line}:{source.column}: {message}")
+        self.source = source
+        self.message = message

@@ -1,0 +1,178 @@
+"""Peer matchers: each answers "is this peer selected?" for one kind of L3 selector of a rule
+(endpoints, entities, CIDRs, FQDNs, nodes, NetworkPolicy peers).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from topogate.analysis.netpolicy.model import _CLUSTER_MEMBERS, _WORLD_ENTITIES, External, Peer, PodClass
+from topogate.analysis.netpolicy.selectors import _Selector
+
+if TYPE_CHECKING:
+    from topogate.analysis.netpolicy.evaluate import PolicySet
+
+
+class _Ctx:
+    """Per-evaluation helpers the matchers need (label views of pods), owned by the PolicySet."""
+
+    def __init__(self, pset: PolicySet) -> None:
+        self._pset = pset
+
+    def pod_labels(self, pod: PodClass) -> Mapping[str, str]:
+        return self._pset._pod_labels(pod)
+
+    def ns_labels(self, pod: PodClass) -> Mapping[str, str]:
+        return self._pset._ns_labels(pod)
+
+
+class _Matcher:
+    def matches(self, peer: Peer, ctx: _Ctx) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class _AnyPeer(_Matcher):
+    """Every peer: pods and everything outside (L4-only Cilium rules, NP rules without from/to)."""
+
+    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class _EndpointMatcher(_Matcher):
+    sel: _Selector
+    scope_ns: str | None  # None: any namespace
+
+    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+        if not isinstance(peer, PodClass):
+            return False  # endpoint selectors only select Cilium endpoints (pods)
+        if self.scope_ns is not None and peer.namespace != self.scope_ns:
+            return False
+        return self.sel.matches(ctx.pod_labels(peer))
+
+
+@dataclass(frozen=True)
+class _EntityMatcher(_Matcher):
+    entities: frozenset[str]
+
+    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+        ents = self.entities
+        if "all" in ents:
+            return True
+        if isinstance(peer, PodClass):
+            return "cluster" in ents
+        kind = _external_kind(peer)
+        if kind == "world":
+            if "world" in ents:
+                return True
+            version = _external_ip_version(peer)
+            return (version == 4 and "world-ipv4" in ents) or (version == 6 and "world-ipv6" in ents)
+        if kind in ents:
+            return True
+        return kind in _CLUSTER_MEMBERS and "cluster" in ents
+
+
+def _external_kind(peer: External) -> str:
+    """The entity an External stands for; CIDRs and FQDNs are taken to be outside the cluster."""
+    if peer.entity:
+        return "world" if peer.entity in _WORLD_ENTITIES else peer.entity
+    return "world"
+
+
+def _external_ip_version(peer: External) -> int | None:
+    if peer.entity == "world-ipv4":
+        return 4
+    if peer.entity == "world-ipv6":
+        return 6
+    if peer.cidr:
+        try:
+            return ipaddress.ip_network(peer.cidr, strict=False).version
+        except ValueError:
+            return None
+    return None
+
+
+IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@dataclass(frozen=True)
+class _CIDRMatcher(_Matcher):
+    net: IPNet
+    excepts: tuple[IPNet, ...]
+
+    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+        if not isinstance(peer, External):
+            return False  # CIDR rules never select pods (docs layer3 "CIDR based")
+        if peer.cidr is None:
+            # Only a catch-all CIDR is the same thing as the world entity (an FQDN resolves to
+            # some address of the world, so a catch-all matches it too).
+            return (
+                _external_kind(peer) == "world"
+                and self.net.prefixlen == 0
+                and not self.excepts
+                and (_external_ip_version(peer) in (None, self.net.version))
+            )
+        try:
+            ext = ipaddress.ip_network(peer.cidr, strict=False)
+        except ValueError:
+            return False
+        if ext.version != self.net.version or not ext.subnet_of(self.net):  # type: ignore[arg-type]
+            return False
+        return not any(ext.overlaps(x) for x in self.excepts)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _FQDNMatcher(_Matcher):
+    patterns: tuple[re.Pattern[str], ...]
+
+    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+        if not isinstance(peer, External) or not peer.fqdn:
+            return False
+        name = peer.fqdn.lower().rstrip(".")
+        return any(p.fullmatch(name) for p in self.patterns)
+
+
+def _fqdn_regex(match_name: str | None, match_pattern: str | None) -> re.Pattern[str]:
+    if match_name is not None:
+        return re.compile(re.escape(match_name.lower().rstrip(".")))
+    pat = (match_pattern or "").lower().rstrip(".")
+    if pat == "*":
+        return re.compile(r".*")  # a lone "*" matches every name
+    prefix = ""
+    if pat.startswith("**."):
+        prefix = r"(?:[-a-z0-9_]+\.)+"
+        pat = pat[3:]
+    body = "".join(r"[-a-z0-9_]*" if ch == "*" else re.escape(ch) for ch in pat)
+    return re.compile(prefix + body)
+
+
+@dataclass(frozen=True)
+class _NodeMatcher(_Matcher):
+    """fromNodes/toNodes: node labels are not modelled, so any node selector means host/remote-node."""
+
+    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+        return isinstance(peer, External) and peer.entity in ("host", "remote-node")
+
+
+@dataclass(frozen=True)
+class _NPPeerMatcher(_Matcher):
+    """A NetworkPolicy peer with podSelector and/or namespaceSelector (ANDed when both)."""
+
+    pod_sel: _Selector | None
+    ns_sel: _Selector | None
+    policy_ns: str
+
+    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+        if not isinstance(peer, PodClass):
+            return False
+        if self.ns_sel is None:
+            if peer.namespace != self.policy_ns:
+                return False
+        elif not self.ns_sel.matches(ctx.ns_labels(peer)):
+            return False
+        return self.pod_sel is None or self.pod_sel.matches(dict(peer.labels))

@@ -1,0 +1,112 @@
+"""Compiled rules and units (one subject selector with its rules), shared by both compilers
+and the evaluator.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from topogate.analysis.netpolicy.model import (
+    _EGRESS,
+    _INGRESS,
+    _KIND_ORDER,
+    External,
+    Peer,
+    PodClass,
+    PolicyRef,
+    RuleRef,
+    SourceRef,
+)
+from topogate.analysis.netpolicy.peers import _CIDRMatcher, _Ctx, _FQDNMatcher, _Matcher
+from topogate.analysis.netpolicy.ports import _PortSpec
+from topogate.analysis.netpolicy.selectors import _Selector
+
+# ---------------------------------------------------------------------------------------------
+# Compiled rules and policies
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rule:
+    ref: RuleRef
+    direction: str  # ingress | egress
+    deny: bool
+    peers: tuple[_Matcher, ...]  # union; empty = selects no peer
+    ports: tuple[_PortSpec, ...] | None  # None = every port and protocol
+    icmp: bool = False  # the rule carries icmps (so it only allows ICMP unless toPorts too)
+
+    def matches(self, peer: Peer, dst: Peer, port: int, proto: str, ctx: _Ctx) -> bool:
+        if proto == "ICMP":
+            if self.ports is not None and not self.icmp:
+                return False
+        elif self.ports is not None and not any(p.matches(port, proto, dst) for p in self.ports):
+            return False
+        return any(m.matches(peer, ctx) for m in self.peers)
+
+
+def _only_by_fqdn(rule: _Rule, peer: Peer, ctx: _Ctx) -> bool:
+    """Does this rule reach the peer only through a toFQDNs selector?"""
+    if not isinstance(peer, External) or not peer.fqdn:
+        return False
+    hits = [m for m in rule.peers if m.matches(peer, ctx)]
+    return bool(hits) and all(isinstance(m, _FQDNMatcher) for m in hits)
+
+
+@dataclass
+class _Unit:
+    """One subject selector with its rules: a CNP has one per ``spec``/``specs`` entry."""
+
+    policy: PolicyRef
+    subject_ns: str | None  # pods must be in this namespace (CNP, NP); None = any (CCNP)
+    subject: _Selector | None  # None: selects no pod (nodeSelector host policies)
+    np_labels_only: bool  # NP podSelector matches plain pod labels only
+    enforce: dict[str, bool]  # direction -> turns on default deny
+    rules: dict[str, list[_Rule]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
+    deny_rules: dict[str, list[_Rule]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
+    has_rules: dict[str, bool] = field(default_factory=lambda: {_INGRESS: False, _EGRESS: False})
+    # An egress rule sends DNS through Cilium's proxy (toPorts ... rules: {dns: ...}): without one,
+    # Cilium never learns the addresses behind a toFQDNs name.
+    dns_proxy: bool = False
+
+    def selects(self, pod: PodClass, ctx: _Ctx) -> bool:
+        if self.subject is None:
+            return False
+        if self.subject_ns is not None and pod.namespace != self.subject_ns:
+            return False
+        labels = dict(pod.labels) if self.np_labels_only else ctx.pod_labels(pod)
+        return self.subject.matches(labels)
+
+
+def _sort_key(ref: PolicyRef) -> tuple[int, str, str, str, int]:
+    return (_KIND_ORDER.get(ref.kind, 9), ref.namespace or "", ref.name, ref.source.file, ref.source.line)
+
+
+PathMap = Mapping[tuple[str | int, ...], SourceRef]
+
+
+class _CompilerBase:
+    """What the Cilium and NetworkPolicy compilers share: the warnings about what is not modelled,
+    source positions and CIDR peers."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def _src(self, paths: PathMap | None, path: tuple[str | int, ...], fallback: SourceRef) -> SourceRef:
+        if paths:
+            # The closest enclosing path that has a position.
+            for cut in range(len(path), 0, -1):
+                got = paths.get(path[:cut])
+                if got is not None:
+                    return got
+        return fallback
+
+    def _cidr(self, text: str, excepts: list[str], rref: RuleRef) -> _CIDRMatcher | None:
+        try:
+            net = ipaddress.ip_network(text, strict=False)
+            exc = tuple(ipaddress.ip_network(x, strict=False) for x in excepts)
+        except ValueError:
+            self.warnings.append(f"{rref}: invalid CIDR {text!r} ignored")
+            return None
+        return _CIDRMatcher(net, exc)

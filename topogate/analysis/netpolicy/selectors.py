@@ -1,0 +1,76 @@
+"""Label selectors as Cilium and Kubernetes read them: ``k8s:``/``any:`` source prefixes,
+matchLabels and matchExpressions, and whether a selector names the namespace (which lifts the
+namespace scoping of a CNP peer selector).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from topogate.analysis.netpolicy.model import _NS_LABEL, _NS_LABELS_PREFIX
+
+# ---------------------------------------------------------------------------------------------
+# Label selectors
+# ---------------------------------------------------------------------------------------------
+
+
+def _split_source(key: str) -> tuple[str, str]:
+    """Cilium label keys are ``source:key``; Kubernetes keys never contain ':'."""
+    if ":" in key:
+        src, _, rest = key.partition(":")
+        return src, rest
+    return "any", key
+
+
+@dataclass(frozen=True)
+class _Req:
+    key: str  # without source prefix
+    op: str  # In, NotIn, Exists, DoesNotExist
+    values: frozenset[str]
+    pod_source: bool  # False: a source (reserved:, cidr:, ...) pods never carry
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.pod_source and self.key in labels
+        if self.op == "In":
+            return present and labels[self.key] in self.values
+        if self.op == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.op == "Exists":
+            return present
+        if self.op == "DoesNotExist":
+            return not present
+        return False  # unknown operator: a selector that cannot be understood selects nothing
+
+
+@dataclass(frozen=True)
+class _Selector:
+    reqs: tuple[_Req, ...]
+    text: str  # for messages
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.reqs)
+
+    def names_namespace(self) -> bool:
+        return any(r.pod_source and r.key == _NS_LABEL for r in self.reqs)
+
+    def names_namespace_labels(self) -> bool:
+        return any(r.pod_source and r.key.startswith(_NS_LABELS_PREFIX) for r in self.reqs)
+
+
+def _compile_selector(raw: Any) -> _Selector:
+    if not isinstance(raw, Mapping):
+        raw = {}
+    reqs: list[_Req] = []
+    for k, v in sorted((raw.get("matchLabels") or {}).items()):
+        src, key = _split_source(str(k))
+        reqs.append(_Req(key, "In", frozenset({"" if v is None else str(v)}), src in ("k8s", "any")))
+    for expr in raw.get("matchExpressions") or []:
+        if not isinstance(expr, Mapping):
+            continue
+        src, key = _split_source(str(expr.get("key", "")))
+        values = frozenset(str(x) for x in (expr.get("values") or []))
+        reqs.append(_Req(key, str(expr.get("operator", "")), values, src in ("k8s", "any")))
+    text = ",".join(f"{r.key} {r.op} {sorted(r.values)}" for r in reqs) or "{}"
+    return _Selector(tuple(reqs), text)

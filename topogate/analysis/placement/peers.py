@@ -1,0 +1,84 @@
+"""Peers: pods outside the job (other jobs' groups) that affinity selectors may match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from topogate.analysis.jobs import TrainingJob
+from topogate.analysis.placement.model import JobPlacement, Pairs
+from topogate.analysis.scheduling import selector_matches
+
+# ---------------------------------------------------------------------------------------------
+# Peers: pods outside the job that affinity selectors may match
+
+
+@dataclass(frozen=True)
+class Peer:
+    object_id: str  # the object the pods belong to (never matched against its own job)
+    group: str
+    namespace: str
+    labels: Pairs
+    zones: tuple[str, ...]  # where its pods can land; () = it never runs
+
+
+class PeerIndex:
+    """Peers by namespace and label, so matching a selector costs the matches, not all peers."""
+
+    def __init__(self, peers: Iterable[Peer] = ()) -> None:
+        self._peers: list[Peer] = [p for p in peers if p.zones]
+        self._by_ns: dict[str, list[int]] = {}
+        self._by_label: dict[tuple[str, str, str], list[int]] = {}
+        self._by_key: dict[tuple[str, str], list[int]] = {}
+        for i, p in enumerate(self._peers):
+            self._by_ns.setdefault(p.namespace, []).append(i)
+            for k, v in p.labels:
+                self._by_label.setdefault((p.namespace, k, v), []).append(i)
+                self._by_key.setdefault((p.namespace, k), []).append(i)
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return tuple(sorted(self._by_ns))
+
+    def _candidates(self, selector: Mapping[str, Any], ns: str) -> list[int]:
+        ml = selector.get("matchLabels")
+        postings: list[list[int]] = []
+        if isinstance(ml, dict):
+            postings += [self._by_label.get((ns, str(k), str(v)), []) for k, v in ml.items()]
+        for req in selector.get("matchExpressions") or []:
+            if not isinstance(req, dict):
+                continue
+            key = str(req.get("key", ""))
+            if req.get("operator") == "In":
+                vals = req.get("values") if isinstance(req.get("values"), list) else []
+                assert isinstance(vals, list)
+                postings.append(sorted({i for v in vals for i in self._by_label.get((ns, key, str(v)), [])}))
+            elif req.get("operator") == "Exists":
+                postings.append(self._by_key.get((ns, key), []))
+        if postings:
+            return min(postings, key=len)
+        return self._by_ns.get(ns, [])
+
+    def match(self, selector: Any, namespaces: frozenset[str] | None, exclude: str = "") -> list[Peer]:
+        if not isinstance(selector, dict):
+            return []
+        out: list[Peer] = []
+        for ns in sorted(self._by_ns) if namespaces is None else sorted(namespaces):
+            for i in self._candidates(selector, ns):
+                p = self._peers[i]
+                if p.object_id != exclude and selector_matches(selector, dict(p.labels)):
+                    out.append(p)
+        return out
+
+
+def peers_of(placements: Iterable[tuple[TrainingJob, JobPlacement]]) -> list[Peer]:
+    """Every group of already placed jobs, as peers for the others."""
+    out: list[Peer] = []
+    for job, pl in placements:
+        for g in job.groups:
+            gp = pl.group(g.name)
+            if gp is not None and g.pods > 0:
+                out.append(Peer(job.object_id, g.name, job.namespace, g.labels, gp.zones))
+    return out

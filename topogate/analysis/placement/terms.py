@@ -1,0 +1,68 @@
+"""Required pod (anti-)affinity terms: which namespaces, groups and peers a term selects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from topogate.analysis.jobs import TrainingJob
+from topogate.analysis.placement.model import NAMESPACE_NAME_LABEL
+from topogate.analysis.placement.peers import Peer, PeerIndex
+from topogate.analysis.scheduling import selector_matches, with_label_keys
+
+# ---------------------------------------------------------------------------------------------
+# Terms
+
+
+@dataclass(frozen=True)
+class _Term:
+    selector: Any  # with matchLabelKeys/mismatchLabelKeys merged
+    namespaces: frozenset[str] | None  # None: every namespace
+    targets: frozenset[str]  # matched groups of this job
+    peers: tuple[Peer, ...]  # matched peers
+
+    @property
+    def peer_zones(self) -> set[str]:
+        return {z for p in self.peers for z in p.zones}
+
+
+def _term_namespaces(
+    term: Mapping[str, Any], own: str, known: Iterable[str], ns_labels: Mapping[str, Mapping[str, str]],
+) -> frozenset[str] | None:
+    names = {str(n) for n in (term.get("namespaces") or []) if n}
+    nsel = term.get("namespaceSelector")
+    if nsel is None:
+        return frozenset(names or {own})
+    if isinstance(nsel, dict) and not nsel.get("matchLabels") and not nsel.get("matchExpressions"):
+        return None  # {} selects every namespace (PodAffinityTerm API reference)
+    for ns in known:
+        labels = {NAMESPACE_NAME_LABEL: ns, **ns_labels.get(ns, {})}
+        if selector_matches(nsel, labels):
+            names.add(ns)
+    return frozenset(names)
+
+
+def _required_terms(spec: Mapping[str, Any], which: str) -> list[dict[str, Any]]:
+    aff = spec.get("affinity")
+    block = aff.get(which) if isinstance(aff, dict) else None
+    terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(block, dict) else None
+    return [t for t in terms if isinstance(t, dict)] if isinstance(terms, list) else []
+
+
+def _matches_peers(
+    job: TrainingJob, zone_key: str, index: PeerIndex, known: set[str],
+    ns_labels: Mapping[str, Mapping[str, str]],
+) -> bool:
+    for g in job.groups:
+        for which in ("podAffinity", "podAntiAffinity"):
+            for t in _required_terms(g.spec, which):
+                if t.get("topologyKey") != zone_key:
+                    continue
+                sel = with_label_keys(t.get("labelSelector"), g.label_map, t.get("matchLabelKeys"),
+                                      t.get("mismatchLabelKeys"))
+                nss = _term_namespaces(t, job.namespace, known | {job.namespace}, ns_labels)
+                if index.match(sel, nss, exclude=job.object_id):
+                    return True
+    return False
