@@ -85,6 +85,31 @@ class _CiliumCompiler(_CompilerBase):
     def _cilium_peer_rule(
         self, rref: RuleRef, direction: str, deny: bool, raw: Mapping[str, Any], pref: PolicyRef
     ) -> _Rule:
+        given = self._l3_keys(rref, direction, raw)
+        matchers: list[_Matcher] = []
+        explicit_empty = False
+        for k in given:
+            items = raw[k]
+            if not isinstance(items, list):
+                continue
+            if not items:
+                explicit_empty = True
+            matchers += self._l3_matchers(rref, k, items, pref)
+        ports, has_l4 = _to_ports(raw)
+        icmp = bool(raw.get("icmps"))
+        has_l4 = has_l4 or icmp
+        if explicit_empty:
+            peers: tuple[_Matcher, ...] = ()  # an explicitly empty selector list selects nobody
+        elif given:
+            peers = tuple(matchers)
+        elif has_l4:
+            peers = (_AnyPeer(),)  # L4-only: every L3 peer (docs layer4 "Example (L4)")
+        else:
+            peers = ()  # the empty rule {} allows nothing (docs layer3 "Default Deny")
+        return _Rule(rref, direction, deny, peers, tuple(ports) if has_l4 else None, icmp)
+
+    def _l3_keys(self, rref: RuleRef, direction: str, raw: Mapping[str, Any]) -> list[str]:
+        """The L3 peer keys the rule sets, warning about those not modelled."""
         pre = "from" if direction == _INGRESS else "to"
         l3_keys = [
             f"{pre}Endpoints",
@@ -102,70 +127,69 @@ class _CiliumCompiler(_CompilerBase):
                 self.warnings.append(f"{rref}: {k} is not modelled; it selects no peer here")
         if raw.get(f"{pre}Requires"):
             self.warnings.append(f"{rref}: {pre}Requires is not modelled (deprecated, removed in Cilium 1.19)")
+        return given
+
+    def _l3_matchers(self, rref: RuleRef, k: str, items: list[Any], pref: PolicyRef) -> list[_Matcher]:
+        """The matchers of one L3 key (``fromEndpoints``, ``toCIDRSet``, ...) of a rule."""
         matchers: list[_Matcher] = []
-        explicit_empty = False
-        for k in given:
-            items = raw[k]
-            if not isinstance(items, list):
-                continue
-            if not items:
-                explicit_empty = True
-            if k.endswith("Endpoints"):
-                for j, sel_raw in enumerate(items):
-                    if not isinstance(sel_raw, Mapping):
-                        # A null entry would read as {} and select every pod: refuse it.
-                        raise ValueError(f"{k}[{j}] is not a label selector")
-                    sel = _compile_selector(sel_raw)
-                    scope: str | None = pref.namespace
-                    # Cilium scopes a CNP peer selector to the policy namespace unless it names
-                    # the namespace or namespace labels (agent: getEndpointSelector).
-                    if scope is not None and (sel.names_namespace() or sel.names_namespace_labels()):
-                        scope = None
-                    matchers.append(_EndpointMatcher(sel, scope))
-            elif k.endswith("Entities"):
-                matchers.append(_EntityMatcher(frozenset(str(e) for e in items)))
-            elif k.endswith("CIDR"):
-                for c in items:
-                    m = self._cidr(str(c), [], rref)
-                    if m is not None:
-                        matchers.append(m)
-            elif k.endswith("CIDRSet"):
-                for c in items:
-                    if not isinstance(c, Mapping) or "cidr" not in c:
-                        self.warnings.append(f"{rref}: CIDR group references are not modelled")
-                        continue
-                    m = self._cidr(str(c["cidr"]), [str(x) for x in c.get("except") or []], rref)
-                    if m is not None:
-                        matchers.append(m)
-            elif k.endswith("Nodes"):
-                if items:
-                    matchers.append(_NodeMatcher())
-            elif k == "toFQDNs":
-                pats = tuple(
-                    _fqdn_regex(f.get("matchName"), f.get("matchPattern")) for f in items if isinstance(f, Mapping)
-                )
-                matchers.append(_FQDNMatcher(pats))
-        ports: list[_PortSpec] = []
-        has_l4 = False
-        for pr in raw.get("toPorts") or []:
-            if not isinstance(pr, Mapping):
-                continue
-            has_l4 = True
-            plist = pr.get("ports")
-            if not plist:
-                # A toPorts entry without ports (e.g. only L7 rules) applies to every port.
-                ports.append(_PortSpec(_L4_PROTOCOLS, 0, 0))
-            for p in plist or []:
-                if isinstance(p, Mapping):
-                    ports.append(_port_spec(p, _L4_PROTOCOLS))
-        icmp = bool(raw.get("icmps"))
-        has_l4 = has_l4 or icmp
-        if explicit_empty:
-            peers: tuple[_Matcher, ...] = ()  # an explicitly empty selector list selects nobody
-        elif given:
-            peers = tuple(matchers)
-        elif has_l4:
-            peers = (_AnyPeer(),)  # L4-only: every L3 peer (docs layer4 "Example (L4)")
-        else:
-            peers = ()  # the empty rule {} allows nothing (docs layer3 "Default Deny")
-        return _Rule(rref, direction, deny, peers, tuple(ports) if has_l4 else None, icmp)
+        if k.endswith("Endpoints"):
+            matchers += _endpoint_matchers(k, items, pref)
+        elif k.endswith("Entities"):
+            matchers.append(_EntityMatcher(frozenset(str(e) for e in items)))
+        elif k.endswith("CIDR"):
+            for c in items:
+                m = self._cidr(str(c), [], rref)
+                if m is not None:
+                    matchers.append(m)
+        elif k.endswith("CIDRSet"):
+            for c in items:
+                if not isinstance(c, Mapping) or "cidr" not in c:
+                    self.warnings.append(f"{rref}: CIDR group references are not modelled")
+                    continue
+                m = self._cidr(str(c["cidr"]), [str(x) for x in c.get("except") or []], rref)
+                if m is not None:
+                    matchers.append(m)
+        elif k.endswith("Nodes"):
+            if items:
+                matchers.append(_NodeMatcher())
+        elif k == "toFQDNs":
+            pats = tuple(
+                _fqdn_regex(f.get("matchName"), f.get("matchPattern")) for f in items if isinstance(f, Mapping)
+            )
+            matchers.append(_FQDNMatcher(pats))
+        return matchers
+
+
+def _endpoint_matchers(k: str, items: list[Any], pref: PolicyRef) -> list[_Matcher]:
+    """``fromEndpoints``/``toEndpoints``: label selectors, scoped like the agent scopes them."""
+    matchers: list[_Matcher] = []
+    for j, sel_raw in enumerate(items):
+        if not isinstance(sel_raw, Mapping):
+            # A null entry would read as {} and select every pod: refuse it.
+            raise ValueError(f"{k}[{j}] is not a label selector")
+        sel = _compile_selector(sel_raw)
+        scope: str | None = pref.namespace
+        # Cilium scopes a CNP peer selector to the policy namespace unless it names
+        # the namespace or namespace labels (agent: getEndpointSelector).
+        if scope is not None and (sel.names_namespace() or sel.names_namespace_labels()):
+            scope = None
+        matchers.append(_EndpointMatcher(sel, scope))
+    return matchers
+
+
+def _to_ports(raw: Mapping[str, Any]) -> tuple[list[_PortSpec], bool]:
+    """(port specs of the rule's ``toPorts``, whether it has any toPorts entry)."""
+    ports: list[_PortSpec] = []
+    has_l4 = False
+    for pr in raw.get("toPorts") or []:
+        if not isinstance(pr, Mapping):
+            continue
+        has_l4 = True
+        plist = pr.get("ports")
+        if not plist:
+            # A toPorts entry without ports (e.g. only L7 rules) applies to every port.
+            ports.append(_PortSpec(_L4_PROTOCOLS, 0, 0))
+        for p in plist or []:
+            if isinstance(p, Mapping):
+                ports.append(_port_spec(p, _L4_PROTOCOLS))
+    return ports, has_l4
