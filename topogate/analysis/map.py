@@ -6,46 +6,35 @@ job is groups x groups flows plus groups x pools fits; nothing iterates over pod
 of jobs. The boundary probe compares each job with one representative of every other network
 zone, which keeps it linear in jobs.
 
-Which cluster a manifest belongs to: `--cluster`, else the inventory workload of the same
-Kind/namespace/name, else a `clusters/<name>/` component in its path (the generated layout),
-else the inventory's only cluster. Policies that match no cluster apply to every cluster.
+Which cluster a manifest belongs to: see ``analysis.clusters``. Where findings point: see
+``analysis.locate``. The boundary probe: ``analysis.boundary``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from topogate.analysis import placement as placement_mod
+from topogate.analysis.boundary import Opening, _boundary_probe, _network_zone_of
+from topogate.analysis.clusters import assign_clusters
 from topogate.analysis.jobs import TrainingJob, find_jobs
-from topogate.analysis.netpolicy import PodClass, PolicySet, RuleRef, SourceRef, Verdict
+from topogate.analysis.locate import RuleLocator, _pos, inventory_source
+from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef, Verdict
 from topogate.analysis.placement import JobPlacement
+from topogate.analysis.pods import _pod_class, _pod_template
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
 from topogate.analysis.scheduling import selector_matches
-from topogate.inventory.model import (
-    MANAGED_BY_LABEL,
-    NETWORK_ZONE_LABEL,
-    NOWHERE,
-    WORKLOAD_LABEL,
-    Cluster,
-    Inventory,
-    Position,
-    Workload,
-)
+from topogate.inventory.model import NETWORK_ZONE_LABEL, NOWHERE, Cluster, Inventory, Position
 from topogate.kinds import KINDS
 from topogate.manifests import K8sObject
 
 POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
 KUBE_DNS = PodClass("kube-system", (("k8s-app", "kube-dns"),))
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-# The port the boundary probe asks about: the PyTorch rendezvous port, the connection a split job
-# needs first. A policy that opens a boundary wide (entities, empty selectors, port ranges) opens
-# it too; each extra port costs two evaluations per job and network zone (measured: the probe
-# was half of all evaluations at 5,000 jobs with two ports).
-PROBE_PORTS = (23456,)
 WELL_KNOWN_ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 
 
@@ -59,21 +48,6 @@ class LabelLie:
     policies: tuple[str, ...]  # policies that select on the key
     pos: Position
     kind: str = "zone"  # "zone" or "network-zone"
-
-
-@dataclass(frozen=True)
-class Opening:
-    cluster: str
-    src_object: str
-    src_group: str
-    src_nz: str
-    dst_object: str
-    dst_group: str
-    dst_nz: str
-    port: int
-    reason: str
-    decided_by: str
-    pos: Position
 
 
 @dataclass(frozen=True)
@@ -96,67 +70,6 @@ class MapFacts:
     spread_splits: tuple[SpreadSplit, ...] = ()
     unprotected: tuple[tuple[str, Position], ...] = ()
     unassigned: tuple[tuple[str, Position], ...] = ()
-
-
-def _pos(src: Any) -> Position:
-    """Positions stay lazy (resolved only for findings); foreign ones are copied."""
-    if src is None:
-        return NOWHERE
-    if isinstance(src, Position):
-        return src
-    return Position(str(src.file), int(src.line), int(src.column))
-
-
-def _cluster_from_path(obj: K8sObject, names: Sequence[str]) -> str | None:
-    for text in (obj.pos.file, obj.built_from):
-        parts = text.replace("\\", "/").split("/")
-        for i, p in enumerate(parts[:-1]):
-            if p == "clusters" and parts[i + 1].split(" ")[0] in names:
-                return parts[i + 1].split(" ")[0]
-    return None
-
-
-def assign_clusters(inv: Inventory, objects: Iterable[K8sObject],
-                    override: str | None) -> dict[str | None, list[K8sObject]]:
-    names = [c.name for c in inv.clusters]
-    by_id: dict[tuple[str, str, str], Workload] = {(w.kind, w.namespace, w.name): w for w in inv.workloads}
-    by_name: dict[tuple[str, str], list[Workload]] = defaultdict(list)
-    for wl in inv.workloads:
-        by_name[(wl.kind, wl.name)].append(wl)
-    out: dict[str | None, list[K8sObject]] = defaultdict(list)
-    for o in objects:
-        w = by_id.get((o.kind, o.namespace or "default", o.name))
-        if w is None and not o.namespace and len(by_name.get((o.kind, o.name), [])) == 1:
-            # A base manifest without a namespace: the overlay will set the workload's.
-            w = by_name[(o.kind, o.name)][0]
-            o = _in_namespace(o, w.namespace)
-        own = w.cluster if w is not None else _cluster_from_path(o, names)
-        c: str | None
-        if override:
-            if own is not None and own != override:
-                continue  # the inventory (or its path) puts it in another cluster: not analysed
-            c = override
-        else:
-            c = own if own is not None else (names[0] if len(names) == 1 else None)
-        out[c].append(o)
-    return out
-
-
-def _in_namespace(o: K8sObject, ns: str) -> K8sObject:
-    obj = dict(o.obj)
-    obj["metadata"] = {**(obj.get("metadata") or {}), "namespace": ns}
-    return dataclasses.replace(o, obj=obj)
-
-
-def _pod_class(ns: str, labels: Iterable[tuple[str, str]], spec: dict[str, Any],
-               pset: PolicySet) -> PodClass:
-    ports: list[tuple[str, int, str]] = []
-    for c in spec.get("containers") or []:
-        for p in (c.get("ports") or []) if isinstance(c, dict) else []:
-            if isinstance(p, dict) and p.get("name") and isinstance(p.get("containerPort"), int):
-                ports.append((str(p["name"]), int(p["containerPort"]), str(p.get("protocol", "TCP"))))
-    return PodClass(ns, tuple(sorted(labels)), pset.namespace_labels(ns), tuple(sorted(ports)),
-                    spec.get("serviceAccountName") or None)
 
 
 def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Verdict] | None:
@@ -195,51 +108,6 @@ def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str) -> list[st
                 risks.append(f"{g.name} may be scheduled first in {z}, where {', '.join(stuck)} cannot "
                              "run; everything that follows it waits Pending")
     return risks
-
-
-def inventory_source(inv: Inventory, cluster: Cluster, o: K8sObject) -> Position | None:
-    """For an object topogate generated, the inventory entry that produced it: a finding on it
-    belongs there, since the generated file is rewritten by the next `generate`."""
-    md = o.obj.get("metadata")
-    labels = md.get("labels") if isinstance(md, dict) else None
-    if not isinstance(labels, dict) or labels.get(MANAGED_BY_LABEL) != "topogate":
-        return None
-    wl = labels.get(WORKLOAD_LABEL)
-    if wl:
-        w = next((w for w in inv.workloads_of(cluster.name)
-                  if w.name == wl and w.namespace == (o.namespace or "default")), None)
-        return w.pos if w is not None else None
-    nz = cluster.network_zone(str(labels.get(NETWORK_ZONE_LABEL, "")))
-    return nz.pos if nz is not None else None
-
-
-def _policy_key(kind: str, namespace: str | None, name: str) -> str:
-    """Policy refs as the evaluator prints them: clusterwide ones have no namespace."""
-    if kind == "CiliumClusterwideNetworkPolicy":
-        return f"{kind}/{name}"
-    return f"{kind}/{namespace or 'default'}/{name}"
-
-
-class RuleLocator:
-    """The line of the rule that decided a flow, found lazily in the policy's own file, or the
-    inventory entry behind it when topogate generated the policy."""
-
-    def __init__(self, policy_objs: Iterable[K8sObject], inv: Inventory, cluster: Cluster):
-        self.by_ref = {_policy_key(o.kind, o.namespace, o.name): o for o in policy_objs}
-        self.inv = inv
-        self.cluster = cluster
-
-    def __call__(self, rule: RuleRef | None) -> Position:
-        if rule is None:
-            return NOWHERE
-        obj = self.by_ref.get(str(rule.policy))
-        if obj is None:
-            return Position(rule.source.file, rule.source.line, rule.source.column)
-        generated = inventory_source(self.inv, self.cluster, obj)
-        if generated is not None:
-            return generated
-        base: tuple[str | int, ...] = ("spec",) if rule.spec_index is None else ("specs", rule.spec_index)
-        return obj.locate((*base, rule.section, rule.index))
 
 
 def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, purpose: str,
@@ -454,11 +322,6 @@ def _spread_effect(jm: JobMap, gm: GroupMap | None) -> str:
     return "latent"
 
 
-def _network_zone_of(cluster: Cluster, jm: JobMap) -> str | None:
-    nzs = {n.name for z in jm.zones if (n := cluster.network_zone_of(z))}
-    return nzs.pop() if len(nzs) == 1 else None
-
-
 def build_map(inv: Inventory, objects: Sequence[K8sObject],
               override: str | None = None) -> tuple[list[JobMap], MapFacts]:
     by_cluster = assign_clusters(inv, objects, override)
@@ -538,60 +401,3 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     return sorted(jobs_out, key=lambda j: (j.cluster, j.object)), facts
 
 
-def _pod_template(o: K8sObject) -> dict[str, Any] | None:
-    spec = o.obj.get("spec")
-    if not isinstance(spec, dict):
-        return None
-    if o.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
-        t = spec.get("template")
-        return t if isinstance(t, dict) else None
-    if o.kind == "CronJob":
-        t = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template")
-        return t if isinstance(t, dict) else None
-    if o.kind == "Pod":
-        return {"metadata": o.obj.get("metadata") or {}, "spec": spec}
-    return None
-
-
-def _boundary_probe(cm: _ClusterMap, cluster: Cluster,
-                    jobs: list[tuple[JobMap, dict[str, PodClass]]],
-                    reps: dict[str, tuple[str, PodClass | None, str]]) -> list[Opening]:
-    """Does any policy let a job talk to a pod of another network zone? One representative per
-    network zone keeps this linear in jobs while still catching wide allows (entities, `{}`);
-    the probe asks about the ports training uses (PROBE_PORTS), not every port, so a policy
-    that opens only, say, 8080 across the boundary is not this rule's business."""
-    out: list[Opening] = []
-    if len(reps) < 2:
-        return out
-    for jm, classes in jobs:
-        nz = _network_zone_of(cluster, jm)
-        if nz is None or not jm.groups:
-            continue
-        first = jm.groups[0].name
-        mine = classes[first]
-        for other_nz, (robj, rep, rgroup) in sorted(reps.items()):
-            if other_nz == nz:
-                continue
-            rpc = rep or PodClass(jm.namespace, ((NETWORK_ZONE_LABEL, other_nz),),
-                                  cm.pset.namespace_labels(jm.namespace))
-            for src, dst, s_obj, s_grp, d_obj, d_grp, s_nz, d_nz in (
-                (mine, rpc, jm.object, first, robj, rgroup, nz, other_nz),
-                (rpc, mine, robj, rgroup, jm.object, first, other_nz, nz),
-            ):
-                hit = next(((port, cm.pset.evaluate(src, dst, port, "TCP")) for port in PROBE_PORTS
-                            if cm.pset.allows(src, dst, port, "TCP")), None)
-                if hit is not None:
-                    port, v = hit
-                    rule = v.ingress.decided_by or v.egress.decided_by
-                    where = cm.locate_rule(rule) if rule else jm.pos
-                    out.append(Opening(cluster.name, s_obj, s_grp, s_nz, d_obj, d_grp, d_nz,
-                                       port, v.reason, str(rule.policy) if rule else "", where))
-    # one finding per (policy position, network-zone pair) is enough to act on
-    seen: set[tuple[Any, ...]] = set()
-    uniq: list[Opening] = []
-    for o in out:
-        key = (o.pos, o.src_nz, o.dst_nz, o.src_object, o.dst_object)
-        if key not in seen:
-            seen.add(key)
-            uniq.append(o)
-    return uniq
