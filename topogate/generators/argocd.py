@@ -13,6 +13,7 @@ Order. Argo CD applies one Application's resources wave by wave, and starts a wa
 the previous one is applied and healthy. So one Application per cluster carries both layers, and
 the wrapper kustomization stamps the waves onto the built objects:
 
+    wave -3  Kueue objects (when `kueue:`)    the queues and flavors the jobs are admitted by
     wave -2  CiliumClusterwideNetworkPolicy   the network layer: the doors between network zones
     wave -1  CiliumNetworkPolicy              each job's allow-list
     wave  0  everything else                  the jobs
@@ -57,7 +58,20 @@ WAVES: tuple[tuple[str, str, str], ...] = (
     ("cilium.io/v2", "CiliumClusterwideNetworkPolicy", "-2"),
     ("cilium.io/v2", "CiliumNetworkPolicy", "-1"),
 )
+# The cluster machinery of the opt-ins goes first of all: a job that names a Kueue queue, or
+# that an admission policy must see, is created only after them.
+KUEUE_WAVE = "-3"
 SYNC_OPTIONS = ("PruneLast=true",)
+
+
+def waves(cluster: Cluster) -> tuple[tuple[str, str, str], ...]:
+    """WAVES plus the waves of the opt-in objects the cluster has (a patch only for kinds that
+    are there, so a cluster without them builds exactly as before)."""
+    extra: tuple[tuple[str, str, str], ...] = ()
+    if cluster.kueue is not None:
+        extra += tuple(("kueue.x-k8s.io/v1beta2", k, KUEUE_WAVE)
+                       for k in ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue"))
+    return extra + WAVES
 
 
 def repo_path(inv: Inventory, *parts: str) -> str:
@@ -90,7 +104,7 @@ def wrapper(cluster: Cluster) -> dict[str, Any]:
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": [f"../../../clusters/{cluster.name}"],
-        "patches": [_wave_patch(a, k, w) for a, k, w in WAVES],
+        "patches": [_wave_patch(a, k, w) for a, k, w in waves(cluster)],
     }
 
 

@@ -29,8 +29,9 @@ and healthy (`dependsOn` plus `wait: true`):
 
     topogate-<c>-network        clusters/<c>/network: the CiliumClusterwideNetworkPolicies
     topogate-<c>-job-policies   each job's CiliumNetworkPolicy            dependsOn network
+    topogate-<c>-kueue          clusters/<c>/kueue (only with `kueue:`): Topology, flavors, queues
     topogate-<c>-workloads      the jobs (and whatever else their bases hold)
-                                                              dependsOn network, job-policies
+                                                dependsOn network, job-policies (, kueue)
 
 so no training pod exists before both the boundary and its own allow-list are in place: the
 same order Argo CD gets from sync waves -2/-1/0. The workloads layer waits too: for PyTorchJob
@@ -105,6 +106,30 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # this Kustomization, not the policies or the jobs.
     "monitoring": (),
 }
+# Opt-in layers (clusters with `kueue:`), each applied before the workloads: a job that
+# names a queue before its LocalQueue exists waits inadmissible.
+OPTIONAL_LAYERS = ("kueue",)
+
+
+def layers(cluster: Cluster) -> dict[str, tuple[str, ...]]:
+    """The cluster's layers and what each depends on: LAYERS plus the opt-in layers it uses."""
+    extra = tuple(name for name, on in (("kueue", cluster.kueue is not None),) if on)
+    out: dict[str, tuple[str, ...]] = {}
+    for name, deps in LAYERS.items():
+        if name == "workloads":
+            out.update({x: () for x in extra})
+            deps = deps + extra
+        out[name] = deps
+    return out
+
+
+def layer_path(inv: Inventory, cluster: Cluster, layer: str) -> str:
+    """Where a layer's kustomization lives: the cluster tree's own directories where one holds
+    exactly that layer, `flux/<c>/<layer>` where Flux needs a directory of its own."""
+    own = {"network": ("clusters", cluster.name, "network"),
+           "kueue": ("clusters", cluster.name, "kueue"),
+           "monitoring": ("monitoring", cluster.name)}
+    return repo_path(inv, *own.get(layer, ("flux", cluster.name, layer)))
 
 # Health of the training-job kinds that report a Running condition (Kubeflow v1 / MPI v2beta1).
 # `has(status.conditions)` first: reading a missing field is an evaluation error in Flux, and an
@@ -168,7 +193,7 @@ def kustomization(inv: Inventory, cluster: Cluster, layer: str, path: str,
         "prune": True,
         "wait": True,
     }
-    depends_on = LAYERS[layer]
+    depends_on = layers(cluster)[layer]
     if depends_on:
         spec["dependsOn"] = [{"name": kustomization_name(cluster.name, d)} for d in depends_on]
     if health:
@@ -223,13 +248,10 @@ def render(inv: Inventory) -> list[OutputFile]:
         base = f"flux/{c.name}"
         wls = sorted(inv.workloads_of(c.name), key=lambda w: (w.namespace, w.name))
         kinds = sorted({w.kind for w in wls})
-        layers = (
-            kustomization(inv, c, "network", repo_path(inv, "clusters", c.name, "network")),
-            kustomization(inv, c, "job-policies", repo_path(inv, base, "job-policies")),
-            kustomization(inv, c, "workloads", repo_path(inv, base, "workloads"),
-                          health=[HEALTH_EXPRS[k] for k in kinds if k in HEALTH_EXPRS]),
-            kustomization(inv, c, "monitoring", repo_path(inv, "monitoring", c.name)),
-        )
+        health = [HEALTH_EXPRS[k] for k in kinds if k in HEALTH_EXPRS]
+        ks = tuple(kustomization(inv, c, layer, layer_path(inv, c, layer),
+                                 health=health if layer == "workloads" else None)
+                   for layer in layers(c))
         entry = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization",
                  "resources": ["gitrepository.yaml", "kustomizations.yaml"]}
         policies = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization",
@@ -243,7 +265,7 @@ def render(inv: Inventory) -> list[OutputFile]:
         files += [
             OutputFile(f"{base}/kustomization.yaml", (entry,), source=c.pos),
             OutputFile(f"{base}/gitrepository.yaml", (git_repository(inv, c),), source=inv.gitops.pos),
-            OutputFile(f"{base}/kustomizations.yaml", layers, source=c.pos),
+            OutputFile(f"{base}/kustomizations.yaml", ks, source=c.pos),
             OutputFile(f"{base}/job-policies/kustomization.yaml", (policies,), source=c.pos),
             OutputFile(f"{base}/workloads/kustomization.yaml", (workloads,), source=c.pos),
         ]

@@ -259,8 +259,10 @@ def render(inv: Inventory, out_dir: str) -> list[OutputFile]:
     out: list[OutputFile] = []
     for c in sorted(inv.clusters, key=lambda c: c.name):
         wls = sorted(inv.workloads_of(c.name), key=lambda w: (w.namespace, w.name))
-        # Network first: the doors exist before any job they guard is created.
-        resources = ["network"] + [f"workloads/{w.namespace}/{w.name}" for w in wls]
+        # Network first: the doors exist before any job they guard is created; then the
+        # cluster machinery that places and admits the jobs (Kueue, admission), then the jobs.
+        resources = ["network"] + (["kueue"] if c.kueue else []) + [
+            f"workloads/{w.namespace}/{w.name}" for w in wls]
         out.append(OutputFile(f"clusters/{c.name}/kustomization.yaml", (cilium.kustomization(resources),),
                               source=c.pos))
         for w in wls:
