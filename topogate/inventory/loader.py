@@ -46,6 +46,7 @@ from topogate.inventory.model import (
     Workload,
     Zone,
     follow_zones,
+    kueue_groupable,
 )
 from topogate.inventory.yamlpos import MAX_EXPANDED_NODES, Located, YamlReadError, YPath, read_yaml
 
@@ -687,15 +688,6 @@ def _line_of(f: Path, needle: str) -> Position:
     except (OSError, UnicodeDecodeError):
         pass
     return Position(_shown(f), 1, 1)
-
-
-def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
-    """Whether Kueue can fit all of a job's pod sets into one topology domain: a single pod
-    set, or a PodSet group of exactly two where one has one pod (Kueue's
-    ValidatePodSetGroupingTopology)."""
-    if len(groups) == 1:
-        return True
-    return len(groups) == 2 and min(g.replicas for g in groups) == 1
 
 
 def _quantity(v: Any) -> str | None:

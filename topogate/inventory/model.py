@@ -301,3 +301,12 @@ def follow_zones(cluster: Cluster, nz: NetworkZone, w: Workload) -> tuple[str, .
         return bool(pools) and per_node >= need_per_pod and sum(p.gpus for p in pools) >= w.gpus
 
     return tuple(z for z in sorted(nz.zones) if whole_job_fits(z))
+
+
+def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
+    """Whether Kueue can fit all of a job's pod sets into one topology domain: a single pod
+    set, or a PodSet group of exactly two of which one is a single pod (the grouping rule Kueue's
+    job webhooks enforce; docs/kueue.md)."""
+    if len(groups) == 1:
+        return True
+    return len(groups) == 2 and min(g.replicas for g in groups) == 1
