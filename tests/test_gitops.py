@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import FIXTURES, REPO, crd_errors, kubectl, kustomize_build
 
-from topogate.generators import argocd, flux, kueue, render_files, render_tree
+from topogate.generators import admission, argocd, flux, kueue, render_files, render_tree
 from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import GitOps, Inventory
 
@@ -126,12 +126,15 @@ def test_argocd_waves_put_network_first(multi: tuple[Inventory, Path]) -> None:
         assert jobs, c.name
         # Argo CD applies lower waves first and waits for them to be healthy.
         assert max(net) < min(cnp) and max(cnp) < min(jobs), waves
-        # Kueue's objects (gpu-east only) come before every job they admit.
+        # Kueue's objects (gpu-east only) and the admission policy (both clusters) come before
+        # every job they admit: a job created before its policy would never be checked.
         queued = [w for (k, _, _), w in waves.items() if k in kueue.KINDS]
         assert bool(queued) == (c.kueue is not None), c.name
         assert not queued or max(queued) < min(jobs), waves
         if c.kueue is not None:
             assert {k for k, _, _ in waves} >= set(kueue.KINDS)
+        guards = [w for (k, _, _), w in waves.items() if k in admission.KINDS]
+        assert len(guards) == 2 and max(guards) < min(jobs), waves
 
 
 def test_argocd_applications(multi: tuple[Inventory, Path]) -> None:
@@ -188,9 +191,9 @@ def test_flux_layers(multi: tuple[Inventory, Path]) -> None:
         assert "secretRef" not in repos[0]["spec"]  # the example repository is public
         net, pol, wl, mon = (ks[flux.kustomization_name(c.name, layer)]
                              for layer in ("network", "job-policies", "workloads", "monitoring"))
-        optional = [x for x in flux.OPTIONAL_LAYERS if x in flux.layers(c)]
-        # gpu-east opted in to Kueue, gpu-west did not.
-        assert optional == (["kueue"] if c.name == "gpu-east" else [])
+        optional = [x for x in flux.OPTIONAL_LAYERS if x in flux.layers(inv, c)]
+        # Both clusters opted in to admission, gpu-east to Kueue too.
+        assert optional == (["kueue", "admission"] if c.name == "gpu-east" else ["admission"])
         assert sorted(ks) == sorted(flux.kustomization_name(c.name, x)
                                     for x in [*flux.LAYERS, *optional])
         # network -> job policies -> jobs, each waiting for the previous one to be healthy; the
@@ -220,7 +223,8 @@ def test_flux_layers(multi: tuple[Inventory, Path]) -> None:
         assert "CiliumNetworkPolicy" not in {o["kind"] for o in wl_objs}
         assert len(pol_objs) == len(inv.workloads_of(c.name))
         root = kustomize_build(out / "clusters" / c.name)
-        assert not {o["kind"] for o in wl_objs} & set(kueue.KINDS)  # Kueue's layer owns them
+        # Kueue's and admission's layers own their objects.
+        assert not {o["kind"] for o in wl_objs} & {*kueue.KINDS, *admission.KINDS}
         layered = net_objs + pol_objs + wl_objs + opt_objs
         assert sorted(map(_key, layered)) == sorted(map(_key, root))
         assert len(set(map(_key, layered))) == len(layered)

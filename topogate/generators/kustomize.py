@@ -65,7 +65,7 @@ import os
 from typing import Any
 
 from topogate import kinds
-from topogate.generators import cilium, kueue
+from topogate.generators import admission, cilium, kueue
 from topogate.generators.base import OutputFile
 from topogate.generators.jsonpatch import PatchBuilder, Path
 from topogate.inventory.model import (
@@ -301,8 +301,8 @@ def render(inv: Inventory, out_dir: str) -> list[OutputFile]:
         wls = sorted(inv.workloads_of(c.name), key=lambda w: (w.namespace, w.name))
         # Network first: the doors exist before any job they guard is created; then the
         # cluster machinery that places and admits the jobs (Kueue, admission), then the jobs.
-        resources = ["network"] + (["kueue"] if c.kueue else []) + [
-            f"workloads/{w.namespace}/{w.name}" for w in wls]
+        resources = ["network"] + (["admission"] if admission.enabled(inv, c) else []) + (
+            ["kueue"] if c.kueue else []) + [f"workloads/{w.namespace}/{w.name}" for w in wls]
         out.append(OutputFile(f"clusters/{c.name}/kustomization.yaml", (cilium.kustomization(resources),),
                               source=c.pos))
         for w in wls:
