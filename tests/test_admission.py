@@ -17,6 +17,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import yaml
 from cel_support import admit, evaluate, matches
 from conftest import FIXTURES, kustomize_build
 
@@ -334,3 +335,41 @@ def test_no_workloads_no_policy() -> None:
     inv = load_inventory(str(FIXTURES / "lab" / "inventory.yaml"))
     c = dataclasses.replace(inv.clusters[0], admission=AdmissionConfig())
     assert admission.render(dataclasses.replace(inv, clusters=(c,), workloads=())) == []
+
+
+def test_the_incident_as_one_pytorchjob_names_the_coordinator(tmp_path: Path) -> None:
+    # fixtures/incident's coordinator and GPU workers, as the two replicas of one PyTorchJob.
+    # Even with topogate's network-zone label on both, the workers (pinned to zone-a) pass and
+    # the coordinator, free to land in zone-b, is what the API server refuses.
+    inv = _copy(tmp_path, "lab")
+    c = dataclasses.replace(inv.clusters[0], admission=AdmissionConfig(("Deny",)))
+    inv = dataclasses.replace(inv, clusters=(c,))
+    out = tmp_path / "lab" / "out"
+    _render(inv, out)
+    pol, bnd = _policy(out, "lab")
+    broken = FIXTURES / "incident" / "broken"
+    coordinator = yaml.safe_load((broken / "coordinator.yaml").read_text())
+    workers = yaml.safe_load((broken / "workers.yaml").read_text())
+    # The plain Deployment and Job are not training kinds: `topogate check` covers them.
+    for o in (coordinator, workers):
+        assert not matches(pol, o, _managed(bnd))
+    templates = {"Master": copy.deepcopy(coordinator["spec"]["template"]),
+                 "Worker": copy.deepcopy(workers["spec"]["template"])}
+    for t in templates.values():
+        t["metadata"]["labels"][NZ] = "gpu"
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+           "metadata": {"name": "train", "namespace": "ml-demo"},
+           "spec": {"pytorchReplicaSpecs": {r: {"replicas": 1 if r == "Master" else 4, "template": t}
+                                            for r, t in templates.items()}}}
+    assert matches(pol, job, _managed(bnd))
+    verdict = admit(pol, job)
+    assert verdict.messages == (
+        "PyTorchJob train: replica Master is not kept in one zone of its network zone; add to its "
+        f"pod template a required nodeAffinity (in every nodeSelectorTerm) {ZL} In [zones of its "
+        f"network zone], or a required podAffinity with topologyKey {ZL} on pods labelled "
+        "topogate.dev/workload=<job name> (topogate generate writes these)",)
+    # The fixed coordinator (fixtures/incident/fixed) passes.
+    fixed = yaml.safe_load((FIXTURES / "incident" / "fixed" / "coordinator.yaml").read_text())
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["template"] = fixed["spec"]["template"]
+    fixed["spec"]["template"]["metadata"]["labels"][NZ] = "gpu"
+    assert admit(pol, job).allowed
