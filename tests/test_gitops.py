@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import FIXTURES, REPO, crd_errors, kubectl, kustomize_build
 
-from topogate.generators import argocd, flux, render_files, render_tree
+from topogate.generators import admission, argocd, flux, kueue, render_files, render_tree
 from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import GitOps, Inventory
 
@@ -27,7 +27,7 @@ WAVE = argocd.SYNC_WAVE
 # Kinds the GitOps and monitoring trees create: each must be checked against an upstream CRD.
 MUST_HAVE_CRD = {"Application", "GitRepository", "Kustomization", "PrometheusRule",
                  "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "PyTorchJob", "MPIJob",
-                 "JobSet", "TrainJob"}
+                 "JobSet", "TrainJob", *kueue.KINDS}
 
 
 def _render(case: str, tmp: Path, gitops: GitOps | None = None, keep: bool = True) -> tuple[Inventory, Path]:
@@ -126,6 +126,15 @@ def test_argocd_waves_put_network_first(multi: tuple[Inventory, Path]) -> None:
         assert jobs, c.name
         # Argo CD applies lower waves first and waits for them to be healthy.
         assert max(net) < min(cnp) and max(cnp) < min(jobs), waves
+        # Kueue's objects (gpu-east only) and the admission policy (both clusters) come before
+        # every job they admit: a job created before its policy would never be checked.
+        queued = [w for (k, _, _), w in waves.items() if k in kueue.KINDS]
+        assert bool(queued) == (c.kueue is not None), c.name
+        assert not queued or max(queued) < min(jobs), waves
+        if c.kueue is not None:
+            assert {k for k, _, _ in waves} >= set(kueue.KINDS)
+        guards = [w for (k, _, _), w in waves.items() if k in admission.KINDS]
+        assert len(guards) == 2 and max(guards) < min(jobs), waves
 
 
 def test_argocd_applications(multi: tuple[Inventory, Path]) -> None:
@@ -182,11 +191,19 @@ def test_flux_layers(multi: tuple[Inventory, Path]) -> None:
         assert "secretRef" not in repos[0]["spec"]  # the example repository is public
         net, pol, wl, mon = (ks[flux.kustomization_name(c.name, layer)]
                              for layer in ("network", "job-policies", "workloads", "monitoring"))
-        assert sorted(ks) == sorted(flux.kustomization_name(c.name, x) for x in flux.LAYERS)
-        # network -> job policies -> jobs, each waiting for the previous one to be healthy.
+        optional = [x for x in flux.OPTIONAL_LAYERS if x in flux.layers(inv, c)]
+        # Both clusters opted in to admission, gpu-east to Kueue too.
+        assert optional == (["kueue", "admission"] if c.name == "gpu-east" else ["admission"])
+        assert sorted(ks) == sorted(flux.kustomization_name(c.name, x)
+                                    for x in [*flux.LAYERS, *optional])
+        # network -> job policies -> jobs, each waiting for the previous one to be healthy; the
+        # opt-in layers (Kueue's queues) are in place before any job that uses them.
         assert pol["spec"]["dependsOn"] == [{"name": net["metadata"]["name"]}]
-        assert wl["spec"]["dependsOn"] == [{"name": net["metadata"]["name"]}, {"name": pol["metadata"]["name"]}]
+        assert wl["spec"]["dependsOn"] == [{"name": net["metadata"]["name"]}, {"name": pol["metadata"]["name"]},
+                                           *({"name": flux.kustomization_name(c.name, x)} for x in optional)]
         assert "dependsOn" not in net["spec"] and "dependsOn" not in mon["spec"]
+        for x in optional:
+            assert "dependsOn" not in ks[flux.kustomization_name(c.name, x)]["spec"]
         for k in ks.values():
             assert k["metadata"]["namespace"] == g.flux_namespace
             assert k["spec"]["prune"] is True and k["spec"]["wait"] is True
@@ -199,13 +216,16 @@ def test_flux_layers(multi: tuple[Inventory, Path]) -> None:
         def local(k: dict[str, Any]) -> Path:
             return out / Path(k["spec"]["path"][2:]).relative_to(g.path)
         net_objs, pol_objs, wl_objs = (kustomize_build(local(k)) for k in (net, pol, wl))
-        _validate(net_objs + pol_objs + wl_objs)
+        opt_objs = [o for x in optional for o in kustomize_build(local(ks[flux.kustomization_name(c.name, x)]))]
+        _validate(net_objs + pol_objs + wl_objs + opt_objs)
         assert {o["kind"] for o in net_objs} == {"CiliumClusterwideNetworkPolicy"}
         assert {o["kind"] for o in pol_objs} == {"CiliumNetworkPolicy"}
         assert "CiliumNetworkPolicy" not in {o["kind"] for o in wl_objs}
         assert len(pol_objs) == len(inv.workloads_of(c.name))
         root = kustomize_build(out / "clusters" / c.name)
-        layered = net_objs + pol_objs + wl_objs
+        # Kueue's and admission's layers own their objects.
+        assert not {o["kind"] for o in wl_objs} & {*kueue.KINDS, *admission.KINDS}
+        layered = net_objs + pol_objs + wl_objs + opt_objs
         assert sorted(map(_key, layered)) == sorted(map(_key, root))
         assert len(set(map(_key, layered))) == len(layered)
         by_key = {_key(o): o for o in root}

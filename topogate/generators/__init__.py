@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from topogate.generators import argocd, base, cilium, flux, kustomize, monitoring
+from topogate.generators import admission, argocd, base, cilium, flux, kueue, kustomize, monitoring
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Inventory
 
 # Order does not matter for the output (files are sorted by path); it is the order errors surface.
-GENERATORS: tuple[ModuleType, ...] = (cilium, kustomize, argocd, flux, monitoring)
+GENERATORS: tuple[ModuleType, ...] = (cilium, kueue, admission, kustomize, argocd, flux, monitoring)
 
 
 class PathConflictError(ValueError):

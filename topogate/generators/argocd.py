@@ -13,6 +13,8 @@ Order. Argo CD applies one Application's resources wave by wave, and starts a wa
 the previous one is applied and healthy. So one Application per cluster carries both layers, and
 the wrapper kustomization stamps the waves onto the built objects:
 
+    wave -3  Kueue objects (when `kueue:`)    the queues and flavors the jobs are admitted by
+    wave -3  admission policy + binding       (when `admission:`) refuses unplaced jobs
     wave -2  CiliumClusterwideNetworkPolicy   the network layer: the doors between network zones
     wave -1  CiliumNetworkPolicy              each job's allow-list
     wave  0  everything else                  the jobs
@@ -48,6 +50,7 @@ import json
 import posixpath
 from typing import Any
 
+from topogate.generators import admission
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import MANAGED_BY_LABEL, Cluster, Inventory
 
@@ -57,7 +60,23 @@ WAVES: tuple[tuple[str, str, str], ...] = (
     ("cilium.io/v2", "CiliumClusterwideNetworkPolicy", "-2"),
     ("cilium.io/v2", "CiliumNetworkPolicy", "-1"),
 )
+# The cluster machinery of the opt-ins goes first of all: a job that names a Kueue queue, or
+# that an admission policy must see, is created only after them.
+KUEUE_WAVE = "-3"
+ADMISSION_WAVE = "-3"
 SYNC_OPTIONS = ("PruneLast=true",)
+
+
+def waves(inv: Inventory, cluster: Cluster) -> tuple[tuple[str, str, str], ...]:
+    """WAVES plus the waves of the opt-in objects the cluster has (a patch only for kinds that
+    are there, so a cluster without them builds exactly as before)."""
+    extra: tuple[tuple[str, str, str], ...] = ()
+    if cluster.kueue is not None:
+        extra += tuple(("kueue.x-k8s.io/v1beta2", k, KUEUE_WAVE)
+                       for k in ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue"))
+    if admission.enabled(inv, cluster):
+        extra += tuple((admission.API_VERSION, k, ADMISSION_WAVE) for k in admission.KINDS)
+    return extra + WAVES
 
 
 def repo_path(inv: Inventory, *parts: str) -> str:
@@ -85,12 +104,12 @@ def _wave_patch(api_version: str, kind: str, wave: str) -> dict[str, Any]:
             "patch": json.dumps(body, separators=(", ", ": "))}
 
 
-def wrapper(cluster: Cluster) -> dict[str, Any]:
+def wrapper(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
     return {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": [f"../../../clusters/{cluster.name}"],
-        "patches": [_wave_patch(a, k, w) for a, k, w in WAVES],
+        "patches": [_wave_patch(a, k, w) for a, k, w in waves(inv, cluster)],
     }
 
 
@@ -129,7 +148,7 @@ def render(inv: Inventory) -> list[OutputFile]:
     files: list[OutputFile] = []
     clusters = sorted(inv.clusters, key=lambda c: c.name)
     for c in clusters:
-        files.append(OutputFile(f"{wrapper_dir(c.name)}/kustomization.yaml", (wrapper(c),), source=c.pos))
+        files.append(OutputFile(f"{wrapper_dir(c.name)}/kustomization.yaml", (wrapper(inv, c),), source=c.pos))
     if inv.gitops is None:
         return files
     for c in clusters:

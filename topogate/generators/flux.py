@@ -29,8 +29,10 @@ and healthy (`dependsOn` plus `wait: true`):
 
     topogate-<c>-network        clusters/<c>/network: the CiliumClusterwideNetworkPolicies
     topogate-<c>-job-policies   each job's CiliumNetworkPolicy            dependsOn network
+    topogate-<c>-kueue          clusters/<c>/kueue (only with `kueue:`): Topology, flavors, queues
+    topogate-<c>-admission      clusters/<c>/admission (only with `admission:`): the policy
     topogate-<c>-workloads      the jobs (and whatever else their bases hold)
-                                                              dependsOn network, job-policies
+                                    dependsOn network, job-policies (, kueue) (, admission)
 
 so no training pod exists before both the boundary and its own allow-list are in place: the
 same order Argo CD gets from sync waves -2/-1/0. The workloads layer waits too: for PyTorchJob
@@ -85,7 +87,7 @@ import json
 import re
 from typing import Any
 
-from topogate.generators import cilium
+from topogate.generators import admission, cilium
 from topogate.generators.argocd import repo_path
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import MANAGED_BY_LABEL, Cluster, Inventory, Workload
@@ -105,6 +107,33 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # this Kustomization, not the policies or the jobs.
     "monitoring": (),
 }
+# Opt-in layers (clusters with `kueue:` / `admission:`), each applied before the workloads: a
+# job that names a queue before its LocalQueue exists waits inadmissible, and a job created
+# before the admission policy is never checked by it.
+OPTIONAL_LAYERS = ("kueue", "admission")
+
+
+def layers(inv: Inventory, cluster: Cluster) -> dict[str, tuple[str, ...]]:
+    """The cluster's layers and what each depends on: LAYERS plus the opt-in layers it uses."""
+    on = {"kueue": cluster.kueue is not None, "admission": admission.enabled(inv, cluster)}
+    extra = tuple(name for name in OPTIONAL_LAYERS if on[name])
+    out: dict[str, tuple[str, ...]] = {}
+    for name, deps in LAYERS.items():
+        if name == "workloads":
+            out.update({x: () for x in extra})
+            deps = deps + extra
+        out[name] = deps
+    return out
+
+
+def layer_path(inv: Inventory, cluster: Cluster, layer: str) -> str:
+    """Where a layer's kustomization lives: the cluster tree's own directories where one holds
+    exactly that layer, `flux/<c>/<layer>` where Flux needs a directory of its own."""
+    own = {"network": ("clusters", cluster.name, "network"),
+           "kueue": ("clusters", cluster.name, "kueue"),
+           "admission": ("clusters", cluster.name, "admission"),
+           "monitoring": ("monitoring", cluster.name)}
+    return repo_path(inv, *own.get(layer, ("flux", cluster.name, layer)))
 
 # Health of the training-job kinds that report a Running condition (Kubeflow v1 / MPI v2beta1).
 # `has(status.conditions)` first: reading a missing field is an evaluation error in Flux, and an
@@ -168,7 +197,7 @@ def kustomization(inv: Inventory, cluster: Cluster, layer: str, path: str,
         "prune": True,
         "wait": True,
     }
-    depends_on = LAYERS[layer]
+    depends_on = layers(inv, cluster)[layer]
     if depends_on:
         spec["dependsOn"] = [{"name": kustomization_name(cluster.name, d)} for d in depends_on]
     if health:
@@ -223,13 +252,10 @@ def render(inv: Inventory) -> list[OutputFile]:
         base = f"flux/{c.name}"
         wls = sorted(inv.workloads_of(c.name), key=lambda w: (w.namespace, w.name))
         kinds = sorted({w.kind for w in wls})
-        layers = (
-            kustomization(inv, c, "network", repo_path(inv, "clusters", c.name, "network")),
-            kustomization(inv, c, "job-policies", repo_path(inv, base, "job-policies")),
-            kustomization(inv, c, "workloads", repo_path(inv, base, "workloads"),
-                          health=[HEALTH_EXPRS[k] for k in kinds if k in HEALTH_EXPRS]),
-            kustomization(inv, c, "monitoring", repo_path(inv, "monitoring", c.name)),
-        )
+        health = [HEALTH_EXPRS[k] for k in kinds if k in HEALTH_EXPRS]
+        ks = tuple(kustomization(inv, c, layer, layer_path(inv, c, layer),
+                                 health=health if layer == "workloads" else None)
+                   for layer in layers(inv, c))
         entry = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization",
                  "resources": ["gitrepository.yaml", "kustomizations.yaml"]}
         policies = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization",
@@ -243,7 +269,7 @@ def render(inv: Inventory) -> list[OutputFile]:
         files += [
             OutputFile(f"{base}/kustomization.yaml", (entry,), source=c.pos),
             OutputFile(f"{base}/gitrepository.yaml", (git_repository(inv, c),), source=inv.gitops.pos),
-            OutputFile(f"{base}/kustomizations.yaml", layers, source=c.pos),
+            OutputFile(f"{base}/kustomizations.yaml", ks, source=c.pos),
             OutputFile(f"{base}/job-policies/kustomization.yaml", (policies,), source=c.pos),
             OutputFile(f"{base}/workloads/kustomization.yaml", (workloads,), source=c.pos),
         ]

@@ -65,10 +65,17 @@ import os
 from typing import Any
 
 from topogate import kinds
-from topogate.generators import cilium
+from topogate.generators import admission, cilium, kueue
 from topogate.generators.base import OutputFile
 from topogate.generators.jsonpatch import PatchBuilder, Path
-from topogate.inventory.model import NETWORK_ZONE_LABEL, WORKLOAD_LABEL, Cluster, Inventory, Workload
+from topogate.inventory.model import (
+    NETWORK_ZONE_LABEL,
+    WORKLOAD_LABEL,
+    Cluster,
+    Inventory,
+    Workload,
+    kueue_groupable,
+)
 
 NEEDS_OUT_DIR = True  # render() takes out_dir: overlays point at the base relative to it
 PATCH_FILE = "placement-patch.yaml"
@@ -135,11 +142,36 @@ def _spread(w: Workload) -> dict[str, Any]:
 _REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
+def kueue_annotations(inv: Inventory, cluster: Cluster, w: Workload) -> dict[str, str]:
+    """What Kueue reads on every replica template of a job it places (empty when it does not).
+
+    `podset-required-topology: <zoneLabel>` fits each pod set into one zone. Pod sets are fitted
+    one by one unless they share a `podset-group-name`; Kueue accepts a group of exactly two pod
+    sets, one of them a single pod, and assigns the group ONE flavor and ONE topology domain.
+    So a two-group job (coordinator + workers) gets the group and is fitted whole into one zone;
+    a one-group job needs none; a larger job gets none (Kueue would refuse it) and is kept in
+    one zone by `pin`'s node affinity (the loader refuses `follow` for it)."""
+    if not inv.queue_of(w):
+        return {}
+    out = {kueue.REQUIRED_TOPOLOGY: cluster.zone_label}
+    if len(w.groups) == 2 and kueue_groupable(w.groups):
+        out[kueue.GROUP_NAME] = kueue_group_name(w)
+    return out
+
+
+def kueue_group_name(w: Workload) -> str:
+    # Kueue refuses a group name that parses as a number; a job name may be all digits.
+    return f"{w.name}-pods"
+
+
 def _patch_template(pb: PatchBuilder, at: Path, inv: Inventory, cluster: Cluster, w: Workload,
                     group: str) -> None:
     """Add labels, placement, tolerations and hostname spread to the pod template at `at`."""
     zones = allowed_zones(inv, w)
     pb.merge_map(at + ("metadata", "labels"), pod_labels(w, group))
+    annotations = kueue_annotations(inv, cluster, w)
+    if annotations:
+        pb.merge_map(at + ("metadata", "annotations"), annotations)
     terms_path = at + ("spec", "affinity", "nodeAffinity", _REQ, "nodeSelectorTerms")
     terms = pb.get(terms_path)
     if isinstance(terms, list) and terms:
@@ -187,8 +219,12 @@ def _trainjob_entry(inv: Inventory, cluster: Cluster, w: Workload, groups: list[
         tols = tolerations(cluster, zones, _max_gpus(w))
         if tols:
             pod_spec["tolerations"] = tols
+        metadata: dict[str, Any] = {"labels": pod_labels(w, g)}
+        annotations = kueue_annotations(inv, cluster, w)
+        if annotations:
+            metadata["annotations"] = annotations
         jobs.append({"name": g, "template": {"spec": {"template": {
-            "metadata": {"labels": pod_labels(w, g)}, "spec": pod_spec}}}})
+            "metadata": metadata, "spec": pod_spec}}}})
     return {"manager": TRAINJOB_MANAGER,
             "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}}}
 
@@ -209,6 +245,10 @@ def placement_ops(inv: Inventory, w: Workload, docs: tuple[Any, ...] | None = No
     if job is None:
         raise GenerateError(f"{w.object_id}: the base has no {w.kind} named {w.name!r}")
     pb = PatchBuilder(job)
+    queue = inv.queue_of(w)
+    if queue:
+        # Kueue reads the queue from the job object itself, not from its pods.
+        pb.merge_map(("metadata", "labels"), {kueue.QUEUE_LABEL: queue})
     if w.kind == "TrainJob":
         names = [g.name for g in kinds.replica_groups(job, runtime_groups(job, docs))]
         entry = _trainjob_entry(inv, cluster, w, names)
@@ -259,8 +299,10 @@ def render(inv: Inventory, out_dir: str) -> list[OutputFile]:
     out: list[OutputFile] = []
     for c in sorted(inv.clusters, key=lambda c: c.name):
         wls = sorted(inv.workloads_of(c.name), key=lambda w: (w.namespace, w.name))
-        # Network first: the doors exist before any job they guard is created.
-        resources = ["network"] + [f"workloads/{w.namespace}/{w.name}" for w in wls]
+        # Network first: the doors exist before any job they guard is created; then the
+        # cluster machinery that places and admits the jobs (Kueue, admission), then the jobs.
+        resources = ["network"] + (["admission"] if admission.enabled(inv, c) else []) + (
+            ["kueue"] if c.kueue else []) + [f"workloads/{w.namespace}/{w.name}" for w in wls]
         out.append(OutputFile(f"clusters/{c.name}/kustomization.yaml", (cilium.kustomization(resources),),
                               source=c.pos))
         for w in wls:

@@ -28,11 +28,13 @@ import yaml
 from topogate import kinds
 from topogate.inventory.model import (
     DEFAULT_ZONE_LABEL,
+    AdmissionConfig,
     Cluster,
     CostConfig,
     EgressRule,
     GitOps,
     Inventory,
+    KueueConfig,
     Metrics,
     NetworkZone,
     Pool,
@@ -44,6 +46,7 @@ from topogate.inventory.model import (
     Workload,
     Zone,
     follow_zones,
+    kueue_groupable,
 )
 from topogate.inventory.yamlpos import MAX_EXPANDED_NODES, Located, YamlReadError, YPath, read_yaml
 
@@ -222,7 +225,8 @@ class _Checker:
                     for ti, t in enumerate(p.get("taints") or []) if isinstance(t, dict))
                 pools.append(Pool(
                     str(p.get("name", "")), _int(p.get("nodes")), _int(p.get("gpusPerNode")),
-                    _labels(p.get("labels")), taints, self.loc.at(pp)))
+                    _labels(p.get("labels")), taints, self.loc.at(pp),
+                    _quantity(p.get("cpuPerNode")), _quantity(p.get("memoryPerNode"))))
             self.unique(pool_items, "pool", f" in zone '{z.get('name')}'")
             zone_items.append((zp + ("name",), str(z.get("name"))))
             zones.append(Zone(str(z.get("name", "")), tuple(sorted(pools, key=lambda p: p.name)),
@@ -272,7 +276,37 @@ class _Checker:
             str(c.get("name", "")), str(c.get("provider", "")), str(c.get("region", "")),
             zone_label if isinstance(zone_label, str) else DEFAULT_ZONE_LABEL, cost_cfg,
             tuple(sorted(zones, key=lambda z: z.name)),
-            tuple(sorted(nzs, key=lambda n: n.name)), self.loc.at(base))
+            tuple(sorted(nzs, key=lambda n: n.name)), self.loc.at(base),
+            self.kueue(base, c, zones), self.admission(base, c))
+
+    def kueue(self, base: YPath, c: dict[str, Any], zones: list[Zone]) -> KueueConfig | None:
+        k = c.get("kueue")
+        if not isinstance(k, dict) or not isinstance(k.get("queue"), str):
+            return None
+        # One resource group covers every resource, so every flavor must list the same ones: a
+        # pool without a declared CPU would get a quota of 0 and be locked out of the queue.
+        pools = [p for z in zones for p in z.pools]
+        for what, attr in (("cpuPerNode", "cpu_per_node"), ("memoryPerNode", "memory_per_node")):
+            have = sorted(f"{z.name}/{p.name}" for z in zones for p in z.pools if getattr(p, attr))
+            if have and len(have) != len(pools):
+                self.err(base + ("kueue",), (
+                    f"cluster '{c.get('name')}' uses Kueue and declares {what} on {', '.join(have)} "
+                    f"but not on every pool; its ClusterQueue covers a resource for all pools or "
+                    f"none: declare {what} on every pool or on none"))
+        return KueueConfig(k["queue"], self.loc.at(base + ("kueue",)))
+
+    def admission(self, base: YPath, c: dict[str, Any]) -> AdmissionConfig | None:
+        a = c.get("admission")
+        if not isinstance(a, dict):
+            return None
+        actions = a.get("validationActions", ["Deny"])
+        if not isinstance(actions, list):
+            return None
+        if "Deny" in actions and "Warn" in actions:
+            self.err(base + ("admission", "validationActions"), (
+                "validationActions cannot hold both Deny and Warn (Kubernetes rejects the binding): "
+                "use [Deny] to enforce, or [Warn, Audit] while rolling out"))
+        return AdmissionConfig(tuple(str(x) for x in actions), self.loc.at(base + ("admission",)))
 
     # -- workloads --------------------------------------------------------------------------
     def workload(self, i: int, w: dict[str, Any], clusters: dict[str, Cluster]) -> Workload | None:
@@ -345,10 +379,12 @@ class _Checker:
                 if isinstance(end, int) and isinstance(start, int) and end < start:
                     self.err(base + ("egress", ei, "ports", pi, "endPort"), (
                         f"endPort {end} is below port {start}; a range runs from port up to endPort"))
+        scheduler, queue = str(w.get("scheduler", "default")), w.get("queue")
         wl = Workload(
             name, ns, str(cname or ""), kind, str(base_rel or ""), str(nzname or ""),
             str(placement), zone if isinstance(zone, str) else None, metrics, egress, groups,
-            base_dir, docs, self.loc.at(base))
+            base_dir, docs, self.loc.at(base), scheduler, queue if isinstance(queue, str) else None)
+        self.kueue_workload(base, wl, cluster)
         # Capacity only means something once the cluster and the placement are well-formed;
         # otherwise it repeats an earlier problem in other words.
         placement_ok = not (isinstance(zone, str) and zone not in nz.zones) if nz else False
@@ -356,6 +392,28 @@ class _Checker:
                 and not self.has_problem_under(("clusters", self.cluster_index.get(cluster.name, -1)))):
             self.capacity(base, wl, cluster, nz)
         return wl
+
+    def kueue_workload(self, base: YPath, w: Workload, cluster: Cluster | None) -> None:
+        if w.queue is not None and w.scheduler != "kueue":
+            self.err(base + ("queue",), (f"workload '{w.name}' names a queue but is not placed by "
+                                         "Kueue; add `scheduler: kueue` or remove `queue:`"))
+        if w.scheduler != "kueue" or cluster is None:
+            return
+        if cluster.kueue is None:
+            self.err(base + ("scheduler",), (
+                f"workload '{w.name}' uses scheduler 'kueue' but cluster '{cluster.name}' has no "
+                "`kueue:` section; add `kueue: {queue: NAME}` to the cluster (topogate then "
+                "generates its Topology, ResourceFlavors and queues) or remove `scheduler:`"))
+            return
+        # Kueue fits a PodSet group (exactly two pod sets, one of them a single pod) into one
+        # topology domain; pod sets outside a group are fitted independently. For `follow`
+        # nothing else keeps the job in one zone (docs/kueue.md).
+        if w.placement == "follow" and w.groups and not kueue_groupable(w.groups):
+            shape = ", ".join(f"{g.name} x{g.replicas}" for g in w.groups)
+            self.err(base, (
+                f"workload '{w.name}' uses scheduler 'kueue' with placement 'follow', but Kueue "
+                f"can keep only one pod set, or two with one of a single pod, in one zone; this "
+                f"job has {shape}: use `placement: pin` with `zone:`"))
 
     def read_base(self, path: YPath, rel: str) -> tuple[str, tuple[Any, ...]]:
         if os.path.isabs(rel):
@@ -630,6 +688,12 @@ def _line_of(f: Path, needle: str) -> Position:
     except (OSError, UnicodeDecodeError):
         pass
     return Position(_shown(f), 1, 1)
+
+
+def _quantity(v: Any) -> str | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    return str(v) if isinstance(v, (int, str)) else None
 
 
 def _int(v: Any) -> int:

@@ -26,6 +26,10 @@ JOB_GROUP_LABEL = "topogate.dev/group"
 PROVIDERS = ("aws", "gcp", "azure", "other")
 KINDS = ("PyTorchJob", "MPIJob", "TrainJob", "JobSet")
 PLACEMENTS = ("pin", "follow")
+# Who places a workload's pods: kube-scheduler alone (the overlays' affinity), or Kueue's
+# topology-aware scheduling on top of it (docs/kueue.md).
+SCHEDULERS = ("default", "kueue")
+VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -61,6 +65,10 @@ class Pool:
     labels: Pairs = ()
     taints: tuple[Taint, ...] = ()
     pos: Position = field(default=NOWHERE, compare=False)
+    # Kubernetes quantities per node ("96", "500m"; "768Gi"), only where the inventory declares
+    # them: Kueue's quotas never invent capacity the inventory does not state.
+    cpu_per_node: str | None = None
+    memory_per_node: str | None = None
 
     @property
     def gpus(self) -> int:
@@ -98,6 +106,22 @@ class CostConfig:
 
 
 @dataclass(frozen=True)
+class KueueConfig:
+    """Opt-in: generate Kueue's Topology, ResourceFlavors, ClusterQueue and LocalQueues."""
+
+    queue: str  # the ClusterQueue's name and the default LocalQueue name in each namespace
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
+class AdmissionConfig:
+    """Opt-in: a ValidatingAdmissionPolicy that enforces the inventory's placement."""
+
+    validation_actions: tuple[str, ...] = ("Deny",)
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
 class Cluster:
     name: str
     provider: str
@@ -107,6 +131,8 @@ class Cluster:
     zones: tuple[Zone, ...] = ()
     network_zones: tuple[NetworkZone, ...] = ()
     pos: Position = field(default=NOWHERE, compare=False)
+    kueue: KueueConfig | None = None
+    admission: AdmissionConfig | None = None
 
     def zone(self, name: str) -> Zone | None:
         return next((z for z in self.zones if z.name == name), None)
@@ -178,6 +204,8 @@ class Workload:
     # generators can compute patches against what the user wrote without doing I/O.
     base_docs: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     pos: Position = field(default=NOWHERE, compare=False)
+    scheduler: str = "default"
+    queue: str | None = None  # LocalQueue name; default: the cluster's `kueue.queue`
 
     @property
     def object_id(self) -> str:
@@ -228,6 +256,13 @@ class Inventory:
     def workloads_of(self, cluster: str) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if w.cluster == cluster)
 
+    def queue_of(self, w: Workload) -> str | None:
+        """The LocalQueue a Kueue workload is submitted to; None when Kueue does not place it."""
+        c = self.cluster(w.cluster)
+        if w.scheduler != "kueue" or c is None or c.kueue is None:
+            return None
+        return w.queue or c.kueue.queue
+
     def workload(self, ref: str) -> Workload | None:
         """Find a workload by `name`, `namespace/name` or `Kind/namespace/name`."""
         for w in self.workloads:
@@ -266,3 +301,12 @@ def follow_zones(cluster: Cluster, nz: NetworkZone, w: Workload) -> tuple[str, .
         return bool(pools) and per_node >= need_per_pod and sum(p.gpus for p in pools) >= w.gpus
 
     return tuple(z for z in sorted(nz.zones) if whole_job_fits(z))
+
+
+def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
+    """Whether Kueue can fit all of a job's pod sets into one topology domain: a single pod
+    set, or a PodSet group of exactly two of which one is a single pod (the grouping rule Kueue's
+    job webhooks enforce; docs/kueue.md)."""
+    if len(groups) == 1:
+        return True
+    return len(groups) == 2 and min(g.replicas for g in groups) == 1
