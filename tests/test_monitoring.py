@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURES, crd_errors, kustomize_build
+from conftest import FIXTURES, REPO, crd_errors, kustomize_build
 
 from topogate.generators import monitoring
 from topogate.generators.base import serialise
@@ -40,9 +41,15 @@ RESERVED = {"job", "instance"}
 
 
 def promtool() -> str:
-    exe = shutil.which("promtool")
+    """$PROMTOOL, else the one `make test` extracts into .venv, else promtool on PATH."""
+    env = os.environ.get("PROMTOOL")
+    if env:
+        return env
+    beside = REPO / ".venv" / "bin" / "promtool"
+    exe = str(beside) if beside.is_file() else shutil.which("promtool")
     if exe is None:
-        pytest.fail("promtool not found: install the Debian package `prometheus` (make test does)")
+        pytest.fail("promtool not found: `make test` extracts it from Debian's prometheus package "
+                    "into .venv; or set PROMTOOL=/path/to/promtool")
     return exe
 
 
