@@ -109,3 +109,12 @@ def test_rendered_directory_that_does_not_exist_is_exit_2_one_line(repo: Path) -
 ])
 def test_first_difference(old: list[str], new: list[str], line: int) -> None:
     assert first_difference(old, new) == line
+
+
+def test_markdown_diff_cannot_break_out_of_its_block(repo: Path) -> None:
+    # A committed file is pull-request input: backticks in it must not close the diff's fence.
+    cnp = repo / "deploy" / JOB / "ciliumnetworkpolicy.yaml"
+    cnp.write_text(cnp.read_text() + "# `````\n# <img src=x onerror=alert(1)>\n")
+    inv, out = str(repo / "topogate/inventory.yaml"), str(repo / "deploy")
+    _, md, _ = run("check", inv, "--rendered", out, out, "--format", "markdown")
+    assert "``````diff\n" in md and "\n``````\n" in md

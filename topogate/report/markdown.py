@@ -5,6 +5,8 @@ touches fifty healthy jobs should still fit on a screen (and under GitHub's comm
 
 from __future__ import annotations
 
+import re
+
 from topogate.analysis.result import CheckResult, JobMap
 from topogate.findings import Finding
 from topogate.report.base import (
@@ -49,7 +51,9 @@ def details(findings: list[Finding]) -> list[str]:
     shown = [f for f in findings if f.detail][:MAX_DETAILS]
     lines: list[str] = []
     for f in shown:
-        fence = "````" if "```" in f.detail else "```"
+        # The diff shows committed files, which a pull request controls: the fence is longer
+        # than any backtick run inside, so nothing in it can close the block and become markup.
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", f.detail)), default=0))
         lines += [f"<details><summary>{where(f)}: {cell(f.rule)} {cell(f.name)}</summary>", "",
                   f"{fence}diff", f.detail.rstrip("\n"), fence, "", "</details>", ""]
     rest = sum(1 for f in findings if f.detail) - len(shown)
