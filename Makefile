@@ -1,20 +1,32 @@
-# The two front-door commands: `make demo` and `make test`. Each installs what it needs.
+# The two front-door commands: `make demo` and `make test`. Each installs what it needs, into
+# .venv only: nothing system-wide, no service.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
+# promtool for the tests: $(PROMTOOL) when set, else the one `make test` extracts into the venv.
+PROMTOOL ?=
 
-.PHONY: demo test install system-deps lint rules-doc bench clean
+.PHONY: demo test install crds promtool lint rules-doc bench clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
+
+# What the commands need to run (kubectl included: `check` builds kustomizations with it).
+$(RUNTIME): pyproject.toml | $(PY)
+	$(PIP) install -q -e .
+	touch $@
+
+# The runtime plus the test tools (pytest, hypothesis, moto, mypy, ruff, ...).
+$(STAMP): pyproject.toml | $(PY)
 	$(PIP) install -q -e '.[test]'
-	touch $(STAMP)
+	touch $@ $(RUNTIME)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(VENV)/bin/topogate generate fixtures/lab/inventory.yaml -o out
 	@echo
 	@echo "== the generated tree, checked: placement and policies agree"
@@ -24,13 +36,33 @@ demo: $(STAMP)
 	$(VENV)/bin/topogate check fixtures/lab/inventory.yaml fixtures/incident/broken; \
 	  test $$? -eq 1
 
-# promtool comes from Debian's prometheus package; install it only when missing.
-system-deps:
-	@command -v promtool >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; }
+# The upstream CRDs the tests validate against, pinned in tests/crds.lock.json (sha256 checked).
+# Without them (and without TOPOGATE_CRDS) `make test` skips the tests that need them.
+crds:
+	python3 tests/fetch_crds.py --dest .crds
 
-test: $(STAMP) system-deps
+# promtool is one binary of Debian's prometheus package: download the package and extract just
+# that binary into the venv, instead of installing the server and its systemd unit.
+$(VENV)/bin/promtool: | $(PY)
+	@command -v apt-get >/dev/null 2>&1 || { \
+	  echo "promtool: no apt-get on this machine; set PROMTOOL=/path/to/promtool (Prometheus 2.x)"; exit 2; }
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd "$$tmp"; \
+	  get() { apt-get download -q -o APT::Sandbox::User="$$(id -un)" prometheus >/dev/null 2>&1; }; \
+	  if ! get; then \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	    echo "promtool: refreshing the apt package lists (apt-get update)"; \
+	    $$SUDO apt-get update -qq </dev/null; get; \
+	  fi; \
+	  dpkg-deb -x prometheus_*.deb x; \
+	  cp x/usr/bin/promtool "$(CURDIR)/$@"
+	@echo "promtool: $$($@ --version 2>&1 | head -1) -> $@"
+
+promtool:
+	@if [ -n "$(PROMTOOL)" ]; then \
+	  test -x "$(PROMTOOL)" || { echo "PROMTOOL=$(PROMTOOL) is not an executable file"; exit 2; }; \
+	else $(MAKE) --no-print-directory $(VENV)/bin/promtool; fi
+
+test: $(STAMP) promtool
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/topogate rules --format markdown | diff -u docs/rules.md - \
 	  || { echo "docs/rules.md is stale: run 'make rules-doc'"; exit 1; }

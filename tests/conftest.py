@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import fetch_crds
 import pytest
 import yaml
 
@@ -28,18 +29,64 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+# How to provide the CRDs, said once in the skip line and in every failure.
+CRDS_HOW = ("set TOPOGATE_CRDS=DIR (a directory of the upstream CRD files) or run `make crds` "
+            "(downloads the files pinned in tests/crds.lock.json into .crds/ and checks each sha256)")
+
+
 def crds_dir() -> Path:
-    """Upstream CRDs: ../shared/crds beside the repo, or $TOPOGATE_CRDS."""
+    """Upstream CRDs: $TOPOGATE_CRDS, else .crds/ (what `make crds` writes), else ../shared/crds."""
     env = os.environ.get("TOPOGATE_CRDS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "crds"
+    if env:
+        return Path(env)
+    local = REPO / ".crds"
+    return local if local.is_dir() else REPO.parent / "shared" / "crds"
+
+
+def crds_required() -> bool:
+    """CI sets TOPOGATE_REQUIRE_CRDS=1: there a missing CRD fails the run instead of skipping."""
+    return os.environ.get("TOPOGATE_REQUIRE_CRDS", "") not in ("", "0")
+
+
+@functools.lru_cache(maxsize=1)
+def crds_problem() -> str | None:
+    """Why the upstream CRDs cannot be used, or None when every locked file is there."""
+    root = crds_dir()
+    if not root.is_dir():
+        return f"upstream CRDs not found at {root}"
+    gone = fetch_crds.missing(root)
+    if gone:
+        more = f" and {len(gone) - 3} more" if len(gone) > 3 else ""
+        return f"upstream CRDs incomplete at {root}: missing {', '.join(gone[:3])}{more}"
+    return None
+
+
+def require_crds() -> Path:
+    """The CRD directory, or skip the calling test (fail it under TOPOGATE_REQUIRE_CRDS).
+
+    Every skip comes from this one line, so pytest's summary folds them into ONE line that
+    says how many tests were skipped and how to provide the CRDs.
+    """
+    problem = crds_problem()
+    if problem is not None:
+        if crds_required():
+            pytest.fail(f"{problem} and TOPOGATE_REQUIRE_CRDS is set: {CRDS_HOW}", pytrace=False)
+        pytest.skip(f"{problem}: {CRDS_HOW}")
+    return crds_dir()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Under TOPOGATE_REQUIRE_CRDS (CI) a missing CRD is one clear line and a failed run, not a
+    # hundred failing tests.
+    problem = crds_problem()
+    if problem is not None and crds_required():
+        pytest.exit(f"{problem} and TOPOGATE_REQUIRE_CRDS is set: {CRDS_HOW}", returncode=1)
 
 
 @functools.lru_cache(maxsize=1)
 def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     """(apiVersion, kind) -> openAPIV3Schema of every served version of every upstream CRD."""
-    root = crds_dir()
-    if not root.is_dir():
-        pytest.fail(f"upstream CRDs not found at {root}; set TOPOGATE_CRDS")
+    root = require_crds()
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for f in sorted(root.rglob("*.yaml")):
         for doc in yaml.load_all(f.read_text(), Loader=yaml.CSafeLoader):

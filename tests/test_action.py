@@ -24,6 +24,7 @@ from conftest import FIXTURES, REPO, kubectl
 
 ACTION = REPO / "action.yml"
 WORKFLOWS = REPO / ".github" / "workflows"
+TEMPLATES = REPO / "examples" / "github-workflows"
 HOOKS = REPO / ".pre-commit-hooks.yaml"
 BIN = REPO / ".venv" / "bin"
 
@@ -80,7 +81,10 @@ def test_action_shape() -> None:
     assert 'topogate generate "$INVENTORY" -o "$OUT" --check' in script
     assert re.search(r'topogate check "\$\{args\[@\]\}" --format github', script)
     assert '--rendered "$OUT" "$OUT"' in script
-    assert "--format markdown" in script and "$GITHUB_STEP_SUMMARY" in script
+    # The analysis runs once: the markdown for the summary comes from the same run, via -o.
+    assert len(re.findall(r"^\s*topogate check ", script, re.M)) == 1, script
+    assert re.search(r'-o "\$RUNNER_TEMP/topogate-report\.md" --output-format markdown', script)
+    assert "$GITHUB_STEP_SUMMARY" in script
     summary = next(s for s in runs if "$GITHUB_STEP_SUMMARY" in s["run"])
     assert summary.get("if") == "always()"  # the report is written even when a check failed
     assert runs[-1]["name"] == "Verdict"
@@ -195,7 +199,7 @@ def test_nightly_audit_step_survives_a_failing_audit(rc: int, tmp_path: Path) ->
     """Run the audit step as the runner does (`bash -eo pipefail`) with a stand-in `topogate`
     that exits like the real one over budget (1) or throttled (75): the summary must be written
     and the exit code handed to the later steps, not lost to `-e`."""
-    wf = _load(WORKFLOWS / "nightly-egress-audit.yml")
+    wf = _load(TEMPLATES / "nightly-egress-audit.yml")
     step = _workflow_step(wf, "audit")
     assert step.get("shell") == "bash"
     bindir = tmp_path / "bin"
@@ -229,10 +233,24 @@ def test_nightly_audit_step_survives_a_failing_audit(rc: int, tmp_path: Path) ->
 def test_pr_validate_runs_on_every_pull_request() -> None:
     # A paths filter that misses a base lets a job-breaking change merge unchecked, and a
     # required check skipped by a filter blocks the merge for ever.
-    on = _on(_load(WORKFLOWS / "pr-validate.yml"))
+    on = _on(_load(TEMPLATES / "pr-validate.yml"))
     pr = on["pull_request"] if isinstance(on, dict) else None
     assert not pr or "paths" not in pr, pr
-    assert "No `paths:` filter" in (WORKFLOWS / "pr-validate.yml").read_text()
+    assert "No `paths:` filter" in (TEMPLATES / "pr-validate.yml").read_text()
+
+
+def test_this_repo_runs_only_its_own_ci() -> None:
+    # Workflows here run on this repository: only CI. Templates for users live in examples/,
+    # each saying it is one and naming its placeholders; none runs here.
+    assert sorted(p.name for p in WORKFLOWS.iterdir()) == ["ci.yml"]
+    templates = sorted(TEMPLATES.glob("*.yml"))
+    assert [p.name for p in templates] == ["nightly-egress-audit.yml", "pr-validate.yml"]
+    for p in templates:
+        text = p.read_text()
+        assert text.startswith("# TEMPLATE (not run in this repository)"), p
+        assert "OWNER/topogate@REF" in text and "acme/" not in text and "topogate==" not in text, p
+    readme = (REPO / "examples" / "README.md").read_text()
+    assert all(f"github-workflows/{p.name}" in readme for p in templates)
 
 
 def test_ci_workflow_runs_make_test() -> None:
@@ -242,12 +260,14 @@ def test_ci_workflow_runs_make_test() -> None:
     steps = wf["jobs"]["test"]["steps"]
     assert steps[0]["uses"].startswith("actions/checkout@")
     runs = [s["run"] for s in steps if "run" in s]
-    assert runs == [".ci/run"]
-    assert "make test" in (REPO / ".ci" / "run").read_text()
+    # GitHub's runner has no ../shared: fetch the pinned CRDs, then the same .ci/run as here.
+    assert runs == ["make crds", ".ci/run"]
+    ci_run = (REPO / ".ci" / "run").read_text()
+    assert "make test" in ci_run and "TOPOGATE_REQUIRE_CRDS=1" in ci_run
 
 
 def test_pr_validate_workflow_uses_the_action() -> None:
-    wf = _load(WORKFLOWS / "pr-validate.yml")
+    wf = _load(TEMPLATES / "pr-validate.yml")
     assert "pull_request" in _on(wf)
     assert wf["permissions"] == {"contents": "read"}
     steps = next(iter(wf["jobs"].values()))["steps"]

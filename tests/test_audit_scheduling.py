@@ -21,7 +21,7 @@ pytest.register_assert_rewrite("audit_support")
 pytest_plugins = ["audit_support"]
 from audit_support import AUDIT_FIXTURES, REPO, Moto, page, result  # noqa: E402
 
-WORKFLOW = REPO / ".github" / "workflows" / "nightly-egress-audit.yml"
+WORKFLOW = REPO / "examples" / "github-workflows" / "nightly-egress-audit.yml"
 CRONJOB = REPO / "examples" / "cronjob-egress-audit.yaml"
 
 

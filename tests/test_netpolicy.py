@@ -8,16 +8,15 @@ CRD schema, so the fixtures are objects Cilium would accept.
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 import yaml
+from conftest import require_crds
 
 from topogate.analysis.netpolicy import (
     External,
@@ -33,22 +32,13 @@ from topogate.analysis.netpolicy import (
 # ---------------------------------------------------------------------------------------------
 
 
-def crds_dir() -> Path:
-    env = os.environ.get("TOPOGATE_CRDS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "shared" / "crds"
-
-
 @cache
 def crd_validator(kind: str) -> jsonschema.protocols.Validator:
     fname = {
         "CiliumNetworkPolicy": "ciliumnetworkpolicies.yaml",
         "CiliumClusterwideNetworkPolicy": "ciliumclusterwidenetworkpolicies.yaml",
     }[kind]
-    path = crds_dir() / "cilium.io" / fname
-    if not path.exists():
-        pytest.fail(f"upstream CRD not found at {path}: put ../shared/crds beside the checkout or set TOPOGATE_CRDS")
+    path = require_crds() / "cilium.io" / fname
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with path.open() as fh:
         crd = yaml.load(fh, Loader=loader)

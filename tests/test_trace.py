@@ -24,6 +24,7 @@ import jsonschema
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import require_crds
 
 from topogate.cli import main
 
@@ -488,18 +489,11 @@ def test_yaml_syntax_error_has_file_line_column(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def crds_dir() -> Path:
-    env = os.environ.get("TOPOGATE_CRDS")
-    return Path(env) if env else ROOT.parent / "shared" / "crds"
-
-
 @cache
 def crd_validator(kind: str) -> Any:
     fname = {"CiliumNetworkPolicy": "ciliumnetworkpolicies.yaml",
              "CiliumClusterwideNetworkPolicy": "ciliumclusterwidenetworkpolicies.yaml"}[kind]
-    path = crds_dir() / "cilium.io" / fname
-    if not path.exists():
-        pytest.fail(f"upstream CRD not found at {path}: put ../shared/crds beside the checkout or set TOPOGATE_CRDS")
+    path = require_crds() / "cilium.io" / fname
     crd = yaml.safe_load(path.read_text())
     return jsonschema.Draft7Validator(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
 

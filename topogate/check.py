@@ -37,12 +37,12 @@ class CheckOutcome:
 
 
 def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
-    from topogate import writer
     from topogate.generators import render_tree
+    from topogate.treediff import file_diffs
 
     files = render_tree(inv, os.path.realpath(out))
     return tuple(
-        Drift(status, path, str(Path(out) / path)) for status, path in writer.diff_tree(out, files)
+        Drift(d.status, d.path, str(Path(out) / d.path), d.line, d.diff) for d in file_diffs(out, files)
     )
 
 
@@ -107,6 +107,12 @@ def run_check(
 
     drifted: tuple[Drift, ...] = ()
     if rendered is not None:
+        if not Path(rendered).is_dir():
+            # Comparing with nothing would report every file as missing: thousands of findings
+            # that all mean "wrong path".
+            raise CheckInputError(
+                f"--rendered {rendered}: no such directory; give the directory `topogate generate "
+                f"{inventory_path} -o DIR` wrote, or leave --rendered out")
         drifted = drift(inv, rendered)
 
     with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp, _no_gc():

@@ -35,11 +35,16 @@ def main() -> None:
               help="Directory of the generated GitOps tree.")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing; exit 1 and list the files that differ from OUT.")
-def generate(inventory: str, out: str, check_only: bool) -> None:
+@click.option("--diff", "show_diff", is_flag=True,
+              help="With --check: also print a unified diff of each file (committed -> generated).")
+def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> None:
     """Generate CiliumNetworkPolicies and Kustomize overlays from INVENTORY into OUT."""
     from topogate import writer
     from topogate.generators import render_tree
 
+    if show_diff and not check_only:
+        click.echo("topogate: --diff goes with --check (generate writes the tree otherwise)", err=True)
+        sys.exit(2)
     try:
         inv = load_inventory(inventory)
     except InventoryError as err:
@@ -52,6 +57,11 @@ def generate(inventory: str, out: str, check_only: bool) -> None:
             click.echo(f"{out} is not what `topogate generate` would write:")
             for status, path in diffs:
                 click.echo(f"  {status:8} {path}")
+            if show_diff:
+                from topogate.treediff import file_diffs
+
+                click.echo("")
+                click.echo("".join(d.diff for d in file_diffs(out, files, limit=None)), nl=False)
             foreign = writer.foreign_files(out)
             if foreign:
                 # generate refuses to replace a tree holding files it did not write

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from topogate.inventory.model import NOWHERE, Position
@@ -17,6 +17,7 @@ class Issue:
     object: str  # Kind/namespace/name, or "Inventory/<name>"
     message: str
     pos: Position = NOWHERE
+    detail: str = ""  # preformatted text shown below the message by text/markdown (e.g. a diff)
 
 
 @dataclass(frozen=True, order=True)
@@ -29,6 +30,8 @@ class Finding:
     severity: str
     object: str
     message: str
+    # Shown by the text and markdown reporters only; not part of the JSON/SARIF shape or order.
+    detail: str = field(default="", compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {

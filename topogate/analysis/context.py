@@ -17,6 +17,8 @@ class Drift:
     status: str  # added | changed | removed
     path: str  # relative to the rendered OUT
     file: str  # as displayed in findings
+    line: int = 1  # first line of `file` that differs
+    diff: str = ""  # unified diff, committed -> what generate writes
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ touches fifty healthy jobs should still fit on a screen (and under GitHub's comm
 
 from __future__ import annotations
 
+import re
+
 from topogate.analysis.result import CheckResult, JobMap
 from topogate.findings import Finding
 from topogate.report.base import (
@@ -22,6 +24,7 @@ from topogate.report.mermaid import job_diagram
 MAX_FINDING_ROWS = 100
 MAX_DIAGRAMS = 10
 MAX_BLOCKED_LINES = 10
+MAX_DETAILS = 20
 
 
 def cell(s: str) -> str:
@@ -40,6 +43,22 @@ def findings_table(findings: list[Finding]) -> list[str]:
         lines.append(f"| {cell(f.rule)} {cell(f.name)} | {cell(f.severity)} | {where(f)} | {cell(f.message)} |")
     if len(findings) > MAX_FINDING_ROWS:
         lines += ["", f"…and {len(findings) - MAX_FINDING_ROWS} more findings (see the text or SARIF report)."]
+    return lines
+
+
+def details(findings: list[Finding]) -> list[str]:
+    """Findings that carry preformatted detail (TG002's diffs), each in a fenced block."""
+    shown = [f for f in findings if f.detail][:MAX_DETAILS]
+    lines: list[str] = []
+    for f in shown:
+        # The diff shows committed files, which a pull request controls: the fence is longer
+        # than any backtick run inside, so nothing in it can close the block and become markup.
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", f.detail)), default=0))
+        lines += [f"<details><summary>{where(f)}: {cell(f.rule)} {cell(f.name)}</summary>", "",
+                  f"{fence}diff", f.detail.rstrip("\n"), fence, "", "</details>", ""]
+    rest = sum(1 for f in findings if f.detail) - len(shown)
+    if rest > 0:
+        lines += [f"…and {rest} more (see the text report).", ""]
     return lines
 
 
@@ -86,7 +105,7 @@ class MarkdownReporter(Reporter):
                  counts_line(result), ""]
         findings = sorted_findings(result)
         if findings:
-            lines += ["### Findings", "", *findings_table(findings), ""]
+            lines += ["### Findings", "", *findings_table(findings), "", *details(findings)]
         jobs = sorted_jobs(result)
         trouble = [j for j in jobs if in_trouble(j)]
         clean = [j for j in jobs if not in_trouble(j)]

@@ -23,7 +23,9 @@ def finding_line(f: Finding) -> str:
     first, *rest = f.message.splitlines() or [""]
     # Continuation lines are indented so `grep TG101` style tools still see one finding
     # per unindented line.
-    return "\n".join([f"{where}: {f.severity} {f.rule} {f.name}: {first}", *(INDENT + r for r in rest)])
+    detail = f.detail.splitlines()
+    return "\n".join([f"{where}: {f.severity} {f.rule} {f.name}: {first}",
+                      *(INDENT + r for r in rest), *(INDENT + d for d in detail)])
 
 
 def group_line(g: GroupMap) -> str:
