@@ -12,11 +12,12 @@ import sys
 import click
 
 from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.report.escape import one_line
 
 
 def _fail_inventory(err: InventoryError) -> None:
     for p in err.problems:
-        click.echo(str(p), err=True)
+        click.echo(one_line(str(p)), err=True)
     n = len(err.problems)
     click.echo(f"topogate: {n} problem{'s' if n != 1 else ''} in the inventory; nothing was written.",
                err=True)
@@ -49,21 +50,24 @@ def generate(inventory: str, out: str, check_only: bool) -> None:
     if check_only:
         diffs = writer.diff_tree(out, files)
         if diffs:
-            click.echo(f"{out} is not what `topogate generate` would write:")
+            # File names and paths come from the pull request: one_line keeps them from
+            # emitting workflow commands into the CI log (issue 10 item 4).
+            click.echo(f"{one_line(out)} is not what `topogate generate` would write:")
             for status, path in diffs:
-                click.echo(f"  {status:8} {path}")
+                click.echo(f"  {status:8} {one_line(path)}")
             foreign = writer.foreign_files(out)
             if foreign:
                 # generate refuses to replace a tree holding files it did not write
-                click.echo(f"First move or delete what topogate did not generate: {', '.join(foreign)}")
-            click.echo(f"Run: topogate generate {inventory} -o {out}")
+                click.echo("First move or delete what topogate did not generate: "
+                           + ", ".join(one_line(f) for f in foreign))
+            click.echo(f"Run: topogate generate {one_line(inventory)} -o {one_line(out)}")
             sys.exit(1)
-        click.echo(f"{out} is up to date ({len(files)} files).")
+        click.echo(f"{one_line(out)} is up to date ({len(files)} files).")
         return
     try:
         writer.write_tree(out, files)
     except writer.WriteError as err:
-        click.echo(f"topogate: {err}", err=True)
+        click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)
     from topogate.summary import summarise
 
@@ -104,14 +108,31 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     try:
         outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
     except CheckInputError as err:
-        click.echo(f"topogate: {err}", err=True)
+        click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)
     name = resolve_format(fmt, os.environ, sys.stdout.isatty())
-    click.echo(get_reporter(name, strict=strict).render(outcome.result), nl=False)
+    click.echo(_log_safe(name, get_reporter(name, strict=strict).render(outcome.result)), nl=False)
     if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(get_reporter(output_format, strict=strict).render(outcome.result))
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(get_reporter(output_format, strict=strict).render(outcome.result))
+        except OSError as err:
+            click.echo(one_line(f"topogate: cannot write the report to {output}: "
+                                f"{err.strerror or err}"), err=True)
+            sys.exit(2)
     sys.exit(outcome.exit_code)
+
+
+def _log_safe(fmt: str, text: str) -> str:
+    """Stdout may be a CI log: no workflow command from a file name or a message (github's
+    own lines are commands on purpose and escape their data themselves)."""
+    from topogate.report import escape
+
+    if fmt == "github":
+        return text
+    if fmt in ("json", "sarif"):
+        return escape.json_text(text)
+    return escape.lines(text)
 
 
 @main.command()
@@ -297,9 +318,11 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
     import datetime as dt
 
     from topogate.audit import AuditError, default_client_factory, resolve_window, run_audit
-    from topogate.audit.errors import scrub
+    from topogate.audit.errors import register_environment_secrets, scrub
     from topogate.audit.report import render
+    from topogate.report.escape import line as safe_line
 
+    register_environment_secrets()
     try:
         # The cost audit needs only the clusters: where only the inventory file is mounted
         # (the in-cluster CronJob) the workloads' bases are absent, and that is fine.
@@ -321,15 +344,15 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
         result = run_audit(inv, window[0], window[1], default_client_factory(max_attempts),
                            may_split, verify=verify_usage_types, analysis_error=cause_error)
     except AuditError as err:
-        click.echo(err.line(), err=True)
+        click.echo(safe_line(err.line()), err=True)
         sys.exit(int(err.code))
     except Exception as err:  # noqa: BLE001 - one line, never a traceback, in a nightly job
-        click.echo(f"topogate audit: internal error ({type(err).__name__}: {scrub(str(err))}); "
-                   "please report it [exit 70]", err=True)
+        click.echo(safe_line(f"topogate audit: internal error ({type(err).__name__}: "
+                             f"{scrub(str(err))}); please report it [exit 70]"), err=True)
         sys.exit(70)
     if cause_error is not None:
         # After the audit succeeded, so a failed audit still prints exactly one line.
-        click.echo(f"topogate audit: cause not analysed: {cause_error}", err=True)
+        click.echo(safe_line(f"topogate audit: cause not analysed: {cause_error}"), err=True)
     click.echo(render(result, fmt), nl=False)
     sys.exit(result.exit_code)
 
