@@ -280,3 +280,32 @@ def test_scrub_redacts_registered_values_of_any_shape() -> None:
     assert redact_known(f"a{token}b") == "a[redacted]b"
     assert redact_known("short") == "short"  # under MIN_SECRET_CHARS: not a credential
     assert FAKE_KEY_ID not in scrub(FAKE_KEY_ID) and FAKE_SECRET not in scrub(FAKE_SECRET)
+
+
+def test_a_loader_crash_is_exit_70_never_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FAULT INJECTION: no inventory is known that crashes the loader with read_bases=False
+    any more (issue 10 item 6 listed several); a crash there must still not exit 1, which a
+    scheduler reads as "over budget"."""
+    import topogate.cli as cli
+
+    def crash(*_: Any, **__: Any) -> Any:
+        raise TypeError("'list' object has no attribute 'get'")
+
+    monkeypatch.setattr(cli, "load_inventory", crash)
+    code, out, err = _cli("text")
+    assert code == 70 and out == ""
+    (line,) = err.strip().splitlines()
+    assert "internal error reading the inventory (TypeError" in line and "[exit 70]" in line
+
+
+@pytest.mark.parametrize("body", [b'{"DimensionValues": "x"}', b'{"DimensionValues": [{"Value": 3}]}',
+                                  b"{}", HTML])
+def test_a_malformed_dimension_values_answer_is_exit_75(canned: Any, body: bytes) -> None:
+    # moto does not implement GetDimensionValues: the local server answers for it.
+    from topogate.cli import main
+
+    canned(200, body)
+    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, str(AUDIT_FIXTURES / "empty"),
+                                    *WINDOW, "--verify-usage-types", "--max-attempts", "1"])
+    line = _one_line_75(res.exit_code, res.stdout, res.stderr)
+    assert "GetDimensionValues" in line

@@ -330,6 +330,11 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
     except InventoryError as err:
         _fail_inventory(err)
         return
+    except Exception as err:  # noqa: BLE001 - a traceback would exit 1, read as "over budget"
+        click.echo(safe_line(f"topogate audit: internal error reading the inventory "
+                             f"({type(err).__name__}: {scrub(str(err))}); please report it "
+                             "[exit 70]"), err=True)
+        sys.exit(70)
     try:
         assert start is None or isinstance(start, dt.date)
         assert end is None or isinstance(end, dt.date)
