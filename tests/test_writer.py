@@ -31,7 +31,7 @@ def test_write_into_missing_dir_and_replace(tmp_path: Path) -> None:
     writer.write_tree(out, _tree(a__x="3"))
     assert _read(out) == _tree(a__x="3")  # stale files are gone
     leftovers = [p.name for p in out.parent.iterdir() if p.name != "out"]
-    assert leftovers == [".out.topogate.lock"]  # the lock file only: no temp or backup trees
+    assert leftovers == []  # no temp or backup trees, no lock file
 
 
 def test_write_into_existing_empty_dir(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_refuses_to_replace_a_tree_it_did_not_make(tmp_path: Path) -> None:
     with pytest.raises(writer.WriteError, match="did not generate"):
         writer.write_tree(out, _tree(f="1"))
     assert (out / "main.py").read_text() == "print('mine')\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".src.topogate.lock", "src"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 
 def test_refuses_a_file_and_unclean_paths(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_failure_mid_write_leaves_previous_out_untouched(tmp_path: Path, monkeyp
         writer.write_tree(out, _tree(a="new", b__c="new", d="new", e="new"))
     monkeypatch.undo()
     assert _read(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.topogate.lock", "out"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_failure_at_the_swap_puts_the_previous_tree_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +104,7 @@ def test_failure_at_the_swap_puts_the_previous_tree_back(tmp_path: Path, monkeyp
         writer.write_tree(out, _tree(a="new"))
     monkeypatch.undo()
     assert _read(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.topogate.lock", "out"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_diff_tree_statuses(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def beside(out: Path) -> list[str]:
     return sorted(p.name for p in out.parent.iterdir() if p.name != out.name)
 
 
-LOCK = ".out.topogate.lock"
+LOCK = ".out.topogate.lock"  # present only while a run holds it (or after a kill)
 
 # A child that writes tree A and tree B into OUT alternately, forever, until it is killed.
 _LOOP = textwrap.dedent("""
@@ -91,10 +91,10 @@ def test_sigkill_at_random_points_leaves_the_old_or_the_new_tree(tmp_path: Path)
         # (With renameat2 OUT is never missing; the fallback's window is covered below.)
         assert read(out) in (a, b)
         leftovers_seen += len([n for n in beside(out) if n != LOCK])
-        # The next run recovers: no temp dirs, no hidden trees, OUT the new tree.
+        # The next run recovers: no temp dirs, no hidden trees, no lock file, OUT the new tree.
         writer.write_tree(out, a)
         assert read(out) == a
-        assert beside(out) == [LOCK]
+        assert beside(out) == []
     # The loop must have been interrupted mid-write at least sometimes, or it tested nothing.
     assert leftovers_seen > 0
 
@@ -114,7 +114,7 @@ def test_a_kill_between_the_two_fallback_renames_is_recovered(tmp_path: Path) ->
     assert not out.exists()
     # generate --check sees the recovered old tree only after a run; a run recovers first:
     writer.write_tree(out, tree("B", 5))
-    assert read(out) == tree("B", 5) and beside(out) == [LOCK]
+    assert read(out) == tree("B", 5) and beside(out) == []
 
 
 def test_leftovers_that_cannot_be_written_are_still_removed(tmp_path: Path) -> None:
@@ -126,7 +126,7 @@ def test_leftovers_that_cannot_be_written_are_still_removed(tmp_path: Path) -> N
     os.chmod(left / "sub", 0o500)
     os.chmod(left, 0o500)
     writer.write_tree(out, tree("B", 3))
-    assert beside(out) == [LOCK]
+    assert beside(out) == []
 
 
 @pytest.mark.parametrize("mode", [0o000, 0o500, 0o300])
@@ -139,7 +139,7 @@ def test_unreadable_or_read_only_subdirectory_is_refused_up_front(tmp_path: Path
         with pytest.raises(writer.WriteError, match=r"unreadable or read-only \(d0 \(mode"):
             writer.write_tree(out, tree("B", 3))
         # nothing moved, nothing hidden beside OUT
-        assert beside(out) == [LOCK] and sub.is_dir()
+        assert beside(out) == [] and sub.is_dir()
         r = CliRunner().invoke(main, ["generate", str(FIXTURES / "lab" / "inventory.yaml"),
                                       "-o", str(out)])
         assert r.exit_code == 2
@@ -168,7 +168,7 @@ def test_a_full_disk_while_writing_is_exit_2_with_nothing_leaked(tmp_path: Path)
     assert proc.returncode == 2, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert "is unchanged" in line and "Traceback" not in proc.stderr
-    assert read(out) == before and beside(out) == [LOCK]
+    assert read(out) == before and beside(out) == []
 
 
 @pytest.mark.parametrize("where", ["exchange", "rename"])
@@ -192,7 +192,7 @@ def test_an_oserror_during_the_swap_is_a_clean_error(tmp_path: Path, monkeypatch
     with pytest.raises(writer.WriteError, match="No space left"):
         writer.write_tree(out, tree("B", 4))
     monkeypatch.undo()
-    assert read(out) == before and beside(out) == [LOCK]
+    assert read(out) == before and beside(out) == []
 
 
 def test_mode_and_group_of_out_are_kept(tmp_path: Path) -> None:
@@ -227,7 +227,7 @@ def test_concurrent_runs_are_serialised_and_all_succeed(tmp_path: Path) -> None:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err  # old code: "holds files topogate did not generate"
     assert read(out) in [tree(t, 60) for t in "ABCD"]
-    assert beside(out) == [LOCK]
+    assert beside(out) == []
 
 
 def test_concurrent_generate_commands_both_succeed(tmp_path: Path) -> None:

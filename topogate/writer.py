@@ -5,7 +5,8 @@ next run removes whatever a killed run left beside OUT.
 
 How:
 - Runs are serialised by an exclusive `flock` on `.OUT.topogate.lock` beside OUT (not inside
-  the tree, which is replaced). A second run waits, then sees the first one's finished tree.
+  the tree, which is replaced; removed at the end of the run). A second run waits, then sees
+  the first one's finished tree.
 - Under the lock, leftovers of killed runs are recovered first: a hidden old tree with no OUT
   (a kill between the two renames of the fallback swap below) is put back as OUT; every other
   `.OUT.topogate-new-*` / `.OUT.topogate-old-*` directory is removed.
@@ -226,17 +227,39 @@ def _recover(root: Path) -> None:
 
 @contextmanager
 def _locked(root: Path) -> Iterator[None]:
-    """An exclusive flock on `.OUT.topogate.lock` beside OUT, held for the whole run."""
+    """An exclusive flock on `.OUT.topogate.lock` beside OUT, held for the whole run.
+
+    The file is removed at the end, so no stray file is left in the user's repository. That
+    is safe because a waiter, once it holds the lock, checks that the name still points at the
+    file it locked; if the holder removed it meanwhile, the waiter starts over on the new file.
+    A kill leaves the file behind, which is harmless: the next run locks and removes it.
+    """
     lock = root.parent / f".{root.name}.topogate.lock"
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as e:
+            raise WriteError(f"cannot open the lock file {lock}: {e.strerror or e}") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.stat(lock, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            break
+        os.close(fd)
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    except OSError as e:
-        raise WriteError(f"cannot open the lock file {lock}: {e.strerror or e}") from e
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # closing releases the lock; the file stays (removing it would race)
+        try:
+            os.unlink(lock)  # still holding the lock: see the docstring
+        except OSError:
+            pass
+        os.close(fd)
 
 
 # ----------------------------------------------------------------------------- the swap
