@@ -135,3 +135,16 @@ def test_check_output_file_that_cannot_be_written_is_exit_2_one_line(tmp_path: P
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith("topogate: cannot write the report to ") and "r.md" in line
     assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_trace_output_with_a_hostile_policy_file_name(tmp_path: Path, fmt: str) -> None:
+    lab = tmp_path / "lab"
+    shutil.copytree(FIXTURES / "trace" / "lab", lab)
+    (lab / "policies.yaml").rename(lab / "::error::pwned\n::stop-commands::t ##[error]x.yaml")
+    r = CliRunner().invoke(main, ["trace", str(lab), "--from", "ml-demo/Deployment/gpu-workers",
+                                  "--to", "ml-demo/Deployment/coordinator", "--port", "23456",
+                                  "--format", fmt])
+    assert r.exit_code == 1, r.output
+    assert "pwned" in r.stdout  # the policy's file is named, harmlessly
+    assert_no_command(r.stdout, r.stderr)

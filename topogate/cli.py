@@ -171,11 +171,11 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
         sys.exit(2)
     job = matches[0]
     if fmt == "json":
-        click.echo(json.dumps(explain_json(job), indent=2, sort_keys=True))
+        click.echo(_log_safe("json", json.dumps(explain_json(job), indent=2, sort_keys=True)))
     elif fmt == "mermaid":
-        click.echo(job_diagram(job))
+        click.echo(_log_safe("mermaid", job_diagram(job)))
     else:
-        click.echo(explain_text(job), nl=False)
+        click.echo(_log_safe("text", explain_text(job)), nl=False)
     findings = [f for f in outcome.result.findings if f.object == job.object and f.severity == "error"]
     sys.exit(1 if findings or job.blocked or not job.colocated or not job.schedulable else 0)
 
@@ -233,12 +233,12 @@ def trace(paths: tuple[str, ...], src: str, dst: str, port: str | None, inventor
     try:
         result = run_trace(paths, src, dst, port, inventory)
     except TraceError as err:
-        click.echo(f"topogate trace: {err}", err=True)
+        click.echo(one_line(f"topogate trace: {err}"), err=True)
         sys.exit(2)
     if fmt == "json":
-        click.echo(json.dumps(as_json(result), indent=2, sort_keys=True))
+        click.echo(_log_safe("json", json.dumps(as_json(result), indent=2, sort_keys=True)))
     else:
-        click.echo(render_trace_text(result), nl=False)
+        click.echo(_log_safe("text", render_trace_text(result)), nl=False)
     sys.exit(result.exit_code)
 
 
