@@ -148,3 +148,32 @@ def test_trace_output_with_a_hostile_policy_file_name(tmp_path: Path, fmt: str) 
     assert r.exit_code == 1, r.output
     assert "pwned" in r.stdout  # the policy's file is named, harmlessly
     assert_no_command(r.stdout, r.stderr)
+
+
+def test_explain_errors_with_a_hostile_workload_argument_and_inventory_name(tmp_path: Path) -> None:
+    inv = _lab(tmp_path, "::error::inv\n::stop-commands::t.yaml")
+    r = CliRunner().invoke(main, ["explain", str(inv), "::error::x\n::stop-commands::y"])
+    assert r.exit_code == 2, r.output
+    assert "no job named" in r.stderr
+    assert_no_command(r.stdout, r.stderr)
+    broken = tmp_path / "repo" / "::error::broken\n.yaml"
+    broken.write_text("clusters: [\n")
+    r = CliRunner().invoke(main, ["explain", str(broken), "x"])
+    assert r.exit_code == 2, r.output
+    assert_no_command(r.stdout, r.stderr)
+
+
+def test_a_newline_in_the_inventory_file_name_cannot_inject_yaml_into_generated_files(
+        tmp_path: Path) -> None:
+    # Found while testing the above: the header comment carried the file name raw, so a newline
+    # in it started a line of YAML in every generated file (kustomize then refused them all).
+    inv = _lab(tmp_path, "inv.yaml\nresources: [evil.example]")
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["generate", str(inv), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    for f in out.rglob("*.yaml"):
+        text = f.read_text()
+        assert "\nresources: [evil.example]" not in text, f
+        assert text.splitlines()[0].endswith("do not edit"), f
+    r = CliRunner().invoke(main, ["check", str(inv), str(out), "--format", "text"])
+    assert r.exit_code in (0, 1), r.output

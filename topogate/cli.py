@@ -156,18 +156,18 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
     try:
         outcome = run_check(inventory, paths, None, cluster)
     except CheckInputError as err:
-        click.echo(f"topogate: {err}", err=True)
+        click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)
     if outcome.inventory is None:
         for f in outcome.result.findings:
-            click.echo(f"{f.file}:{f.line}:{f.column}: {f.message}", err=True)
+            click.echo(one_line(f"{f.file}:{f.line}:{f.column}: {f.message}"), err=True)
         sys.exit(2)
     matches = [j for j in outcome.result.jobs
                if workload in (j.name, f"{j.namespace}/{j.name}", j.object)]
     if len(matches) != 1:
         known = ", ".join(j.object for j in outcome.result.jobs) or "none"
         what = "no job" if not matches else "several jobs"
-        click.echo(f"topogate: {what} named '{workload}' found; jobs: {known}", err=True)
+        click.echo(one_line(f"topogate: {what} named '{workload}' found; jobs: {known}"), err=True)
         sys.exit(2)
     job = matches[0]
     if fmt == "json":
