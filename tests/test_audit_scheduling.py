@@ -6,6 +6,7 @@ with bash against moto_server, so the example is known to do what it says.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from topogate.audit.egress import default_window
 from topogate.audit.errors import ExitCode
 
 pytest.register_assert_rewrite("audit_support")
@@ -86,7 +88,9 @@ def _run_step(script: str, tmp_path: Path, rc: str = "") -> tuple[int, Path, Pat
 
 def test_workflow_scripts_run_against_moto(moto_ce: Moto, tmp_path: Path) -> None:
     key = "topogate.dev/cluster"
-    moto_ce.seed(page([result("2026-11-24", [(f"{key}$gpu-east", "DataTransfer-Regional-Bytes",
+    # The step uses the default window, and a day outside the window is a malformed answer.
+    first_day = default_window(dt.date.today())[0].isoformat()
+    moto_ce.seed(page([result(first_day, [(f"{key}$gpu-east", "DataTransfer-Regional-Bytes",
                                               "7.50", "750")])]))
     code, summary, output = _run_step(step_named("markdown")["run"], tmp_path)
     assert code == 0  # the step records the verdict; a later step fails the run

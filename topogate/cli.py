@@ -12,11 +12,12 @@ import sys
 import click
 
 from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.report.escape import one_line
 
 
 def _fail_inventory(err: InventoryError) -> None:
     for p in err.problems:
-        click.echo(str(p), err=True)
+        click.echo(one_line(str(p)), err=True)
     n = len(err.problems)
     click.echo(f"topogate: {n} problem{'s' if n != 1 else ''} in the inventory; nothing was written.",
                err=True)
@@ -54,26 +55,30 @@ def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> Non
     if check_only:
         diffs = writer.diff_tree(out, files)
         if diffs:
-            click.echo(f"{out} is not what `topogate generate` would write:")
+            # File names and paths come from the pull request: one_line keeps them from
+            # emitting workflow commands into the CI log (issue 10 item 4).
+            click.echo(f"{one_line(out)} is not what `topogate generate` would write:")
             for status, path in diffs:
-                click.echo(f"  {status:8} {path}")
+                click.echo(f"  {status:8} {one_line(path)}")
             if show_diff:
+                from topogate.report.escape import lines
                 from topogate.treediff import file_diffs
 
                 click.echo("")
-                click.echo("".join(d.diff for d in file_diffs(out, files, limit=None)), nl=False)
+                click.echo(lines("".join(d.diff for d in file_diffs(out, files, limit=None))), nl=False)
             foreign = writer.foreign_files(out)
             if foreign:
                 # generate refuses to replace a tree holding files it did not write
-                click.echo(f"First move or delete what topogate did not generate: {', '.join(foreign)}")
-            click.echo(f"Run: topogate generate {inventory} -o {out}")
+                click.echo("First move or delete what topogate did not generate: "
+                           + ", ".join(one_line(f) for f in foreign))
+            click.echo(f"Run: topogate generate {one_line(inventory)} -o {one_line(out)}")
             sys.exit(1)
-        click.echo(f"{out} is up to date ({len(files)} files).")
+        click.echo(f"{one_line(out)} is up to date ({len(files)} files).")
         return
     try:
         writer.write_tree(out, files)
     except writer.WriteError as err:
-        click.echo(f"topogate: {err}", err=True)
+        click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)
     from topogate.summary import summarise
 
@@ -114,14 +119,31 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     try:
         outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
     except CheckInputError as err:
-        click.echo(f"topogate: {err}", err=True)
+        click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)
     name = resolve_format(fmt, os.environ, sys.stdout.isatty())
-    click.echo(get_reporter(name, strict=strict).render(outcome.result), nl=False)
+    click.echo(_log_safe(name, get_reporter(name, strict=strict).render(outcome.result)), nl=False)
     if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(get_reporter(output_format, strict=strict).render(outcome.result))
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(get_reporter(output_format, strict=strict).render(outcome.result))
+        except OSError as err:
+            click.echo(one_line(f"topogate: cannot write the report to {output}: "
+                                f"{err.strerror or err}"), err=True)
+            sys.exit(2)
     sys.exit(outcome.exit_code)
+
+
+def _log_safe(fmt: str, text: str) -> str:
+    """Stdout may be a CI log: no workflow command from a file name or a message (github's
+    own lines are commands on purpose and escape their data themselves)."""
+    from topogate.report import escape
+
+    if fmt == "github":
+        return text
+    if fmt in ("json", "sarif"):
+        return escape.json_text(text)
+    return escape.lines(text)
 
 
 @main.command()
@@ -145,26 +167,26 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
     try:
         outcome = run_check(inventory, paths, None, cluster)
     except CheckInputError as err:
-        click.echo(f"topogate: {err}", err=True)
+        click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)
     if outcome.inventory is None:
         for f in outcome.result.findings:
-            click.echo(f"{f.file}:{f.line}:{f.column}: {f.message}", err=True)
+            click.echo(one_line(f"{f.file}:{f.line}:{f.column}: {f.message}"), err=True)
         sys.exit(2)
     matches = [j for j in outcome.result.jobs
                if workload in (j.name, f"{j.namespace}/{j.name}", j.object)]
     if len(matches) != 1:
         known = ", ".join(j.object for j in outcome.result.jobs) or "none"
         what = "no job" if not matches else "several jobs"
-        click.echo(f"topogate: {what} named '{workload}' found; jobs: {known}", err=True)
+        click.echo(one_line(f"topogate: {what} named '{workload}' found; jobs: {known}"), err=True)
         sys.exit(2)
     job = matches[0]
     if fmt == "json":
-        click.echo(json.dumps(explain_json(job), indent=2, sort_keys=True))
+        click.echo(_log_safe("json", json.dumps(explain_json(job), indent=2, sort_keys=True)))
     elif fmt == "mermaid":
-        click.echo(job_diagram(job))
+        click.echo(_log_safe("mermaid", job_diagram(job)))
     else:
-        click.echo(explain_text(job), nl=False)
+        click.echo(_log_safe("text", explain_text(job)), nl=False)
     findings = [f for f in outcome.result.findings if f.object == job.object and f.severity == "error"]
     sys.exit(1 if findings or job.blocked or not job.colocated or not job.schedulable else 0)
 
@@ -222,12 +244,12 @@ def trace(paths: tuple[str, ...], src: str, dst: str, port: str | None, inventor
     try:
         result = run_trace(paths, src, dst, port, inventory)
     except TraceError as err:
-        click.echo(f"topogate trace: {err}", err=True)
+        click.echo(one_line(f"topogate trace: {err}"), err=True)
         sys.exit(2)
     if fmt == "json":
-        click.echo(json.dumps(as_json(result), indent=2, sort_keys=True))
+        click.echo(_log_safe("json", json.dumps(as_json(result), indent=2, sort_keys=True)))
     else:
-        click.echo(render_trace_text(result), nl=False)
+        click.echo(_log_safe("text", render_trace_text(result)), nl=False)
     sys.exit(result.exit_code)
 
 
@@ -307,9 +329,11 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
     import datetime as dt
 
     from topogate.audit import AuditError, default_client_factory, resolve_window, run_audit
-    from topogate.audit.errors import scrub
+    from topogate.audit.errors import register_environment_secrets, scrub
     from topogate.audit.report import render
+    from topogate.report.escape import line as safe_line
 
+    register_environment_secrets()
     try:
         # The cost audit needs only the clusters: where only the inventory file is mounted
         # (the in-cluster CronJob) the workloads' bases are absent, and that is fine.
@@ -317,6 +341,11 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
     except InventoryError as err:
         _fail_inventory(err)
         return
+    except Exception as err:  # noqa: BLE001 - a traceback would exit 1, read as "over budget"
+        click.echo(safe_line(f"topogate audit: internal error reading the inventory "
+                             f"({type(err).__name__}: {scrub(str(err))}); please report it "
+                             "[exit 70]"), err=True)
+        sys.exit(70)
     try:
         assert start is None or isinstance(start, dt.date)
         assert end is None or isinstance(end, dt.date)
@@ -331,15 +360,15 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
         result = run_audit(inv, window[0], window[1], default_client_factory(max_attempts),
                            may_split, verify=verify_usage_types, analysis_error=cause_error)
     except AuditError as err:
-        click.echo(err.line(), err=True)
+        click.echo(safe_line(err.line()), err=True)
         sys.exit(int(err.code))
     except Exception as err:  # noqa: BLE001 - one line, never a traceback, in a nightly job
-        click.echo(f"topogate audit: internal error ({type(err).__name__}: {scrub(str(err))}); "
-                   "please report it [exit 70]", err=True)
+        click.echo(safe_line(f"topogate audit: internal error ({type(err).__name__}: "
+                             f"{scrub(str(err))}); please report it [exit 70]"), err=True)
         sys.exit(70)
     if cause_error is not None:
         # After the audit succeeded, so a failed audit still prints exactly one line.
-        click.echo(f"topogate audit: cause not analysed: {cause_error}", err=True)
+        click.echo(safe_line(f"topogate audit: cause not analysed: {cause_error}"), err=True)
     click.echo(render(result, fmt), nl=False)
     sys.exit(result.exit_code)
 

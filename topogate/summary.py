@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from topogate.inventory.model import Inventory, Workload
+from topogate.report.escape import one_line
 
 LIST_FILES_UP_TO = 40  # beyond this a file list is noise; print counts per top directory
 
@@ -49,4 +50,6 @@ def summarise(inv: Inventory, files: Mapping[str, bytes], out: str) -> str:
             top = "/".join(parts[:2]) if parts[0] == "clusters" and len(parts) > 2 else parts[0]
             tops[top] = tops.get(top, 0) + 1
         lines.extend(f"  {t}/: {k} files" for t, k in sorted(tops.items()))
-    return "\n".join(lines)
+    # Names, paths and zones come from the inventory of a pull request, and this text reaches
+    # the CI log: each line is made plain text (no control character, no workflow command).
+    return "\n".join(one_line(x) for x in lines)

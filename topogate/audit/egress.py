@@ -15,7 +15,7 @@ import datetime as dt
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from topogate.audit import prices
@@ -25,6 +25,14 @@ from topogate.audit.errors import (
     InvocationError,
     TemporaryError,
     classify,
+    register_secrets,
+)
+from topogate.audit.page import (
+    MalformedAnswer,
+    Row,
+    dimension_values,
+    next_token,
+    parse_page,
 )
 from topogate.inventory.model import Cluster, Inventory
 
@@ -191,65 +199,7 @@ def dimension_values_request(dimension: str, search: str, start: dt.date, end: d
 # ----------------------------------------------------------------------------- parsing
 
 
-@dataclass(frozen=True)
-class Row:
-    """One group of one day of one page, as Cost Explorer returned it (amounts unrounded)."""
-
-    page: int  # 1-based page number within the query chain
-    tag_key: str
-    group_key: str  # the raw "key$value" Cost Explorer sent
-    tag_value: str  # "" when the resource had no value for the key (group "key$")
-    usage_type: str
-    day: dt.date
-    estimated: bool
-    usd: Decimal
-    quantity: Decimal
-    quantity_unit: str
-
-
-def _amount(metrics: Mapping[str, Any], name: str) -> tuple[Decimal, str]:
-    m = metrics.get(name) or {}
-    raw = m.get("Amount", "0")
-    try:
-        value = Decimal(str(raw))
-    except InvalidOperation:
-        value = Decimal("NaN")
-    # Decimal accepts "NaN" and "Infinity", which would then fail every comparison with the
-    # budget: a malformed answer, like any other non-number.
-    if not value.is_finite():
-        raise TemporaryError(f"Cost Explorer returned a non-numeric {name}: {str(raw)[:40]!r}; "
-                             "run again later")
-    return value, str(m.get("Unit", ""))
-
-
-def split_tag_key(raw: str, tag_key: str) -> str:
-    """'key$value' -> 'value'; 'key$' -> '' (no value). Tag keys may themselves contain '$'."""
-    prefix = tag_key + "$"
-    if raw.startswith(prefix):
-        return raw[len(prefix):]
-    # Defensive: if the key differs (should not), keep everything after the last '$'.
-    return raw.rpartition("$")[2]
-
-
-def parse_page(response: Mapping[str, Any], tag_key: str, page: int) -> tuple[list[Row], set[dt.date]]:
-    """Rows of one GetCostAndUsage page, and the days on it marked Estimated."""
-    rows: list[Row] = []
-    estimated: set[dt.date] = set()
-    for result in response.get("ResultsByTime", []):
-        day = dt.date.fromisoformat(result["TimePeriod"]["Start"])
-        est = bool(result.get("Estimated", False))
-        if est:
-            estimated.add(day)
-        for group in result.get("Groups", []):
-            keys = list(group.get("Keys", []))
-            raw_tag = next((k for k in keys if k.startswith(tag_key + "$")), keys[0] if keys else "")
-            usage_type = next((k for k in keys if k != raw_tag), "")
-            metrics = group.get("Metrics", {})
-            usd, _ = _amount(metrics, "UnblendedCost")
-            qty, unit = _amount(metrics, "UsageQuantity")
-            rows.append(Row(page, tag_key, raw_tag, split_tag_key(raw_tag, tag_key), usage_type,
-                            day, est, usd, qty, unit))
-    return rows, estimated
+# Row, parse_page and split_tag_key live in topogate.audit.page (validation of every answer).
 
 
 # ----------------------------------------------------------------------------- result model
@@ -352,14 +302,23 @@ UNKNOWN_CAUSE = ("cause not analysed: the job analysis did not run (see the warn
                  "report cannot name jobs that may split across zones")
 
 
+def _cents(x: Decimal) -> Decimal:
+    # A context wide enough for any finite amount: quantize in the default 28-digit context
+    # raised InvalidOperation on 1e30 and crashed the renderers after the verdict was made.
+    if not x.is_finite():
+        return x
+    prec = max(28, x.adjusted() + 4)
+    return x.quantize(CENT, rounding=ROUND_HALF_UP, context=Context(prec=prec))
+
+
 def usd_text(x: Decimal) -> str:
     """Dollars for display, rounded half up ($1.505 -> $1.51); sums use unrounded amounts."""
-    return f"${x.quantize(CENT, rounding=ROUND_HALF_UP):,.2f}"
+    return f"${_cents(x):,.2f}"
 
 
 def qty_text(x: Decimal) -> str:
     """A quantity (GB, GiB) for display, rounded half up to two decimals."""
-    return f"{x.quantize(CENT, rounding=ROUND_HALF_UP):,.2f}"
+    return f"{_cents(x):,.2f}"
 
 
 def _cause(may_split: tuple[str, ...] | None) -> str:
@@ -505,6 +464,12 @@ def default_client_factory(max_attempts: int = 4) -> ClientFactory:
         from botocore.config import Config
 
         session = boto3.session.Session()
+        # Whatever shape the credentials have, their values are never printed: the scrubber
+        # learns them before any request can echo them back.
+        creds = session.get_credentials()
+        if creds is not None:
+            frozen = creds.get_frozen_credentials()
+            register_secrets(frozen.access_key, frozen.secret_key, frozen.token)
         return session.client(
             "ce",
             region_name=ce_region_for(session.region_name),
@@ -544,6 +509,9 @@ class _Session:
             events.register("before-send.cost-explorer", self._count_attempt)
             events.register("response-received.cost-explorer", self._on_response)
             events.register("after-call.cost-explorer", self._on_answer)
+            # before-parse fires once an HTTP answer is in, before botocore parses it: a body
+            # botocore cannot parse (HTML, truncated JSON) was still answered and billed.
+            events.register("before-parse.cost-explorer", self._on_answer)
 
     def _count_attempt(self, **_: Any) -> None:
         self.attempts += 1
@@ -560,12 +528,25 @@ class _Session:
         self._answered = False
         try:
             method = getattr(self.client, _snake(operation))
-            return dict(method(**params))
+            resp = method(**params)
         except Exception as exc:  # noqa: BLE001 - classify re-raises what it does not know
+            answered = self._answered
             self._settle()
-            raise classify(exc, requests=self.requests, attempts=self.attempts) from None
+            try:
+                err = classify(exc, requests=self.requests, attempts=self.attempts)
+            except Exception:  # noqa: BLE001 - not a known AWS failure
+                if not answered:
+                    raise
+                # botocore choked on what came back (wrong types in the body): not a page.
+                err = MalformedAnswer(operation, f"botocore could not parse it: "
+                                                 f"{type(exc).__name__}", requests=self.requests)
+            raise err from None
         finally:
             self._settle()
+        if not isinstance(resp, Mapping):
+            raise MalformedAnswer(operation, f"the answer is {type(resp).__name__}",
+                                  requests=self.requests)
+        return dict(resp)
 
     def _settle(self) -> None:
         if self._answered:
@@ -579,7 +560,11 @@ class _Session:
         for _ in range(MAX_PAGES):
             resp = self.call(operation, build(token))
             yield resp
-            token = resp.get("NextPageToken") or None
+            try:
+                token = next_token(resp, operation)
+            except AuditError as err:
+                err.requests = self.requests
+                raise
             if token is None:
                 return
             if token in seen:
@@ -614,7 +599,11 @@ def verify_usage_types(session: _Session, queries: Sequence[Query], start: dt.da
     for dim, search in (("USAGE_TYPE_GROUP", "Inter AZ"), ("USAGE_TYPE", prices.INTER_AZ_SUFFIX)):
         build = functools.partial(_dimension_page, dim, search, start, end)
         for resp in session.pages("GetDimensionValues", build):
-            found.update(str(v.get("Value", "")) for v in resp.get("DimensionValues", []))
+            try:
+                found.update(dimension_values(resp))
+            except AuditError as err:
+                err.requests = session.requests
+                raise
     if USAGE_TYPE_GROUP not in found:
         raise ConfigError(
             f"--verify-usage-types: usage type group {USAGE_TYPE_GROUP!r} not found by "
@@ -661,7 +650,7 @@ def run_audit(inv: Inventory, start: dt.date, end: dt.date, client_factory: Clie
             build = functools.partial(_cost_page, q, start, end)
             for page_no, resp in enumerate(session.pages("GetCostAndUsage", build), start=1):
                 try:
-                    page_rows, page_est = parse_page(resp, q.tag_key, page_no)
+                    page_rows, page_est = parse_page(resp, q.tag_key, page_no, (start, end))
                 except AuditError as err:
                     # the page that could not be read was still answered (and billed)
                     err.requests = session.requests

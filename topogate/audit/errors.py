@@ -27,8 +27,10 @@ EXIT_CODE_DOCS: tuple[tuple[int, str], ...] = (
                               "a window that is empty or ends after today, an unreadable "
                               "inventory, a window Cost Explorer refuses (BillExpirationException)"),
     (ExitCode.TEMPORARY, "temporary: throttled after retries (LimitExceededException), "
-                         "DataUnavailableException, network or 5xx errors, a malformed answer "
-                         "(non-numeric or NaN amount); run again later"),
+                         "DataUnavailableException, network or 5xx errors, any answer that is "
+                         "not a well-formed Cost Explorer page (HTML, truncated JSON, missing or "
+                         "mistyped fields, days outside the window, a non-numeric, negative or "
+                         "absurd amount); run again later"),
     (ExitCode.ACCESS_DENIED, "access denied: the credentials may not call ce:GetCostAndUsage "
                              "(or ce:GetDimensionValues)"),
     (ExitCode.CONFIG, "configuration: no credentials or expired credentials (ExpiredToken: "
@@ -93,15 +95,56 @@ _SECRETISH = re.compile(
     # any other long base64 run (a session token without a known prefix); file paths, which
     # have '-', '_' or '.', are left alone so that the cause warning can still name a file
     r"|(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{100,}(?![A-Za-z0-9/+=])"
-    r"|(?i:(?:X-Amz-Security-Token|X-Amz-Signature|Signature|Credential)=[^&\s]+)"
+    r"|(?i:(?:X-Amz-Security-Token|X-Amz-Signature|Signature|Credential)(?:=|:\s*)[^&\s]+)"
     r"|(?i:\b(?:aws_session_token|aws_secret_access_key|aws_security_token)\b[\"']?\s*[=:]\s*"
     r"[\"']?[^\s\"',;&]+)"
 )
 
 
+# The credential values this process was given (access key, secret, session token), whatever
+# their shape: the shapes above miss a session token that is not STS-shaped (a vendor's, a
+# test's), so the values themselves are redacted wherever they are echoed back.
+_KNOWN: set[str] = set()
+# Shorter values are not secrets worth the cost of redacting every occurrence of them.
+MIN_SECRET_CHARS = 6
+_SECRET_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+               "AWS_SECURITY_TOKEN")
+
+
+def register_secrets(*values: str | None) -> None:
+    """Remember credential values so that `scrub` and `redact_known` replace them anywhere."""
+    from urllib.parse import quote, quote_plus
+
+    for value in values:
+        if not value or len(value.strip()) < MIN_SECRET_CHARS:
+            continue
+        folded = " ".join(value.split())
+        encoded = quote(value, safe="")
+        # as sent in a query string (X-Amz-Security-Token=...), in either hex case
+        variants = {value, folded, encoded, quote_plus(value, safe=""),
+                    re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)}
+        _KNOWN.update(v for v in variants if len(v) >= MIN_SECRET_CHARS)
+
+
+def register_environment_secrets(environ: dict[str, str] | None = None) -> None:
+    import os
+
+    env = os.environ if environ is None else environ
+    register_secrets(*(env.get(k) for k in _SECRET_ENV))
+
+
+def redact_known(text: str) -> str:
+    """Replace every registered credential value (longest first, so no part survives)."""
+    for value in sorted(_KNOWN, key=lambda v: (-len(v), v)):
+        if value in text:
+            text = text.replace(value, "[redacted]")
+    return text
+
+
 def scrub(text: str) -> str:
-    """Fold the text onto one line; drop URL userinfo; replace credential-shaped strings."""
-    one_line = " ".join(text.split())
+    """Fold the text onto one line; redact known credential values; drop URL userinfo;
+    replace credential-shaped strings."""
+    one_line = redact_known(" ".join(redact_known(text).split()))
     one_line = _URL_USERINFO.sub(r"\1[redacted]@", one_line)
     return _SECRETISH.sub("[redacted]", one_line)
 
@@ -195,6 +238,14 @@ def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditEr
             return InvocationError(f"the window is older than Cost Explorer keeps ({detail}); "
                                    "choose a later --start", requests=requests)
         status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        if code.isdigit():
+            # botocore names the error after the HTTP status when the body carries no AWS
+            # error (an HTML page from a proxy or a captive portal): not Cost Explorer's answer.
+            return TemporaryError(
+                f"{op}: HTTP {status or code} without a Cost Explorer error in the body: the "
+                "answer did not come from Cost Explorer (a proxy?); check "
+                "AWS_ENDPOINT_URL_COST_EXPLORER and proxies, else run again later",
+                requests=requests)
         if 400 <= status < 500:
             return InvocationError(f"Cost Explorer rejected the request ({detail})",
                                    requests=requests)

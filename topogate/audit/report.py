@@ -19,7 +19,8 @@ from topogate.audit.egress import (
     qty_text,
     usd_text,
 )
-from topogate.audit.errors import requests_phrase
+from topogate.audit.errors import redact_known, requests_phrase
+from topogate.report import escape
 
 FORMATS = ("text", "json", "markdown")
 
@@ -278,8 +279,9 @@ def render_markdown(r: AuditResult) -> str:
 
 
 def render(r: AuditResult, fmt: str) -> str:
+    """The report in `fmt`, safe for a CI log: no credential value this process was given (an
+    endpoint may echo one back in a group key), no workflow command (see report.escape)."""
     if fmt == "json":
-        return render_json(r)
-    if fmt == "markdown":
-        return render_markdown(r)
-    return render_text(r)
+        return escape.json_text(redact_known(render_json(r)))
+    body = render_markdown(r) if fmt == "markdown" else render_text(r)
+    return escape.lines(redact_known(body))
