@@ -398,5 +398,52 @@ def import_(context: str | None, kubeconfig: str | None, from_file: str | None, 
     sys.exit(outcome.exit_code)
 
 
+def _live_report(live: object, fmt: str, strict: bool, command: str) -> None:
+    """Print a live command's report; the header says what was compared (stdout for text)."""
+    from topogate.live.commands import LiveOutcome
+    from topogate.report import get_reporter, resolve_format
+
+    assert isinstance(live, LiveOutcome)
+    name = resolve_format(fmt, os.environ, sys.stdout.isatty())
+    click.echo(live.header, err=name != "text")
+    if name == "text":
+        click.echo()
+    click.echo(get_reporter(name, strict=strict).render(live.outcome.result), nl=False)
+    sys.exit(live.outcome.exit_code)
+
+
+@main.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@_live_source
+@click.option("--cluster", help="The inventory cluster this context or file shows (default: the only one).")
+@click.option("--pool-label", metavar="KEY", help="The node label that names pools (default: EKS, "
+                                                  "Karpenter, GKE and AKS node-group labels).")
+@click.option("--format", "fmt", type=click.Choice(_formats()), default="auto", show_default=True,
+              help="auto: github under GitHub Actions, else text.")
+@click.option("--strict", is_flag=True, help="Warnings fail too.")
+def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file: str | None,
+          chunk_size: int, request_timeout: float, cluster: str | None, pool_label: str | None,
+          fmt: str, strict: bool) -> None:
+    """Compare INVENTORY's zones and pools with the cluster's nodes (rules TG201-TG205).
+
+    Exit codes: 0 no drift, 1 drift, 2 bad invocation or input, 75 temporary, 77 access
+    denied, 78 configuration: the table of `audit egress`.
+    """
+    from topogate.live.commands import Source, run_drift
+    from topogate.live.errors import LiveError
+
+    source = _source(from_file, context, kubeconfig, chunk_size, request_timeout)
+    assert isinstance(source, Source)
+    try:
+        live = run_drift(inventory, source, cluster=cluster, pool_label=pool_label, strict=strict)
+    except InventoryError as err:
+        _fail_inventory(err)
+        return
+    except LiveError as err:
+        click.echo(err.line("drift"), err=True)
+        sys.exit(int(err.code))
+    _live_report(live, fmt, strict, "drift")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

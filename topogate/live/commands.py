@@ -6,10 +6,20 @@ audit table); nothing here prints.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from topogate.analysis.result import CheckResult, JobMap
+from topogate.audit.errors import ExitCode
+from topogate.check import CheckOutcome
+from topogate.engine import all_rules, run_rules
+from topogate.inventory.loader import load_inventory
+from topogate.inventory.model import Cluster, Inventory
 from topogate.live.client import Target
+from topogate.live.context import LiveContext
+from topogate.live.errors import LiveError
 from topogate.live.nodes import dns_label
 from topogate.live.snapshot import Snapshot, fetch, read_file
 
@@ -59,3 +69,56 @@ def run_import(source: Source, out: str, *, cluster: str | None, pool_label: str
     lines += [f"note: {n}" for n in imported.notes]
     lines.append("next: add network zones and workloads, then `topogate generate` and `topogate check`")
     return ImportOutcome(tuple(lines))
+
+
+DRIFT_RULES = ("TG201", "TG202", "TG203", "TG204", "TG205")
+
+
+def pick_cluster(inv: Inventory, name: str | None) -> Cluster:
+    """The inventory cluster a kubeconfig context or a snapshot is about."""
+    if name is not None:
+        c = inv.cluster(name)
+        if c is None:
+            raise LiveError(f"{inv.path}: --cluster {name}: no such cluster in the inventory "
+                            f"(known: {', '.join(x.name for x in inv.clusters)})",
+                            ExitCode.BAD_INVOCATION)
+        return c
+    if len(inv.clusters) == 1:
+        return inv.clusters[0]
+    raise LiveError(f"{inv.path}: the inventory has several clusters "
+                    f"({', '.join(x.name for x in inv.clusters)}); pass --cluster NAME for the one "
+                    "this context or file shows", ExitCode.BAD_INVOCATION)
+
+
+@dataclass(frozen=True)
+class LiveOutcome:
+    outcome: CheckOutcome
+    header: str  # what was compared, for people: an "ok" says what it is about
+
+
+def _result(inv: Inventory, inventory_path: str, ctx: LiveContext, only: Sequence[str],
+            strict: bool, jobs: tuple[JobMap, ...] = ()) -> CheckOutcome:
+    findings = run_rules(ctx, only=only)
+    result = CheckResult(findings, jobs, all_rules(), inventory_path)
+    failing = result.errors + (result.warnings if strict else 0)
+    return CheckOutcome(result, 1 if failing else 0, inv)
+
+
+def run_drift(inventory_path: str, source: Source, *, cluster: str | None = None,
+              pool_label: str | None = None, strict: bool = False,
+              today: dt.date | None = None) -> LiveOutcome:
+    """Raises InventoryError (the CLI prints the problems, exit 2) or LiveError."""
+    from topogate.live.drift import compare
+    from topogate.live.nodes import parse_nodes
+
+    inv = load_inventory(inventory_path, read_bases=False)
+    c = pick_cluster(inv, cluster)
+    snapshot = source.read(workloads=False)
+    nodes = parse_nodes(snapshot.nodes, c.zone_label, pool_label)
+    facts = compare(c, nodes)
+    ctx = LiveContext(inv, inventory_path, today=today or dt.date.today(), live=facts)
+    pools = sum(len(z.pools) for z in c.zones)
+    header = (f"drift of cluster {c.name} against {snapshot.source}: {len(nodes)} nodes in "
+              f"{len({n.zone for n in nodes})} zones compared with {pools} pools in "
+              f"{len(c.zones)} zones")
+    return LiveOutcome(_result(inv, inventory_path, ctx, DRIFT_RULES, strict), header)

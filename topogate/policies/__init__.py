@@ -23,6 +23,11 @@ from topogate.policies import (
     tg109_dangling_policy,
     tg110_unprotected_job,
     tg111_may_strand,
+    tg201_zone_drift,
+    tg202_pool_size_drift,
+    tg203_pool_scheduling_drift,
+    tg204_gpu_drift,
+    tg205_undescribed_nodes,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -41,4 +46,9 @@ REGISTRY: dict[str, ModuleType] = {
     "TG109": tg109_dangling_policy,
     "TG110": tg110_unprotected_job,
     "TG111": tg111_may_strand,
+    "TG201": tg201_zone_drift,
+    "TG202": tg202_pool_size_drift,
+    "TG203": tg203_pool_scheduling_drift,
+    "TG204": tg204_gpu_drift,
+    "TG205": tg205_undescribed_nodes,
 }
