@@ -91,13 +91,23 @@ def _formats() -> list[str]:
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Also write the report in this format to a file (e.g. markdown for a PR comment).")
 @click.option("--output-format", type=click.Choice(_formats()[1:]), default="markdown", show_default=True)
+@click.option("--live", is_flag=True, help="Check what runs in the cluster now (docs/live.md).")
+@click.option("--context", help="With --live: kubeconfig context.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="With --live: kubeconfig file.")
+@click.option("--from-file", type=click.Path(dir_okay=False),
+              help="With --live: a `kubectl get nodes,pods,... -o json` file instead of the cluster.")
 def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
-          fmt: str, strict: bool, output: str | None, output_format: str) -> None:
+          fmt: str, strict: bool, output: str | None, output_format: str, live: bool,
+          context: str | None, kubeconfig: str | None, from_file: str | None) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
     kustomize). Without PATHs the inventory's own generated tree is checked.
     """
+    if live or context or kubeconfig or from_file:
+        from topogate.live.cli import check_live
+
+        check_live(inventory, paths, rendered, cluster, fmt, strict, live, context, kubeconfig, from_file)
     from topogate.check import CheckInputError, run_check
     from topogate.report import get_reporter, resolve_format
 
@@ -398,20 +408,6 @@ def import_(context: str | None, kubeconfig: str | None, from_file: str | None, 
     sys.exit(outcome.exit_code)
 
 
-def _live_report(live: object, fmt: str, strict: bool, command: str) -> None:
-    """Print a live command's report; the header says what was compared (stdout for text)."""
-    from topogate.live.commands import LiveOutcome
-    from topogate.report import get_reporter, resolve_format
-
-    assert isinstance(live, LiveOutcome)
-    name = resolve_format(fmt, os.environ, sys.stdout.isatty())
-    click.echo(live.header, err=name != "text")
-    if name == "text":
-        click.echo()
-    click.echo(get_reporter(name, strict=strict).render(live.outcome.result), nl=False)
-    sys.exit(live.outcome.exit_code)
-
-
 @main.command()
 @click.argument("inventory", type=click.Path(dir_okay=False))
 @_live_source
@@ -442,7 +438,10 @@ def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file
     except LiveError as err:
         click.echo(err.line("drift"), err=True)
         sys.exit(int(err.code))
-    _live_report(live, fmt, strict, "drift")
+    from topogate.live.cli import print_report
+
+    print_report(live, fmt, strict)
+    sys.exit(live.outcome.exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

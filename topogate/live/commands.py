@@ -122,3 +122,34 @@ def run_drift(inventory_path: str, source: Source, *, cluster: str | None = None
               f"{len({n.zone for n in nodes})} zones compared with {pools} pools in "
               f"{len(c.zones)} zones")
     return LiveOutcome(_result(inv, inventory_path, ctx, DRIFT_RULES, strict), header)
+
+
+LIVE_RULES = ("TG206", "TG207", "TG208", "TG209")
+
+
+def run_live_check(inventory_path: str, source: Source, *, cluster: str | None = None,
+                   strict: bool = False, today: dt.date | None = None) -> LiveOutcome:
+    """Raises InventoryError (the CLI prints the problems, exit 2) or LiveError."""
+    from topogate.inventory.model import Position
+    from topogate.live.nodes import parse_nodes
+    from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts
+    from topogate.live.snapshot import POLICY_KINDS
+
+    inv = load_inventory(inventory_path)  # with bases: the generated policies are compared
+    c = pick_cluster(inv, cluster)
+    snapshot = source.read(workloads=True)
+    nodes = parse_nodes(snapshot.nodes, c.zone_label)
+    jobs = live_jobs(snapshot, inv, {n.name: n.zone for n in nodes})
+    where = Position(snapshot.source, 1, 1)
+    facts = job_facts(jobs, inv, where)
+    namespaces = {w.namespace for w in inv.workloads_of(c.name)} | {j.namespace for j in jobs}
+    generated = generated_policies(inv, c, POLICY_KINDS)
+    facts += policy_facts(generated, snapshot.policies, namespaces, where, c.pos)
+    ctx = LiveContext(inv, inventory_path, today=today or dt.date.today(), live=tuple(sorted(facts)))
+    pods = sum(len(j.pods) for j in jobs)
+    header = (f"live check of cluster {c.name} against {snapshot.source}: {len(jobs)} training "
+              f"job(s) with {pods} pod(s) on {len(nodes)} nodes; {len(snapshot.policies)} network "
+              f"policies compared with {len(generated)} generated")
+    if snapshot.not_installed:
+        header += f"; not served by the cluster: {', '.join(snapshot.not_installed)}"
+    return LiveOutcome(_result(inv, inventory_path, ctx, LIVE_RULES, strict), header)

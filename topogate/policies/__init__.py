@@ -28,6 +28,10 @@ from topogate.policies import (
     tg203_pool_scheduling_drift,
     tg204_gpu_drift,
     tg205_undescribed_nodes,
+    tg206_running_split,
+    tg207_pending_no_fit,
+    tg208_unmanaged_policy,
+    tg209_policy_differs,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -51,4 +55,8 @@ REGISTRY: dict[str, ModuleType] = {
     "TG203": tg203_pool_scheduling_drift,
     "TG204": tg204_gpu_drift,
     "TG205": tg205_undescribed_nodes,
+    "TG206": tg206_running_split,
+    "TG207": tg207_pending_no_fit,
+    "TG208": tg208_unmanaged_policy,
+    "TG209": tg209_policy_differs,
 }
