@@ -54,7 +54,9 @@ def test_what_runs_as_generated_is_clean() -> None:
     assert (code, err) == (0, "")
     assert out == (f"live check of cluster eks against {OK}: 1 training job(s) with 5 pod(s) on 11 "
                    "nodes; 5 network policies compared with 4 generated\n\n"
-                   "ok: 0 errors, 0 warnings in 0 workloads\n")
+                   "PyTorchJob/ml-demo/train (cluster eks): colocated, schedulable\n"
+                   "  master x1 (1 GPU/pod): us-east-1a\n  worker x4 (1 GPU/pod): us-east-1a\n\n"
+                   "ok: 0 errors, 0 warnings in 1 workload\n")
 
 
 def test_split_pending_and_policies_that_differ() -> None:
@@ -76,6 +78,10 @@ def test_split_pending_and_policies_that_differ() -> None:
     assert "worker train-worker-3: 0/11 nodes are available:" in msg[("TG207", "PyTorchJob/ml-demo/train")]
     assert "at spec.ingress (2 items generated, 1 in the cluster)" in \
         msg[("TG209", "CiliumNetworkPolicy/ml-demo/topogate-train")]
+    (w,) = json.loads(out)["workloads"]  # the job as the reporters know it: zones it runs in now
+    assert (w["object"], w["colocated"], w["schedulable"]) == ("PyTorchJob/ml-demo/train", False, False)
+    assert {g["name"]: g["zones"] for g in w["groups"]} == {
+        "master": ["us-east-1a"], "worker": ["us-east-1a", "us-east-1b"]}
     # kube-system's NetworkPolicy: no training job there, not reported
     assert "kube-system" not in out
 

@@ -132,7 +132,7 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     """Raises InventoryError (the CLI prints the problems, exit 2) or LiveError."""
     from topogate.inventory.model import Position
     from topogate.live.nodes import parse_nodes
-    from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts
+    from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts, where
     from topogate.live.snapshot import POLICY_KINDS
 
     inv = load_inventory(inventory_path)  # with bases: the generated policies are compared
@@ -140,11 +140,11 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     snapshot = source.read(workloads=True)
     nodes = parse_nodes(snapshot.nodes, c.zone_label)
     jobs = live_jobs(snapshot, inv, {n.name: n.zone for n in nodes})
-    where = Position(snapshot.source, 1, 1)
-    facts = job_facts(jobs, inv, where)
+    where_ = Position(snapshot.source, 1, 1)
+    facts = job_facts(jobs, inv, where_)
     namespaces = {w.namespace for w in inv.workloads_of(c.name)} | {j.namespace for j in jobs}
     generated = generated_policies(inv, c, POLICY_KINDS)
-    facts += policy_facts(generated, snapshot.policies, namespaces, where, c.pos)
+    facts += policy_facts(generated, snapshot.policies, namespaces, where_, c.pos)
     ctx = LiveContext(inv, inventory_path, today=today or dt.date.today(), live=tuple(sorted(facts)))
     pods = sum(len(j.pods) for j in jobs)
     header = (f"live check of cluster {c.name} against {snapshot.source}: {len(jobs)} training "
@@ -152,4 +152,5 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
               f"policies compared with {len(generated)} generated")
     if snapshot.not_installed:
         header += f"; not served by the cluster: {', '.join(snapshot.not_installed)}"
-    return LiveOutcome(_result(inv, inventory_path, ctx, LIVE_RULES, strict), header)
+    maps = tuple(j.as_map(c.name, where(j, inv, where_)) for j in jobs)
+    return LiveOutcome(_result(inv, inventory_path, ctx, LIVE_RULES, strict, maps), header)

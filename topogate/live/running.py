@@ -14,8 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from topogate.analysis.result import GroupMap, JobMap
 from topogate.inventory.model import Cluster, Inventory, Position
 from topogate.live.context import DIFFERS, PENDING, SPLIT, UNMANAGED, LiveFact
+from topogate.live.nodes import GPU_RESOURCES
 from topogate.live.snapshot import JOB_KINDS, Snapshot
 
 SHOWN_PODS = 20
@@ -34,6 +36,11 @@ class LivePod:
     zone: str  # "" when not scheduled or the node is unknown
     phase: str
     unschedulable: str  # the scheduler's message when PodScheduled=False/Unschedulable
+    gpus: int = 0  # GPUs its containers ask for
+
+    @property
+    def running(self) -> bool:
+        return bool(self.node) and self.phase not in ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,19 @@ class LiveJob:
     @property
     def object(self) -> str:
         return f"{self.kind}/{self.namespace}/{self.name}"
+
+    def as_map(self, cluster: str, pos: Position) -> JobMap:
+        """The job in the reporters' shape: a group's zones are where its pods run now."""
+        groups = []
+        for g in sorted({p.group for p in self.pods}):
+            pods = [p for p in self.pods if p.group == g]
+            zones = tuple(sorted({p.zone for p in pods if p.running and p.zone}))
+            groups.append(GroupMap(g or "-", len(pods), max((p.gpus for p in pods), default=0), zones,
+                                   splits=len(zones) > 1))
+        used = {p.zone for p in self.pods if p.running and p.zone}
+        return JobMap(self.object, cluster, self.kind, self.namespace, self.name, tuple(groups),
+                      colocated=len(used) <= 1,
+                      schedulable=not any(p.unschedulable for p in self.pods), pos=pos)
 
 
 def _md(o: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -78,6 +98,18 @@ def job_key(pod: Mapping[str, Any], known: Mapping[tuple[str, str], str],
     return None
 
 
+def _gpus(pod: Mapping[str, Any]) -> int:
+    total = 0
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        limits = ((c or {}).get("resources") or {}).get("limits") or {}
+        for r in GPU_RESOURCES:
+            try:
+                total += int(str(limits.get(r, 0)))
+            except ValueError:
+                continue
+    return total
+
+
 def _unschedulable(pod: Mapping[str, Any]) -> str:
     for c in (pod.get("status") or {}).get("conditions") or []:
         if (isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("status") == "False"
@@ -99,14 +131,14 @@ def live_jobs(snapshot: Snapshot, inv: Inventory, zone_of: Mapping[str, str]) ->
         node = str((p.get("spec") or {}).get("nodeName") or "")
         phase = str((p.get("status") or {}).get("phase") or "")
         pods[key].append(LivePod(str(_md(p).get("name", "")), group, node, zone_of.get(node, ""), phase,
-                                 _unschedulable(p) if not node else ""))
+                                 _unschedulable(p) if not node else "", _gpus(p)))
     for (ns, name), kind in known.items():  # a job with no pod yet is still a job found
         pods.setdefault((kind, ns, name), [])
     return tuple(LiveJob(k, ns, n, tuple(sorted(ps, key=lambda p: p.name)))
                  for (k, ns, n), ps in sorted(pods.items()))
 
 
-def _where(job: LiveJob, inv: Inventory, fallback: Position) -> Position:
+def where(job: LiveJob, inv: Inventory, fallback: Position) -> Position:
     w = inv.workload(job.object)
     return w.pos if w is not None else fallback
 
@@ -114,7 +146,7 @@ def _where(job: LiveJob, inv: Inventory, fallback: Position) -> Position:
 def job_facts(jobs: Iterable[LiveJob], inv: Inventory, source: Position) -> list[LiveFact]:
     facts: list[LiveFact] = []
     for job in jobs:
-        running = [p for p in job.pods if p.node and p.phase not in ("Succeeded", "Failed")]
+        running = [p for p in job.pods if p.running]
         zones = sorted({p.zone for p in running if p.zone})
         if len(zones) > 1:
             counts = ", ".join(f"{z}: {sum(1 for p in running if p.zone == z)}" for z in zones)
@@ -123,12 +155,12 @@ def job_facts(jobs: Iterable[LiveJob], inv: Inventory, source: Position) -> list
                       for p in running[:SHOWN_PODS]]
             if len(running) > SHOWN_PODS:
                 lines.append(f"+{len(running) - SHOWN_PODS} more pods")
-            facts.append(LiveFact(SPLIT, job.object, "\n".join(lines), _where(job, inv, source)))
+            facts.append(LiveFact(SPLIT, job.object, "\n".join(lines), where(job, inv, source)))
         stuck = [p for p in job.pods if p.unschedulable]
         if stuck:
             lines = [f"{job.object} has {len(stuck)} pod(s) pending because no node fits:"]
             lines += [f"{p.group or '-'} {p.name}: {p.unschedulable}" for p in stuck[:SHOWN_PODS]]
-            facts.append(LiveFact(PENDING, job.object, "\n".join(lines), _where(job, inv, source)))
+            facts.append(LiveFact(PENDING, job.object, "\n".join(lines), where(job, inv, source)))
     return facts
 
 
