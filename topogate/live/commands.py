@@ -96,7 +96,7 @@ class LiveOutcome:
     header: str  # what was compared, for people: an "ok" says what it is about
 
 
-def _result(inv: Inventory, inventory_path: str, ctx: LiveContext, only: Sequence[str],
+def _result(inv: Inventory, inventory_path: str, ctx: LiveContext, only: Sequence[str] | None,
             strict: bool, jobs: tuple[JobMap, ...] = ()) -> CheckOutcome:
     findings = run_rules(ctx, only=only)
     result = CheckResult(findings, jobs, all_rules(), inventory_path)
@@ -124,16 +124,21 @@ def run_drift(inventory_path: str, source: Source, *, cluster: str | None = None
     return LiveOutcome(_result(inv, inventory_path, ctx, DRIFT_RULES, strict), header)
 
 
-LIVE_RULES = ("TG206", "TG207", "TG208", "TG209")
-
-
 def run_live_check(inventory_path: str, source: Source, *, cluster: str | None = None,
                    strict: bool = False, today: dt.date | None = None) -> LiveOutcome:
-    """Raises InventoryError (the CLI prints the problems, exit 2) or LiveError."""
+    """Raises InventoryError (the CLI prints the problems, exit 2) or LiveError.
+
+    Two views of the cluster: the live facts (TG206-TG209: where pods run now, what is pending,
+    which policies differ from the generated tree), and the repository's own analysis (every
+    other rule) run on the job and policy objects as the API server holds them.
+    """
+    from topogate.analysis.map import build_map
+    from topogate.analysis.netpolicy import PolicyError
     from topogate.inventory.model import Position
     from topogate.live.nodes import parse_nodes
     from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts, where
     from topogate.live.snapshot import POLICY_KINDS
+    from topogate.manifests import K8sObject
 
     inv = load_inventory(inventory_path)  # with bases: the generated policies are compared
     c = pick_cluster(inv, cluster)
@@ -144,13 +149,26 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     facts = job_facts(jobs, inv, where_)
     namespaces = {w.namespace for w in inv.workloads_of(c.name)} | {j.namespace for j in jobs}
     generated = generated_policies(inv, c, POLICY_KINDS)
-    facts += policy_facts(generated, snapshot.policies, namespaces, where_, c.pos)
-    ctx = LiveContext(inv, inventory_path, today=today or dt.date.today(), live=tuple(sorted(facts)))
+    in_scope = tuple(p for p in snapshot.policies
+                     if not (p.get("metadata") or {}).get("namespace")
+                     or (p.get("metadata") or {}).get("namespace") in namespaces)
+    facts += policy_facts(generated, in_scope, where_, c.pos)
+    objects = tuple(K8sObject(o, where_) for o in (*snapshot.jobs, *in_scope))
+    try:
+        analysed, mf = build_map(inv, objects, c.name)
+    except PolicyError as err:
+        raise LiveError(f"{snapshot.source}: a policy in the cluster cannot be analysed: {err}",
+                        ExitCode.BAD_INVOCATION) from None
+    ctx = LiveContext(
+        inv, inventory_path, objects, tuple(analysed), mf.policies, today=today or dt.date.today(),
+        policy_selects=mf.policy_selects, boundary_openings=mf.boundary_openings,
+        zone_label_lies=mf.zone_label_lies, spread_splits=mf.spread_splits,
+        unprotected=mf.unprotected, unassigned=mf.unassigned, live=tuple(sorted(facts)))
     pods = sum(len(j.pods) for j in jobs)
     header = (f"live check of cluster {c.name} against {snapshot.source}: {len(jobs)} training "
-              f"job(s) with {pods} pod(s) on {len(nodes)} nodes; {len(snapshot.policies)} network "
-              f"policies compared with {len(generated)} generated")
+              f"job(s) with {pods} pod(s) on {len(nodes)} nodes; {len(in_scope)} network "
+              f"policies in scope compared with {len(generated)} generated")
     if snapshot.not_installed:
         header += f"; not served by the cluster: {', '.join(snapshot.not_installed)}"
     maps = tuple(j.as_map(c.name, where(j, inv, where_)) for j in jobs)
-    return LiveOutcome(_result(inv, inventory_path, ctx, LIVE_RULES, strict, maps), header)
+    return LiveOutcome(_result(inv, inventory_path, ctx, None, strict, maps), header)

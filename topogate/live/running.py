@@ -216,7 +216,8 @@ def _body(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def policy_facts(generated: Sequence[Generated], live: Iterable[Mapping[str, Any]],
-                 namespaces: set[str], source: Position, cluster_pos: Position) -> list[LiveFact]:
+                 source: Position, cluster_pos: Position) -> list[LiveFact]:
+    """`live` are the policies in scope: clusterwide ones, and those of the jobs' namespaces."""
     facts: list[LiveFact] = []
     by_key = {g.key: g for g in generated}
     seen: set[tuple[str, str, str]] = set()
@@ -224,8 +225,6 @@ def policy_facts(generated: Sequence[Generated], live: Iterable[Mapping[str, Any
         md = _md(o)
         key = (str(o.get("kind")), str(md.get("namespace", "")), str(md.get("name", "")))
         obj = "/".join(x for x in key if x)
-        if key[1] and key[1] not in namespaces:
-            continue  # a namespace with no training job: not this tool's business
         g = by_key.get(key)
         if g is None:
             facts.append(LiveFact(UNMANAGED, obj, (
