@@ -16,7 +16,10 @@ Imported through `pytest_plugins = ["live_support"]`.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -117,7 +120,10 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             split = urlsplit(self.path)
             query = parse_qs(split.query)
-            authed = self.headers.get("Authorization") == f"Bearer {TOKEN}"
+            # the scheme is case-insensitive, as in the API server (the in-cluster loader of
+            # the client sends "bearer ...")
+            scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+            authed = scheme.lower() == "bearer" and token == TOKEN
             state.requests.append(("GET", split.path, query, authed))
             if not authed:
                 return self._send(401, status(401, "Unauthorized", "Unauthorized"))
@@ -161,12 +167,14 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@pytest.fixture
-def standin() -> Iterator[StandIn]:
-    """A stand-in list API on an ephemeral port of 127.0.0.1 (see the module docstring)."""
+@contextlib.contextmanager
+def _serving(tls: ssl.SSLContext | None = None) -> Iterator[StandIn]:
     state = StandIn()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    scheme = "https" if tls is not None else "http"
+    state.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -174,6 +182,27 @@ def standin() -> Iterator[StandIn]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def standin() -> Iterator[StandIn]:
+    """A stand-in list API on an ephemeral port of 127.0.0.1 (see the module docstring)."""
+    with _serving() as state:
+        yield state
+
+
+@pytest.fixture
+def standin_tls(tmp_path: Path) -> Iterator[tuple[StandIn, Path]]:
+    """The stand-in over TLS, with a self-signed certificate for 127.0.0.1 made by openssl;
+    yields the server and the CA file a client must trust (the in-cluster ca.crt)."""
+    key, crt = tmp_path / "tls.key", tmp_path / "tls.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=kubernetes", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(crt)], check=True, capture_output=True)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(crt, key)
+    with _serving(tls) as state:
+        yield state, crt
 
 
 def write_kubeconfig(path: Path, server: str, token: str = TOKEN, context: str = "stand-in") -> Path:

@@ -175,3 +175,29 @@ def test_live_import_errors(standin: StandIn, tmp_path: Path, status: int, code:
 def test_from_file_with_context_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = run("import", "--from-file", str(EKS), "--context", "x", "-o", str(tmp_path / "i"))
     assert code == 2 and "--from-file reads no cluster" in stderr
+
+
+def test_in_cluster_config_over_tls(standin_tls: tuple[StandIn, Path], tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """No kubeconfig anywhere, KUBERNETES_SERVICE_HOST set: the pod's service account is used,
+    over TLS verified against its ca.crt (the stand-in's self-signed certificate)."""
+    import kubernetes.config.incluster_config as incluster
+
+    server, ca = standin_tls
+    server.serve_file("eks-nodes.json")
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", server.url.rsplit(":", 1)[1])
+    code, stdout, stderr = run("import", "-o", str(tmp_path / "i.yaml"), "--cluster-name", "eks")
+    assert (code, stderr) == (0, "")
+    assert stdout.startswith(f"wrote {tmp_path / 'i.yaml'}: cluster eks, 3 zones, 4 pools, 11 nodes")
+    assert server.requests and all(authed for _, _, _, authed in server.requests)
+    # and a certificate the client does not trust is refused (exit 75), not ignored
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(LIVE / "README.md"))
+    code, _, stderr = run("import", "-o", str(tmp_path / "j.yaml"))
+    assert code in (75, 78) and TOKEN not in stderr and stderr.count("\n") == 1
