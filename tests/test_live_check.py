@@ -116,6 +116,14 @@ def test_live_check_through_the_real_client(standin: StandIn, tmp_path: Path) ->
                          "--format", "json")
     assert code == 1
     assert [(r, o) for r, _, o in findings(out)] == [(r, o) for r, _, o in EXPECTED]
+    # pods are trimmed as their pages arrive: the same messages and workloads as from the file
+    offline = json.loads(run("check", INV, "--live", "--from-file", BROKEN, "--format", "json")[1])
+    online = json.loads(out)
+
+    def by_rule(d: dict[str, list[dict[str, object]]]) -> list[tuple[object, object]]:
+        return sorted((f["rule"], f["message"]) for f in d["findings"] if f["file"] == INV)
+
+    assert by_rule(online) == by_rule(offline) and online["workloads"] == offline["workloads"]
     assert err == (f"live check of cluster eks against live:{standin.url}: 1 training job(s) with 5 "
                    "pod(s) on 11 nodes; 4 network policies in scope compared with 4 generated; not served by "
                    "the cluster: mpijobs.kubeflow.org, trainjobs.trainer.kubeflow.org, "

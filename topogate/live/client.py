@@ -133,9 +133,30 @@ class Listed:
     installed: bool = True  # False: an optional CRD answered 404
 
 
+def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a pod that `check --live` reads. A page is trimmed as it arrives, so
+    100,000 pods are held as a few hundred bytes each, not as their whole specs."""
+    md = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    return {
+        "apiVersion": pod.get("apiVersion"), "kind": pod.get("kind"),
+        "metadata": {k: md[k] for k in ("name", "namespace", "labels", "ownerReferences") if k in md},
+        "spec": {"nodeName": spec.get("nodeName"),
+                 "containers": [{"resources": {"limits": ((c or {}).get("resources") or {}).get("limits")}}
+                                for c in spec.get("containers") or [] if isinstance(c, dict)]},
+        "status": {"phase": status.get("phase"),
+                   "conditions": [c for c in status.get("conditions") or []
+                                  if isinstance(c, dict) and c.get("type") == "PodScheduled"]},
+    }
+
+
 def list_all(api: Any, res: Resource, server: str, chunk: int = DEFAULT_CHUNK,
-             timeout: float = DEFAULT_TIMEOUT) -> Listed:
-    """Every object of a resource, page by page; a 410 on a continue token restarts once."""
+             timeout: float = DEFAULT_TIMEOUT,
+             keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Listed:
+    """Every object of a resource, page by page; a 410 on a continue token restarts once.
+
+    `keep` trims each object as its page arrives (see slim_pod)."""
     from kubernetes.client.exceptions import ApiException
 
     page = _fetcher(api, res, timeout)
@@ -164,7 +185,7 @@ def list_all(api: Any, res: Resource, server: str, chunk: int = DEFAULT_CHUNK,
             if isinstance(item, dict):
                 item.setdefault("apiVersion", res.api_version)
                 item.setdefault("kind", res.kind)
-                items.append(item)
+                items.append(keep(item) if keep else item)
         cont = (doc.get("metadata") or {}).get("continue") or None
         if not cont:
             return Listed(tuple(items), requests, restarted)

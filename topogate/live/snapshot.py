@@ -21,6 +21,7 @@ from topogate.live.client import (
     Target,
     api_client,
     list_all,
+    slim_pod,
 )
 from topogate.live.errors import LiveError
 
@@ -53,7 +54,7 @@ def fetch(target: Target, *, workloads: bool) -> Snapshot:
         jobs: list[dict[str, Any]] = []
         missing: list[str] = []
         if workloads:
-            listed = list_all(api, PODS, server, target.chunk, target.timeout)
+            listed = list_all(api, PODS, server, target.chunk, target.timeout, keep=slim_pod)
             pods, requests = listed.items, requests + listed.requests
             for res in (*POLICY_RESOURCES, *JOB_RESOURCES):
                 got = list_all(api, res, server, target.chunk, target.timeout)
