@@ -19,7 +19,6 @@ import base64
 import contextlib
 import json
 import ssl
-import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -191,14 +190,38 @@ def standin() -> Iterator[StandIn]:
         yield state
 
 
+def _self_signed(tmp: Path) -> tuple[Path, Path]:
+    """A key and a certificate for IP 127.0.0.1, valid for a day (cryptography comes with moto)."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    key_file, crt_file = tmp / "tls.key", tmp / "tls.crt"
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    crt_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return key_file, crt_file
+
+
 @pytest.fixture
 def standin_tls(tmp_path: Path) -> Iterator[tuple[StandIn, Path]]:
-    """The stand-in over TLS, with a self-signed certificate for 127.0.0.1 made by openssl;
-    yields the server and the CA file a client must trust (the in-cluster ca.crt)."""
-    key, crt = tmp_path / "tls.key", tmp_path / "tls.crt"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=kubernetes", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(crt)], check=True, capture_output=True)
+    """The stand-in over TLS with a self-signed certificate for 127.0.0.1; yields the server and
+    the CA file a client must trust (the in-cluster ca.crt)."""
+    key, crt = _self_signed(tmp_path)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(crt, key)
     with _serving(tls) as state:

@@ -181,3 +181,11 @@ def test_first_difference_names_the_path() -> None:
     assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == ".a[1].b (2 generated, 3 in the cluster)"
     assert first_difference({"a": 1}, {"a": 1, "z": 0}) == ".z (only in the cluster)"
     assert first_difference({"a": [1]}, {"a": [1]}) is None
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "markdown"])
+def test_every_report_format_carries_the_live_findings(fmt: str) -> None:
+    code, out, _ = run("check", INV, "--live", "--from-file", BROKEN, "--format", fmt)
+    assert code == 1
+    for rule in ("TG206", "TG207", "TG208", "TG209"):
+        assert rule in out, fmt
