@@ -149,3 +149,20 @@ def test_kubeconfig_problems_are_configuration_errors(tmp_path: Path, monkeypatc
     with pytest.raises(LiveError) as err:
         api_client(Target())
     assert err.value.code == ExitCode.CONFIG and "--from-file" in str(err.value)
+
+
+def test_an_unexpected_client_failure_is_one_line_without_its_text() -> None:
+    from topogate.live.errors import from_exception
+
+    err = from_exception(RuntimeError(f"Authorization: Bearer {TOKEN}"), "nodes", "https://k")
+    assert err.code == ExitCode.TEMPORARY and "RuntimeError" in str(err) and TOKEN not in str(err)
+
+
+def test_gpu_quantities_that_are_not_whole_counts_count_as_zero() -> None:
+    from topogate.live.nodes import parse_node
+
+    def gpus(v: object) -> int:
+        node = {"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": v, "amd.com/gpu": "2"}}}
+        return parse_node(node, "topology.kubernetes.io/zone").gpus
+
+    assert [gpus("8"), gpus(4), gpus("-3"), gpus("1500m"), gpus("1e3")] == [10, 6, 2, 2, 2]

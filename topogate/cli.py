@@ -378,8 +378,8 @@ def _source(from_file: str | None, context: str | None, kubeconfig: str | None, 
 @_live_source
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False),
               help="The inventory file to write.")
-@click.option("--cluster-name", help="Name of the cluster in the inventory (default: the context "
-                                     "or the file's name).")
+@click.option("--cluster-name", help="Name of the cluster in the inventory (default: --context, "
+                                     "else the file's name, else 'imported').")
 @click.option("--pool-label", metavar="KEY", help="The node label that names pools (default: EKS, "
                                                   "Karpenter, GKE and AKS node-group labels).")
 @click.option("--zone-label", default="topology.kubernetes.io/zone", show_default=True)

@@ -81,4 +81,6 @@ def from_exception(exc: BaseException, what: str, server: str) -> LiveError:
         return LiveError(f"cannot reach the API server at {server} while listing {what} ({kind}); "
                          "run again later, or check the kubeconfig's server address",
                          ExitCode.TEMPORARY)
-    raise exc
+    # Anything else is the client's own failure: still one line, named by its class only.
+    return LiveError(f"the kubernetes client failed while listing {what} ({type(exc).__name__}); "
+                     "run again, and report it if it persists", ExitCode.TEMPORARY)

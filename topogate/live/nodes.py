@@ -67,9 +67,10 @@ def is_state_taint(key: str) -> bool:
 
 
 def _quantity(v: Any) -> int:
-    """An extended resource's quantity: whole numbers ("8", 8); anything else counts as 0."""
+    """An extended resource's quantity: whole numbers ("8", 8); anything else (a negative or
+    fractional value in a hand-made file) counts as 0."""
     try:
-        return int(str(v))
+        return max(0, int(str(v)))
     except ValueError:
         return 0
 
