@@ -189,3 +189,10 @@ def test_every_report_format_carries_the_live_findings(fmt: str) -> None:
     assert code == 1
     for rule in ("TG206", "TG207", "TG208", "TG209"):
         assert rule in out, fmt
+
+
+def test_output_file_gets_the_report_too(tmp_path: Path) -> None:
+    out = tmp_path / "comment.md"
+    code, stdout, _ = run("check", INV, "--live", "--from-file", BROKEN, "-o", str(out))
+    assert code == 1 and "TG206" in stdout
+    assert "TG206" in out.read_text() and out.read_text() != stdout

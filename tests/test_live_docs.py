@@ -79,3 +79,11 @@ def test_the_cronjob_runs_drift_with_options_drift_has() -> None:
     (sa,) = [d for d in _docs("rbac-topogate-live.yaml") if d["kind"] == "ServiceAccount"]
     assert sa["metadata"]["namespace"] == cron["metadata"]["namespace"]  # type: ignore[index]
     assert args[1].startswith(container["volumeMounts"][0]["mountPath"] + "/")  # the mounted inventory
+
+
+def test_the_exit_code_table_is_the_audit_table() -> None:
+    from topogate.audit.errors import ExitCode
+
+    doc = DOC.read_text()
+    for code in ExitCode:
+        assert f"\n| {int(code)} | " in doc, int(code)

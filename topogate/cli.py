@@ -107,7 +107,8 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     if live or context or kubeconfig or from_file:
         from topogate.live.cli import check_live
 
-        check_live(inventory, paths, rendered, cluster, fmt, strict, live, context, kubeconfig, from_file)
+        check_live(inventory, paths, rendered, cluster, fmt, strict, live, context, kubeconfig, from_file,
+                   output, output_format)
     from topogate.check import CheckInputError, run_check
     from topogate.report import get_reporter, resolve_format
 

@@ -13,8 +13,10 @@ from topogate.live.commands import LiveOutcome, Source, run_live_check
 from topogate.live.errors import LiveError
 
 
-def print_report(live: LiveOutcome, fmt: str, strict: bool) -> None:
-    """The report; the header says what was compared (stdout for text, else stderr)."""
+def print_report(live: LiveOutcome, fmt: str, strict: bool, output: str | None = None,
+                 output_format: str = "markdown") -> None:
+    """The report; the header says what was compared (stdout for text, else stderr). With
+    `output`, the report in `output_format` is also written there (a PR comment, an artifact)."""
     from topogate.report import get_reporter, resolve_format
 
     name = resolve_format(fmt, os.environ, sys.stdout.isatty())
@@ -22,11 +24,15 @@ def print_report(live: LiveOutcome, fmt: str, strict: bool) -> None:
     if name == "text":
         click.echo()
     click.echo(get_reporter(name, strict=strict).render(live.outcome.result), nl=False)
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(get_reporter(output_format, strict=strict).render(live.outcome.result))
 
 
 def check_live(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
                fmt: str, strict: bool, live: bool, context: str | None, kubeconfig: str | None,
-               from_file: str | None) -> None:
+               from_file: str | None, output: str | None = None,
+               output_format: str = "markdown") -> None:
     """Exits: 0 clean, 1 findings, 2 bad invocation, 75/77/78 as `audit egress`."""
     if not live:
         raise click.UsageError("--context, --kubeconfig and --from-file belong to --live")
@@ -45,5 +51,5 @@ def check_live(inventory: str, paths: tuple[str, ...], rendered: str | None, clu
     except LiveError as err:
         click.echo(err.line("check --live"), err=True)
         sys.exit(int(err.code))
-    print_report(outcome, fmt, strict)
+    print_report(outcome, fmt, strict, output, output_format)
     sys.exit(outcome.outcome.exit_code)
