@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -348,7 +349,7 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
 # --- live commands (topogate/live/): import, drift ---
 
 
-def _live_source(f):  # type: ignore[no-untyped-def]
+def _live_source(f: Callable[..., None]) -> Callable[..., None]:
     """The options every live command shares: which cluster, or a file instead."""
     for opt in reversed([
         click.option("--context", help="kubeconfig context (default: the current context)."),

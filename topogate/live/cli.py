@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -32,8 +33,8 @@ def print_report(live: LiveOutcome, fmt: str, strict: bool, output: str | None =
 def check_live(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
                fmt: str, strict: bool, live: bool, context: str | None, kubeconfig: str | None,
                from_file: str | None, output: str | None = None,
-               output_format: str = "markdown") -> None:
-    """Exits: 0 clean, 1 findings, 2 bad invocation, 75/77/78 as `audit egress`."""
+               output_format: str = "markdown") -> NoReturn:
+    """Never returns. Exits: 0 clean, 1 findings, 2 bad invocation, 75/77/78 as `audit egress`."""
     if not live:
         raise click.UsageError("--context, --kubeconfig and --from-file belong to --live")
     if paths or rendered:
