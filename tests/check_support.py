@@ -21,6 +21,13 @@ def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
     paths = [str((case_dir / p).resolve()) for p in spec.get("paths", [])]
     rendered = None
     today = dt.date.fromisoformat(spec["today"]) if "today" in spec else None
+    if "live" in spec:  # the TG2xx family compares with a recorded cluster (topogate/live/)
+        from topogate.live import commands
+        from topogate.live.client import Target
+
+        source = commands.Source(str((case_dir / spec["live"]["from_file"]).resolve()), Target())
+        command = commands.run_drift if spec["live"]["command"] == "drift" else commands.run_live_check
+        return command(str(inventory), source, today=today).outcome
     if spec.get("render"):
         # The tree lives beside the inventory (bases are relative to it); removed afterwards.
         from topogate import writer

@@ -23,6 +23,15 @@ from topogate.policies import (
     tg109_dangling_policy,
     tg110_unprotected_job,
     tg111_may_strand,
+    tg201_zone_drift,
+    tg202_pool_size_drift,
+    tg203_pool_scheduling_drift,
+    tg204_gpu_drift,
+    tg205_undescribed_nodes,
+    tg206_running_split,
+    tg207_pending_no_fit,
+    tg208_unmanaged_policy,
+    tg209_policy_differs,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -41,4 +50,13 @@ REGISTRY: dict[str, ModuleType] = {
     "TG109": tg109_dangling_policy,
     "TG110": tg110_unprotected_job,
     "TG111": tg111_may_strand,
+    "TG201": tg201_zone_drift,
+    "TG202": tg202_pool_size_drift,
+    "TG203": tg203_pool_scheduling_drift,
+    "TG204": tg204_gpu_drift,
+    "TG205": tg205_undescribed_nodes,
+    "TG206": tg206_running_split,
+    "TG207": tg207_pending_no_fit,
+    "TG208": tg208_unmanaged_policy,
+    "TG209": tg209_policy_differs,
 }

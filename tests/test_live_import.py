@@ -1,0 +1,203 @@
+"""`topogate import`: recorded node lists (EKS + Karpenter, GKE, AKS) and the live stand-in.
+
+The live tests use the stand-in list API of tests/live_support.py: no kube-apiserver can run
+here, so a small HTTP server on 127.0.0.1 answers the real `kubernetes` client from the same
+recorded `kubectl get nodes -o json` fixtures.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from topogate.cli import main
+from topogate.inventory.loader import load_inventory
+from topogate.inventory.model import Inventory
+
+pytest.register_assert_rewrite("live_support")
+pytest_plugins = ["live_support"]
+from live_support import LIVE, REPO, TOKEN, StandIn, write_kubeconfig  # noqa: E402
+
+EKS = LIVE / "eks-nodes.json"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    res = CliRunner().invoke(main, list(args))
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return res.exit_code, res.stdout, res.stderr
+
+
+def pools(inv: Inventory) -> dict[tuple[str, str], tuple[int, int, dict[str, str], list[str]]]:
+    """(zone, pool) -> (nodes, gpusPerNode, labels, taints as key=value:effect)."""
+    return {(z.name, p.name): (p.nodes, p.gpus_per_node, p.label_map,
+                               [f"{t.key}={t.value}:{t.effect}" for t in p.taints])
+            for c in inv.clusters for z in c.zones for p in z.pools}
+
+
+def test_eks_with_karpenter_and_unlabelled_nodes(tmp_path: Path) -> None:
+    out = tmp_path / "inventory.yaml"
+    code, stdout, stderr = run("import", "--from-file", str(EKS), "-o", str(out))
+    assert (code, stderr) == (0, "")
+    text = out.read_text()
+    assert text.startswith("# yaml-language-server: $schema=")
+    schema = (out.parent / text.split("$schema=", 1)[1].split("\n", 1)[0]).resolve()
+    assert schema == (REPO / "topogate" / "schemas" / "inventory.schema.json").resolve()
+    inv = load_inventory(out)
+    (c,) = inv.clusters
+    assert (c.name, c.provider, c.region) == ("eks", "aws", "us-east-1")
+    assert [z.name for z in c.zones] == ["us-east-1a", "us-east-1b", "us-east-1c"]
+    assert inv.workloads == ()
+    got = pools(inv)
+    gpu = {"eks.amazonaws.com/nodegroup": "gpu-p4d", "node-type": "gpu"}
+    assert got[("us-east-1a", "gpu-p4d")] == (2, 8, gpu, ["nvidia.com/gpu=present:NoSchedule"])
+    assert got[("us-east-1b", "gpu-p4d")] == (2, 8, gpu, ["nvidia.com/gpu=present:NoSchedule"])
+    assert got[("us-east-1c", "gpu-spot")] == (
+        2, 4, {"karpenter.sh/nodepool": "gpu-spot", "node-type": "gpu-spot"}, ["nvidia.com/gpu=:NoSchedule"])
+    # the cordoned system node's node.kubernetes.io/unschedulable taint is state, not the pool's
+    system = (1, 0, {"eks.amazonaws.com/nodegroup": "system", "node-role": "system"}, [])
+    assert all(got[(z, "system")] == system for z in ("us-east-1a", "us-east-1b", "us-east-1c"))
+    assert got[("us-east-1c", "cpu-batch")] == (2, 0, {"node-type": "cpu-batch"}, [])
+    assert "- name: cpu-batch  # no node-pool label: grouped by identical labels and taints" in text
+    assert ("note: 2 node(s) carry no node-pool label (EKS, Karpenter, GKE, AKS or --pool-label): "
+            "grouped by identical labels and taints as pool cpu-batch: ip-10-0-3-120.ec2.internal, "
+            "ip-10-0-3-121.ec2.internal") in stdout
+    assert stdout.startswith(f"wrote {out}: cluster eks, 3 zones, 4 pools, 11 nodes\n")
+
+
+def test_gke_and_aks_label_variants(tmp_path: Path) -> None:
+    assert run("import", "--from-file", str(LIVE / "gke-nodes.json"), "-o", str(tmp_path / "g.yaml"))[0] == 0
+    gke = load_inventory(tmp_path / "g.yaml")
+    assert (gke.clusters[0].provider, gke.clusters[0].region) == ("gcp", "us-central1")
+    assert pools(gke)[("us-central1-b", "a100-pool")] == (
+        2, 8, {"cloud.google.com/gke-nodepool": "a100-pool", "team": "research"},
+        ["nvidia.com/gpu=present:NoSchedule"])
+    assert run("import", "--from-file", str(LIVE / "aks-nodes.json"), "-o", str(tmp_path / "a.yaml"),
+               "--cluster-name", "ML_AKS")[0] == 0
+    aks = load_inventory(tmp_path / "a.yaml")
+    assert aks.clusters[0].name == "ml-aks" and aks.clusters[0].provider == "azure"
+    got = pools(aks)
+    # AMD GPUs count like NVIDIA ones
+    assert got[("eastus-1", "mi300")][:2] == (2, 8)
+    assert got[("eastus-1", "mi300")][3] == ["amd.com/gpu=present:NoSchedule"]
+    assert got[("eastus-3", "system")] == (
+        1, 0, {"agentpool": "system", "kubernetes.azure.com/agentpool": "system"},
+        ["CriticalAddonsOnly=true:NoSchedule"])
+
+
+def test_pool_label_option(tmp_path: Path) -> None:
+    code, stdout, _ = run("import", "--from-file", str(EKS), "-o", str(tmp_path / "i.yaml"),
+                          "--pool-label", "node-type")
+    assert code == 0
+    got = pools(load_inventory(tmp_path / "i.yaml"))
+    assert {p for _, p in got} == {"gpu", "gpu-spot", "cpu-batch", "system"}
+    # nodes without node-type (the system node group) are the ones grouped and reported
+    assert "as pool system: ip-10-0-1-10.ec2.internal, ip-10-0-2-10.ec2.internal, " \
+           "ip-10-0-3-10.ec2.internal" in stdout
+
+
+def test_never_overwrites_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "inventory.yaml"
+    out.write_text("mine\n")
+    code, stdout, stderr = run("import", "--from-file", str(EKS), "-o", str(out))
+    assert (code, stdout) == (2, "")
+    assert stderr == f"topogate import: {out} exists; pass --force to replace it [exit 2]\n"
+    assert out.read_text() == "mine\n"
+    assert run("import", "--from-file", str(EKS), "-o", str(out), "--force")[0] == 0
+    assert "kind: Inventory" in out.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inventory.yaml"]  # no temp file left
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    ("{]", "neither JSON nor YAML"),
+    ('{"kind": "List", "items": []}', "holds no Node"),
+    ("[1, 2]", "not a Kubernetes object or List"),
+])
+def test_bad_files_exit_2_with_a_position(tmp_path: Path, content: str, words: str) -> None:
+    f = tmp_path / "nodes.json"
+    f.write_text(content)
+    code, _, stderr = run("import", "--from-file", str(f), "-o", str(tmp_path / "i.yaml"))
+    assert code == 2 and stderr.startswith(f"topogate import: {f}:1:") and words in stderr
+    assert not (tmp_path / "i.yaml").exists()
+
+
+def test_import_round_trips_through_generate_and_check(tmp_path: Path) -> None:
+    """Done-when of issue 13: an import of the recorded 3-zone node list, finished by a person
+    (a network zone and a job added), generates and checks clean."""
+    inv = tmp_path / "inventory.yaml"
+    assert run("import", "--from-file", str(EKS), "-o", str(inv))[0] == 0
+    shutil.copytree(REPO / "fixtures" / "lab" / "bases", tmp_path / "bases")
+    inv.write_text(inv.read_text().replace("workloads: []\n", (
+        "workloads:\n"
+        "- {name: train, namespace: ml-demo, cluster: eks, kind: PyTorchJob, base: bases/train,\n"
+        "   networkZone: us-east-1a, placement: pin}\n")))
+    code, stdout, _ = run("generate", str(inv), "-o", str(tmp_path / "out"))
+    assert code == 0, stdout
+    assert "PyTorchJob/ml-demo/train in us-east-1a: pinned to us-east-1a" in stdout
+    patch = (tmp_path / "out/clusters/eks/workloads/ml-demo/train/placement-patch.yaml").read_text()
+    assert "key: nvidia.com/gpu" in patch  # the imported taint became the job's toleration
+    code, stdout, _ = run("check", str(inv), "--rendered", str(tmp_path / "out"))
+    assert code == 0, stdout
+    assert "PyTorchJob/ml-demo/train (cluster eks): colocated, schedulable" in stdout
+    assert stdout.endswith("ok: 0 errors, 0 warnings in 1 workload\n")
+
+
+def test_live_import_through_the_real_client(standin: StandIn, tmp_path: Path) -> None:
+    standin.serve_file("eks-nodes.json")
+    kc = write_kubeconfig(tmp_path / "kubeconfig", standin.url, context="prod-east")
+    code, stdout, stderr = run("import", "--kubeconfig", str(kc), "--context", "prod-east",
+                               "--chunk-size", "3", "-o", str(tmp_path / "live.yaml"))
+    assert (code, stderr) == (0, "")
+    assert stdout.startswith(f"wrote {tmp_path / 'live.yaml'}: cluster prod-east, 3 zones, 4 pools, 11 nodes")
+    assert len(standin.lists_of("/api/v1/nodes")) == 4  # 11 nodes, 3 a page
+    assert run("import", "--from-file", str(EKS), "-o", str(tmp_path / "file.yaml"),
+               "--cluster-name", "prod-east")[0] == 0
+    live = (tmp_path / "live.yaml").read_text().split("\n", 3)[3]
+    offline = (tmp_path / "file.yaml").read_text().split("\n", 3)[3]
+    assert live == offline  # the same inventory online and offline, but for the source line
+    assert {m for m, _, _, _ in standin.requests} == {"GET"}
+
+
+@pytest.mark.parametrize(("status", "code"), [(403, 77), (401, 78), (500, 75)])
+def test_live_import_errors(standin: StandIn, tmp_path: Path, status: int, code: int) -> None:
+    standin.serve_file("eks-nodes.json")
+    standin.faults["/api/v1/nodes"] = [status]
+    kc = write_kubeconfig(tmp_path / "kubeconfig", standin.url)
+    rc, stdout, stderr = run("import", "--kubeconfig", str(kc), "-o", str(tmp_path / "i.yaml"))
+    assert (rc, stdout) == (code, "")
+    assert stderr.count("\n") == 1 and stderr.endswith(f"[exit {code}]\n") and TOKEN not in stderr
+    assert not (tmp_path / "i.yaml").exists()
+
+
+def test_from_file_with_context_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, stderr = run("import", "--from-file", str(EKS), "--context", "x", "-o", str(tmp_path / "i"))
+    assert code == 2 and "--from-file reads no cluster" in stderr
+
+
+def test_in_cluster_config_over_tls(standin_tls: tuple[StandIn, Path], tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """No kubeconfig anywhere, KUBERNETES_SERVICE_HOST set: the pod's service account is used,
+    over TLS verified against its ca.crt (the stand-in's self-signed certificate)."""
+    import kubernetes.config.incluster_config as incluster
+
+    server, ca = standin_tls
+    server.serve_file("eks-nodes.json")
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", server.url.rsplit(":", 1)[1])
+    code, stdout, stderr = run("import", "-o", str(tmp_path / "i.yaml"), "--cluster-name", "eks")
+    assert (code, stderr) == (0, "")
+    assert stdout.startswith(f"wrote {tmp_path / 'i.yaml'}: cluster eks, 3 zones, 4 pools, 11 nodes")
+    assert server.requests and all(authed for _, _, _, authed in server.requests)
+    # and a certificate the client does not trust is refused (exit 75), not ignored
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(LIVE / "README.md"))
+    code, _, stderr = run("import", "-o", str(tmp_path / "j.yaml"))
+    assert code in (75, 78) and TOKEN not in stderr and stderr.count("\n") == 1

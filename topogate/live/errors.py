@@ -1,0 +1,86 @@
+"""Errors of the live commands: one line, an exit code from the same table as `audit egress`.
+
+A CI job or a nightly CronJob acts on the code: run again later (75), fix the RBAC (77), fix the
+kubeconfig or the token (78). Messages are built here from the status and the API server's own
+`message`, never from the exception's text (which carries response headers), and are scrubbed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from topogate.audit.errors import ExitCode, scrub
+
+RBAC_HINT = "examples/rbac-topogate-live.yaml"
+
+
+class LiveError(Exception):
+    """A failure the CLI turns into one line on stderr and an exit code."""
+
+    def __init__(self, message: str, code: ExitCode) -> None:
+        super().__init__(scrub(message))
+        self.code = code
+
+    def line(self, command: str) -> str:
+        return f"topogate {command}: {self.args[0]} [exit {int(self.code)}]"
+
+
+def _status_message(body: Any) -> str:
+    """The `message` of a Kubernetes Status body, if the body is one."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if not isinstance(body, str) or not body.strip():
+        return ""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body.strip()[:200]
+    return str(doc.get("message", "")) if isinstance(doc, dict) else ""
+
+
+def from_api_status(status: int, body: Any, what: str, server: str) -> LiveError:
+    """An HTTP error status of a list call as a LiveError."""
+    detail = _status_message(body)
+    tail = f" ({detail})" if detail else ""
+    if status == 401:
+        return LiveError(
+            f"the API server at {server} rejected the credentials while listing {what} "
+            f"(401 Unauthorized){tail}; refresh the kubeconfig token or the exec plugin's login, "
+            "or the service account token", ExitCode.CONFIG)
+    if status == 403:
+        return LiveError(
+            f"access denied listing {what} (403 Forbidden){tail}; bind the read-only ClusterRole "
+            f"in {RBAC_HINT} to this user or service account", ExitCode.ACCESS_DENIED)
+    if status == 410:
+        return LiveError(
+            f"the list of {what} expired twice while paging (410 Gone){tail}; the cluster changes "
+            "faster than it can be read: run again, or raise --chunk-size", ExitCode.TEMPORARY)
+    if status == 429 or status >= 500:
+        return LiveError(f"the API server failed listing {what} ({status}){tail}; run again later",
+                         ExitCode.TEMPORARY)
+    return LiveError(f"the API server refused listing {what} ({status}){tail}",
+                     ExitCode.BAD_INVOCATION)
+
+
+def from_exception(exc: BaseException, what: str, server: str) -> LiveError:
+    """Any exception of the client while listing, as a LiveError (imported lazily)."""
+    import urllib3.exceptions
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(exc, LiveError):
+        return exc
+    if isinstance(exc, ApiException):
+        return from_api_status(int(exc.status or 0), exc.body, what, server)
+    if isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
+        # The class name says enough (timeout, refused, TLS); the text may hold the request URL.
+        kind = type(exc).__name__
+        reason = getattr(exc, "reason", None)
+        if reason is not None:
+            kind = f"{kind}: {type(reason).__name__}"
+        return LiveError(f"cannot reach the API server at {server} while listing {what} ({kind}); "
+                         "run again later, or check the kubeconfig's server address",
+                         ExitCode.TEMPORARY)
+    # Anything else is the client's own failure: still one line, named by its class only.
+    return LiveError(f"the kubernetes client failed while listing {what} ({type(exc).__name__}); "
+                     "run again, and report it if it persists", ExitCode.TEMPORARY)

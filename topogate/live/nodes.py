@@ -1,0 +1,172 @@
+"""Nodes as the inventory sees them: zone, pool, taints, the labels that select them, GPUs.
+
+Pools come from the node-group label each provider stamps on its nodes (EKS managed node
+groups, Karpenter NodePools, GKE node pools, AKS agent pools) or from `--pool-label KEY`. Nodes
+without one are grouped by identical labels and taints: nodes a scheduler cannot tell apart
+form one pool.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from topogate.inventory.model import Taint
+
+# First match wins: a Karpenter node on EKS carries only the Karpenter label, a managed node
+# group node only the EKS one; AKS stamps both of its labels with the same value.
+POOL_LABELS = (
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "cloud.google.com/gke-nodepool",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+)
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+
+# Labels the platform sets per node or per instance: not what a person selects a pool by, and
+# many vary from node to node. Domains match themselves and their subdomains.
+_SYSTEM_DOMAINS = (
+    "kubernetes.io", "k8s.io", "amazonaws.com", "k8s.aws", "karpenter.sh", "google.com", "gke.io",
+    "azure.com", "nvidia.com", "amd.com", "cilium.io",
+)
+# Taints that are state, not configuration: a cordoned, not-ready or draining node.
+_STATE_TAINTS = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "karpenter.sh/disrupted",
+                 "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler")
+_DNS_LABEL_BAD = re.compile(r"[^a-z0-9-]+")
+
+
+@dataclass(frozen=True)
+class LiveNode:
+    name: str
+    zone: str  # "" when the node has no zone label
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[Taint, ...]
+    gpus: int
+    pool_label: str | None  # the label that names its pool
+    pool: str | None  # that label's value
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+    def selecting_labels(self) -> dict[str, str]:
+        return {k: v for k, v in self.labels if is_selecting(k) or k == self.pool_label}
+
+
+def is_selecting(key: str) -> bool:
+    """A label a person selects a pool by (not one the platform sets per node)."""
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    return not any(domain == d or domain.endswith("." + d) for d in _SYSTEM_DOMAINS)
+
+
+def is_state_taint(key: str) -> bool:
+    return any(key.startswith(p) if p.endswith("/") else key == p for p in _STATE_TAINTS)
+
+
+def _quantity(v: Any) -> int:
+    """An extended resource's quantity: whole numbers ("8", 8); anything else (a negative or
+    fractional value in a hand-made file) counts as 0."""
+    try:
+        return max(0, int(str(v)))
+    except ValueError:
+        return 0
+
+
+def parse_node(obj: dict[str, Any], zone_label: str, pool_label: str | None = None) -> LiveNode:
+    md = obj.get("metadata") or {}
+    labels = {str(k): str(v) for k, v in (md.get("labels") or {}).items()}
+    taints = tuple(sorted(
+        (Taint(str(t.get("key", "")), str(t.get("effect", "")), str(t.get("value") or ""))
+         for t in (obj.get("spec") or {}).get("taints") or []
+         if isinstance(t, dict) and not is_state_taint(str(t.get("key", "")))),
+        key=lambda t: (t.key, t.value, t.effect)))
+    alloc = (obj.get("status") or {}).get("allocatable") or {}
+    gpus = sum(_quantity(alloc.get(r, 0)) for r in GPU_RESOURCES)
+    keys = (pool_label,) if pool_label else POOL_LABELS
+    found = next((k for k in keys if labels.get(k)), None)
+    return LiveNode(str(md.get("name", "")), labels.get(zone_label, ""), tuple(sorted(labels.items())),
+                    taints, gpus, found, labels[found] if found else None)
+
+
+def parse_nodes(objs: Iterable[dict[str, Any]], zone_label: str,
+                pool_label: str | None = None) -> tuple[LiveNode, ...]:
+    return tuple(sorted((parse_node(o, zone_label, pool_label) for o in objs), key=lambda n: n.name))
+
+
+def dns_label(value: str, fallback: str = "pool") -> str:
+    """A pool or zone name the inventory accepts (DNS-1123 label) made from a label value."""
+    s = _DNS_LABEL_BAD.sub("-", value.lower()).strip("-")[:63].strip("-")
+    return s or fallback
+
+
+@dataclass(frozen=True)
+class PoolGroup:
+    """The nodes of one pool in one zone, as import writes it and drift compares it."""
+
+    name: str
+    zone: str
+    nodes: tuple[LiveNode, ...]
+    labels: tuple[tuple[str, str], ...]  # selecting labels common to every node of the pool
+    unlabelled: bool = False  # grouped by labels and taints, no pool label
+
+    @property
+    def taint_sets(self) -> tuple[tuple[Taint, ...], ...]:
+        return tuple(sorted({n.taints for n in self.nodes}, key=str))
+
+    @property
+    def gpu_counts(self) -> tuple[int, ...]:
+        return tuple(sorted({n.gpus for n in self.nodes}))
+
+
+def _common(maps: Sequence[dict[str, str]]) -> tuple[tuple[str, str], ...]:
+    if not maps:
+        return ()
+    first = maps[0]
+    return tuple(sorted((k, v) for k, v in first.items() if all(m.get(k) == v for m in maps[1:])))
+
+
+def group_pools(nodes: Sequence[LiveNode]) -> tuple[PoolGroup, ...]:
+    """Pools per zone: by pool label, else by identical selecting labels and taints.
+
+    A pool's selecting labels are computed over all its zones, so the same EKS node group in
+    three zones is written with the same labels three times.
+    """
+    by_pool: dict[str, list[LiveNode]] = {}
+    for n in nodes:
+        if n.pool is not None:
+            by_pool.setdefault(n.pool, []).append(n)
+    out: list[PoolGroup] = []
+    for pool, members in sorted(by_pool.items()):
+        labels = _common([n.selecting_labels() for n in members])
+        for zone in sorted({n.zone for n in members}):
+            out.append(PoolGroup(dns_label(pool), zone, tuple(n for n in members if n.zone == zone),
+                                 labels))
+    bare: dict[tuple[Any, ...], list[LiveNode]] = {}
+    for n in nodes:
+        if n.pool is None:
+            key = (tuple(sorted(n.selecting_labels().items())), n.taints, n.gpus)
+            bare.setdefault(key, []).append(n)
+    taken = {g.name for g in out}
+    for i, (key, members) in enumerate(sorted(bare.items(), key=lambda kv: str(kv[0])), start=1):
+        name = _bare_name(dict(key[0]), i, taken)
+        taken.add(name)
+        for zone in sorted({n.zone for n in members}):
+            out.append(PoolGroup(name, zone, tuple(n for n in members if n.zone == zone), key[0],
+                                 unlabelled=True))
+    return tuple(out)
+
+
+def _bare_name(labels: dict[str, str], i: int, taken: set[str]) -> str:
+    """A readable name for nodes without a pool label: the first user label's value, else a number."""
+    for k in sorted(labels):
+        candidate = dns_label(labels[k], "")
+        if candidate and candidate not in taken:
+            return candidate
+    candidate = f"ungrouped-{i}"
+    while candidate in taken:
+        i += 1
+        candidate = f"ungrouped-{i}"
+    return candidate
