@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topogate.analysis import placement as placement_mod
-from topogate.analysis.boundary import Opening, _boundary_probe, _network_zone_of
+from topogate.analysis.boundary import Opening, _boundary_probe
 from topogate.analysis.clusters import assign_clusters
+from topogate.analysis.ingress import OpenIngress, open_ingress
 from topogate.analysis.jobs import TrainingJob, find_jobs
 from topogate.analysis.locate import RuleLocator, _pos, inventory_source
 from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef, Verdict
@@ -70,6 +71,7 @@ class MapFacts:
     spread_splits: tuple[SpreadSplit, ...] = ()
     unprotected: tuple[tuple[str, Position], ...] = ()
     unassigned: tuple[tuple[str, Position], ...] = ()
+    open_ingress: tuple[OpenIngress, ...] = ()
 
 
 def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Verdict] | None:
@@ -331,6 +333,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     lies: list[LabelLie] = []
     spreads: list[SpreadSplit] = []
     openings: list[Opening] = []
+    ingress: list[OpenIngress] = []
     selects: list[tuple[str, int, Any]] = []
     shared_selects: dict[str, tuple[int, Position]] = {}
     unprotected: list[tuple[str, Position]] = []
@@ -344,13 +347,17 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
         facts.policies[cluster.name] = cm.pset
         managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
         selected: dict[str, int] = defaultdict(int)
-        reps: dict[str, tuple[str, PodClass | None, str]] = {}
         cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]] = []
         for job in cm.jobs:
             jm, classes, _ = cm.job_map(job)
             jobs_out.append(jm)
             cluster_jobs.append((jm, classes))
             lies.extend(cm.label_lies(jm))
+            wl = next((w for w in inv.workloads_of(cluster.name)
+                       if (w.kind, w.namespace, w.name) == (job.kind, job.namespace, job.name)), None)
+            oi = open_ingress(cm, cluster, jm, classes, wl, lambda _s, _d: [])
+            if oi is not None:
+                ingress.append(oi)
             spreads.extend(cm.spread_splits(job, jm))
             any_policy = False
             for pc in classes.values():
@@ -359,10 +366,6 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                     any_policy = True
             if not any_policy and job.namespace in managed_ns:
                 unprotected.append((jm.object, jm.pos))
-            nz = _network_zone_of(cluster, jm)
-            if nz and jm.groups and nz not in reps:
-                first = jm.groups[0].name
-                reps[nz] = (jm.object, classes[first], first)
         # Other pods (not part of a job) still make a policy non-dangling.
         for o in objs:
             tpl = _pod_template(o)
@@ -384,14 +387,11 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                 else:
                     selects.append((ref, selected.get(ref, 0),
                                     inventory_source(inv, cluster, o) or o.pos))
-        # A network zone with no job among the manifests is still behind a door: probe it with a
-        # pod that carries only its network-zone label (the label topogate stamps).
-        for nzone in cluster.network_zones:
-            reps.setdefault(nzone.name, (f"a pod of network zone {nzone.name}", None, "any"))
-        openings.extend(_boundary_probe(cm, cluster, cluster_jobs, reps))
+        openings.extend(_boundary_probe(cm, cluster, cluster_jobs, sorted(managed_ns)))
     facts.zone_label_lies = tuple(lies)
     facts.spread_splits = tuple(spreads)
     facts.boundary_openings = tuple(openings)
+    facts.open_ingress = tuple(ingress)
     # With jobs whose cluster is unknown, a shared policy may well select them: no verdict.
     if not unassigned:
         selects.extend((ref, n, pos) for ref, (n, pos) in sorted(shared_selects.items()))

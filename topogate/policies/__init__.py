@@ -23,6 +23,7 @@ from topogate.policies import (
     tg109_dangling_policy,
     tg110_unprotected_job,
     tg111_may_strand,
+    tg112_job_open_ingress,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -41,4 +42,5 @@ REGISTRY: dict[str, ModuleType] = {
     "TG109": tg109_dangling_policy,
     "TG110": tg110_unprotected_job,
     "TG111": tg111_may_strand,
+    "TG112": tg112_job_open_ingress,
 }
