@@ -130,6 +130,7 @@ def run_check(
             boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
             spread_splits=facts.spread_splits, unprotected=facts.unprotected,
             unassigned=facts.unassigned, open_ingress=facts.open_ingress,
+            closed_doors=facts.closed_doors,
         )
         findings = run_rules(ctx)
     result = CheckResult(findings, tuple(jobs), rules, inventory_path)

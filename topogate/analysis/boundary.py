@@ -170,8 +170,13 @@ class BoundaryProof:
         self.doors = doors or (lambda _s, _d: [])
         self.out: list[Opening] = []
         self.seen: set[tuple[Any, ...]] = set()
+        self.members: list[Member] = []
+        self.reps: dict[tuple[str, str], Member] = {}
 
-    def run(self, jobs: list[tuple[JobMap, dict[str, PodClass]]], namespaces: Iterable[str]) -> list[Opening]:
+    def run(self, jobs: list[tuple[JobMap, dict[str, PodClass]]], namespaces: Iterable[str],
+            extra: Iterable[Member] = ()) -> list[Opening]:
+        """`extra`: pods outside every network zone to pair with every job's pods (the targets
+        of declared doors, so reaching more of them than declared is found)."""
         cm, cluster = self.cm, self.cluster
         nzs = sorted(n.name for n in cluster.network_zones)
         if len(nzs) < 2:
@@ -188,15 +193,19 @@ class BoundaryProof:
                 for nz in nzs for ns in nss}
         unmanaged = Member(unmanaged_pod(cm), ANY_ZONE,
                            f"an unlabelled pod in a namespace no policy manages ({UNMANAGED_NS})", "")
+        self.members = members
+        self.reps = reps
         index = _Index(cm, members)
+        others = [unmanaged, *extra]
         wide_hits: dict[int, list[Member]] = {}
         for a in members:
             for b in nzs:
                 if b != a.nz:
                     self.pair(a, reps[(b, a.pod.namespace)])
                     self.pair(reps[(b, a.pod.namespace)], a)
-            self.pair(a, unmanaged)
-            self.pair(unmanaged, a)
+            for o in others:
+                self.pair(a, o)
+                self.pair(o, a)
             for direction in ("egress", "ingress"):
                 for m in cm.pset.allow_matchers(a.pod, direction):
                     for c in self._named(a, m, index, reps, wide_hits):
@@ -274,6 +283,3 @@ class BoundaryProof:
             pos, enforced, tuple(dict.fromkeys(uses)), spans))
 
 
-def _boundary_probe(cm: _ClusterMap, cluster: Cluster, jobs: list[tuple[JobMap, dict[str, PodClass]]],
-                    namespaces: Iterable[str], doors: DoorCheck | None = None) -> list[Opening]:
-    return BoundaryProof(cm, cluster, doors).run(jobs, namespaces)

@@ -38,3 +38,4 @@ class Context:
     unprotected: tuple[tuple[str, Any], ...] = ()  # (object, Position)
     unassigned: tuple[tuple[str, Any], ...] = ()  # (object, Position): jobs with no known cluster
     open_ingress: tuple[Any, ...] = ()  # analysis.ingress.OpenIngress
+    closed_doors: tuple[Any, ...] = ()  # analysis.doors.ClosedDoor

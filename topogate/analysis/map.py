@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topogate.analysis import placement as placement_mod
-from topogate.analysis.boundary import Opening, _boundary_probe
+from topogate.analysis.boundary import BoundaryProof, Opening
 from topogate.analysis.clusters import assign_clusters
+from topogate.analysis.doors import ClosedDoor, DoorRules, closed_doors, target_members
 from topogate.analysis.ingress import OpenIngress, open_ingress
 from topogate.analysis.jobs import TrainingJob, find_jobs
 from topogate.analysis.locate import RuleLocator, _pos, inventory_source
@@ -72,6 +73,7 @@ class MapFacts:
     unprotected: tuple[tuple[str, Position], ...] = ()
     unassigned: tuple[tuple[str, Position], ...] = ()
     open_ingress: tuple[OpenIngress, ...] = ()
+    closed_doors: tuple[ClosedDoor, ...] = ()
 
 
 def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Verdict] | None:
@@ -334,6 +336,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     spreads: list[SpreadSplit] = []
     openings: list[Opening] = []
     ingress: list[OpenIngress] = []
+    shut: list[ClosedDoor] = []
     selects: list[tuple[str, int, Any]] = []
     shared_selects: dict[str, tuple[int, Position]] = {}
     unprotected: list[tuple[str, Position]] = []
@@ -347,6 +350,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
         facts.policies[cluster.name] = cm.pset
         managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
         selected: dict[str, int] = defaultdict(int)
+        doors = DoorRules(inv, cluster.name)
         cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]] = []
         for job in cm.jobs:
             jm, classes, _ = cm.job_map(job)
@@ -355,7 +359,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
             lies.extend(cm.label_lies(jm))
             wl = next((w for w in inv.workloads_of(cluster.name)
                        if (w.kind, w.namespace, w.name) == (job.kind, job.namespace, job.name)), None)
-            oi = open_ingress(cm, cluster, jm, classes, wl, lambda _s, _d: [])
+            oi = open_ingress(cm, cluster, jm, classes, wl, doors)
             if oi is not None:
                 ingress.append(oi)
             spreads.extend(cm.spread_splits(job, jm))
@@ -377,6 +381,9 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                     selected[str(pref)] += 1
         for pref in cm.pset.policies_selecting(KUBE_DNS):  # kube-dns is a peer of every job
             selected[str(pref)] += 1
+        for m in target_members(cm, doors.doors):  # a declared door's service is known to exist
+            for pref in cm.pset.policies_selecting(m.pod):
+                selected[str(pref)] += 1
         shared_ids = {id(o) for o in shared}
         for o in cm.policy_objs:
             if o.kind in ("CiliumNetworkPolicy", "NetworkPolicy"):
@@ -387,11 +394,15 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                 else:
                     selects.append((ref, selected.get(ref, 0),
                                     inventory_source(inv, cluster, o) or o.pos))
-        openings.extend(_boundary_probe(cm, cluster, cluster_jobs, sorted(managed_ns)))
+        proof = BoundaryProof(cm, cluster, doors)
+        openings.extend(proof.run(cluster_jobs, sorted(managed_ns), target_members(cm, doors.doors)))
+        reps = {nz: r for (nz, ns), r in sorted(proof.reps.items())}
+        shut.extend(closed_doors(cm, doors, proof.members, reps))
     facts.zone_label_lies = tuple(lies)
     facts.spread_splits = tuple(spreads)
     facts.boundary_openings = tuple(openings)
     facts.open_ingress = tuple(ingress)
+    facts.closed_doors = tuple(shut)
     # With jobs whose cluster is unknown, a shared policy may well select them: no verdict.
     if not unassigned:
         selects.extend((ref, n, pos) for ref, (n, pos) in sorted(shared_selects.items()))

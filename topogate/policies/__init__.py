@@ -24,6 +24,8 @@ from topogate.policies import (
     tg110_unprotected_job,
     tg111_may_strand,
     tg112_job_open_ingress,
+    tg113_door_closed,
+    tg114_fqdn_wildcard_apex,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -43,4 +45,6 @@ REGISTRY: dict[str, ModuleType] = {
     "TG110": tg110_unprotected_job,
     "TG111": tg111_may_strand,
     "TG112": tg112_job_open_ingress,
+    "TG113": tg113_door_closed,
+    "TG114": tg114_fqdn_wildcard_apex,
 }
