@@ -101,3 +101,35 @@ def test_declared_scrapers_may_use_the_metrics_port_only() -> None:
         assert (code, fs) == (0, []), fs
     finally:
         inv.unlink()
+
+
+def test_zones_without_jobs_are_asked_in_every_managed_namespace(tmp_path: Path) -> None:
+    # No job among the paths: the label-only pods of ops and train-a face each other in `llm`
+    # (nothing decides there) and in `vision`, where a policy opens ops to the whole cluster.
+    multi = ROOT / "fixtures" / "multi" / "inventory.yaml"
+    cnp = {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+           "metadata": {"name": "ops-out", "namespace": "vision"},
+           "spec": {"endpointSelector": {"matchLabels": {"k8s:topogate.dev/network-zone": "ops"}},
+                    "egress": [{"toEntities": ["cluster"]}]}}
+    f = tmp_path / "ops.yaml"
+    f.write_text(yaml.safe_dump(cnp))
+    code, fs = findings(str(multi), str(f), "--cluster", "gpu-west")
+    msgs = [str(x["message"]) for x in fs if x["rule"] == "TG107"]
+    assert code == 1 and msgs, fs
+    assert any(m.startswith("a pod of network zone ops in namespace vision (network zone ops) can reach "
+                            "a pod of network zone train-a in namespace vision") for m in msgs), msgs
+
+
+def test_ingress_from_another_job_named_by_label_is_reported(tmp_path: Path) -> None:
+    docs = list(yaml.safe_load_all((ROOT / "fixtures/rules/TG107-opens-boundary/pass/manifests.yaml").read_text()))
+    train_pol = next(d for d in docs if d["metadata"]["name"] == "train-job")
+    etl_pol = next(d for d in docs if d["metadata"]["name"] == "etl-job")
+    train_pol["spec"]["ingress"].append({"fromEndpoints": [{"matchLabels": {"app": "etl"}}],
+                                         "toPorts": [{"ports": [{"port": "8080", "protocol": "TCP"}]}]})
+    etl_pol["spec"]["egress"].append({"toEndpoints": [{"matchLabels": {"app": "train"}}]})
+    f = tmp_path / "jobs.yaml"
+    f.write_text(yaml.safe_dump_all(docs))
+    code, fs = findings(str(LAB), str(f))
+    (hit,) = [x for x in fs if x["rule"] == "TG112"]
+    assert "PyTorchJob/ml-demo/train" in str(hit["message"]) and "on 8080/TCP" in str(hit["message"])
+    assert "PyTorchJob/ml-demo/etl can connect" in str(hit["message"])

@@ -157,10 +157,16 @@ class _Index:
                 self.by_label[kv].append(m)
         self.members = members
 
-    def candidates(self, anchor: tuple[str | None, str, frozenset[str]]) -> list[Member]:
-        scope, key, values = anchor
-        out = [m for v in sorted(values) for m in self.by_label.get((key, v), ())]
-        return [m for m in out if scope is None or m.pod.namespace == scope]
+    def candidates(self, anchor: tuple[str | None, tuple[tuple[str, frozenset[str]], ...]]) -> list[Member]:
+        """Members that carry one of the values of the anchor's most selective key (a job's
+        own selector names its workload label: a handful of pods, not its whole zone)."""
+        scope, pairs = anchor
+
+        def bucket(key: str, values: frozenset[str]) -> list[Member]:
+            return [m for v in sorted(values) for m in self.by_label.get((key, v), ())]
+
+        key, values = min(pairs, key=lambda p: (sum(len(self.by_label.get((p[0], v), ())) for v in p[1]), p[0]))
+        return [m for m in bucket(key, values) if scope is None or m.pod.namespace == scope]
 
 
 class BoundaryProof:
@@ -172,6 +178,8 @@ class BoundaryProof:
         self.seen: set[tuple[Any, ...]] = set()
         self.members: list[Member] = []
         self.reps: dict[tuple[str, str], Member] = {}
+        self.zones: list[str] = []
+        self.index: _Index | None = None
 
     def run(self, jobs: list[tuple[JobMap, dict[str, PodClass]]], namespaces: Iterable[str],
             extra: Iterable[Member] = ()) -> list[Opening]:
@@ -179,6 +187,7 @@ class BoundaryProof:
         of declared doors, so reaching more of them than declared is found)."""
         cm, cluster = self.cm, self.cluster
         nzs = sorted(n.name for n in cluster.network_zones)
+        self.zones = nzs
         if len(nzs) < 2:
             return []
         members: list[Member] = []
@@ -196,6 +205,7 @@ class BoundaryProof:
         self.members = members
         self.reps = reps
         index = _Index(cm, members)
+        self.index = index
         others = [unmanaged, *extra]
         wide_hits: dict[int, list[Member]] = {}
         for a in members:
@@ -223,13 +233,24 @@ class BoundaryProof:
                         self.pair(reps[(x, ns)], reps[(y, ns)])
         return self.out
 
+    def named_sources(self, pod: PodClass, job: str) -> list[Member]:
+        """Pods of other jobs that an ingress allow rule of `pod` names by label."""
+        if self.index is None:
+            return []
+        out: dict[int, Member] = {}
+        for m in self.cm.pset.allow_matchers(pod, "ingress"):
+            anchor = matcher_anchor(m)
+            if anchor is not None:
+                out.update((id(c), c) for c in self.index.candidates(anchor) if c.job != job)
+        return list(out.values())
+
     def _named(self, a: Member, matcher: Any, index: _Index, reps: dict[tuple[str, str], Member],
                wide_hits: dict[int, list[Member]]) -> list[Member]:
         """Pods of another network zone that this matcher selects."""
         anchor = matcher_anchor(matcher)
         if anchor is not None:
             return [c for c in index.candidates(anchor) if c.nz != a.nz]
-        rep = next((r for (nz, ns), r in reps.items() if nz != a.nz and ns == a.pod.namespace), None)
+        rep = next((reps[(nz, a.pod.namespace)] for nz in self.zones if nz != a.nz), None)
         if rep is not None and self.cm.pset.matches_peer(matcher, rep.pod):
             return []  # wide: the representatives stand for the zone
         got = wide_hits.get(id(matcher))
@@ -250,14 +271,16 @@ class BoundaryProof:
         rest = subtract(ranges, self.doors(src, dst))
         if not rest:
             return
-        self.seen.add(zkey)
         by_rule: dict[RuleRef | None, list[tuple[Span, PortRange]]] = {}
         for span, r in rest:
             by_rule.setdefault(_opening_rule(r), []).append((span, r))
         if not (src.job or dst.job):
             # Two probe pods that no policy decides about stand for no pod of the manifests:
-            # only a rule that opens a door between them is news.
+            # only a rule that opens a door between them is news (and the same zones in another
+            # namespace must still be asked).
             by_rule.pop(None, None)
+        if by_rule:
+            self.seen.add(zkey)
         for rule, parts in by_rule.items():
             self._record(src, dst, rule, parts)
 

@@ -7,7 +7,8 @@ doors the inventory declares), so any other opening comes from a policy written 
 NetworkPolicy, a clusterwide allow. The question is asked, per replica group, of a few pods that
 stand for everyone outside the job (linear in jobs): an unlabelled pod of a namespace nothing
 manages, an unlabelled pod of the job's own namespace, a pod of every network zone that carries
-only topogate's label, and an unlabelled pod of the scrapers' namespace.
+only topogate's label, an unlabelled pod of the scrapers' namespace, and the pods of other jobs
+that one of the group's own ingress rules names by label (a label-index lookup).
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def _width(spans: list[Span]) -> int:
 
 def open_ingress(cm: _ClusterMap, cluster: Cluster, jm: JobMap, classes: dict[str, PodClass],
                  workload: Workload | None,
-                 doors: Callable[[Member, Member], list[Span]]) -> OpenIngress | None:
+                 doors: Callable[[Member, Member], list[Span]],
+                 named: Callable[[PodClass, str], list[Member]] | None = None) -> OpenIngress | None:
     """The ports on which pods outside the job reach its pods, beyond what is declared."""
     ns = jm.namespace
     nz = _network_zone_of(cluster, jm) or ANY_ZONE
@@ -74,7 +76,7 @@ def open_ingress(cm: _ClusterMap, cluster: Cluster, jm: JobMap, classes: dict[st
     spans: list[Span] = []
     for g in jm.groups:
         dst = Member(classes[g.name], nz, jm.object, g.name, jm.kind, jm.pos, jm.object)
-        for src in probes:
+        for src in [*probes, *(named(dst.pod, jm.object) if named else [])]:
             allowed = list(doors(src, dst))
             if workload and workload.metrics and src.pod.namespace == workload.metrics.namespace:
                 allowed.append(("TCP", workload.metrics.port, workload.metrics.port))

@@ -357,11 +357,6 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
             jobs_out.append(jm)
             cluster_jobs.append((jm, classes))
             lies.extend(cm.label_lies(jm))
-            wl = next((w for w in inv.workloads_of(cluster.name)
-                       if (w.kind, w.namespace, w.name) == (job.kind, job.namespace, job.name)), None)
-            oi = open_ingress(cm, cluster, jm, classes, wl, doors)
-            if oi is not None:
-                ingress.append(oi)
             spreads.extend(cm.spread_splits(job, jm))
             any_policy = False
             for pc in classes.values():
@@ -397,6 +392,12 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
         proof = BoundaryProof(cm, cluster, doors)
         openings.extend(proof.run(cluster_jobs, sorted(managed_ns), target_members(cm, doors.doors)))
         reps = {nz: r for (nz, ns), r in sorted(proof.reps.items())}
+        for jm, classes in cluster_jobs:
+            wl = next((w for w in inv.workloads_of(cluster.name)
+                       if (w.kind, w.namespace, w.name) == (jm.kind, jm.namespace, jm.name)), None)
+            oi = open_ingress(cm, cluster, jm, classes, wl, doors, proof.named_sources)
+            if oi is not None:
+                ingress.append(oi)
         shut.extend(closed_doors(cm, doors, proof.members, reps))
     facts.zone_label_lies = tuple(lies)
     facts.spread_splits = tuple(spreads)

@@ -364,10 +364,11 @@ class PolicySet:
 
 
 
-def matcher_anchor(matcher: Any) -> tuple[str | None, str, frozenset[str]] | None:
-    """(namespace scope, label key, values) that a pod must carry for an endpoint matcher to
-    select it, or None when the matcher has no such anchor (entities, `{}`, only NotIn/Exists):
-    anchored matchers are answered from a label index instead of a scan over every pod."""
+def matcher_anchor(matcher: Any) -> tuple[str | None, tuple[tuple[str, frozenset[str]], ...]] | None:
+    """(namespace scope, (label key, values) pairs) that a pod must all carry for an endpoint
+    matcher to select it, or None when the matcher has no such anchor (entities, `{}`, only
+    NotIn/Exists): anchored matchers are answered from a label index instead of a scan over
+    every pod, through their most selective pair."""
     sel = getattr(matcher, "sel", None)
     if sel is None:
         sel, scope = getattr(matcher, "pod_sel", None), getattr(matcher, "policy_ns", None)
@@ -375,7 +376,5 @@ def matcher_anchor(matcher: Any) -> tuple[str | None, str, frozenset[str]] | Non
             return None
     else:
         scope = matcher.scope_ns
-    for r in sel.reqs:
-        if r.op == "In" and r.pod_source:
-            return scope, r.key, r.values
-    return None
+    pairs = tuple((r.key, r.values) for r in sel.reqs if r.op == "In" and r.pod_source)
+    return (scope, pairs) if pairs else None
