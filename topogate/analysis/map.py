@@ -326,6 +326,24 @@ def _spread_effect(jm: JobMap, gm: GroupMap | None) -> str:
     return "latent"
 
 
+def _who_gets_in(cm: _ClusterMap, inv: Inventory, cluster: Cluster,
+                 cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]], managed_ns: set[str],
+                 doors: DoorRules) -> tuple[list[Opening], list[OpenIngress], list[ClosedDoor]]:
+    """The boundary proof (TG107), the jobs' own ingress (TG112) and the declared doors (TG113)
+    of one cluster: all three ask the same pods, so they share the proof's label index."""
+    proof = BoundaryProof(cm, cluster, doors)
+    openings = proof.run(cluster_jobs, sorted(managed_ns), target_members(cm, doors.doors))
+    ingress: list[OpenIngress] = []
+    for jm, classes in cluster_jobs:
+        wl = next((w for w in inv.workloads_of(cluster.name)
+                   if (w.kind, w.namespace, w.name) == (jm.kind, jm.namespace, jm.name)), None)
+        oi = open_ingress(cm, cluster, jm, classes, wl, doors, proof.named_sources)
+        if oi is not None:
+            ingress.append(oi)
+    reps = {nz: r for (nz, _ns), r in sorted(proof.reps.items())}
+    return openings, ingress, closed_doors(cm, doors, proof.members, reps)
+
+
 def build_map(inv: Inventory, objects: Sequence[K8sObject],
               override: str | None = None) -> tuple[list[JobMap], MapFacts]:
     by_cluster = assign_clusters(inv, objects, override)
@@ -389,16 +407,10 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                 else:
                     selects.append((ref, selected.get(ref, 0),
                                     inventory_source(inv, cluster, o) or o.pos))
-        proof = BoundaryProof(cm, cluster, doors)
-        openings.extend(proof.run(cluster_jobs, sorted(managed_ns), target_members(cm, doors.doors)))
-        reps = {nz: r for (nz, ns), r in sorted(proof.reps.items())}
-        for jm, classes in cluster_jobs:
-            wl = next((w for w in inv.workloads_of(cluster.name)
-                       if (w.kind, w.namespace, w.name) == (jm.kind, jm.namespace, jm.name)), None)
-            oi = open_ingress(cm, cluster, jm, classes, wl, doors, proof.named_sources)
-            if oi is not None:
-                ingress.append(oi)
-        shut.extend(closed_doors(cm, doors, proof.members, reps))
+        got_open, got_in, got_shut = _who_gets_in(cm, inv, cluster, cluster_jobs, managed_ns, doors)
+        openings += got_open
+        ingress += got_in
+        shut += got_shut
     facts.zone_label_lies = tuple(lies)
     facts.spread_splits = tuple(spreads)
     facts.boundary_openings = tuple(openings)
