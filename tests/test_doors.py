@@ -128,3 +128,50 @@ def test_every_inventory_field_is_described_and_documented() -> None:
     assert [k for k, v in props if not v.get("description")] == []
     doc = (ROOT / "docs/inventory.md").read_text()
     assert sorted({k for k, _ in props if f"{k}:" not in doc}) == []
+
+
+def _golden_policies(cluster: str) -> Any:
+    from topogate.analysis.netpolicy import PolicySet, SourceRef
+
+    root = ROOT / "fixtures/golden/multi/clusters" / cluster
+    objs = []
+    for f in sorted(root.rglob("*.yaml")):
+        for d in yaml.safe_load_all(f.read_text()):
+            if isinstance(d, dict) and str(d.get("kind", "")).startswith("Cilium"):
+                objs.append((d, SourceRef(str(f), 1, 1)))
+    return PolicySet.from_objects(objs, cluster_name=cluster)
+
+
+def test_zone_door_opens_its_port_only_and_only_for_its_source() -> None:
+    from topogate.analysis.netpolicy import PodClass
+
+    ps = _golden_policies("gpu-west")
+
+    def pod(ns: str, nz: str, wl: str | None = None) -> PodClass:
+        labels = {"topogate.dev/network-zone": nz, **({"topogate.dev/workload": wl} if wl else {})}
+        return PodClass(ns, tuple(sorted(labels.items())), ps.namespace_labels(ns))
+
+    resnet, ops = pod("vision", "train-a", "resnet"), pod("ops-team", "ops")
+    assert ps.evaluate(resnet, ops, 8443, "TCP").allowed
+    assert not ps.evaluate(resnet, ops, 8444, "TCP").allowed
+    assert not ps.evaluate(resnet, ops, 8443, "UDP").allowed
+    assert not ps.evaluate(ops, resnet, 8443, "TCP").allowed  # a door opens one way
+    gpt = pod("llm", "train-b", "gpt-sft")
+    assert not ps.evaluate(gpt, ops, 8443, "TCP").allowed  # train-b has no door
+
+
+def test_service_door_reaches_the_gateway_and_nothing_else_there() -> None:
+    from topogate.analysis.netpolicy import PodClass
+
+    ps = _golden_policies("gpu-east")
+
+    def pod(ns: str, labels: dict[str, str]) -> PodClass:
+        return PodClass(ns, tuple(sorted(labels.items())), ps.namespace_labels(ns))
+
+    llama = pod("ml-team", {"topogate.dev/network-zone": "fabric", "topogate.dev/workload": "llama-ft"})
+    bert = pod("ml-team", {"topogate.dev/network-zone": "fabric", "topogate.dev/workload": "bert-mpi"})
+    gateway, other = pod("storage", {"app": "s3-gateway"}), pod("storage", {"app": "postgres"})
+    assert ps.evaluate(llama, gateway, 9000, "TCP").allowed
+    assert not ps.evaluate(llama, gateway, 9001, "TCP").allowed
+    assert not ps.evaluate(llama, other, 9000, "TCP").allowed
+    assert not ps.evaluate(bert, gateway, 9000, "TCP").allowed
