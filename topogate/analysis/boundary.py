@@ -188,8 +188,6 @@ class BoundaryProof:
         cm, cluster = self.cm, self.cluster
         nzs = sorted(n.name for n in cluster.network_zones)
         self.zones = nzs
-        if len(nzs) < 2:
-            return []
         members: list[Member] = []
         for jm, classes in jobs:
             nz = _network_zone_of(cluster, jm)
@@ -206,6 +204,13 @@ class BoundaryProof:
         self.reps = reps
         index = _Index(cm, members)
         self.index = index
+        if len(nzs) < 2:
+            # No boundary to prove; a declared door's target must still not be open wider.
+            for a in members:
+                for o in extra:
+                    self.pair(a, o)
+                    self.pair(o, a)
+            return self.out
         others = [unmanaged, *extra]
         wide_hits: dict[int, list[Member]] = {}
         for a in members:
