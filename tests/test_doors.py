@@ -175,3 +175,28 @@ def test_service_door_reaches_the_gateway_and_nothing_else_there() -> None:
     assert not ps.evaluate(llama, gateway, 9001, "TCP").allowed
     assert not ps.evaluate(llama, other, 9000, "TCP").allowed
     assert not ps.evaluate(bert, gateway, 9000, "TCP").allowed
+
+
+def test_single_network_zone_door_is_checked_too(tmp_path: Path) -> None:
+    lab = ROOT / "fixtures/lab/inventory.yaml"
+    text = lab.read_text().replace("  - {name: general, zones: [zone-b]}\n", "")
+    text += ("doors:\n- name: gw\n  cluster: lab\n  from: {workloads: [train]}\n"
+             "  to: {namespace: storage, labels: {app: gw}}\n  ports: [{port: 9000}]\n")
+    inv = lab.parent / f".test-doors-{uuid.uuid4().hex[:8]}.yaml"
+    inv.write_text(text)
+    try:
+        r = CliRunner().invoke(main, ["check", str(inv), "--format", "json"])
+        assert (r.exit_code, json.loads(r.stdout)["findings"]) == (0, [])
+        deny = {"apiVersion": "cilium.io/v2", "kind": "CiliumClusterwideNetworkPolicy",
+                "metadata": {"name": "no-storage"},
+                "spec": {"endpointSelector": {}, "egressDeny": [{"toEndpoints": [
+                    {"matchLabels": {"k8s:io.kubernetes.pod.namespace": "storage"}}]}]}}
+        f = tmp_path / "deny.yaml"
+        f.write_text(yaml.safe_dump(deny))
+        out = tmp_path / "out"
+        writer.write_tree(str(out), render_tree(load_inventory(inv), str(out)))
+        r = CliRunner().invoke(main, ["check", str(inv), str(out / "clusters"), str(f), "--format", "json"])
+        rules = [x["rule"] for x in json.loads(r.stdout)["findings"]]
+        assert r.exit_code == 1 and "TG113" in rules, rules
+    finally:
+        inv.unlink()
