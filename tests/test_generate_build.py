@@ -149,7 +149,8 @@ def test_cluster_root_lists_network_first_and_builds_everything(case: str, tmp_p
         assert kust["resources"][1:] == sorted(kust["resources"][1:])
         built = kustomize_build(root)
         ccnps = sorted(o["metadata"]["name"] for o in built if o["kind"] == "CiliumClusterwideNetworkPolicy")
-        assert ccnps == sorted(cilium.ccnp_name(n.name) for n in c.network_zones)
+        doors = sorted(cilium.door_name(d) for d in inv.doors_of(c.name) if d.target.network_zone)
+        assert ccnps == sorted([*(cilium.ccnp_name(n.name) for n in c.network_zones), *doors])
         jobs = {(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"])
                 for o in built if o["kind"] in kinds.KINDS}
         assert jobs == {(w.kind, w.namespace, w.name) for w in inv.workloads_of(c.name)}

@@ -218,7 +218,11 @@ def test_flux_layers(multi: tuple[Inventory, Path]) -> None:
         net_objs, pol_objs, wl_objs = (kustomize_build(local(k)) for k in (net, pol, wl))
         opt_objs = [o for x in optional for o in kustomize_build(local(ks[flux.kustomization_name(c.name, x)]))]
         _validate(net_objs + pol_objs + wl_objs + opt_objs)
-        assert {o["kind"] for o in net_objs} == {"CiliumClusterwideNetworkPolicy"}
+        # the network layer: the boundaries, and the target side of declared doors
+        assert {o["kind"] for o in net_objs if not o["metadata"]["name"].startswith("topogate-door-")} == {
+            "CiliumClusterwideNetworkPolicy"}
+        assert len([o for o in net_objs if o["metadata"]["name"].startswith("topogate-door-")]) == len(
+            inv.doors_of(c.name))
         assert {o["kind"] for o in pol_objs} == {"CiliumNetworkPolicy"}
         assert "CiliumNetworkPolicy" not in {o["kind"] for o in wl_objs}
         assert len(pol_objs) == len(inv.workloads_of(c.name))

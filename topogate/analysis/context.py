@@ -39,3 +39,5 @@ class Context:
     spread_splits: tuple[Any, ...] = ()  # analysis.map.SpreadSplit
     unprotected: tuple[tuple[str, Any], ...] = ()  # (object, Position)
     unassigned: tuple[tuple[str, Any], ...] = ()  # (object, Position): jobs with no known cluster
+    open_ingress: tuple[Any, ...] = ()  # analysis.ingress.OpenIngress
+    closed_doors: tuple[Any, ...] = ()  # analysis.doors.ClosedDoor

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topogate.analysis import placement as placement_mod
-from topogate.analysis.boundary import Opening, _boundary_probe, _network_zone_of
+from topogate.analysis.boundary import BoundaryProof, Opening
 from topogate.analysis.clusters import assign_clusters
+from topogate.analysis.doors import ClosedDoor, DoorRules, closed_doors, target_members
+from topogate.analysis.ingress import OpenIngress, open_ingress
 from topogate.analysis.jobs import TrainingJob, find_jobs
 from topogate.analysis.locate import RuleLocator, _pos, inventory_source
 from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef, Verdict
@@ -70,6 +72,8 @@ class MapFacts:
     spread_splits: tuple[SpreadSplit, ...] = ()
     unprotected: tuple[tuple[str, Position], ...] = ()
     unassigned: tuple[tuple[str, Position], ...] = ()
+    open_ingress: tuple[OpenIngress, ...] = ()
+    closed_doors: tuple[ClosedDoor, ...] = ()
 
 
 def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Verdict] | None:
@@ -322,6 +326,24 @@ def _spread_effect(jm: JobMap, gm: GroupMap | None) -> str:
     return "latent"
 
 
+def _who_gets_in(cm: _ClusterMap, inv: Inventory, cluster: Cluster,
+                 cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]], managed_ns: set[str],
+                 doors: DoorRules) -> tuple[list[Opening], list[OpenIngress], list[ClosedDoor]]:
+    """The boundary proof (TG107), the jobs' own ingress (TG112) and the declared doors (TG113)
+    of one cluster: all three ask the same pods, so they share the proof's label index."""
+    proof = BoundaryProof(cm, cluster, doors)
+    openings = proof.run(cluster_jobs, sorted(managed_ns), target_members(cm, doors.doors))
+    ingress: list[OpenIngress] = []
+    for jm, classes in cluster_jobs:
+        wl = next((w for w in inv.workloads_of(cluster.name)
+                   if (w.kind, w.namespace, w.name) == (jm.kind, jm.namespace, jm.name)), None)
+        oi = open_ingress(cm, cluster, jm, classes, wl, doors, proof.named_sources)
+        if oi is not None:
+            ingress.append(oi)
+    reps = {nz: r for (nz, _ns), r in sorted(proof.reps.items())}
+    return openings, ingress, closed_doors(cm, doors, proof.members, reps)
+
+
 def build_map(inv: Inventory, objects: Sequence[K8sObject],
               override: str | None = None) -> tuple[list[JobMap], MapFacts]:
     by_cluster = assign_clusters(inv, objects, override)
@@ -331,6 +353,8 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     lies: list[LabelLie] = []
     spreads: list[SpreadSplit] = []
     openings: list[Opening] = []
+    ingress: list[OpenIngress] = []
+    shut: list[ClosedDoor] = []
     selects: list[tuple[str, int, Any]] = []
     shared_selects: dict[str, tuple[int, Position]] = {}
     unprotected: list[tuple[str, Position]] = []
@@ -344,7 +368,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
         facts.policies[cluster.name] = cm.pset
         managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
         selected: dict[str, int] = defaultdict(int)
-        reps: dict[str, tuple[str, PodClass | None, str]] = {}
+        doors = DoorRules(inv, cluster.name)
         cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]] = []
         for job in cm.jobs:
             jm, classes, _ = cm.job_map(job)
@@ -359,10 +383,6 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                     any_policy = True
             if not any_policy and job.namespace in managed_ns:
                 unprotected.append((jm.object, jm.pos))
-            nz = _network_zone_of(cluster, jm)
-            if nz and jm.groups and nz not in reps:
-                first = jm.groups[0].name
-                reps[nz] = (jm.object, classes[first], first)
         # Other pods (not part of a job) still make a policy non-dangling.
         for o in objs:
             tpl = _pod_template(o)
@@ -374,6 +394,9 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                     selected[str(pref)] += 1
         for pref in cm.pset.policies_selecting(KUBE_DNS):  # kube-dns is a peer of every job
             selected[str(pref)] += 1
+        for m in target_members(cm, doors.doors):  # a declared door's service is known to exist
+            for pref in cm.pset.policies_selecting(m.pod):
+                selected[str(pref)] += 1
         shared_ids = {id(o) for o in shared}
         for o in cm.policy_objs:
             if o.kind in ("CiliumNetworkPolicy", "NetworkPolicy"):
@@ -384,14 +407,15 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                 else:
                     selects.append((ref, selected.get(ref, 0),
                                     inventory_source(inv, cluster, o) or o.pos))
-        # A network zone with no job among the manifests is still behind a door: probe it with a
-        # pod that carries only its network-zone label (the label topogate stamps).
-        for nzone in cluster.network_zones:
-            reps.setdefault(nzone.name, (f"a pod of network zone {nzone.name}", None, "any"))
-        openings.extend(_boundary_probe(cm, cluster, cluster_jobs, reps))
+        got_open, got_in, got_shut = _who_gets_in(cm, inv, cluster, cluster_jobs, managed_ns, doors)
+        openings += got_open
+        ingress += got_in
+        shut += got_shut
     facts.zone_label_lies = tuple(lies)
     facts.spread_splits = tuple(spreads)
     facts.boundary_openings = tuple(openings)
+    facts.open_ingress = tuple(ingress)
+    facts.closed_doors = tuple(shut)
     # With jobs whose cluster is unknown, a shared policy may well select them: no verdict.
     if not unassigned:
         selects.extend((ref, n, pos) for ref, (n, pos) in sorted(shared_selects.items()))

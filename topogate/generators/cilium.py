@@ -56,7 +56,9 @@ from topogate.inventory.model import (
     REPLICA_GROUP_LABEL,
     WORKLOAD_LABEL,
     Cluster,
+    Door,
     Inventory,
+    PortSpec,
     Workload,
 )
 
@@ -99,17 +101,32 @@ def _managed_labels(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {MANAGED_BY_LABEL: "topogate", **(extra or {})}
 
 
-def boundary_policy(cluster: Cluster, nz: str) -> dict[str, Any]:
-    """The CCNP that closes every door between network zone `nz` and the other managed pods."""
+def boundary_policy(cluster: Cluster, nz: str, carve_in: dict[str, list[PortSpec]] | None = None,
+                    carve_out: dict[str, list[PortSpec]] | None = None) -> dict[str, Any]:
+    """The CCNP that closes every door between network zone `nz` and the other managed pods.
+
+    `carve_in`/`carve_out` map another network zone to the ports of declared doors from it / to
+    it: against that zone the deny covers every other port (deny wins, so the door's ports must
+    be left out of the deny for the door's allow rules to matter)."""
     key = K8S + NETWORK_ZONE_LABEL
 
-    def others() -> dict[str, Any]:
+    def others(skip: tuple[str, ...] = ()) -> dict[str, Any]:
         # Managed (label present) AND of another network zone: NotIn alone would also match
         # every pod without the label. Built per use: shared objects would dump as YAML aliases.
         return {"matchExpressions": [
             {"key": key, "operator": "Exists"},
-            {"key": key, "operator": "NotIn", "values": [nz]},
+            {"key": key, "operator": "NotIn", "values": sorted({nz, *skip})},
         ]}
+
+    def deny(peer_key: str, carve: dict[str, list[PortSpec]] | None) -> list[dict[str, Any]]:
+        if not carve:
+            return [{peer_key: [others()]}]
+        rules: list[dict[str, Any]] = [{peer_key: [others(tuple(carve))]}]
+        for other in sorted(carve):
+            rest = complement_ports(carve[other])
+            if rest:
+                rules.append({peer_key: [{"matchLabels": {key: other}}], "toPorts": _ports(*rest)})
+        return rules
 
     return {
         "apiVersion": API_VERSION,
@@ -121,8 +138,8 @@ def boundary_policy(cluster: Cluster, nz: str) -> dict[str, Any]:
             "endpointSelector": {"matchLabels": {key: nz}},
             # A deny-only policy must not put its subjects in default deny: see module docstring.
             "enableDefaultDeny": {"ingress": False, "egress": False},
-            "ingressDeny": [{"fromEndpoints": [others()]}],
-            "egressDeny": [{"toEndpoints": [others()]}],
+            "ingressDeny": deny("fromEndpoints", carve_in),
+            "egressDeny": deny("toEndpoints", carve_out),
         },
     }
 
@@ -178,7 +195,7 @@ def rendezvous(w: Workload) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     return [], []
 
 
-def job_policy(w: Workload) -> dict[str, Any]:
+def job_policy(w: Workload, inv: Inventory | None = None) -> dict[str, Any]:
     """The CNP that allows exactly the flows the job needs (see module docstring)."""
     fqdns = sorted({f for e in w.egress for f in e.fqdns})
     # Selectors are built per use: a shared object would be dumped as a YAML anchor/alias.
@@ -200,6 +217,8 @@ def job_policy(w: Workload) -> dict[str, Any]:
             "fromEndpoints": [{"matchLabels": {NAMESPACE_KEY: w.metrics.namespace}}],
             "toPorts": _ports(_port(w.metrics.port)),
         })
+    for d in doors_from(inv, w):
+        egress.append({"toEndpoints": [door_target(d)], "toPorts": _ports(*door_ports(d))})
     for e in w.egress:
         ports = [_port(p.port, p.protocol, p.end_port) for p in e.ports]
         if e.fqdns:
@@ -225,17 +244,130 @@ def job_policy(w: Workload) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# Declared doors (inventory `doors:`): both sides, and the boundary's carve-out for zone targets
+# ---------------------------------------------------------------------------------------------
+
+_PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def door_name(d: Door) -> str:
+    return f"topogate-door-{d.name}"
+
+
+def door_ports(d: Door) -> list[dict[str, Any]]:
+    return [_port(p.port, p.protocol, p.end_port) for p in d.ports]
+
+
+def complement_ports(specs: list[PortSpec]) -> list[dict[str, Any]]:
+    """Every port of TCP, UDP and SCTP that none of `specs` covers, as toPorts entries."""
+    out: list[dict[str, Any]] = []
+    for proto in _PROTOCOLS:
+        covered = sorted((p.port, p.end_port or p.port) for p in specs if p.protocol == proto)
+        nxt = 1
+        for lo, hi in covered:
+            if lo > nxt:
+                out.append(_port(nxt, proto, lo - 1))
+            nxt = max(nxt, hi + 1)
+        if nxt <= 65535:
+            out.append(_port(nxt, proto, 65535))
+    return out
+
+
+def _zone_pods(nz: str) -> dict[str, Any]:
+    # Naming the namespace key (Exists) lifts a CNP's namespace scoping: every namespace.
+    return {"matchLabels": {K8S + NETWORK_ZONE_LABEL: nz},
+            "matchExpressions": [{"key": NAMESPACE_KEY, "operator": "Exists"}]}
+
+
+def door_target(d: Door) -> dict[str, Any]:
+    if d.target.network_zone is not None:
+        return _zone_pods(d.target.network_zone)
+    labels = {NAMESPACE_KEY: d.target.namespace or "default"}
+    labels.update({K8S + k: v for k, v in d.target.labels})
+    return {"matchLabels": labels}
+
+
+def doors_from(inv: Inventory | None, w: Workload) -> list[Door]:
+    if inv is None:
+        return []
+    return [d for d in inv.doors_of(w.cluster) if w in inv.door_sources(d)]
+
+
+def door_sources(inv: Inventory, d: Door) -> list[dict[str, Any]]:
+    if d.source.network_zone is not None:
+        return [_zone_pods(d.source.network_zone)]
+    out = []
+    for w in inv.door_sources(d):
+        sel = job_selector(w)
+        sel["matchLabels"][NAMESPACE_KEY] = w.namespace
+        out.append(sel)
+    return out
+
+
+def door_policy(inv: Inventory, d: Door) -> dict[str, Any]:
+    """The target side of a door: a CNP in the service's namespace selecting the service's pods
+    (a CCNP selecting the network zone's managed pods for a zone target) that allows the door's
+    sources on the door's ports. It switches no default deny on (`enableDefaultDeny: false`,
+    Cilium >= 1.16): it opens the door where the target is locked, and locks out nobody else."""
+    zone = d.target.network_zone
+    meta: dict[str, Any] = {"name": door_name(d)}
+    if zone is None:
+        meta["namespace"] = d.target.namespace or "default"
+    meta["labels"] = _managed_labels()
+    subject = ({"matchLabels": {K8S + NETWORK_ZONE_LABEL: zone}} if zone is not None
+               else {"matchLabels": {K8S + k: v for k, v in d.target.labels}})
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "CiliumClusterwideNetworkPolicy" if zone is not None else "CiliumNetworkPolicy",
+        "metadata": meta,
+        "spec": {
+            "description": (f"topogate: door {d.name} of cluster {d.cluster}, declared in the "
+                            "inventory: these sources on these ports, nothing else"),
+            "endpointSelector": subject,
+            "enableDefaultDeny": {"ingress": False, "egress": False},
+            "ingress": [{"fromEndpoints": door_sources(inv, d), "toPorts": _ports(*door_ports(d))}],
+        },
+    }
+
+
+def carve_outs(inv: Inventory, c: Cluster) -> tuple[dict[str, dict[str, list[PortSpec]]],
+                                                      dict[str, dict[str, list[PortSpec]]]]:
+    """Per network zone: ports to leave out of its ingress deny (by source zone) and egress deny
+    (by target zone), for doors whose target is a network zone."""
+    into: dict[str, dict[str, list[PortSpec]]] = {}
+    out_of: dict[str, dict[str, list[PortSpec]]] = {}
+    for d in inv.doors_of(c.name):
+        target = d.target.network_zone
+        if target is None:
+            continue
+        srcs = ({d.source.network_zone} if d.source.network_zone
+                else {w.network_zone for w in inv.door_sources(d)})
+        for src in sorted(srcs):
+            into.setdefault(target, {}).setdefault(src, []).extend(d.ports)
+            out_of.setdefault(src, {}).setdefault(target, []).extend(d.ports)
+    return into, out_of
+
+
 def render(inv: Inventory) -> list[OutputFile]:
     out: list[OutputFile] = []
     for c in sorted(inv.clusters, key=lambda c: c.name):
         nzs = sorted(n.name for n in c.network_zones)
         d = network_dir(c.name)
+        into, out_of = carve_outs(inv, c)
         for nz in nzs:
             src = c.network_zone(nz)
-            out.append(OutputFile(f"{d}/{nz}.yaml", (boundary_policy(c, nz),),
+            out.append(OutputFile(f"{d}/{nz}.yaml", (boundary_policy(c, nz, into.get(nz), out_of.get(nz)),),
                                   source=src.pos if src else c.pos))
-        out.append(OutputFile(f"{d}/kustomization.yaml", (kustomization([f"{nz}.yaml" for nz in nzs]),),
-                              source=c.pos))
+        doors = sorted(inv.doors_of(c.name), key=lambda x: x.name)
+        resources = [f"{nz}.yaml" for nz in nzs]
+        if doors:
+            resources.append("doors")
+            for door in doors:
+                out.append(OutputFile(f"{d}/doors/{door.name}.yaml", (door_policy(inv, door),), source=door.pos))
+            out.append(OutputFile(f"{d}/doors/kustomization.yaml",
+                                  (kustomization([f"{x.name}.yaml" for x in doors]),), source=c.pos))
+        out.append(OutputFile(f"{d}/kustomization.yaml", (kustomization(resources),), source=c.pos))
     for w in sorted(inv.workloads, key=lambda w: (w.cluster, w.namespace, w.name)):
-        out.append(OutputFile(f"{workload_dir(w)}/{CNP_FILE}", (job_policy(w),), source=w.pos))
+        out.append(OutputFile(f"{workload_dir(w)}/{CNP_FILE}", (job_policy(w, inv),), source=w.pos))
     return out

@@ -273,6 +273,6 @@ def render(inv: Inventory) -> list[OutputFile]:
             OutputFile(f"{base}/job-policies/kustomization.yaml", (policies,), source=c.pos),
             OutputFile(f"{base}/workloads/kustomization.yaml", (workloads,), source=c.pos),
         ]
-        files += [OutputFile(f"{base}/job-policies/{_policy_file(w)}", (cilium.job_policy(w),), source=w.pos)
+        files += [OutputFile(f"{base}/job-policies/{_policy_file(w)}", (cilium.job_policy(w, inv),), source=w.pos)
                   for w in wls]
     return files

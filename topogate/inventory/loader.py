@@ -26,6 +26,7 @@ import jsonschema
 import yaml
 
 from topogate import kinds
+from topogate.inventory.doors import read_doors
 from topogate.inventory.model import (
     DEFAULT_ZONE_LABEL,
     AdmissionConfig,
@@ -362,7 +363,9 @@ class _Checker:
                 tuple(PortSpec(_int(p.get("port")), str(p.get("protocol", "TCP")),
                                _int(p["endPort"]) if "endPort" in p else None)
                       for p in _dicts(e.get("ports"))),
-                self.loc.at(base + ("egress", ei)))
+                self.loc.at(base + ("egress", ei)),
+                tuple(self.loc.at(base + ("egress", ei, "fqdns", fi))
+                      for fi, _ in enumerate(e.get("fqdns") or [])))
             for ei, e in enumerate(_dicts(w.get("egress"))))
         for ei, e in enumerate(_dicts(w.get("egress"))):
             if not e.get("fqdns") and not e.get("cidrs"):
@@ -762,6 +765,8 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
         waivers.append(Waiver(str(wv.get("rule", "")), str(wv.get("object", "")),
                               str(wv.get("reason", "")), expires, loc.at(("waivers", i))))
 
+    doors = read_doors(chk, data, by_name, workloads)
+
     gitops = None
     g = data.get("gitops")
     if isinstance(g, dict) and isinstance(g.get("repoURL"), str):
@@ -787,4 +792,4 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
         str(md.get("name", "")), file, digest,
         tuple(sorted(clusters, key=lambda c: c.name)),
         tuple(sorted(workloads, key=lambda w: (w.cluster, w.namespace, w.name))),
-        tuple(waivers), gitops, str(inv_dir), loc.at(()))
+        tuple(waivers), gitops, str(inv_dir), loc.at(()), doors)

@@ -159,6 +159,7 @@ class EgressRule:
     cidrs: tuple[str, ...] = ()
     ports: tuple[PortSpec, ...] = ()
     pos: Position = field(default=NOWHERE, compare=False)
+    fqdn_pos: tuple[Position, ...] = field(default=(), compare=False)  # one per fqdns entry
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,31 @@ class GitOps:
 
 
 @dataclass(frozen=True)
+class DoorEnd:
+    """One side of a door: named workloads or a whole network zone (`from`), a service's pods
+    (namespace + labels) or a whole network zone (`to`)."""
+
+    workloads: tuple[str, ...] = ()  # workload `name` or `namespace/name`, of the door's cluster
+    network_zone: str | None = None
+    namespace: str | None = None
+    labels: Pairs = ()
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
+class Door:
+    """A declared, least-privilege opening across a boundary: `source` may open connections to
+    `target` on `ports`, nothing else. Generated on both sides; check proves nothing wider."""
+
+    name: str
+    cluster: str
+    source: DoorEnd
+    target: DoorEnd
+    ports: tuple[PortSpec, ...] = ()
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
 class Inventory:
     name: str
     path: str  # the inventory file as given (used in headers and findings)
@@ -249,6 +275,7 @@ class Inventory:
     gitops: GitOps | None = None
     root: str = ""  # directory that holds the inventory file (the repository root for `base`)
     pos: Position = field(default=NOWHERE, compare=False)
+    doors: tuple[Door, ...] = ()
 
     def cluster(self, name: str) -> Cluster | None:
         return next((c for c in self.clusters if c.name == name), None)
@@ -262,6 +289,15 @@ class Inventory:
         if w.scheduler != "kueue" or c is None or c.kueue is None:
             return None
         return w.queue or c.kueue.queue
+    def doors_of(self, cluster: str) -> tuple[Door, ...]:
+        return tuple(d for d in self.doors if d.cluster == cluster)
+
+    def door_sources(self, d: Door) -> tuple[Workload, ...]:
+        """The workloads a door lets out: those it names, or every one of its network zone."""
+        return tuple(w for w in self.workloads_of(d.cluster)
+                     if w.name in d.source.workloads or f"{w.namespace}/{w.name}" in d.source.workloads
+                     or (d.source.network_zone is not None
+                                                         and w.network_zone == d.source.network_zone))
 
     def workload(self, ref: str) -> Workload | None:
         """Find a workload by `name`, `namespace/name` or `Kind/namespace/name`."""

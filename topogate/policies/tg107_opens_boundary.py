@@ -1,12 +1,16 @@
-"""TG107 opens-boundary: a policy lets training traffic cross between network zones that the
-inventory separates.
+"""TG107 opens-boundary: a policy lets pods cross between network zones that the inventory
+separates, on some port of some protocol.
 
-Each network zone of the inventory is a locked door. The analysis takes every job, finds the
-network zone its pods land in, and asks the policy evaluator whether TCP can flow between it and
-a job of every other network zone (one representative each; where a network zone has no job
-among the manifests, a pod carrying only that zone's `topogate.dev/network-zone` label in the
-job's namespace), on the rendezvous port 23456/TCP. An allowed flow is a finding, reported at the
-rule that allowed it.
+For every ordered pair of network zones of a cluster the analysis proves that no pod of one
+reaches a pod of the other on any port of TCP, UDP or SCTP (1-65535, cut into classes at every
+port a rule names), except through the doors the inventory declares (`doors:`). The pods asked
+about: every replica group of every job, a pod of each network zone that carries only topogate's
+`topogate.dev/network-zone` label (in each namespace the inventory manages), and an unlabelled
+pod in a namespace nothing manages, which may run in any zone. A finding names the open port
+ranges and protocols, the rule that opens them (the finding sits at that rule's own line), both
+network zones, and the job kind's own ports inside the range (PyTorchJob 23456, TrainJob 29500,
+MPIJob SSH 22). When no policy among the paths decides either side, the finding says that
+nothing enforces the boundary and how to include the policies `topogate generate` writes.
 
 Why: a wide allow (`toEntities: [cluster]`, an empty selector, a namespace-wide NetworkPolicy)
 quietly re-opens a boundary that exists for isolation or for cost; topogate's boundary policies
@@ -21,14 +25,23 @@ spec:
   egress: [{toEntities: [cluster]}]
 ```
 
+Also failing: `toPorts` of TCP 1-23455 to `toEntities: [cluster]` (every port below PyTorch's
+rendezvous port, the MPI launcher's SSH on 22 among them).
+
 Passing example: per-job policies that allow only the job's own pods, plus the boundary
 CiliumClusterwideNetworkPolicies `topogate generate` writes.
+
+What it does not cover: pods of Deployments and other non-job templates are not zone members
+(their zone is not known), pairs of two pods no manifest shows are reported only when a rule
+opens them, and a hand-written allow that names pods of another zone only through `NotIn` or
+`Exists` is checked against the jobs' pods it selects, not against pods outside the manifests.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topogate.analysis.boundary import Opening
 from topogate.analysis.context import Context
 from topogate.findings import Issue
 
@@ -37,17 +50,37 @@ SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
+    inv = ctx.inventory_file or "INVENTORY"
     for o in ctx.boundary_openings:
-        by = f" by {o.decided_by}" if o.decided_by else ""
-        yield Issue(
-            o.src_object if "/" in o.src_object else o.dst_object,
-            f"{_who(o.src_object, o.src_group)} (network zone {o.src_nz}) can reach "
-            f"{_who(o.dst_object, o.dst_group)} (network zone {o.dst_nz}) on TCP {o.port}: allowed{by}. The inventory "
-            f"separates {o.src_nz} and {o.dst_nz}. Fix: narrow the allow to the job's own pods, or "
-            "apply the boundary policies from `topogate generate`.",
-            o.pos,
-        )
+        ports = ", ".join(o.ranges)
+        uses = f" (including {', '.join(o.uses)})" if o.uses else ""
+        head = (f"{_who(o.src_object, o.src_group)} ({_zone(o.src_nz)}) can reach "
+                f"{_who(o.dst_object, o.dst_group)} ({_zone(o.dst_nz)}) on {ports}{uses}")
+        if o.enforced:
+            text = (f"{head}: opened by {o.decided_by}. The inventory separates "
+                    f"{_pair(o)}, and no declared door covers these ports. Fix: narrow that rule "
+                    "to the job's own pods (or to the ports of a door declared in the inventory), "
+                    "or apply the boundary policies from `topogate generate`.")
+        else:
+            text = (f"{head}: nothing among the checked paths enforces the boundary between "
+                    f"{_pair(o)} (no policy selects either pod). Fix: include the policies "
+                    f"`topogate generate` writes: run `topogate generate {inv} -o OUT` and pass "
+                    "OUT/clusters/<cluster>/network (the boundary) and the jobs' "
+                    "ciliumnetworkpolicy.yaml among the PATHs, or run `topogate check` without "
+                    "PATHs to check the generated tree.")
+        yield Issue(o.src_object if "/" in o.src_object else o.dst_object, text, o.pos)
 
 
 def _who(obj: str, group: str) -> str:
-    return f"{obj} ({group})" if "/" in obj else obj
+    return f"{obj} ({group})" if "/" in obj and group else obj
+
+
+def _zone(nz: str) -> str:
+    return "any network zone" if nz == "*" else f"network zone {nz}"
+
+
+def _pair(o: Opening) -> str:
+    src, dst = o.src_nz, o.dst_nz
+    if "*" in (src, dst):
+        return f"network zone {dst if src == '*' else src} from pods it does not manage"
+    return f"{src} and {dst}"

@@ -41,6 +41,7 @@ from topogate.analysis.netpolicy.rules import PathMap, _only_by_fqdn, _Rule, _so
 # ---------------------------------------------------------------------------------------------
 
 _SideKey = tuple[PodClass, Peer, Peer, int, str, str]
+L4_PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
 class _Builder(_CiliumCompiler, _NetpolCompiler):
@@ -327,3 +328,53 @@ class PolicySet:
                 else:
                     out.append(PortRange(proto, lo, nxt - 1, v))
         return out
+
+    # -- the boundary proof --------------------------------------------------------------------
+    def closed(self, pod: PodClass, peer: Peer, dst: Peer, direction: str) -> bool:
+        """True when no port of any protocol can pass this side: default deny is on and no allow
+        rule of a selecting policy names the peer. A cheap answer before cutting port classes."""
+        _, enforced_by = self._selection(pod, direction)
+        if not enforced_by:
+            return False
+        ctx = self._ctx
+        return not any(any(m.matches(peer, ctx) for m in r.peers)
+                       for u in self._units_for(pod) for r in u.rules[direction])
+
+    def open_ranges(self, src: Peer, dst: Peer,
+                    protocols: Sequence[str] = L4_PROTOCOLS) -> list[PortRange]:
+        """Every maximal port range, per L4 protocol, on which src reaches dst (all 65,535 ports
+        of TCP, UDP and SCTP, cut at every port a rule for this pair names)."""
+        if isinstance(src, PodClass) and self.closed(src, dst, dst, _EGRESS):
+            return []
+        if isinstance(dst, PodClass) and self.closed(dst, src, dst, _INGRESS):
+            return []
+        return [r for r in self.port_classes(src, dst, protocols) if r.verdict.allowed]
+
+    def allow_matchers(self, pod: PodClass, direction: str) -> list[Any]:
+        """The peer matchers of every allow rule that applies to the pod in `direction`: where a
+        policy may open a door, so the proof knows which other pods to ask about."""
+        return [m for u in self._units_for(pod) for r in u.rules[direction] for m in r.peers]
+
+    def peer_labels(self, pod: PodClass) -> Mapping[str, str]:
+        """The labels a peer selector sees on the pod (namespace and cluster labels included)."""
+        return self._pod_labels(pod)
+
+    def matches_peer(self, matcher: Any, peer: Peer) -> bool:
+        return bool(matcher.matches(peer, self._ctx))
+
+
+
+def matcher_anchor(matcher: Any) -> tuple[str | None, tuple[tuple[str, frozenset[str]], ...]] | None:
+    """(namespace scope, (label key, values) pairs) that a pod must all carry for an endpoint
+    matcher to select it, or None when the matcher has no such anchor (entities, `{}`, only
+    NotIn/Exists): anchored matchers are answered from a label index instead of a scan over
+    every pod, through their most selective pair."""
+    sel = getattr(matcher, "sel", None)
+    if sel is None:
+        sel, scope = getattr(matcher, "pod_sel", None), getattr(matcher, "policy_ns", None)
+        if sel is None or getattr(matcher, "ns_sel", None) is not None:
+            return None
+    else:
+        scope = matcher.scope_ns
+    pairs = tuple((r.key, r.values) for r in sel.reqs if r.op == "In" and r.pod_source)
+    return (scope, pairs) if pairs else None
