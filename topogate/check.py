@@ -114,7 +114,7 @@ def run_check(
         if not targets:
             targets = [_render_to_temp(inv, tmp)]
         try:
-            objects = tuple(collect(targets))
+            objects = tuple(collect(targets, also_inside=[inventory_path]))
         except ManifestError as err:
             raise CheckInputError(str(err)) from None
         if not paths:
