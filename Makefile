@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install system-deps lint rules-doc bench clean
+.PHONY: demo test install system-deps lint rules-doc bench fuzz clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -36,6 +36,11 @@ test: $(STAMP) system-deps
 	  || { echo "docs/rules.md is stale: run 'make rules-doc'"; exit 1; }
 	$(VENV)/bin/mypy topogate
 	$(VENV)/bin/ruff check topogate tests benchmarks
+
+# Long fuzz run (tests/test_fuzz.py); failures are kept in fixtures/fuzz-corpus/.
+fuzz: $(STAMP)
+	TOPOGATE_FUZZ_EXAMPLES=$${TOPOGATE_FUZZ_EXAMPLES:-2000} TOPOGATE_FUZZ_SAVE=1 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+	  $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py -k "not corpus"
 
 rules-doc: $(STAMP)
 	$(VENV)/bin/topogate rules --format markdown > docs/rules.md
