@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,22 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
+_FIELDS = ["affinity", "nodeAffinity", "podAffinity", "podAntiAffinity", "nodeSelector",
+           "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", "matchExpressions",
+           "matchLabels", "labelSelector", "topologyKey", "tolerations", "topologySpreadConstraints",
+           "maxSkew", "whenUnsatisfiable", "replicas", "parallelism", "numNodes", "replicatedJobs",
+           "containers", "ports", "containerPort", "resources", "limits", "nvidia.com/gpu", "labels",
+           "namespace", "name", "endpointSelector", "ingress", "egress", "ingressDeny", "toPorts",
+           "fromEndpoints", "toEndpoints", "fromEntities", "toCIDR", "toCIDRSet", "port", "endPort",
+           "protocol", "podSelector", "namespaceSelector", "policyTypes", "from", "to", "specs"]
+
+
+def _get(doc: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        doc = doc[step]
+    return doc
+
+
 def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
     if not path:
         return value
@@ -120,8 +137,13 @@ def _tree_mutation(draw: st.DrawFn, text: str) -> str:
         return text
     i = draw(st.integers(0, len(docs) - 1))
     path = draw(st.sampled_from(_paths(docs[i])))
-    how = draw(st.sampled_from(["value", "deep", "remove"]))
-    if how == "remove" and path:
+    how = draw(st.sampled_from(["value", "deep", "remove", "inject"]))
+    if how == "inject":
+        # A field the analysis reads, set at a random mapping: reaches code a random path rarely does.
+        maps = [p for p in _paths(docs[i]) if isinstance(_get(docs[i], p), dict)]
+        target = _get(docs[i], draw(st.sampled_from(maps)))
+        target[draw(st.sampled_from(_FIELDS))] = draw(_VALUES)
+    elif how == "remove" and path:
         parent = docs[i]
         for step in path[:-1]:
             parent = parent[step]
@@ -200,9 +222,20 @@ def check_property(sandbox: Sandbox, kind: str, text: str) -> None:
         _one(["trace", str(path), str(sandbox.repo / "bases" / "train"),
               "--from", "ml-demo/PyTorchJob/train/Worker", "--to", "ml-demo/PyTorchJob/train/Master"],
              mutated)
-    except BaseException:
+    except BaseException as e:
         if os.environ.get("TOPOGATE_FUZZ_SAVE") == "1":
-            CORPUS.mkdir(exist_ok=True)
-            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            (CORPUS / f"{kind}-{digest}.yaml").write_text(text, encoding="utf-8", errors="surrogatepass")
+            _keep(kind, text, e)
         raise
+
+
+def _keep(kind: str, text: str, e: BaseException) -> None:
+    """Keep the smallest failing input per kind of failure (where it failed and how): shrinking
+    tries many, and only the last, smallest one of each is worth replaying."""
+    last = traceback.extract_tb(e.__traceback__)[-1]
+    signature = f"{type(e).__name__}:{Path(last.filename).name}:{last.lineno}"
+    name = f"{kind}-{hashlib.sha256(signature.encode()).hexdigest()[:12]}.yaml"
+    CORPUS.mkdir(exist_ok=True)
+    data = text.encode("utf-8", "surrogatepass")
+    old = CORPUS / name
+    if not old.exists() or len(old.read_bytes()) > len(data):
+        old.write_bytes(data)

@@ -298,3 +298,42 @@ def test_trace_port_with_a_superscript_digit() -> None:
     lab = str(Path(__file__).resolve().parents[1] / "fixtures" / "trace" / "lab")
     code, _, err = invoke("trace", lab, "--from", "world", "--to", "world", "--port", "²")
     assert code == 2 and "--port '²'" in err and "Traceback" not in err
+
+
+# --- item 6: fields of the wrong type, which the analysis used to crash on ---
+
+
+@pytest.mark.parametrize("old, new, place, field", [
+    ("nvidia.com/gpu: 1", 'nvidia.com/gpu: "²"', "20:33", "resources.limits.nvidia.com/gpu must be a whole number"),
+    ("          containers:", "          affinity: x\n          containers:", "14:21", "spec.affinity must be a mapping"),
+    ("          containers:", "          topologySpreadConstraints: [{maxSkew: x, topologyKey: k}]\n          containers:",
+     "14:49", "topologySpreadConstraints[0].maxSkew must be an integer"),
+    ("          containers:", "          topologySpreadConstraints: [{maxSkew: .nan, topologyKey: k}]\n          containers:",
+     "14:49", "maxSkew must be an integer"),
+    ("          containers:", "          tolerations: {key: gpu}\n          containers:", "14:24", "tolerations must be a list"),
+])
+def test_field_of_the_wrong_type_is_bad_input_at_its_place(tmp_path: Path, old: str, new: str, place: str,
+                                                           field: str) -> None:
+    repo = make_repo(tmp_path)
+    (repo / "job.yaml").write_text(JOB.read_text().replace(old, new, 1))
+    line = refused(repo, repo / "job.yaml")
+    assert f"job.yaml:{place}: PyTorchJob/train: spec.pytorchReplicaSpecs.Master.template" in line
+    assert field in line
+    assert "job.yaml" in trace_refused(str(repo / "job.yaml"))
+
+
+def test_text_replicas_of_a_jobset(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    (repo / "js.yaml").write_text(
+        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: t, namespace: ml-demo}\n"
+        "spec:\n  replicatedJobs:\n  - name: w\n    replicas: x\n"
+        "    template: {spec: {template: {spec: {containers: [{name: a}]}}}}\n")
+    assert "js.yaml:7:15: JobSet/ml-demo/t: spec.replicatedJobs[0].replicas must be an integer" in refused(
+        repo, repo / "js.yaml")
+
+
+def test_a_key_with_a_newline_is_reported_on_one_line(tmp_path: Path) -> None:
+    # Found by the fuzz harness: the duplicate key's text was printed raw, over two lines.
+    repo = make_repo(tmp_path)
+    (repo / "k.yaml").write_text('? " \\n"\n? " \\n"\n: 0\n')
+    assert "k.yaml:2:3: duplicate key ' \\n'" in refused(repo, repo / "k.yaml")

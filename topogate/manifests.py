@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from topogate import kustomization, subproc
+from topogate import kustomization, shapes, subproc
 from topogate.inventory.model import Position
 from topogate.kustomization import Tree, check_tree, kubectl
 from topogate.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, Unit, display, walk
@@ -289,6 +289,8 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = ()) -> list[K8sOb
             objs.extend(_built_objects(u.path, trees[u.path], out, sources))
         else:
             objs.extend(_read_file(u.path))
+    for o in objs:
+        shapes.check(o)  # before any analysis reads a field of the wrong type
     return objs
 
 

@@ -32,10 +32,22 @@ Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _NOT_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """Text from the input, safe to print as part of one line: control characters, newlines
+    included, are shown escaped (a key or file name must not start a new line, or a CI log
+    command)."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 class InputError(Exception):
-    """Input that cannot be read: reported with a position and exit code 2."""
+    """Input that cannot be read: reported with a position and exit code 2, on one line."""
 
     def __init__(self, pos: Position, message: str):
+        pos = Position(one_line(pos.file), pos.line, pos.column)
+        message = one_line(message)
         super().__init__(f"{pos}: {message}")
         self.pos = pos
         self.message = message
