@@ -337,3 +337,26 @@ def test_a_key_with_a_newline_is_reported_on_one_line(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     (repo / "k.yaml").write_text('? " \\n"\n? " \\n"\n: 0\n')
     assert "k.yaml:2:3: duplicate key ' \\n'" in refused(repo, repo / "k.yaml")
+
+
+# --- OUT, as `check --rendered OUT` reads it ---
+
+
+@pytest.mark.parametrize("make", ["fifo", "dev-zero"])
+def test_special_file_in_the_rendered_tree_is_refused(tmp_path: Path, make: str) -> None:
+    from topogate import writer
+    from topogate.generators import render_tree
+    from topogate.inventory.loader import load_inventory
+
+    repo = make_repo(tmp_path)
+    out = repo / "out"
+    writer.write_tree(str(out), render_tree(load_inventory(repo / "inventory.yaml"), str(out)))
+    victim = out / "clusters" / "lab" / "kustomization.yaml"
+    victim.unlink()
+    if make == "fifo":
+        os.mkfifo(victim)
+    else:
+        victim.symlink_to("/dev/zero")
+    code, _, err = invoke("check", str(repo / "inventory.yaml"), "--rendered", str(out), str(JOB))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "clusters/lab/kustomization.yaml: is " in err and "where generate writes a regular file" in err
