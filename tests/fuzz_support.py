@@ -141,6 +141,8 @@ def _tree_mutation(draw: st.DrawFn, text: str) -> str:
     if how == "inject":
         # A field the analysis reads, set at a random mapping: reaches code a random path rarely does.
         maps = [p for p in _paths(docs[i]) if isinstance(_get(docs[i], p), dict)]
+        if not maps:
+            return text
         target = _get(docs[i], draw(st.sampled_from(maps)))
         target[draw(st.sampled_from(_FIELDS))] = draw(_VALUES)
     elif how == "remove" and path:

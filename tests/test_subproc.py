@@ -115,3 +115,13 @@ def test_bad_limit_variable_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOPOGATE_CHILD_TIMEOUT", "²")
     with pytest.raises(limits.LimitError):
         limits.current()
+
+
+def test_kustomize_runs_offline(tmp_path: Path) -> None:
+    # The build that slips past every check still reaches no network: git is allowed no
+    # transport (the URL is 127.0.0.1's closed port 9 in case that ever fails).
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources:\n- http://127.0.0.1:9/example/repo//base?ref=v1\n")
+    proc = run_kustomize(tmp_path)
+    assert proc.returncode != 0
+    assert "transport 'http' not allowed" in proc.stderr
