@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # promtool for the tests: $(PROMTOOL) when set, else the one `make test` extracts into the venv.
 PROMTOOL ?=
 
-.PHONY: demo test install crds promtool lint rules-doc bench clean
+.PHONY: demo test install crds promtool lint rules-doc bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -68,6 +68,11 @@ test: $(STAMP) promtool
 	  || { echo "docs/rules.md is stale: run 'make rules-doc'"; exit 1; }
 	$(VENV)/bin/mypy topogate
 	$(VENV)/bin/ruff check topogate tests benchmarks
+
+# Long fuzz run (tests/test_fuzz.py); failures are kept in fixtures/fuzz-corpus/.
+fuzz: $(STAMP)
+	TOPOGATE_FUZZ_EXAMPLES=$${TOPOGATE_FUZZ_EXAMPLES:-2000} TOPOGATE_FUZZ_SAVE=1 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+	  $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py -k "not corpus"
 
 rules-doc: $(STAMP)
 	$(VENV)/bin/topogate rules --format markdown > docs/rules.md

@@ -118,3 +118,23 @@ def test_markdown_diff_cannot_break_out_of_its_block(repo: Path) -> None:
     inv, out = str(repo / "topogate/inventory.yaml"), str(repo / "deploy")
     _, md, _ = run("check", inv, "--rendered", out, out, "--format", "markdown")
     assert "``````diff\n" in md and "\n``````\n" in md
+
+
+def test_check_diff_with_a_fifo_in_place_of_a_generated_file_does_not_hang(repo: Path) -> None:
+    """A committed tree comes from the pull request: a FIFO where a generated file belongs is a
+    difference to show, never something to wait on (before the fix `--diff` blocked in read)."""
+    import os
+    import subprocess
+    import sys
+
+    victim = repo / "deploy" / JOB / "kustomization.yaml"
+    victim.unlink()
+    os.mkfifo(victim)
+    # A subprocess with a timeout: an in-process hang would stall the whole suite.
+    proc = subprocess.run(
+        [sys.executable, "-m", "topogate.cli", "generate", str(repo / "topogate/inventory.yaml"),
+         "-o", str(repo / "deploy"), "--check", "--diff"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert f"{JOB}/kustomization.yaml" in proc.stdout
+    assert f"+++ b/{JOB}/kustomization.yaml" in proc.stdout or JOB in proc.stdout

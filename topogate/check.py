@@ -10,8 +10,9 @@ import dataclasses
 import datetime as dt
 import gc
 import os
+import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,9 +42,34 @@ def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
     from topogate.treediff import file_diffs
 
     files = render_tree(inv, os.path.realpath(out))
+    _refuse_special_files(out, files)
     return tuple(
         Drift(d.status, d.path, str(Path(out) / d.path), d.line, d.diff) for d in file_diffs(out, files)
     )
+
+
+def _refuse_special_files(out: str, files: Iterable[str]) -> None:
+    """The comparison reads OUT's copy of every file generate writes: a FIFO there would block
+    it forever, a symlink to /dev/zero never end it. Refused before anything is read."""
+    from topogate import limits
+    from topogate.saferead import one_line
+
+    try:
+        cap = limits.current().max_file_bytes
+    except limits.LimitError as e:
+        raise CheckInputError(str(e)) from None
+    for rel in files:
+        p = Path(out) / rel
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue  # missing (added) or unreadable: the comparison reports it
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+            what = ("a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+                    if not stat.S_ISREG(st.st_mode) else f"larger than {cap // limits.MiB} MB")
+            raise CheckInputError(one_line(
+                f"{p}: is {what}, where generate writes a regular file; --rendered OUT must be a "
+                "tree topogate generated: remove it and run topogate generate"))
 
 
 def _render_to_temp(inv: Inventory, tmp: str) -> str:
@@ -120,7 +146,7 @@ def run_check(
         if not targets:
             targets = [_render_to_temp(inv, tmp)]
         try:
-            objects = tuple(collect(targets))
+            objects = tuple(collect(targets, also_inside=[inventory_path]))
         except ManifestError as err:
             raise CheckInputError(str(err)) from None
         if not paths:

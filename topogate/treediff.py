@@ -33,9 +33,18 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 def _read(path: Path) -> bytes | None:
+    """A committed file's bytes; None for anything but a regular file within the size cap.
+
+    A FIFO in OUT would hang `generate --check --diff`, and a link to /dev/zero never ends: the
+    committed tree comes from the pull request, so it is read like every other input.
+    """
+    from topogate.saferead import InputError, read_bytes
+
     try:
-        return path.read_bytes()
-    except OSError:
+        if not path.is_file() or path.is_symlink():
+            return None
+        return read_bytes(path, str(path))
+    except (OSError, InputError):
         return None
 
 

@@ -15,7 +15,6 @@ import json
 import math
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -488,6 +487,7 @@ class _Checker:
         return str(target), tuple(docs)
 
     def build_base(self, path: YPath, target: Path, rel: str) -> list[Any] | None:
+        from topogate.kustomization import run_kustomize
         from topogate.manifests import ManifestError, kubectl
 
         try:
@@ -495,8 +495,7 @@ class _Checker:
         except ManifestError as e:
             self.err(path, f"base '{rel}' transforms its resources, so reading it needs kubectl: {e.message}")
             return None
-        proc = subprocess.run([exe, "kustomize", str(target)], capture_output=True, text=True,
-                              check=False)
+        proc = run_kustomize(target, exe)  # under the time, memory and network limits
         if proc.returncode != 0:
             last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "build failed"
             self.err(path, f"kubectl kustomize cannot build base '{rel}': {last}")

