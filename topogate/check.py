@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topogate.analysis.context import Context, Drift
+from topogate.analysis.coverage import ungrouped_templates
 from topogate.analysis.netpolicy import PolicyError
 from topogate.analysis.result import CheckResult
 from topogate.engine import all_rules, run_rules
@@ -68,6 +69,27 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
     return o
 
 
+def _collect_each(targets: Sequence[str]) -> tuple[K8sObject, ...]:
+    """Every object of every PATH; a PATH that holds no Kubernetes object at all (an empty
+    directory, a values file) is a usage error, like a linter given nothing to lint."""
+    objects: list[K8sObject] = []
+    empty: list[str] = []
+    for t in targets:
+        try:
+            found = collect([t])
+        except ManifestError as err:
+            raise CheckInputError(str(err)) from None
+        if not found:
+            empty.append(t)
+        objects.extend(found)
+    if empty:
+        raise CheckInputError("\n".join(
+            f"{t}:1:1: no Kubernetes object found (no YAML document with a `kind`): nothing to "
+            "check here; pass the directory or files that hold the training job's manifests"
+            for t in empty))
+    return tuple(objects)
+
+
 @contextlib.contextmanager
 def _no_gc() -> Iterator[None]:
     """Parsing keeps every node and object alive; the cyclic collector would rescan that growing
@@ -113,10 +135,7 @@ def run_check(
         targets = list(paths)
         if not targets:
             targets = [_render_to_temp(inv, tmp)]
-        try:
-            objects = tuple(collect(targets))
-        except ManifestError as err:
-            raise CheckInputError(str(err)) from None
+        objects = _collect_each(targets)
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
         try:
@@ -129,7 +148,7 @@ def run_check(
             rendered=rendered, today=today, policy_selects=facts.policy_selects,
             boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
             spread_splits=facts.spread_splits, unprotected=facts.unprotected,
-            unassigned=facts.unassigned,
+            unassigned=facts.unassigned, ungrouped=ungrouped_templates(objects),
         )
         findings = run_rules(ctx)
     result = CheckResult(findings, tuple(jobs), rules, inventory_path)

@@ -37,3 +37,4 @@ class Context:
     spread_splits: tuple[Any, ...] = ()  # analysis.map.SpreadSplit
     unprotected: tuple[tuple[str, Any], ...] = ()  # (object, Position)
     unassigned: tuple[tuple[str, Any], ...] = ()  # (object, Position): jobs with no known cluster
+    ungrouped: tuple[Any, ...] = ()  # analysis.coverage.Ungrouped: pod templates of no job
