@@ -8,7 +8,7 @@ implementation of the policy semantics, shared with ``check`` -- for the verdict
 decides whether a flow is allowed.
 
 Specs (``--from``/``--to``):
-- ``ns/Kind/name[/group]``: the pods of a workload.  Training kinds (PyTorchJob, MPIJob, JobSet,
+- ``ns/Kind/name[/group]``: the pods of a workload.  Training kinds (``kinds.KINDS``: PyTorchJob, TFJob, MPIJob, JobSet,
   TrainJob) have replica groups; a job with more than one needs the group (case-insensitive).
   Plain kinds: Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod.  The pods'
   labels are the template's plus what the controller stamps (``kinds.controller_labels``; Job
@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topogate import kinds
+from topogate.analysis.clusters import ClusterOf, path_clusters
 from topogate.analysis.jobs import GROUP_KIND, TrainingJob, find_jobs
 from topogate.analysis.netpolicy import (
     External,
@@ -403,6 +404,7 @@ class _Inventory:
     namespaces: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> ns
     workloads: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (ns, kind, name)
     zones: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # cluster -> nz -> zones
+    inventory: Any = None  # the loaded Inventory, when --inventory was given
 
 
 def _load_inventory(path: str | None) -> _Inventory:
@@ -420,6 +422,7 @@ def _load_inventory(path: str | None) -> _Inventory:
                          first.pos if first else None) from None
     except OSError as err:
         raise TraceError(f"--inventory: cannot read: {err}", Position(str(path), 1, 1)) from None
+    out.inventory = inv
     for w in inv.workloads:
         out.namespaces.setdefault((w.kind, w.name), w.namespace)
         out.workloads[(w.namespace, w.kind, w.name)] = w
@@ -525,14 +528,37 @@ def _resolve(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: s
     return Endpoint(spec.text, "fqdn", External(fqdn=spec.value))
 
 
-def _inventory_cluster(*ends: Endpoint, inv: _Inventory) -> str:
-    for e in ends:
-        if e.object is not None:
-            kind, ns, name = e.object.split("/", 2)
-            w = inv.workloads.get((ns, kind, name))
-            if w is not None:
-                return str(w.cluster)
-    return "default"
+def _scope(objects: Sequence[K8sObject], inv: _Inventory, cluster: str | None,
+           ends: Sequence[tuple[str, Endpoint]]) -> tuple[str | None, list[K8sObject]]:
+    """The cluster the trace is about and the objects whose policies apply there, decided by
+    ``analysis.clusters.ClusterOf`` exactly as `check` decides it: an object the inventory (or a
+    ``clusters/<name>/`` path) puts in another cluster does not apply."""
+    of = ClusterOf(inv.inventory, () if inv.inventory is not None else path_clusters(objects))
+    if cluster is not None and inv.inventory is not None and cluster not in of.names:
+        raise TraceError(f"--cluster {cluster}: no such cluster in the inventory "
+                         f"(known: {', '.join(of.names)})")
+    owned = [of.own(o) for o in objects]
+    chosen = cluster
+    for flag, e in ends:
+        if e.object is None:
+            continue
+        mine = {c for c, o in owned if c is not None and f"{o.kind}/{o.namespace or DEFAULT_NAMESPACE}/{o.name}" == e.object}
+        if len(mine) == 1:
+            (c,) = mine
+            if chosen is not None and c != chosen:
+                what = f"--cluster {cluster}" if cluster is not None else "the other side's cluster"
+                raise TraceError(f"{flag} {e.spec!r}: {e.object} belongs to cluster {c}, not {what}; "
+                                 "pods of different clusters share no policy: trace within one cluster")
+            chosen = c
+    if chosen is None and len(of.names) == 1:
+        chosen = of.names[0]
+    if chosen is None:
+        if any(c is not None for c, _ in owned):
+            known = ", ".join(sorted({c for c, _ in owned if c is not None}))
+            raise TraceError(f"PATHs hold objects of several clusters ({known}) and neither side says "
+                             "which one the trace is about: pass --cluster NAME")
+        return None, list(objects)
+    return chosen, [o for c, o in owned if c in (None, chosen)]
 
 
 def _port_query(text: str | None, dst: Endpoint) -> PortQuery | None:
@@ -567,8 +593,10 @@ def trace(
     dst_spec: str,
     port: str | None = None,
     inventory: str | None = None,
+    cluster: str | None = None,
 ) -> TraceResult:
-    """Trace SRC -> DST over already collected objects (the CLI collects PATHs first)."""
+    """Trace SRC -> DST over already collected objects (the CLI collects PATHs first), with the
+    policies of one cluster: ``cluster``, else the one the workloads belong to."""
     src_s = _parse_spec(src_spec, "--from")
     dst_s = _parse_spec(dst_spec, "--to")
     inv = _load_inventory(inventory)
@@ -580,10 +608,11 @@ def trace(
             "no Cilium or NetworkPolicy rule applies between them"
         )
     query = _port_query(port, dst)
-    cluster = _inventory_cluster(src, dst, inv=inv)
+    scoped_cluster, scoped = _scope(objects, inv, cluster, (("--from", src), ("--to", dst)))
+    cluster_name = scoped_cluster or "default"
     try:
         pset = PolicySet.from_objects(
-            ((o.obj, _source(o), _Located(o)) for o in objects), cluster_name=cluster
+            ((o.obj, _source(o), _Located(o)) for o in scoped), cluster_name=cluster_name
         )
     except PolicyError as err:
         raise TraceError(str(err)) from None
@@ -601,12 +630,13 @@ def trace(
         src, dst, query,
         _summary("egress", src.is_pod, first.egress),
         _summary("ingress", dst.is_pod, first.ingress),
-        classes, ns_labels, cluster, tuple(dict.fromkeys(pset.warnings)),
+        classes, ns_labels, cluster_name, tuple(dict.fromkeys(pset.warnings)),
     )
 
 
 def run_trace(
-    paths: Sequence[str], src_spec: str, dst_spec: str, port: str | None = None, inventory: str | None = None
+    paths: Sequence[str], src_spec: str, dst_spec: str, port: str | None = None, inventory: str | None = None,
+    cluster: str | None = None,
 ) -> TraceResult:
     """Collect PATHs (kustomization directories are built with kubectl) and trace."""
     # Specs first: a typo in --from should not cost a kustomize build before it is reported.
@@ -618,7 +648,7 @@ def run_trace(
         objects = collect(paths)
     except ManifestError as err:
         raise TraceError(err.message, err.pos) from None
-    return trace(objects, src_spec, dst_spec, port, inventory)
+    return trace(objects, src_spec, dst_spec, port, inventory, cluster)
 
 
 # ---------------------------------------------------------------------------------------------
