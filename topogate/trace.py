@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from topogate import kinds
 from topogate.analysis.clusters import ClusterOf, path_clusters
 from topogate.analysis.jobs import GROUP_KIND, TrainingJob, find_jobs
+from topogate.analysis.locate import Located
 from topogate.analysis.netpolicy import (
     External,
     Peer,
@@ -173,6 +174,9 @@ class SideSummary:
     enforced: bool
     selected_by: tuple[PolicyRef, ...]
     enforced_by: tuple[PolicyRef, ...]
+    # Where each enforcing policy's rules of this direction start (its `ingress:`/`egress:`
+    # key): what a default-deny verdict cites as its deciding line.
+    enforced_at: tuple[SourceRef, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -306,26 +310,6 @@ def _valid_label_key(key: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Resolution against the manifests
 # ---------------------------------------------------------------------------------------------
-
-
-class _Located(Mapping[tuple[str | int, ...], SourceRef]):
-    """Positions inside one object, looked up lazily from its YAML node, for rule file:line."""
-
-    def __init__(self, obj: K8sObject) -> None:
-        self._obj = obj
-
-    def __getitem__(self, path: tuple[str | int, ...]) -> SourceRef:
-        pos = self._obj.locate(path)
-        return SourceRef(pos.file, pos.line, pos.column)
-
-    def __iter__(self) -> Iterator[tuple[str | int, ...]]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def __bool__(self) -> bool:  # the evaluator asks `if paths:` before looking positions up
-        return True
 
 
 def _source(o: K8sObject) -> SourceRef:
@@ -583,8 +567,13 @@ def _port_query(text: str | None, dst: Endpoint) -> PortQuery | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _summary(direction: str, applies: bool, side: SideVerdict) -> SideSummary:
-    return SideSummary(direction, applies, side.enforced, side.selected_by, side.enforced_by)
+def _summary(direction: str, applies: bool, side: SideVerdict,
+             by_ref: Mapping[str, K8sObject]) -> SideSummary:
+    at: list[SourceRef] = []
+    for p in side.enforced_by:
+        o = by_ref.get(str(p))
+        at.append(Located(o)[("spec", direction)] if o is not None else p.source)
+    return SideSummary(direction, applies, side.enforced, side.selected_by, side.enforced_by, tuple(at))
 
 
 def trace(
@@ -612,7 +601,7 @@ def trace(
     cluster_name = scoped_cluster or "default"
     try:
         pset = PolicySet.from_objects(
-            ((o.obj, _source(o), _Located(o)) for o in scoped), cluster_name=cluster_name
+            ((o.obj, _source(o), Located(o)) for o in scoped), cluster_name=cluster_name
         )
     except PolicyError as err:
         raise TraceError(str(err)) from None
@@ -626,10 +615,12 @@ def trace(
         (ns, pset.namespace_labels(ns))
         for ns in sorted({e.peer.namespace for e in (src, dst) if isinstance(e.peer, PodClass)})
     )
+    by_ref = {(f"{o.kind}/{o.name}" if o.kind == "CiliumClusterwideNetworkPolicy"
+               else f"{o.kind}/{o.namespace or DEFAULT_NAMESPACE}/{o.name}"): o for o in scoped}
     return TraceResult(
         src, dst, query,
-        _summary("egress", src.is_pod, first.egress),
-        _summary("ingress", dst.is_pod, first.ingress),
+        _summary("egress", src.is_pod, first.egress, by_ref),
+        _summary("ingress", dst.is_pod, first.ingress, by_ref),
         classes, ns_labels, cluster_name, tuple(dict.fromkeys(pset.warnings)),
     )
 
@@ -692,7 +683,8 @@ def _endpoint_json(e: Endpoint) -> dict[str, Any]:
 def _side_json(s: SideSummary) -> dict[str, Any]:
     return {"applies": s.applies, "enforced": s.enforced,
             "selectedBy": [_policy_json(p) for p in s.selected_by],
-            "enforcedBy": [_policy_json(p) for p in s.enforced_by]}
+            "enforcedBy": [_policy_json(p) for p in s.enforced_by],
+            "enforcedAt": [{"file": a.file, "line": a.line, "column": a.column} for a in s.enforced_at]}
 
 
 def _decision_json(s: SideVerdict) -> dict[str, Any]:

@@ -13,6 +13,7 @@ Which cluster a manifest belongs to: see ``analysis.clusters``. Where findings p
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from topogate.analysis import placement as placement_mod
 from topogate.analysis.boundary import Opening, _boundary_probe, _network_zone_of
 from topogate.analysis.clusters import assign_clusters
 from topogate.analysis.jobs import TrainingJob, find_jobs
-from topogate.analysis.locate import RuleLocator, _pos, inventory_source
+from topogate.analysis.locate import RuleLocator, _pos, inventory_source, side_reason
 from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef, Verdict
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.pods import _pod_class, _pod_template
@@ -110,15 +111,31 @@ def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str) -> list[st
     return risks
 
 
+def _cite(v: Verdict, locate_rule: RuleLocator) -> str:
+    egress = side_reason(v.egress, "egress", locate_rule)
+    ingress = side_reason(v.ingress, "ingress", locate_rule)
+    if not v.egress.allowed:
+        return f"egress: {egress}"
+    if not v.ingress.allowed:
+        return f"ingress: {ingress}"
+    return f"egress: {egress}; ingress: {ingress}"
+
+
 def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, purpose: str,
           v: Verdict, locate_rule: RuleLocator) -> Flow:
-    rule = v.decided_by
-    return Flow(
-        src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed,
-        v.reason,
-        str(rule.policy) if rule else "",
-        locate_rule(rule),
-    )
+    if not v.egress.allowed:
+        side, direction = v.egress, "egress"
+    elif not v.ingress.allowed:
+        side, direction = v.ingress, "ingress"
+    else:  # an allowed flow is decided by the receiver's allow rule when it has one
+        side, direction = (v.ingress, "ingress") if v.ingress.decided_by else (v.egress, "egress")
+    by, at = "", NOWHERE
+    if side.decided_by is not None:
+        by, at = str(side.decided_by.policy), locate_rule(side.decided_by)
+    elif not side.allowed and side.enforced_by:  # default deny: the policy that switched it on
+        by, at = str(side.enforced_by[0]), locate_rule.section(side.enforced_by[0], direction)
+    return Flow(src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed, v.reason, by, at,
+                functools.partial(_cite, v, locate_rule))
 
 
 def _selector_keys(obj: Any, out: set[str]) -> None:
