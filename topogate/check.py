@@ -149,6 +149,7 @@ def run_check(
             boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
             spread_splits=facts.spread_splits, unprotected=facts.unprotected,
             unassigned=facts.unassigned, ungrouped=ungrouped_templates(objects),
+            not_modelled=facts.not_modelled,
         )
         findings = run_rules(ctx)
     result = CheckResult(findings, tuple(jobs), rules, inventory_path)

@@ -54,6 +54,7 @@ _V1_OPERATORS = {
     "XGBoostJob": ("xgboostjob-controller", ("master",)),
     "PaddleJob": ("paddlejob-controller", ("master",)),
     "JAXJob": ("jaxjob-controller", ()),
+    "MPIJob/v1": ("mpijob-controller", ("launcher",)),
 }
 
 # TrainJob pods come from its runtime's JobSet; without the runtime at hand, "node" is the
@@ -193,7 +194,7 @@ def find_job(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]
     return None
 
 
-def controller_labels(kind: str, job: str, group: str) -> dict[str, str]:
+def controller_labels(kind: str, job: str, group: str, api_version: str = "") -> dict[str, str]:
     """Labels the job's controller adds to every pod of a replica group (used for selectors).
 
     Only labels whose value is the same on every pod of the group: per-pod values (replica
@@ -208,11 +209,17 @@ def controller_labels(kind: str, job: str, group: str) -> dict[str, str]:
     - MPIJob v2beta1 (mpi-operator pkg/controller/mpi_job_controller.go defaultLabels): job-name,
       operator-name ``mpi-operator`` and job-role ``launcher``/``worker``; it sets no replica-type.
       The launcher runs as a batch Job named ``<job>-launcher``, whose controller adds job-name.
+    - MPIJob kubeflow.org/v1 (the training-operator's v1 MPI controller, not mpi-operator):
+      the PyTorchJob code path with operator-name ``mpijob-controller``, replica-type
+      ``launcher``/``worker`` and job-role ``master`` on the Launcher (its IsMasterRole); the
+      launcher is a pod of the operator, not a batch Job, so it has no job-name label.
     - JobSet (jobset pkg/controllers/jobset_controller.go labelAndAnnotateObject): jobset-name and
       replicatedjob-name (replicatedjob-replicas and the group labels need the whole JobSet).
     - TrainJob: the trainer creates a JobSet of the TrainJob's name, so its pods carry that
       JobSet's labels.
     """
+    if kind == "MPIJob" and api_version == "kubeflow.org/v1":
+        kind = "MPIJob/v1"
     if kind in _V1_OPERATORS:
         operator, master_groups = _V1_OPERATORS[kind]
         labels = {

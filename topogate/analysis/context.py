@@ -37,4 +37,5 @@ class Context:
     spread_splits: tuple[Any, ...] = ()  # analysis.map.SpreadSplit
     unprotected: tuple[tuple[str, Any], ...] = ()  # (object, Position)
     unassigned: tuple[tuple[str, Any], ...] = ()  # (object, Position): jobs with no known cluster
-    ungrouped: tuple[Any, ...] = ()  # analysis.coverage.Ungrouped: pod templates of no job
+    ungrouped: tuple[Any, ...] = ()
+    not_modelled: tuple[tuple[str, str, str, Any], ...] = ()  # (policy, construct, message, Position)  # analysis.coverage.Ungrouped: pod templates of no job

@@ -207,7 +207,8 @@ def _from_kind(item: _Item, kind: str, default_ns: str) -> TrainingJob:
     name, ns = _name(obj), _namespace(obj, default_ns)
     oid = f"{kind}/{ns}/{name}"
     groups = tuple(
-        _group(g.name, g.pods, g.template, controller_labels(kind, name, g.name), g.template_path, item, oid)
+        _group(g.name, g.pods, g.template, controller_labels(kind, name, g.name, str(obj.get("apiVersion") or "")),
+               g.template_path, item, oid)
         for g in replica_groups(obj)
     )
     return TrainingJob(kind, name, ns, groups, str(obj.get("apiVersion") or ""), item.source)

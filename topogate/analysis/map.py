@@ -71,6 +71,8 @@ class MapFacts:
     spread_splits: tuple[SpreadSplit, ...] = ()
     unprotected: tuple[tuple[str, Position], ...] = ()
     unassigned: tuple[tuple[str, Position], ...] = ()
+    # (policy, construct, message, where): constructs the evaluator does not model (TG120)
+    not_modelled: tuple[tuple[str, str, str, Position], ...] = ()
 
 
 def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Verdict] | None:
@@ -211,12 +213,16 @@ class _ClusterMap:
         jm = JobMap(
             job.object_id, self.cluster.name, job.kind, job.namespace, job.name, tuple(groups),
             plc.colocated, plc.schedulable, tuple(plc.may_split_reasons),
-            tuple(plc.unschedulable_reasons) + tuple(job.problems), tuple(flows), _pos(src),
+            tuple(plc.unschedulable_reasons), tuple(flows), _pos(src),
             self.inventory_pos(job),
             {"needs": cap.requested, "has": cap.zone_gpus if cap.zone else cap.available,
              "zone": cap.zone, "fits": cap.fits, "message": cap.message},
             tuple(dict.fromkeys((*plc.pending_risks, *_strand_risks(job, plc, self.cluster.zone_label)))),
+            tuple(job.problems),
         )
+        if not any(g.pods for g in job.groups):
+            # No pod to place: nothing can split (an empty JobSet is not "split across zones ()").
+            jm = dataclasses.replace(jm, colocated=True, split_reasons=())
         return self._exclusive_topology(job, jm), classes, plc
 
     def _exclusive_topology(self, job: TrainingJob, jm: JobMap) -> JobMap:
@@ -351,6 +357,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     selects: list[tuple[str, int, Any]] = []
     shared_selects: dict[str, tuple[int, Position]] = {}
     unprotected: list[tuple[str, Position]] = []
+    not_modelled: dict[tuple[str, str, str, Position], None] = {}
     unassigned = [(j.object_id, _pos(j.source)) for j in find_jobs(
         (o.obj, o.pos, o.locate) for o in by_cluster.get(None, []))]
     for cluster in inv.clusters:
@@ -359,6 +366,10 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
             continue
         cm = _ClusterMap(inv, cluster, objs, shared)
         facts.policies[cluster.name] = cm.pset
+        for n in cm.pset.not_modelled:  # a shared policy is compiled once per cluster: keep one
+            pobj = cm.locate_rule.by_ref.get(str(n.policy))
+            where = pobj.locate(n.path) if pobj is not None else _pos(n.policy.source)
+            not_modelled[(str(n.policy), n.construct, n.message, where)] = None
         managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
         selected: dict[str, int] = defaultdict(int)
         reps: dict[str, tuple[str, PodClass | None, str]] = {}
@@ -374,7 +385,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
                 for pref in cm.pset.policies_selecting(pc):
                     selected[str(pref)] += 1
                     any_policy = True
-            if not any_policy and job.namespace in managed_ns:
+            if not any_policy and job.namespace in managed_ns and any(g.pods for g in job.groups):
                 unprotected.append((jm.object, jm.pos))
             nz = _network_zone_of(cluster, jm)
             if nz and jm.groups and nz not in reps:
@@ -415,6 +426,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     facts.policy_selects = tuple(selects)
     facts.unprotected = tuple(unprotected)
     facts.unassigned = tuple(unassigned)
+    facts.not_modelled = tuple(not_modelled)
     return sorted(jobs_out, key=lambda j: (j.cluster, j.object)), facts
 
 

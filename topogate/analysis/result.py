@@ -77,6 +77,8 @@ class JobMap:
     capacity: dict[str, Any] = field(default_factory=dict, compare=False)
     # Schedule orders that strand the job: a pod placed first where the others cannot follow.
     pending_risks: tuple[str, ...] = ()  # {"needs", "has", "zone", "fits", "message"}
+    # What could not be resolved about the job itself (a TrainJob's runtime not among PATHs).
+    problems: tuple[str, ...] = ()
 
     @property
     def blocked(self) -> tuple[Flow, ...]:

@@ -25,6 +25,9 @@ from topogate.policies import (
     tg109_dangling_policy,
     tg110_unprotected_job,
     tg111_may_strand,
+    tg120_not_modelled,
+    tg121_no_pods,
+    tg122_runtime_missing,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -45,4 +48,7 @@ REGISTRY: dict[str, ModuleType] = {
     "TG109": tg109_dangling_policy,
     "TG110": tg110_unprotected_job,
     "TG111": tg111_may_strand,
+    "TG120": tg120_not_modelled,
+    "TG121": tg121_no_pods,
+    "TG122": tg122_runtime_missing,
 }

@@ -34,7 +34,7 @@ from topogate.analysis.netpolicy.model import (
 )
 from topogate.analysis.netpolicy.peers import _Ctx
 from topogate.analysis.netpolicy.ports import PortRange
-from topogate.analysis.netpolicy.rules import PathMap, _only_by_fqdn, _Rule, _sort_key, _Unit
+from topogate.analysis.netpolicy.rules import NotModelled, PathMap, _only_by_fqdn, _Rule, _sort_key, _Unit
 
 # ---------------------------------------------------------------------------------------------
 # The policy set
@@ -62,6 +62,7 @@ class PolicySet:
         self.cluster_name = cluster_name
         self.allow_localhost = allow_localhost
         self.warnings: list[str] = list(warnings)
+        self.not_modelled: list[NotModelled] = []  # the warnings, structured (from_objects)
         self._ns_learned: dict[str, dict[str, str]] = {k: dict(v) for k, v in (namespace_labels or {}).items()}
         ordered = sorted(units, key=lambda u: _sort_key(u.policy))
         self._clusterwide: list[_Unit] = [u for u in ordered if u.subject_ns is None]
@@ -125,13 +126,15 @@ class PolicySet:
                 kind = obj.get("kind", "object") if isinstance(obj, Mapping) else "object"
                 raise PolicyError(ref, f"cannot read this {kind}: {type(err).__name__}: {err}; "
                                        "check it against the CRD schema") from None
-        return cls(
+        pset = cls(
             units,
             ns_labels,
             warnings=builder.warnings,
             cluster_name=cluster_name,
             allow_localhost=allow_localhost,
         )
+        pset.not_modelled = list(builder.not_modelled)
+        return pset
 
     # -- label views -------------------------------------------------------------------------
     def namespace_labels(self, ns: str) -> tuple[tuple[str, str], ...]:
