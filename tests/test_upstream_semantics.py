@@ -116,3 +116,71 @@ def test_empty_jobset_is_not_split(tmp_path: Path) -> None:
     code, fs, _ = check(f)
     assert [x["rule"] for x in fs] == ["TG121"]
     assert not any("split across zones ()" in x["message"] for x in fs)
+
+
+def _trace(*args: str) -> tuple[int, dict[str, Any]]:
+    r = CliRunner().invoke(main, ["trace", *args, "--format", "json"])
+    return r.exit_code, (json.loads(r.stdout) if r.exit_code != 2 else {"err": r.stderr})
+
+
+FQDN_POLICY = """\
+  endpointSelector: {matchLabels: {app: fetch}}
+  egress:
+  - toEndpoints:
+    - matchLabels: {k8s:io.kubernetes.pod.namespace: kube-system, k8s:k8s-app: kube-dns}
+    toPorts:
+    - ports: [{port: '53', protocol: ANY}]
+      rules:
+        dns: [{matchPattern: DNSPATTERN}]
+  - toFQDNs: [{matchPattern: '**.cilium.io'}]
+"""
+
+
+@pytest.mark.parametrize(("dns", "verdict"), [("'*.cluster.local'", "denied"), ("'*'", "allowed"),
+                                              ("'*.cilium.io'", "allowed")])
+def test_to_fqdns_needs_the_dns_rule_to_permit_the_lookup(tmp_path: Path, dns: str, verdict: str) -> None:
+    f = policy(tmp_path, FQDN_POLICY.replace("DNSPATTERN", dns))
+    code, data = _trace(str(f), "--from", "ml-demo:app=fetch", "--to", "fqdn:docs.cilium.io", "--port", "443")
+    assert data["verdict"] == verdict, data
+
+
+def test_host_network_pods_are_not_selected_by_cnps(tmp_path: Path) -> None:
+    job = JOB_ONLY.replace("          affinity:", "          hostNetwork: true\n          affinity:")
+    (tmp_path / "job.yaml").write_text(job)
+    deny_all = policy(tmp_path, "  endpointSelector: {}\n  ingress:\n  - fromEndpoints: [{matchLabels: {nobody: x}}]\n"
+                                "  egress:\n  - toEndpoints: [{matchLabels: {nobody: x}}]\n")
+    _, fs, _ = check(tmp_path / "job.yaml", deny_all)
+    assert not [x for x in fs if x["rule"] in ("TG101", "TG108")], fs
+    code, data = _trace(str(tmp_path), "--from", "ml-demo/PyTorchJob/train/Worker", "--to", "ml-demo:app=x", "--port", "443")
+    assert data["from"]["entity"] == "remote-node" and any("hostNetwork" in n for n in data["from"]["notes"])
+
+
+def test_gpu_taint_tolerated_by_extended_resource_toleration(tmp_path: Path) -> None:
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("""\
+apiVersion: topogate.dev/v1alpha1
+kind: Inventory
+metadata: {name: ert}
+clusters:
+- name: eks
+  provider: aws
+  region: us-east-1
+  zones:
+  - name: us-east-1a
+    pools:
+    - {name: gpu, nodes: 2, gpusPerNode: 8, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
+  networkZones:
+  - {name: all, zones: [us-east-1a]}
+""")
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "t", "namespace": "ml"},
+           "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": {"containers": [
+               {"name": "pytorch", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}}}
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    r = CliRunner().invoke(main, ["check", str(inv), str(tmp_path / "job.yaml"), "--format", "json"])
+    assert not [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "TG103"]
+    r = CliRunner().invoke(main, ["explain", str(inv), "t", str(tmp_path / "job.yaml")])
+    assert "ExtendedResourceToleration" in r.stdout
+    del job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"]  # type: ignore[index]
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    r = CliRunner().invoke(main, ["check", str(inv), str(tmp_path / "job.yaml"), "--format", "json"])
+    assert [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "TG103"]  # no GPU asked: not tolerated

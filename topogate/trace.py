@@ -497,6 +497,13 @@ def _resolve_workload(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory
             f"inventory: cluster {w.cluster}, network zone {w.network_zone} "
             f"({', '.join(zones) or 'no zones'}), placement {w.placement}{pin}"
         )
+    if pods.spec.get("hostNetwork") is True:
+        # Cilium gives a host-network pod the node's identity, never its labels: policies see it
+        # as the host (same node) or remote-node entity, and no endpointSelector selects it.
+        notes.append("hostNetwork: true: not a Cilium endpoint; traced as the remote-node entity "
+                     "(host when on the peer's own node)")
+        return Endpoint(spec.text, "workload", External(entity="remote-node"), pods.object, pods.group,
+                        pods.source, tuple(notes))
     return Endpoint(spec.text, "workload", pod, pods.object, pods.group, pods.source, tuple(notes))
 
 

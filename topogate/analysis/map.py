@@ -24,7 +24,7 @@ from topogate.analysis.boundary import Opening, _boundary_probe, _network_zone_o
 from topogate.analysis.clusters import assign_clusters
 from topogate.analysis.jobs import TrainingJob, find_jobs
 from topogate.analysis.locate import RuleLocator, _pos, inventory_source, side_reason
-from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef, Verdict
+from topogate.analysis.netpolicy import External, Peer, PodClass, PolicySet, SourceRef, Verdict
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.pods import _pod_class, _pod_template
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
@@ -35,6 +35,7 @@ from topogate.manifests import K8sObject
 
 POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
 KUBE_DNS = PodClass("kube-system", (("k8s-app", "kube-dns"),))
+HOST_NETWORK_PEER = External(entity="remote-node")
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 WELL_KNOWN_ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 
@@ -75,7 +76,7 @@ class MapFacts:
     not_modelled: tuple[tuple[str, str, str, Position], ...] = ()
 
 
-def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Verdict] | None:
+def _denied_tcp(pset: PolicySet, src: Peer, dst: Peer) -> tuple[int, Verdict] | None:
     """The first TCP port class between two groups that is denied: NCCL needs every port.
 
     Port 0 stands for "every port" when the whole range is denied."""
@@ -202,12 +203,16 @@ class _ClusterMap:
         groups: list[GroupMap] = []
         for g in job.groups:
             gp = plc.group(g.name)
-            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "" if f.fits else f.reason)
+            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "; ".join(f.notes) if f.fits else f.reason)
                           for f in gp.fits) if gp else ()
             groups.append(GroupMap(
                 g.name, g.pods, g.gpus_per_pod, tuple(gp.zones) if gp else (), pools,
                 _pos(g.source), g.labels, bool(gp and gp.splits)))
-        flows = self.flows(job, classes, plc)
+        # A hostNetwork pod is no Cilium endpoint: it has the node's identity (remote-node seen
+        # from its peers' nodes), so no CNP selects it and peers reach it as that entity.
+        peers: dict[str, Peer] = {g.name: HOST_NETWORK_PEER if g.spec.get("hostNetwork") is True else classes[g.name]
+                                  for g in job.groups}
+        flows = self.flows(job, peers, plc)
         src = job.source
         cap = plc.capacity
         jm = JobMap(
@@ -256,7 +261,7 @@ class _ClusterMap:
         pairs = sorted(plc.zone_pairs(a, b))
         return pairs or [("", "")]
 
-    def flows(self, job: TrainingJob, classes: dict[str, PodClass], plc: JobPlacement) -> list[Flow]:
+    def flows(self, job: TrainingJob, classes: dict[str, Peer], plc: JobPlacement) -> list[Flow]:
         info = KINDS.get(job.kind)
         members = [g for g in job.groups
                    if not (job.kind == "TrainJob" and g.name.endswith("initializer"))]
@@ -289,7 +294,7 @@ class _ClusterMap:
                     out.append(_flow(g.name, "kube-dns", (z, ""), 53, proto, "dns", v, self.locate_rule))
         return out
 
-    def _coordinator_flows(self, coord: str, members: Sequence[Any], classes: dict[str, PodClass],
+    def _coordinator_flows(self, coord: str, members: Sequence[Any], classes: dict[str, Peer],
                            plc: JobPlacement, port: int, purpose: str, inbound: bool) -> list[Flow]:
         out: list[Flow] = []
         for g in members:
@@ -381,7 +386,10 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
             lies.extend(cm.label_lies(jm))
             spreads.extend(cm.spread_splits(job, jm))
             any_policy = False
-            for pc in classes.values():
+            host_net = {g.name for g in job.groups if g.spec.get("hostNetwork") is True}
+            for name, pc in classes.items():
+                if name in host_net:  # not an endpoint: no policy selects it
+                    continue
                 for pref in cm.pset.policies_selecting(pc):
                     selected[str(pref)] += 1
                     any_policy = True

@@ -66,10 +66,12 @@ class _CiliumCompiler(_CompilerBase):
                            f"from the nodes it selects is not checked; {TOO_PERMISSIVE}")
         edd = spec.get("enableDefaultDeny") or {}
         unit = _Unit(pref, pref.namespace, subject, False, {})
-        unit.dns_proxy = any(
-            isinstance(tp, Mapping) and isinstance(tp.get("rules"), Mapping) and tp["rules"].get("dns")
-            for r in (spec.get("egress") or []) if isinstance(r, Mapping)
-            for tp in (r.get("toPorts") or []))
+        dns_rules = [d for r in (spec.get("egress") or []) if isinstance(r, Mapping)
+                     for tp in (r.get("toPorts") or [])
+                     if isinstance(tp, Mapping) and isinstance(tp.get("rules"), Mapping)
+                     for d in (tp["rules"].get("dns") or []) if isinstance(d, Mapping)]
+        unit.dns_proxy = bool(dns_rules)
+        unit.dns_names = tuple(_fqdn_regex(d.get("matchName"), d.get("matchPattern")) for d in dns_rules)
         for direction, allow_key, deny_key in ((_INGRESS, "ingress", "ingressDeny"), (_EGRESS, "egress", "egressDeny")):
             allow = [r for r in (spec.get(allow_key) or []) if isinstance(r, Mapping)]
             deny = [r for r in (spec.get(deny_key) or []) if isinstance(r, Mapping)]

@@ -259,7 +259,7 @@ class PolicySet:
         #    DNS goes through Cilium's proxy (docs security/policy/language "DNS based": the
         #    proxy learns the names' addresses); without it the rule never matches a packet.
         no_proxy: RuleRef | None = None
-        proxied = any(u.dns_proxy for u in units)
+        proxied = any(u.dns_allows(peer) for u in units)
         for u in units:
             for r in u.rules[direction]:
                 if r.matches(peer, dst, port, proto, ctx):
@@ -269,9 +269,10 @@ class PolicySet:
                     return SideVerdict(bool(enforced_by), selected, True, r.ref, f"allowed by {r.ref}", enforced_by)
         if no_proxy is not None and enforced_by:
             return SideVerdict(True, selected, False, no_proxy, (
-                f"{no_proxy} names this host, but no policy selecting the pod sends DNS through "
-                "Cilium's proxy (an egress rule to kube-dns with toPorts rules: {dns: ...}), so "
-                "Cilium never learns its addresses and drops the traffic"), enforced_by)
+                f"{no_proxy} names this host, but no policy selecting the pod sends its lookup through "
+                "Cilium's DNS proxy (an egress rule to kube-dns with toPorts rules: {dns: ...} whose "
+                "matchName/matchPattern covers this name), so Cilium never learns its addresses and "
+                "drops the traffic"), enforced_by)
         if not enforced_by:
             if not selected:
                 reason = f"not enforced: no policy selects {pod}, so {direction} is allowed"

@@ -5,6 +5,7 @@ and the evaluator.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -69,6 +70,18 @@ class _Unit:
     # An egress rule sends DNS through Cilium's proxy (toPorts ... rules: {dns: ...}): without one,
     # Cilium never learns the addresses behind a toFQDNs name.
     dns_proxy: bool = False
+    # The names those DNS rules let the proxy answer (matchName/matchPattern): a toFQDNs name
+    # works only if its lookup is one of them, else Cilium never learns its addresses.
+    dns_names: tuple[re.Pattern[str], ...] = ()
+
+    def dns_allows(self, peer: Peer) -> bool:
+        """Does this unit's DNS proxy rule let the lookup of ``peer``'s name through?"""
+        if not self.dns_proxy:
+            return False
+        if not isinstance(peer, External) or not peer.fqdn:
+            return True
+        name = peer.fqdn.lower().rstrip(".")
+        return any(p.fullmatch(name) for p in self.dns_names)
 
     def selects(self, pod: PodClass, ctx: _Ctx) -> bool:
         if self.subject is None:
