@@ -184,3 +184,31 @@ clusters:
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
     r = CliRunner().invoke(main, ["check", str(inv), str(tmp_path / "job.yaml"), "--format", "json"])
     assert [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "TG103"]  # no GPU asked: not tolerated
+
+
+def test_remote_base_without_network_says_so(tmp_path: Path) -> None:
+    # 127.0.0.1:9 (discard) refuses: the same failure as a remote base with no network, and the
+    # test talks to nothing but the loopback address.
+    (tmp_path / "kustomization.yaml").write_text("resources:\n- https://127.0.0.1:9/acme/bases//train?ref=v1\n")
+    code, _, err = check(tmp_path)
+    assert code == 2
+    assert "a remote base could not be fetched (https://127.0.0.1:9/acme/bases//train?ref=v1)" in err
+    assert "vendor the base" in err
+
+
+HELM = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
+
+
+def test_helm_template_in_a_directory_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "chart" / "templates").mkdir(parents=True)
+    (tmp_path / "chart" / "templates" / "d.yaml").write_text(HELM)
+    (tmp_path / "job.yaml").write_text(JOB)
+    code, fs, _ = check(tmp_path)
+    assert code == 0
+    (skip,) = [f for f in fs if f["rule"] == "TG123"]
+    assert skip["file"].endswith("chart/templates/d.yaml") and "Helm template" in skip["message"]
+    r = CliRunner().invoke(main, ["trace", str(tmp_path), "--from", "ml-demo:app=train", "--to", "world",
+                                  "--format", "json"])
+    assert any("Helm template" in w for w in json.loads(r.stdout)["warnings"])
+    code, _, err = check(tmp_path / "chart" / "templates" / "d.yaml")  # named explicitly: still an error
+    assert code == 2 and "YAML syntax error" in err

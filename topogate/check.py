@@ -69,14 +69,15 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
     return o
 
 
-def _collect_each(targets: Sequence[str]) -> tuple[K8sObject, ...]:
+def _collect_each(targets: Sequence[str], skipped: list[ManifestError]) -> tuple[K8sObject, ...]:
     """Every object of every PATH; a PATH that holds no Kubernetes object at all (an empty
-    directory, a values file) is a usage error, like a linter given nothing to lint."""
+    directory, a values file) is a usage error, like a linter given nothing to lint. Helm
+    templates met in directories land in ``skipped``."""
     objects: list[K8sObject] = []
     empty: list[str] = []
     for t in targets:
         try:
-            found = collect([t])
+            found = collect([t], skipped)
         except ManifestError as err:
             raise CheckInputError(str(err)) from None
         if not found:
@@ -135,7 +136,8 @@ def run_check(
         targets = list(paths)
         if not targets:
             targets = [_render_to_temp(inv, tmp)]
-        objects = _collect_each(targets)
+        skipped: list[ManifestError] = []
+        objects = _collect_each(targets, skipped)
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
         try:
@@ -149,7 +151,7 @@ def run_check(
             boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
             spread_splits=facts.spread_splits, unprotected=facts.unprotected,
             unassigned=facts.unassigned, ungrouped=ungrouped_templates(objects),
-            not_modelled=facts.not_modelled,
+            not_modelled=facts.not_modelled, skipped=tuple((e.pos, e.message) for e in skipped),
         )
         findings = run_rules(ctx)
     result = CheckResult(findings, tuple(jobs), rules, inventory_path)

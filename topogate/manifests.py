@@ -215,8 +215,25 @@ def kustomize_build(d: Path) -> str:
     if proc.returncode != 0:
         kfile = next(d / n for n in KUSTOMIZATION_FILES if (d / n).is_file())
         msg = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "kustomize build failed"
+        remote = _remote_refs(kfile)
+        if remote:
+            # Without network the git fetch ends in a bare "exit status 128": say what it was.
+            msg = (f"a remote base could not be fetched ({', '.join(remote)}): topogate builds "
+                   "without network; vendor the base into the repository, or pass the built YAML "
+                   f"(kubectl kustomize DIR > built.yaml) [{msg}]")
         raise ManifestError(Position(_display(kfile), 1, 1), f"kubectl kustomize failed: {msg}")
     return proc.stdout
+
+
+def _remote_refs(kfile: Path) -> list[str]:
+    """resources/bases/components of a kustomization that are URLs (git or http)."""
+    try:
+        k = yaml.load(kfile.read_text(), Loader=_Loader) or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    refs = [str(r) for key in ("resources", "bases", "components")
+            for r in ((k.get(key) or []) if isinstance(k, dict) else [])]
+    return [r for r in refs if "://" in r or r.startswith(("git@", "github.com/", "gitlab.com/"))]
 
 
 def _source_index(d: Path) -> dict[tuple[str, str, str], K8sObject]:
@@ -278,8 +295,12 @@ def _referenced_dirs(d: Path, seen: set[Path] | None = None) -> list[Path]:
     return out
 
 
-def collect(paths: Iterable[str]) -> list[K8sObject]:
-    """Every object in PATHs: files, directories (walked), kustomization directories (built)."""
+def collect(paths: Iterable[str], skipped: list[ManifestError] | None = None) -> list[K8sObject]:
+    """Every object in PATHs: files, directories (walked), kustomization directories (built).
+
+    A Helm template met while walking a directory is not YAML until Helm renders it: it is
+    skipped and reported in ``skipped`` (when given) instead of failing the whole directory.
+    A file named explicitly is never skipped."""
     objs: list[K8sObject] = []
     for raw in paths:
         p = Path(raw)
@@ -288,8 +309,15 @@ def collect(paths: Iterable[str]) -> list[K8sObject]:
         if p.is_file():
             objs.extend(_read_file(p))
         else:
-            objs.extend(_walk(p))
+            objs.extend(_walk(p, skipped if skipped is not None else []))
     return objs
+
+
+def _is_helm_template(f: Path) -> bool:
+    try:
+        return "{{" in f.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _read_file(f: Path) -> list[K8sObject]:
@@ -300,7 +328,7 @@ def _read_file(f: Path) -> list[K8sObject]:
     return list(parse_yaml(text, _display(f), str(f)))
 
 
-def _walk(d: Path) -> Iterator[K8sObject]:
+def _walk(d: Path, skipped: list[ManifestError]) -> Iterator[K8sObject]:
     if is_kustomization_dir(d):
         yield from _built_objects(d)
         return
@@ -308,6 +336,13 @@ def _walk(d: Path) -> Iterator[K8sObject]:
         if child.name.startswith("."):
             continue
         if child.is_dir():
-            yield from _walk(child)
+            yield from _walk(child, skipped)
         elif child.suffix in YAML_SUFFIXES:
-            yield from _read_file(child)
+            try:
+                yield from _read_file(child)
+            except ManifestError as err:
+                if not _is_helm_template(child):
+                    raise
+                skipped.append(ManifestError(err.pos, (
+                    "a Helm template (it holds {{ ... }}), not YAML until `helm template` renders "
+                    "it: skipped, so nothing in it was checked; pass the rendered output instead")))

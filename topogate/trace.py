@@ -42,6 +42,7 @@ file) raises ``TraceError`` (exit 2, one line, with file:line:column where there
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -642,11 +643,16 @@ def run_trace(
     _parse_spec(dst_spec, "--to")
     if port is not None:
         parse_port(port)
+    skipped: list[ManifestError] = []
     try:
-        objects = collect(paths)
+        objects = collect(paths, skipped)
     except ManifestError as err:
         raise TraceError(err.message, err.pos) from None
-    return trace(objects, src_spec, dst_spec, port, inventory, cluster)
+    result = trace(objects, src_spec, dst_spec, port, inventory, cluster)
+    if skipped:
+        notes = tuple(f"{e.pos.file}: {e.message}" for e in skipped)
+        result = dataclasses.replace(result, warnings=(*notes, *result.warnings))
+    return result
 
 
 # ---------------------------------------------------------------------------------------------

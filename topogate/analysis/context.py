@@ -38,4 +38,5 @@ class Context:
     unprotected: tuple[tuple[str, Any], ...] = ()  # (object, Position)
     unassigned: tuple[tuple[str, Any], ...] = ()  # (object, Position): jobs with no known cluster
     ungrouped: tuple[Any, ...] = ()
-    not_modelled: tuple[tuple[str, str, str, Any], ...] = ()  # (policy, construct, message, Position)  # analysis.coverage.Ungrouped: pod templates of no job
+    not_modelled: tuple[tuple[str, str, str, Any], ...] = ()  # (policy, construct, message, Position)
+    skipped: tuple[tuple[Any, str], ...] = ()  # (Position, why): files among PATHs not read  # analysis.coverage.Ungrouped: pod templates of no job

@@ -28,6 +28,7 @@ from topogate.policies import (
     tg120_not_modelled,
     tg121_no_pods,
     tg122_runtime_missing,
+    tg123_skipped_file,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -51,4 +52,5 @@ REGISTRY: dict[str, ModuleType] = {
     "TG120": tg120_not_modelled,
     "TG121": tg121_no_pods,
     "TG122": tg122_runtime_missing,
+    "TG123": tg123_skipped_file,
 }
