@@ -61,6 +61,10 @@ DNS_EGRESS = """\
      "fromNodes", "too permissive"),
     ("  endpointSelector: {matchLabels: {app: train}}\n  ingress:\n  - fromEndpoints: [{matchLabels: {app: train}}]\n"
      "    authentication: {mode: required}\n", "authentication.mode", "too permissive"),
+    ("  endpointSelector: {matchLabels: {app: train}}\n  egress:\n  - toPorts:\n    - ports: [{port: '443'}]\n"
+     "      serverNames: [one.example.com]\n", "serverNames", "too permissive"),
+    ("  endpointSelector: {matchLabels: {app: train}}\n  egress:\n  - toPorts:\n    - ports: [{port: '80'}]\n"
+     "      listener: {envoyConfig: {kind: CiliumEnvoyConfig, name: e}, name: l}\n", "listener", "too permissive"),
 ])
 def test_check_warns_about_what_it_does_not_model(tmp_path: Path, spec: str, construct: str, bound: str) -> None:
     f = policy(tmp_path, spec)

@@ -116,15 +116,24 @@ class _CiliumCompiler(_CompilerBase):
 
     def _rule_extras(self, rref: RuleRef, raw: Mapping[str, Any], path: tuple[str | int, ...], deny: bool) -> None:
         """Warnings for the parts of a rule beyond L3/L4 that the evaluator does not model."""
-        auth = raw.get("authentication")
-        if isinstance(auth, Mapping) and auth.get("mode") not in (None, "", "disabled"):
-            self._warn(rref, (*path, "authentication"), "authentication.mode",
-                       f"authentication.mode {auth.get('mode')!r} (mutual authentication) is not "
-                       "modelled: the flow is judged as if no authentication were required, while "
-                       f"Cilium drops it until the peers authenticate; {TOO_PERMISSIVE}")
+        for key, field_name in (("authentication", "mode"), ("auth", "type")):  # auth: pre-1.14 name
+            auth = raw.get(key)
+            if isinstance(auth, Mapping) and auth.get(field_name) not in (None, "", "disabled"):
+                self._warn(rref, (*path, key), f"{key}.{field_name}",
+                           f"{key}.{field_name} {auth.get(field_name)!r} (mutual authentication) is not "
+                           "modelled: the flow is judged as if no authentication were required, while "
+                           f"Cilium drops it until the peers authenticate; {TOO_PERMISSIVE}")
         for j, tp in enumerate(raw.get("toPorts") or []):
-            rules = tp.get("rules") if isinstance(tp, Mapping) else None
-            if not isinstance(rules, Mapping) or deny:
+            if not isinstance(tp, Mapping) or deny:
+                continue
+            # TLS SNI, an Envoy listener redirect and TLS interception filter or rewrite at L7.
+            for extra in ("serverNames", "listener", "terminatingTLS", "originatingTLS"):
+                if tp.get(extra):
+                    self._warn(rref, (*path, "toPorts", j, extra), extra,
+                               f"{extra} is not modelled: treated as allow-all on the ports of that "
+                               f"toPorts entry; {TOO_PERMISSIVE}")
+            rules = tp.get("rules")
+            if not isinstance(rules, Mapping):
                 continue
             kinds = sorted(k for k in rules if k != "dns" and rules.get(k))
             if kinds:
