@@ -43,7 +43,9 @@ def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
             f.write_text(f.read_text() + mutate["append"])
         rendered = str(out)
         try:
-            return run_check(str(inventory), paths or [rendered], rendered, today=today)
+            # `extra`: manifests checked beside the rendered tree (a runtime the platform installs)
+            extra = [str((case_dir / p).resolve()) for p in spec.get("extra", [])]
+            return run_check(str(inventory), paths or [rendered, *extra], rendered, today=today)
         finally:
             shutil.rmtree(out)
     return run_check(str(inventory), paths, rendered, spec.get("cluster"), today=today)

@@ -79,9 +79,13 @@ def _rendered_with(extra: str) -> tuple[int, list[dict[str, object]]]:
     out = MULTI.parent / f".test-doors-{uuid.uuid4().hex[:8]}"
     try:
         writer.write_tree(str(out), render_tree(load_inventory(MULTI), str(out)))
-        f = out / "extra.yaml"
-        f.write_text(extra)
-        r = CliRunner().invoke(main, ["check", str(MULTI), str(out / "clusters"), str(f), "--format", "json"])
+        # the TrainJob's runtime is installed by the platform team: pass it like a user would
+        paths = [str(out / "clusters"), str(MULTI.parent / "platform" / "torch-distributed.yaml")]
+        if extra:  # a PATH holding no object is a usage error (exit 2), so none is passed
+            f = out / "extra.yaml"
+            f.write_text(extra)
+            paths.append(str(f))
+        r = CliRunner().invoke(main, ["check", str(MULTI), *paths, "--format", "json"])
         return r.exit_code, json.loads(r.stdout)["findings"]
     finally:
         shutil.rmtree(out)

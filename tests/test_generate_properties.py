@@ -77,9 +77,9 @@ def job_doc(draw: st.DrawFn, kind: str, name: str) -> tuple[dict[str, Any], tupl
     """A base job object of `kind` plus any extra docs (a TrainJob's runtime, sometimes)."""
     api = kinds.KINDS[kind].api_version
     md = {"name": name}
-    if kind in ("PyTorchJob", "MPIJob"):
-        key = "pytorchReplicaSpecs" if kind == "PyTorchJob" else "mpiReplicaSpecs"
-        coord = "Master" if kind == "PyTorchJob" else "Launcher"
+    if kind in kinds.REPLICA_SPECS:
+        key = kinds.REPLICA_SPECS[kind]
+        coord = kinds.KINDS[kind].coordinator or "Worker"
         specs = {coord: {"replicas": 1, "template": _pod_template(draw, 1)},
                  "Worker": {"replicas": draw(st.integers(1, 3)), "template": _pod_template(draw, 1)}}
         return {"apiVersion": api, "kind": kind, "metadata": md, "spec": {key: specs}}, ()

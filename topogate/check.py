@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topogate.analysis.context import Context, Drift
+from topogate.analysis.coverage import ungrouped_templates
 from topogate.analysis.netpolicy import PolicyError
 from topogate.analysis.result import CheckResult
 from topogate.engine import all_rules, run_rules
@@ -94,6 +95,24 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
     return o
 
 
+def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
+                  inventory_path: str) -> tuple[K8sObject, ...]:
+    """Every object of every PATH, built together (concurrently); a PATH that holds no
+    Kubernetes object at all (an empty directory, a values file) is a usage error, like a
+    linter given nothing to lint. Helm templates met in directories land in ``skipped``."""
+    empty: list[str] = []
+    try:
+        objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty)
+    except ManifestError as err:
+        raise CheckInputError(str(err)) from None
+    if empty:
+        raise CheckInputError("\n".join(
+            f"{t}:1:1: no Kubernetes object found (no YAML document with a `kind`): nothing to "
+            "check here; pass the directory or files that hold the training job's manifests"
+            for t in empty))
+    return tuple(objects)
+
+
 @contextlib.contextmanager
 def _no_gc() -> Iterator[None]:
     """Parsing keeps every node and object alive; the cyclic collector would rescan that growing
@@ -145,10 +164,8 @@ def run_check(
         targets = list(paths)
         if not targets:
             targets = [_render_to_temp(inv, tmp)]
-        try:
-            objects = tuple(collect(targets, also_inside=[inventory_path]))
-        except ManifestError as err:
-            raise CheckInputError(str(err)) from None
+        skipped: list[ManifestError] = []
+        objects = _collect_each(targets, skipped, inventory_path)
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
         try:
@@ -162,7 +179,8 @@ def run_check(
             boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
             spread_splits=facts.spread_splits, unprotected=facts.unprotected,
             unassigned=facts.unassigned, open_ingress=facts.open_ingress,
-            closed_doors=facts.closed_doors,
+            closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects),
+            not_modelled=facts.not_modelled, skipped=tuple((e.pos, e.message) for e in skipped),
         )
         findings = run_rules(ctx)
     result = CheckResult(findings, tuple(jobs), rules, inventory_path)

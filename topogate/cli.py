@@ -239,9 +239,11 @@ def rules(fmt: str) -> None:
               help="One port (or a container-port name of DST). Default: every TCP and UDP port class.")
 @click.option("--inventory", type=click.Path(dir_okay=False),
               help="Inventory: cluster name and zones of known workloads, and their bases.")
+@click.option("--cluster", help="Trace within this cluster: policies other clusters own do not apply "
+                                "(default: the cluster the workloads belong to).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def trace(paths: tuple[str, ...], src: str, dst: str, port: str | None, inventory: str | None,
-          fmt: str) -> None:
+          cluster: str | None, fmt: str) -> None:
     """May SRC reach DST? The verdict and, per side, the policy line that decides it.
 
     PATHs are YAML files, directories or kustomization directories holding the workloads,
@@ -254,7 +256,7 @@ def trace(paths: tuple[str, ...], src: str, dst: str, port: str | None, inventor
     from topogate.trace import TraceError, as_json, run_trace
 
     try:
-        result = run_trace(paths, src, dst, port, inventory)
+        result = run_trace(paths, src, dst, port, inventory, cluster)
     except TraceError as err:
         click.echo(one_line(f"topogate trace: {err}"), err=True)
         sys.exit(2)

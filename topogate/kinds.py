@@ -30,10 +30,32 @@ KINDS: dict[str, KindInfo] = {
     "MPIJob": KindInfo("MPIJob", "kubeflow.org/v2beta1", "Launcher", None, ssh_from_coordinator=True),
     "JobSet": KindInfo("JobSet", "jobset.x-k8s.io/v1alpha2", None, None),
     "TrainJob": KindInfo("TrainJob", "trainer.kubeflow.org/v1alpha1", "node", 29500),
+    # The other Kubeflow training-operator v1 kinds: default ports from each kind's API package
+    # (tfjob-port 2222, xgboostjob-port 9999, paddle "master" 36543, jaxjob-port 6666). A TFJob
+    # without Chief has its coordinator on Worker 0 and a JAXJob always does: one pod of a group,
+    # which a label class cannot single out, so the all-TCP flow among members covers them.
+    "TFJob": KindInfo("TFJob", "kubeflow.org/v1", "Chief", 2222),
+    "XGBoostJob": KindInfo("XGBoostJob", "kubeflow.org/v1", "Master", 9999),
+    "PaddleJob": KindInfo("PaddleJob", "kubeflow.org/v1", "Master", 36543),
+    "JAXJob": KindInfo("JAXJob", "kubeflow.org/v1", None, 6666),
 }
 
 # Replica-spec maps of the Kubeflow v1/v2beta1 jobs.
-_REPLICA_SPECS = {"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}
+REPLICA_SPECS = {
+    "PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs", "TFJob": "tfReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs", "PaddleJob": "paddleReplicaSpecs", "JAXJob": "jaxReplicaSpecs",
+}
+
+# training-operator v1 controllers: the operator-name label each stamps, and the replica types
+# its IsMasterRole gives job-role=master as a whole group (TFJob: Chief or Master when present).
+_V1_OPERATORS = {
+    "PyTorchJob": ("pytorchjob-controller", ("master",)),
+    "TFJob": ("tfjob-controller", ("chief", "master")),
+    "XGBoostJob": ("xgboostjob-controller", ("master",)),
+    "PaddleJob": ("paddlejob-controller", ("master",)),
+    "JAXJob": ("jaxjob-controller", ()),
+    "MPIJob/v1": ("mpijob-controller", ("launcher",)),
+}
 
 # TrainJob pods come from its runtime's JobSet; without the runtime at hand, "node" is the
 # replicated job every Kubeflow Trainer runtime uses for training pods.
@@ -126,8 +148,8 @@ def replica_groups(obj: dict[str, Any], runtime_groups: tuple[str, ...] = ()) ->
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
-    if kind in _REPLICA_SPECS:
-        key = _REPLICA_SPECS[str(kind)]
+    if kind in REPLICA_SPECS:
+        key = REPLICA_SPECS[str(kind)]
         specs = spec.get(key)
         if not isinstance(specs, dict):
             return
@@ -172,7 +194,7 @@ def find_job(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]
     return None
 
 
-def controller_labels(kind: str, job: str, group: str) -> dict[str, str]:
+def controller_labels(kind: str, job: str, group: str, api_version: str = "") -> dict[str, str]:
     """Labels the job's controller adds to every pod of a replica group (used for selectors).
 
     Only labels whose value is the same on every pod of the group: per-pod values (replica
@@ -181,21 +203,31 @@ def controller_labels(kind: str, job: str, group: str) -> dict[str, str]:
     - PyTorchJob (training-operator v1.9 pkg/controller.v1/common/pod.go createNewPod): job-name,
       operator-name ``pytorchjob-controller``, replica-type in lower case, and job-role
       ``master`` on the Master replicas (a Master-less job gives it to Worker 0 only: per pod).
+      TFJob, XGBoostJob, PaddleJob and JAXJob share that code path with their own operator-name
+      (``tfjob-controller``, ...) and IsMasterRole (TFJob Chief/Master, XGBoost and Paddle
+      Master; JAX worker 0, a single pod).
     - MPIJob v2beta1 (mpi-operator pkg/controller/mpi_job_controller.go defaultLabels): job-name,
       operator-name ``mpi-operator`` and job-role ``launcher``/``worker``; it sets no replica-type.
       The launcher runs as a batch Job named ``<job>-launcher``, whose controller adds job-name.
+    - MPIJob kubeflow.org/v1 (the training-operator's v1 MPI controller, not mpi-operator):
+      the PyTorchJob code path with operator-name ``mpijob-controller``, replica-type
+      ``launcher``/``worker`` and job-role ``master`` on the Launcher (its IsMasterRole); the
+      launcher is a pod of the operator, not a batch Job, so it has no job-name label.
     - JobSet (jobset pkg/controllers/jobset_controller.go labelAndAnnotateObject): jobset-name and
       replicatedjob-name (replicatedjob-replicas and the group labels need the whole JobSet).
     - TrainJob: the trainer creates a JobSet of the TrainJob's name, so its pods carry that
       JobSet's labels.
     """
-    if kind == "PyTorchJob":
+    if kind == "MPIJob" and api_version == "kubeflow.org/v1":
+        kind = "MPIJob/v1"
+    if kind in _V1_OPERATORS:
+        operator, master_groups = _V1_OPERATORS[kind]
         labels = {
             "training.kubeflow.org/job-name": job,
             "training.kubeflow.org/replica-type": group.lower(),
-            "training.kubeflow.org/operator-name": "pytorchjob-controller",
+            "training.kubeflow.org/operator-name": operator,
         }
-        if group.lower() == "master":
+        if group.lower() in master_groups:
             labels["training.kubeflow.org/job-role"] = "master"
         return labels
     if kind == "MPIJob":

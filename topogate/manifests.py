@@ -267,31 +267,60 @@ def _build_all(dirs: Sequence[Path]) -> list[str | InputError]:
         return list(pool.map(one, dirs))
 
 
-def collect(paths: Iterable[str], also_inside: Sequence[str] = ()) -> list[K8sObject]:
+def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
+            skipped: list[InputError] | None = None,
+            empty: list[str] | None = None) -> list[K8sObject]:
     """Every object in PATHs: files, directories (walked), kustomization directories (built).
 
     Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
-    tree) is read, and every kustomization tree is checked completely before any is built."""
+    tree) is read, and every kustomization tree is checked completely before any is built.
+    A Helm template met while walking a directory is not YAML until Helm renders it: with
+    `skipped` given it is reported there instead of failing the whole directory (a file named
+    explicitly is never skipped). `empty` receives the PATHs that held no object at all."""
     paths = list(paths)
     roots = Roots.of([*paths, *also_inside])
-    units: list[Unit] = [u for raw in paths for u in walk(raw, roots)]
+    per_path: list[tuple[str, list[Unit]]] = [(raw, list(walk(raw, roots))) for raw in paths]
+    units = [u for _, us in per_path for u in us]
     checked: dict[Path, bool] = {}
     trees = {u.path: check_tree(u.path, roots, checked) for u in units if u.kustomization}
     kdirs = list(trees)
     outputs = dict(zip(kdirs, _build_all(kdirs), strict=True))
     sources = _Sources(roots, {})
     objs: list[K8sObject] = []
-    for u in units:
-        if u.kustomization:
-            out = outputs[u.path]
-            if isinstance(out, InputError):
-                raise out
-            objs.extend(_built_objects(u.path, trees[u.path], out, sources))
-        else:
-            objs.extend(_read_file(u.path))
+    for raw, us in per_path:
+        before = len(objs)
+        for u in us:
+            if u.kustomization:
+                out = outputs[u.path]
+                if isinstance(out, InputError):
+                    raise out
+                objs.extend(_built_objects(u.path, trees[u.path], out, sources))
+            else:
+                objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped))
+        if empty is not None and len(objs) == before:
+            empty.append(raw)
     for o in objs:
         shapes.check(o)  # before any analysis reads a field of the wrong type
     return objs
+
+
+def _read_or_skip(f: Path, named: bool, skipped: list[InputError] | None) -> list[K8sObject]:
+    try:
+        return _read_file(f)
+    except InputError as err:
+        if named or skipped is None or not _is_helm_template(f):
+            raise
+        skipped.append(InputError(err.pos, (
+            "a Helm template (it holds {{ ... }}), not YAML until `helm template` renders "
+            "it: skipped, so nothing in it was checked; pass the rendered output instead")))
+        return []
+
+
+def _is_helm_template(f: Path) -> bool:
+    try:
+        return "{{" in read_text(f, display(f))
+    except InputError:
+        return False
 
 
 def _read_file(f: Path) -> list[K8sObject]:

@@ -8,7 +8,7 @@ implementation of the policy semantics, shared with ``check`` -- for the verdict
 decides whether a flow is allowed.
 
 Specs (``--from``/``--to``):
-- ``ns/Kind/name[/group]``: the pods of a workload.  Training kinds (PyTorchJob, MPIJob, JobSet,
+- ``ns/Kind/name[/group]``: the pods of a workload.  Training kinds (``kinds.KINDS``: PyTorchJob, TFJob, MPIJob, JobSet,
   TrainJob) have replica groups; a job with more than one needs the group (case-insensitive).
   Plain kinds: Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod.  The pods'
   labels are the template's plus what the controller stamps (``kinds.controller_labels``; Job
@@ -42,14 +42,17 @@ file) raises ``TraceError`` (exit 2, one line, with file:line:column where there
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from topogate import kinds
+from topogate.analysis.clusters import ClusterOf, path_clusters
 from topogate.analysis.jobs import GROUP_KIND, TrainingJob, find_jobs
+from topogate.analysis.locate import Located
 from topogate.analysis.netpolicy import (
     External,
     Peer,
@@ -172,6 +175,9 @@ class SideSummary:
     enforced: bool
     selected_by: tuple[PolicyRef, ...]
     enforced_by: tuple[PolicyRef, ...]
+    # Where each enforcing policy's rules of this direction start (its `ingress:`/`egress:`
+    # key): what a default-deny verdict cites as its deciding line.
+    enforced_at: tuple[SourceRef, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -307,26 +313,6 @@ def _valid_label_key(key: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Located(Mapping[tuple[str | int, ...], SourceRef]):
-    """Positions inside one object, looked up lazily from its YAML node, for rule file:line."""
-
-    def __init__(self, obj: K8sObject) -> None:
-        self._obj = obj
-
-    def __getitem__(self, path: tuple[str | int, ...]) -> SourceRef:
-        pos = self._obj.locate(path)
-        return SourceRef(pos.file, pos.line, pos.column)
-
-    def __iter__(self) -> Iterator[tuple[str | int, ...]]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def __bool__(self) -> bool:  # the evaluator asks `if paths:` before looking positions up
-        return True
-
-
 def _source(o: K8sObject) -> SourceRef:
     return SourceRef(o.pos.file, o.pos.line, o.pos.column)
 
@@ -403,6 +389,7 @@ class _Inventory:
     namespaces: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> ns
     workloads: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (ns, kind, name)
     zones: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # cluster -> nz -> zones
+    inventory: Any = None  # the loaded Inventory, when --inventory was given
 
 
 def _load_inventory(path: str | None) -> _Inventory:
@@ -420,6 +407,7 @@ def _load_inventory(path: str | None) -> _Inventory:
                          first.pos if first else None) from None
     except OSError as err:
         raise TraceError(f"--inventory: cannot read: {err}", Position(str(path), 1, 1)) from None
+    out.inventory = inv
     for w in inv.workloads:
         out.namespaces.setdefault((w.kind, w.name), w.namespace)
         out.workloads[(w.namespace, w.kind, w.name)] = w
@@ -510,6 +498,13 @@ def _resolve_workload(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory
             f"inventory: cluster {w.cluster}, network zone {w.network_zone} "
             f"({', '.join(zones) or 'no zones'}), placement {w.placement}{pin}"
         )
+    if pods.spec.get("hostNetwork") is True:
+        # Cilium gives a host-network pod the node's identity, never its labels: policies see it
+        # as the host (same node) or remote-node entity, and no endpointSelector selects it.
+        notes.append("hostNetwork: true: not a Cilium endpoint; traced as the remote-node entity "
+                     "(host when on the peer's own node)")
+        return Endpoint(spec.text, "workload", External(entity="remote-node"), pods.object, pods.group,
+                        pods.source, tuple(notes))
     return Endpoint(spec.text, "workload", pod, pods.object, pods.group, pods.source, tuple(notes))
 
 
@@ -525,14 +520,37 @@ def _resolve(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: s
     return Endpoint(spec.text, "fqdn", External(fqdn=spec.value))
 
 
-def _inventory_cluster(*ends: Endpoint, inv: _Inventory) -> str:
-    for e in ends:
-        if e.object is not None:
-            kind, ns, name = e.object.split("/", 2)
-            w = inv.workloads.get((ns, kind, name))
-            if w is not None:
-                return str(w.cluster)
-    return "default"
+def _scope(objects: Sequence[K8sObject], inv: _Inventory, cluster: str | None,
+           ends: Sequence[tuple[str, Endpoint]]) -> tuple[str | None, list[K8sObject]]:
+    """The cluster the trace is about and the objects whose policies apply there, decided by
+    ``analysis.clusters.ClusterOf`` exactly as `check` decides it: an object the inventory (or a
+    ``clusters/<name>/`` path) puts in another cluster does not apply."""
+    of = ClusterOf(inv.inventory, () if inv.inventory is not None else path_clusters(objects))
+    if cluster is not None and inv.inventory is not None and cluster not in of.names:
+        raise TraceError(f"--cluster {cluster}: no such cluster in the inventory "
+                         f"(known: {', '.join(of.names)})")
+    owned = [of.own(o) for o in objects]
+    chosen = cluster
+    for flag, e in ends:
+        if e.object is None:
+            continue
+        mine = {c for c, o in owned if c is not None and f"{o.kind}/{o.namespace or DEFAULT_NAMESPACE}/{o.name}" == e.object}
+        if len(mine) == 1:
+            (c,) = mine
+            if chosen is not None and c != chosen:
+                what = f"--cluster {cluster}" if cluster is not None else "the other side's cluster"
+                raise TraceError(f"{flag} {e.spec!r}: {e.object} belongs to cluster {c}, not {what}; "
+                                 "pods of different clusters share no policy: trace within one cluster")
+            chosen = c
+    if chosen is None and len(of.names) == 1:
+        chosen = of.names[0]
+    if chosen is None:
+        if any(c is not None for c, _ in owned):
+            known = ", ".join(sorted({c for c, _ in owned if c is not None}))
+            raise TraceError(f"PATHs hold objects of several clusters ({known}) and neither side says "
+                             "which one the trace is about: pass --cluster NAME")
+        return None, list(objects)
+    return chosen, [o for c, o in owned if c in (None, chosen)]
 
 
 def _port_query(text: str | None, dst: Endpoint) -> PortQuery | None:
@@ -557,8 +575,13 @@ def _port_query(text: str | None, dst: Endpoint) -> PortQuery | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _summary(direction: str, applies: bool, side: SideVerdict) -> SideSummary:
-    return SideSummary(direction, applies, side.enforced, side.selected_by, side.enforced_by)
+def _summary(direction: str, applies: bool, side: SideVerdict,
+             by_ref: Mapping[str, K8sObject]) -> SideSummary:
+    at: list[SourceRef] = []
+    for p in side.enforced_by:
+        o = by_ref.get(str(p))
+        at.append(Located(o)[("spec", direction)] if o is not None else p.source)
+    return SideSummary(direction, applies, side.enforced, side.selected_by, side.enforced_by, tuple(at))
 
 
 def trace(
@@ -567,8 +590,10 @@ def trace(
     dst_spec: str,
     port: str | None = None,
     inventory: str | None = None,
+    cluster: str | None = None,
 ) -> TraceResult:
-    """Trace SRC -> DST over already collected objects (the CLI collects PATHs first)."""
+    """Trace SRC -> DST over already collected objects (the CLI collects PATHs first), with the
+    policies of one cluster: ``cluster``, else the one the workloads belong to."""
     src_s = _parse_spec(src_spec, "--from")
     dst_s = _parse_spec(dst_spec, "--to")
     inv = _load_inventory(inventory)
@@ -580,10 +605,11 @@ def trace(
             "no Cilium or NetworkPolicy rule applies between them"
         )
     query = _port_query(port, dst)
-    cluster = _inventory_cluster(src, dst, inv=inv)
+    scoped_cluster, scoped = _scope(objects, inv, cluster, (("--from", src), ("--to", dst)))
+    cluster_name = scoped_cluster or "default"
     try:
         pset = PolicySet.from_objects(
-            ((o.obj, _source(o), _Located(o)) for o in objects), cluster_name=cluster
+            ((o.obj, _source(o), Located(o)) for o in scoped), cluster_name=cluster_name
         )
     except PolicyError as err:
         raise TraceError(str(err)) from None
@@ -597,16 +623,19 @@ def trace(
         (ns, pset.namespace_labels(ns))
         for ns in sorted({e.peer.namespace for e in (src, dst) if isinstance(e.peer, PodClass)})
     )
+    by_ref = {(f"{o.kind}/{o.name}" if o.kind == "CiliumClusterwideNetworkPolicy"
+               else f"{o.kind}/{o.namespace or DEFAULT_NAMESPACE}/{o.name}"): o for o in scoped}
     return TraceResult(
         src, dst, query,
-        _summary("egress", src.is_pod, first.egress),
-        _summary("ingress", dst.is_pod, first.ingress),
-        classes, ns_labels, cluster, tuple(dict.fromkeys(pset.warnings)),
+        _summary("egress", src.is_pod, first.egress, by_ref),
+        _summary("ingress", dst.is_pod, first.ingress, by_ref),
+        classes, ns_labels, cluster_name, tuple(dict.fromkeys(pset.warnings)),
     )
 
 
 def run_trace(
-    paths: Sequence[str], src_spec: str, dst_spec: str, port: str | None = None, inventory: str | None = None
+    paths: Sequence[str], src_spec: str, dst_spec: str, port: str | None = None, inventory: str | None = None,
+    cluster: str | None = None,
 ) -> TraceResult:
     """Collect PATHs (kustomization directories are built with kubectl) and trace."""
     # Specs first: a typo in --from should not cost a kustomize build before it is reported.
@@ -614,11 +643,16 @@ def run_trace(
     _parse_spec(dst_spec, "--to")
     if port is not None:
         parse_port(port)
+    skipped: list[ManifestError] = []
     try:
-        objects = collect(paths, also_inside=[inventory] if inventory else [])
+        objects = collect(paths, also_inside=[inventory] if inventory else [], skipped=skipped)
     except ManifestError as err:
         raise TraceError(err.message, err.pos) from None
-    return trace(objects, src_spec, dst_spec, port, inventory)
+    result = trace(objects, src_spec, dst_spec, port, inventory, cluster)
+    if skipped:
+        notes = tuple(f"{e.pos.file}: {e.message}" for e in skipped)
+        result = dataclasses.replace(result, warnings=(*notes, *result.warnings))
+    return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -662,7 +696,8 @@ def _endpoint_json(e: Endpoint) -> dict[str, Any]:
 def _side_json(s: SideSummary) -> dict[str, Any]:
     return {"applies": s.applies, "enforced": s.enforced,
             "selectedBy": [_policy_json(p) for p in s.selected_by],
-            "enforcedBy": [_policy_json(p) for p in s.enforced_by]}
+            "enforcedBy": [_policy_json(p) for p in s.enforced_by],
+            "enforcedAt": [{"file": a.file, "line": a.line, "column": a.column} for a in s.enforced_at]}
 
 
 def _decision_json(s: SideVerdict) -> dict[str, Any]:

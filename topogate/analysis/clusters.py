@@ -23,29 +23,57 @@ def _cluster_from_path(obj: K8sObject, names: Sequence[str]) -> str | None:
     return None
 
 
+def path_clusters(objects: Iterable[K8sObject]) -> list[str]:
+    """Cluster names the generated layout shows (`clusters/<name>/`), for runs without an
+    inventory (trace): sorted, each once."""
+    found: set[str] = set()
+    for o in objects:
+        for text in (o.pos.file, o.built_from):
+            parts = text.replace("\\", "/").split("/")
+            found.update(parts[i + 1].split(" ")[0] for i, p in enumerate(parts[:-1]) if p == "clusters")
+    return sorted(n for n in found if n)
+
+
+class ClusterOf:
+    """The one way check and trace decide which cluster an object belongs to (module doc)."""
+
+    def __init__(self, inv: Inventory | None, names: Sequence[str] = ()):
+        self.names = [c.name for c in inv.clusters] if inv is not None else list(names)
+        workloads = inv.workloads if inv is not None else ()
+        self.by_id: dict[tuple[str, str, str], Workload] = {(w.kind, w.namespace, w.name): w for w in workloads}
+        self.by_name: dict[tuple[str, str], list[Workload]] = defaultdict(list)
+        for wl in workloads:
+            self.by_name[(wl.kind, wl.name)].append(wl)
+
+    def own(self, o: K8sObject) -> tuple[str | None, K8sObject]:
+        """The cluster the inventory or the path gives the object (None: neither says), and the
+        object with the namespace its inventory workload gives it when it has none."""
+        w = self.by_id.get((o.kind, o.namespace or "default", o.name))
+        if w is None and not o.namespace and len(self.by_name.get((o.kind, o.name), [])) == 1:
+            # A base manifest without a namespace: the overlay will set the workload's.
+            w = self.by_name[(o.kind, o.name)][0]
+            o = _in_namespace(o, w.namespace)
+        return (w.cluster if w is not None else _cluster_from_path(o, self.names)), o
+
+    def __call__(self, o: K8sObject, override: str | None) -> tuple[str | None, bool, K8sObject]:
+        """(cluster, analysed, object): with an override, objects another cluster owns are not
+        analysed; without, an object nothing places goes to the only cluster, else to None."""
+        own, o = self.own(o)
+        if override:
+            return override, own is None or own == override, o
+        if own is not None:
+            return own, True, o
+        return (self.names[0] if len(self.names) == 1 else None), True, o
+
+
 def assign_clusters(inv: Inventory, objects: Iterable[K8sObject],
                     override: str | None) -> dict[str | None, list[K8sObject]]:
-    names = [c.name for c in inv.clusters]
-    by_id: dict[tuple[str, str, str], Workload] = {(w.kind, w.namespace, w.name): w for w in inv.workloads}
-    by_name: dict[tuple[str, str], list[Workload]] = defaultdict(list)
-    for wl in inv.workloads:
-        by_name[(wl.kind, wl.name)].append(wl)
+    of = ClusterOf(inv)
     out: dict[str | None, list[K8sObject]] = defaultdict(list)
     for o in objects:
-        w = by_id.get((o.kind, o.namespace or "default", o.name))
-        if w is None and not o.namespace and len(by_name.get((o.kind, o.name), [])) == 1:
-            # A base manifest without a namespace: the overlay will set the workload's.
-            w = by_name[(o.kind, o.name)][0]
-            o = _in_namespace(o, w.namespace)
-        own = w.cluster if w is not None else _cluster_from_path(o, names)
-        c: str | None
-        if override:
-            if own is not None and own != override:
-                continue  # the inventory (or its path) puts it in another cluster: not analysed
-            c = override
-        else:
-            c = own if own is not None else (names[0] if len(names) == 1 else None)
-        out[c].append(o)
+        c, analysed, o = of(o, override)
+        if analysed:
+            out[c].append(o)
     return out
 
 

@@ -41,3 +41,6 @@ class Context:
     unassigned: tuple[tuple[str, Any], ...] = ()  # (object, Position): jobs with no known cluster
     open_ingress: tuple[Any, ...] = ()  # analysis.ingress.OpenIngress
     closed_doors: tuple[Any, ...] = ()  # analysis.doors.ClosedDoor
+    ungrouped: tuple[Any, ...] = ()  # analysis.coverage.Ungrouped: pod templates of no job
+    not_modelled: tuple[tuple[str, str, str, Any], ...] = ()  # (policy, construct, message, Position)
+    skipped: tuple[tuple[Any, str], ...] = ()  # (Position, why): files among PATHs not read

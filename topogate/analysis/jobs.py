@@ -32,7 +32,8 @@ A TrainJob whose runtime is not among the manifests still yields its "node" grou
 
 Group workloads: each object is a group named ``Kind/name`` with ``replicas`` pods (Deployment,
 StatefulSet, ReplicaSet; default 1), ``min(parallelism, completions)`` pods (Job; default 1) or 1
-(Pod); the job is ``Group/<namespace>/<label value>``. Job pods also carry ``job-name`` and
+(Pod); a CronJob counts as the Job of its ``jobTemplate`` (whose per-run name is no label class);
+the job is ``Group/<namespace>/<label value>``. Job pods also carry ``job-name`` and
 ``batch.kubernetes.io/job-name`` (kubernetes.io/docs/reference/labels-annotations-taints/).
 Labels whose value differs per pod (pod-template-hash, replica index, controller uid) are left
 out: a selector on them matches a subset of a group, which label classes cannot express.
@@ -54,7 +55,7 @@ DEFAULT_NAMESPACE = "default"
 TRAINER_ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER_GROUP = "node"
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
-GROUPABLE_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "Pod")
+GROUPABLE_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "Pod")
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -206,7 +207,8 @@ def _from_kind(item: _Item, kind: str, default_ns: str) -> TrainingJob:
     name, ns = _name(obj), _namespace(obj, default_ns)
     oid = f"{kind}/{ns}/{name}"
     groups = tuple(
-        _group(g.name, g.pods, g.template, controller_labels(kind, name, g.name), g.template_path, item, oid)
+        _group(g.name, g.pods, g.template, controller_labels(kind, name, g.name, str(obj.get("apiVersion") or "")),
+               g.template_path, item, oid)
         for g in replica_groups(obj)
     )
     return TrainingJob(kind, name, ns, groups, str(obj.get("apiVersion") or ""), item.source)
@@ -359,8 +361,9 @@ def _from_trainjob(item: _Item, runtimes: Mapping[tuple[str, str, str], _Item], 
 def _workload_template(obj: Mapping[str, Any]) -> tuple[dict[str, Any], Path]:
     if obj.get("kind") == "Pod":
         return {"metadata": _meta(obj), "spec": obj.get("spec") if isinstance(obj.get("spec"), dict) else {}}, ()
-    tpl = dig(obj, ("spec", "template"))
-    return (tpl if isinstance(tpl, dict) else {}), ("spec", "template")
+    path: Path = ("spec", "jobTemplate", "spec", "template") if obj.get("kind") == "CronJob" else ("spec", "template")
+    tpl = dig(obj, path)
+    return (tpl if isinstance(tpl, dict) else {}), path
 
 
 def _workload_pods(obj: Mapping[str, Any]) -> int:
@@ -369,6 +372,10 @@ def _workload_pods(obj: Mapping[str, Any]) -> int:
     assert isinstance(spec, dict)
     if kind == "Pod":
         return 1
+    if kind == "CronJob":  # each run is a Job of the jobTemplate
+        inner = dig(spec, ("jobTemplate", "spec"))
+        spec = inner if isinstance(inner, dict) else {}
+        kind = "Job"
     if kind == "Job":
         par = _int(spec.get("parallelism"), 1)
         comp = spec.get("completions")

@@ -4,10 +4,10 @@ own file, or the inventory entry behind an object topogate generated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from topogate.analysis.netpolicy import RuleRef
+from topogate.analysis.netpolicy import PolicyRef, RuleRef, SideVerdict, SourceRef
 from topogate.inventory.model import (
     MANAGED_BY_LABEL,
     NETWORK_ZONE_LABEL,
@@ -45,6 +45,46 @@ def inventory_source(inv: Inventory, cluster: Cluster, o: K8sObject) -> Position
     return nz.pos if nz is not None else None
 
 
+class _LazySource(SourceRef):
+    """A SourceRef resolved from its (lazy) Position only when read: the evaluator asks for the
+    position of every rule it compiles, findings read a handful."""
+
+    def __init__(self, pos: Position) -> None:
+        object.__setattr__(self, "_pos", pos)
+
+    @property  # type: ignore[override]
+    def file(self) -> str:
+        return str(object.__getattribute__(self, "_pos").file)
+
+    @property  # type: ignore[override]
+    def line(self) -> int:
+        return int(object.__getattribute__(self, "_pos").line)
+
+    @property  # type: ignore[override]
+    def column(self) -> int:
+        return int(object.__getattribute__(self, "_pos").column)
+
+
+class Located(Mapping[tuple[str | int, ...], SourceRef]):
+    """Positions inside one object, looked up lazily from its YAML node: handed to
+    ``PolicySet.from_objects`` so every rule reference carries the rule's own line."""
+
+    def __init__(self, obj: K8sObject) -> None:
+        self._obj = obj
+
+    def __getitem__(self, path: tuple[str | int, ...]) -> SourceRef:
+        return _LazySource(self._obj.locate(path))
+
+    def __iter__(self) -> Iterator[tuple[str | int, ...]]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:  # the evaluator asks `if paths:` before looking positions up
+        return True
+
+
 def _policy_key(kind: str, namespace: str | None, name: str) -> str:
     """Policy refs as the evaluator prints them: clusterwide ones have no namespace."""
     if kind == "CiliumClusterwideNetworkPolicy":
@@ -72,3 +112,29 @@ class RuleLocator:
             return generated
         base: tuple[str | int, ...] = ("spec",) if rule.spec_index is None else ("specs", rule.spec_index)
         return obj.locate((*base, rule.section, rule.index))
+
+    def section(self, policy: PolicyRef, direction: str) -> Position:
+        """Where a policy's rules of one direction start (what switches default deny on there):
+        its `ingress:`/`egress:` key, or the nearest part of the policy that exists."""
+        obj = self.by_ref.get(str(policy))
+        if obj is None:
+            return Position(policy.source.file, policy.source.line, policy.source.column)
+        generated = inventory_source(self.inv, self.cluster, obj)
+        if generated is not None:
+            return generated
+        return obj.locate(("spec", direction))
+
+
+def side_reason(side: SideVerdict, direction: str, locator: RuleLocator) -> str:
+    """One side's verdict as a sentence that cites, for allowed and denied flows alike, the
+    deciding rule's own line (or, under default deny, where each enforcing policy's rules of
+    that direction are written), in a file that exists: generated policies cite the inventory."""
+    r = side.decided_by
+    if r is not None:
+        where = "" if r.spec_index is None else f" of specs[{r.spec_index}]"
+        verb = "allowed" if side.allowed else "denied"
+        return f"{verb} by {r.section} rule {r.index}{where} of {r.policy} ({locator(r)})"
+    if not side.allowed and side.enforced_by:
+        names = ", ".join(f"{p} ({locator.section(p, direction)})" for p in side.enforced_by)
+        return f"default deny: no rule of {names} allows it"
+    return side.reason

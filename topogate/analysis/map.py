@@ -13,6 +13,7 @@ Which cluster a manifest belongs to: see ``analysis.clusters``. Where findings p
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,9 +24,9 @@ from topogate.analysis.boundary import BoundaryProof, Opening
 from topogate.analysis.clusters import assign_clusters
 from topogate.analysis.doors import ClosedDoor, DoorRules, closed_doors, target_members
 from topogate.analysis.ingress import OpenIngress, open_ingress
-from topogate.analysis.jobs import TrainingJob, find_jobs
-from topogate.analysis.locate import RuleLocator, _pos, inventory_source
-from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef, Verdict
+from topogate.analysis.jobs import RUNTIME_KINDS, TrainingJob, find_jobs
+from topogate.analysis.locate import RuleLocator, _pos, inventory_source, side_reason
+from topogate.analysis.netpolicy import External, Peer, PodClass, PolicySet, SourceRef, Verdict
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.pods import _pod_class, _pod_template
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
@@ -36,6 +37,7 @@ from topogate.manifests import K8sObject
 
 POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
 KUBE_DNS = PodClass("kube-system", (("k8s-app", "kube-dns"),))
+HOST_NETWORK_PEER = External(entity="remote-node")
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 WELL_KNOWN_ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 
@@ -74,9 +76,11 @@ class MapFacts:
     unassigned: tuple[tuple[str, Position], ...] = ()
     open_ingress: tuple[OpenIngress, ...] = ()
     closed_doors: tuple[ClosedDoor, ...] = ()
+    # (policy, construct, message, where): constructs the evaluator does not model (TG120)
+    not_modelled: tuple[tuple[str, str, str, Position], ...] = ()
 
 
-def _denied_tcp(pset: PolicySet, src: PodClass, dst: PodClass) -> tuple[int, Verdict] | None:
+def _denied_tcp(pset: PolicySet, src: Peer, dst: Peer) -> tuple[int, Verdict] | None:
     """The first TCP port class between two groups that is denied: NCCL needs every port.
 
     Port 0 stands for "every port" when the whole range is denied."""
@@ -114,15 +118,31 @@ def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str) -> list[st
     return risks
 
 
+def _cite(v: Verdict, locate_rule: RuleLocator) -> str:
+    egress = side_reason(v.egress, "egress", locate_rule)
+    ingress = side_reason(v.ingress, "ingress", locate_rule)
+    if not v.egress.allowed:
+        return f"egress: {egress}"
+    if not v.ingress.allowed:
+        return f"ingress: {ingress}"
+    return f"egress: {egress}; ingress: {ingress}"
+
+
 def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, purpose: str,
           v: Verdict, locate_rule: RuleLocator) -> Flow:
-    rule = v.decided_by
-    return Flow(
-        src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed,
-        v.reason,
-        str(rule.policy) if rule else "",
-        locate_rule(rule),
-    )
+    if not v.egress.allowed:
+        side, direction = v.egress, "egress"
+    elif not v.ingress.allowed:
+        side, direction = v.ingress, "ingress"
+    else:  # an allowed flow is decided by the receiver's allow rule when it has one
+        side, direction = (v.ingress, "ingress") if v.ingress.decided_by else (v.egress, "egress")
+    by, at = "", NOWHERE
+    if side.decided_by is not None:
+        by, at = str(side.decided_by.policy), locate_rule(side.decided_by)
+    elif not side.allowed and side.enforced_by:  # default deny: the policy that switched it on
+        by, at = str(side.enforced_by[0]), locate_rule.section(side.enforced_by[0], direction)
+    return Flow(src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed, v.reason, by, at,
+                functools.partial(_cite, v, locate_rule))
 
 
 def _selector_keys(obj: Any, out: set[str]) -> None:
@@ -160,7 +180,10 @@ class _ClusterMap:
             cluster_name=cluster.name)
         self.by_ref = {(o.kind, o.namespace or "default", o.name): o for o in objects}
         self.locate_rule = RuleLocator((o for o in policy_objs if o.kind in POLICY_KINDS), inv, cluster)
-        self.jobs = find_jobs((o.obj, o.pos, o.locate) for o in objects)
+        # A runtime no cluster claims (installed cluster-wide by the platform team, passed from
+        # outside clusters/<name>/) serves the TrainJobs of every cluster, like a shared policy.
+        runtimes = [o for o in shared_policies if o.kind in RUNTIME_KINDS]
+        self.jobs = find_jobs((o.obj, o.pos, o.locate) for o in objects + runtimes)
         ns_labels = {o.name: {str(k): str(v) for k, v in ((o.obj.get("metadata") or {}).get("labels")
                                                            or {}).items()}
                      for o in policy_objs if o.kind == "Namespace"}
@@ -187,23 +210,31 @@ class _ClusterMap:
         groups: list[GroupMap] = []
         for g in job.groups:
             gp = plc.group(g.name)
-            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "" if f.fits else f.reason)
+            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "; ".join(f.notes) if f.fits else f.reason)
                           for f in gp.fits) if gp else ()
             groups.append(GroupMap(
                 g.name, g.pods, g.gpus_per_pod, tuple(gp.zones) if gp else (), pools,
                 _pos(g.source), g.labels, bool(gp and gp.splits)))
-        flows = self.flows(job, classes, plc)
+        # A hostNetwork pod is no Cilium endpoint: it has the node's identity (remote-node seen
+        # from its peers' nodes), so no CNP selects it and peers reach it as that entity.
+        peers: dict[str, Peer] = {g.name: HOST_NETWORK_PEER if g.spec.get("hostNetwork") is True else classes[g.name]
+                                  for g in job.groups}
+        flows = self.flows(job, peers, plc)
         src = job.source
         cap = plc.capacity
         jm = JobMap(
             job.object_id, self.cluster.name, job.kind, job.namespace, job.name, tuple(groups),
             plc.colocated, plc.schedulable, tuple(plc.may_split_reasons),
-            tuple(plc.unschedulable_reasons) + tuple(job.problems), tuple(flows), _pos(src),
+            tuple(plc.unschedulable_reasons), tuple(flows), _pos(src),
             self.inventory_pos(job),
             {"needs": cap.requested, "has": cap.zone_gpus if cap.zone else cap.available,
              "zone": cap.zone, "fits": cap.fits, "message": cap.message},
             tuple(dict.fromkeys((*plc.pending_risks, *_strand_risks(job, plc, self.cluster.zone_label)))),
+            tuple(job.problems),
         )
+        if not any(g.pods for g in job.groups):
+            # No pod to place: nothing can split (an empty JobSet is not "split across zones ()").
+            jm = dataclasses.replace(jm, colocated=True, split_reasons=())
         return self._exclusive_topology(job, jm), classes, plc
 
     def _exclusive_topology(self, job: TrainingJob, jm: JobMap) -> JobMap:
@@ -237,7 +268,7 @@ class _ClusterMap:
         pairs = sorted(plc.zone_pairs(a, b))
         return pairs or [("", "")]
 
-    def flows(self, job: TrainingJob, classes: dict[str, PodClass], plc: JobPlacement) -> list[Flow]:
+    def flows(self, job: TrainingJob, classes: dict[str, Peer], plc: JobPlacement) -> list[Flow]:
         info = KINDS.get(job.kind)
         members = [g for g in job.groups
                    if not (job.kind == "TrainJob" and g.name.endswith("initializer"))]
@@ -270,7 +301,7 @@ class _ClusterMap:
                     out.append(_flow(g.name, "kube-dns", (z, ""), 53, proto, "dns", v, self.locate_rule))
         return out
 
-    def _coordinator_flows(self, coord: str, members: Sequence[Any], classes: dict[str, PodClass],
+    def _coordinator_flows(self, coord: str, members: Sequence[Any], classes: dict[str, Peer],
                            plc: JobPlacement, port: int, purpose: str, inbound: bool) -> list[Flow]:
         out: list[Flow] = []
         for g in members:
@@ -347,7 +378,7 @@ def _who_gets_in(cm: _ClusterMap, inv: Inventory, cluster: Cluster,
 def build_map(inv: Inventory, objects: Sequence[K8sObject],
               override: str | None = None) -> tuple[list[JobMap], MapFacts]:
     by_cluster = assign_clusters(inv, objects, override)
-    shared = [o for o in by_cluster.get(None, []) if o.kind in (*POLICY_KINDS, "Namespace")]
+    shared = [o for o in by_cluster.get(None, []) if o.kind in (*POLICY_KINDS, "Namespace", *RUNTIME_KINDS)]
     facts = MapFacts()
     jobs_out: list[JobMap] = []
     lies: list[LabelLie] = []
@@ -358,6 +389,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     selects: list[tuple[str, int, Any]] = []
     shared_selects: dict[str, tuple[int, Position]] = {}
     unprotected: list[tuple[str, Position]] = []
+    not_modelled: dict[tuple[str, str, str, Position], None] = {}
     unassigned = [(j.object_id, _pos(j.source)) for j in find_jobs(
         (o.obj, o.pos, o.locate) for o in by_cluster.get(None, []))]
     for cluster in inv.clusters:
@@ -366,6 +398,10 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
             continue
         cm = _ClusterMap(inv, cluster, objs, shared)
         facts.policies[cluster.name] = cm.pset
+        for n in cm.pset.not_modelled:  # a shared policy is compiled once per cluster: keep one
+            pobj = cm.locate_rule.by_ref.get(str(n.policy))
+            where = pobj.locate(n.path) if pobj is not None else _pos(n.policy.source)
+            not_modelled[(str(n.policy), n.construct, n.message, where)] = None
         managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
         selected: dict[str, int] = defaultdict(int)
         doors = DoorRules(inv, cluster.name)
@@ -377,11 +413,14 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
             lies.extend(cm.label_lies(jm))
             spreads.extend(cm.spread_splits(job, jm))
             any_policy = False
-            for pc in classes.values():
+            host_net = {g.name for g in job.groups if g.spec.get("hostNetwork") is True}
+            for name, pc in classes.items():
+                if name in host_net:  # not an endpoint: no policy selects it
+                    continue
                 for pref in cm.pset.policies_selecting(pc):
                     selected[str(pref)] += 1
                     any_policy = True
-            if not any_policy and job.namespace in managed_ns:
+            if not any_policy and job.namespace in managed_ns and any(g.pods for g in job.groups):
                 unprotected.append((jm.object, jm.pos))
         # Other pods (not part of a job) still make a policy non-dangling.
         for o in objs:
@@ -422,6 +461,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     facts.policy_selects = tuple(selects)
     facts.unprotected = tuple(unprotected)
     facts.unassigned = tuple(unassigned)
+    facts.not_modelled = tuple(not_modelled)
     return sorted(jobs_out, key=lambda j: (j.cluster, j.object)), facts
 
 

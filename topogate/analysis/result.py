@@ -5,6 +5,8 @@ Rules never recompute anything; reporters never reason. Both read these frozen o
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,9 +46,17 @@ class Flow:
     protocol: str
     purpose: str  # "rendezvous", "nccl", "dns", "ssh"
     allowed: bool
-    reason: str  # the sentence that says which side denied it and which policy decided
+    plain_reason: str  # the evaluator's sentence, without positions
     decided_by: str = ""  # Kind/ns/name of the deciding policy
     decided_at: Position = NOWHERE  # where that policy (rule) is written
+    # Builds the sentence that cites each side's deciding line. Called only when someone reads
+    # `reason`: citing a line re-reads the policy's file, and most allowed flows are never shown.
+    cite: Callable[[], str] | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def reason(self) -> str:
+        """The sentence that says which side decided and which rule, at which line."""
+        return self.cite() if self.cite is not None else self.plain_reason
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,8 @@ class JobMap:
     capacity: dict[str, Any] = field(default_factory=dict, compare=False)
     # Schedule orders that strand the job: a pod placed first where the others cannot follow.
     pending_risks: tuple[str, ...] = ()  # {"needs", "has", "zone", "fits", "message"}
+    # What could not be resolved about the job itself (a TrainJob's runtime not among PATHs).
+    problems: tuple[str, ...] = ()
 
     @property
     def blocked(self) -> tuple[Flow, ...]:

@@ -144,6 +144,7 @@ class PoolFit:
 
     node: NodeClass
     reasons: tuple[Removal, ...] = ()
+    notes: tuple[str, ...] = ()  # assumptions the fit relies on (e.g. an admission plugin's toleration)
 
     @property
     def zone(self) -> str:
@@ -353,6 +354,27 @@ def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
     return False
 
 
+def extended_resources(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """Extended resources (``vendor/name``, e.g. nvidia.com/gpu) any container asks for."""
+    names: set[str] = set()
+    for section in ("containers", "initContainers"):
+        for c in spec.get(section) or []:
+            res = c.get("resources") if isinstance(c, dict) else None
+            for part in ("limits", "requests"):
+                block = res.get(part) if isinstance(res, dict) else None
+                for k, v in (block.items() if isinstance(block, dict) else ()):
+                    if "/" in str(k) and not str(k).startswith(("kubernetes.io/", "hugepages-")) and str(v) not in ("0", ""):
+                        names.add(str(k))
+    return tuple(sorted(names))
+
+
+def implicit_tolerations(spec: Mapping[str, Any]) -> list[dict[str, str]]:
+    """What the ExtendedResourceToleration admission plugin adds (GKE enables it, EKS GPU AMIs
+    rely on it): for each extended resource the pod requests, Exists/NoSchedule on a taint of
+    that name. The repository's pod spec lacks it; the API server adds it on admission."""
+    return [{"key": name, "operator": "Exists", "effect": "NoSchedule"} for name in extended_resources(spec)]
+
+
 def untolerated_taints(tolerations: Any, taints: Iterable[Taint]) -> tuple[Taint, ...]:
     """The NoSchedule/NoExecute taints that no toleration matches."""
     tols = [t for t in tolerations if isinstance(t, dict)] if isinstance(tolerations, list) else []
@@ -374,7 +396,13 @@ def fit_pool(spec: Mapping[str, Any], node: NodeClass, gpus: int | None = None) 
     """Every reason the pod with this spec cannot land on the node class (none: it fits)."""
     labels = node.label_map
     reasons = node_affinity_removals(spec, labels)
-    for t in untolerated_taints(spec.get("tolerations"), node.taints):
+    written = spec.get("tolerations") if isinstance(spec.get("tolerations"), list) else []
+    notes: list[str] = []
+    for t in untolerated_taints(written, node.taints):
+        if not untolerated_taints(implicit_tolerations(spec), (t,)):
+            notes.append(f"taint {taint_str(t)} tolerated by the ExtendedResourceToleration admission "
+                         f"plugin (the pod requests {t.key}); without that plugin the pod stays Pending")
+            continue
         reasons.append(Removal("taint", taint_str(t), f"taint {taint_str(t)} not tolerated"))
     gpus = pod_gpus(dict(spec)) if gpus is None else gpus
     if gpus > node.gpus_per_node:
@@ -384,14 +412,15 @@ def fit_pool(spec: Mapping[str, Any], node: NodeClass, gpus: int | None = None) 
         ))
     if node.nodes <= 0:
         reasons.append(Removal("nodes", "", f"pool {node.pool} has no nodes"))
-    return PoolFit(node, tuple(reasons))
+    return PoolFit(node, tuple(reasons), tuple(notes))
 
 
 def filter_key(spec: Mapping[str, Any]) -> str:
     """The part of a pod spec the node filters read, as a string: equal keys give equal fits."""
     aff = spec.get("affinity")
     na = aff.get("nodeAffinity") if isinstance(aff, dict) else None
-    return repr((spec.get("nodeSelector"), na, spec.get("tolerations"), spec.get("nodeName"), pod_gpus(dict(spec))))
+    return repr((spec.get("nodeSelector"), na, spec.get("tolerations"), spec.get("nodeName"), pod_gpus(dict(spec)),
+                 extended_resources(spec)))
 
 
 def fit_pools(

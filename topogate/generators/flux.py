@@ -145,6 +145,8 @@ _FAILED = _CONDITIONS + "status.conditions.exists(e, e.type == 'Failed' && e.sta
 HEALTH_EXPRS: dict[str, dict[str, str]] = {
     "PyTorchJob": {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "current": _RUNNING, "failed": _FAILED},
     "MPIJob": {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "current": _RUNNING, "failed": _FAILED},
+    **{k: {"apiVersion": "kubeflow.org/v1", "kind": k, "current": _RUNNING, "failed": _FAILED}
+       for k in ("TFJob", "XGBoostJob", "PaddleJob", "JAXJob")},
 }
 _SHA = re.compile(r"[0-9a-fA-F]{40}")
 

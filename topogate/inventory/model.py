@@ -24,7 +24,7 @@ REPLICA_GROUP_LABEL = "topogate.dev/replica-group"
 JOB_GROUP_LABEL = "topogate.dev/group"
 
 PROVIDERS = ("aws", "gcp", "azure", "other")
-KINDS = ("PyTorchJob", "MPIJob", "TrainJob", "JobSet")
+KINDS = ("PyTorchJob", "MPIJob", "TrainJob", "JobSet", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
 PLACEMENTS = ("pin", "follow")
 # Who places a workload's pods: kube-scheduler alone (the overlays' affinity), or Kueue's
 # topology-aware scheduling on top of it (docs/kueue.md).

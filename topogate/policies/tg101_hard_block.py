@@ -51,7 +51,8 @@ def check(ctx: Context) -> Iterator[Issue]:
                     "rendezvous": f"the rendezvous port {f.port}/TCP",
                     "ssh": "SSH (22/TCP) from the launcher"}.get(f.purpose, f"{f.port}/{f.protocol}")
             where = f" when {f.src} runs in {f.src_zone} and {f.dst} in {f.dst_zone}" if f.src_zone else ""
-            policy = f" (decided by {f.decided_by} at {f.decided_at})" if f.decided_by else ""
+            cited = f.decided_by and str(f.decided_at) in f.reason  # the reason names the rule's line
+            policy = f" (decided by {f.decided_by} at {f.decided_at})" if f.decided_by and not cited else ""
             yield Issue(
                 job.object,
                 f"{job.object}: {f.src} -> {f.dst}: {what} is denied{where}: {f.reason}{policy}. "

@@ -28,7 +28,10 @@ def _group_text(g: GroupMap) -> list[str]:
              f"    can land in: {', '.join(g.zones) if g.zones else 'no zone (no feasible node)'}"]
     for v in sorted(g.pools, key=lambda v: (not v.feasible, v.zone, v.pool)):
         mark = "ok " if v.feasible else "no "
-        why = "" if v.feasible else f": {' '.join(v.reason.split()) or 'removed'}"
+        if v.feasible:  # a fit may rest on an assumption (an admission plugin's toleration)
+            why = f" (note: {v.reason})" if v.reason else ""
+        else:
+            why = f": {' '.join(v.reason.split()) or 'removed'}"
         lines.append(f"    {mark} {v.zone}/{v.pool}{why}")
     return lines
 

@@ -46,11 +46,15 @@ def _side(title: str, s: SideSummary) -> list[str]:
     return lines
 
 
-def _decision(direction: str, v: SideVerdict, applies: bool) -> str:
-    if not applies:
+def _decision(direction: str, v: SideVerdict, s: SideSummary) -> str:
+    if not s.applies:
         return f"    {direction:<8} n/a"
     word = "allow" if v.allowed else "DENY "
-    return f"    {direction:<8} {word}  {v.reason}"
+    reason = v.reason
+    if not v.allowed and v.decided_by is None and s.enforced_at:
+        # Default deny: the deciding lines are where the enforcing policies' rules are written.
+        reason += f" ({direction} rules at " + ", ".join(str(a) for a in s.enforced_at) + ")"
+    return f"    {direction:<8} {word}  {reason}"
 
 
 def render_trace_text(r: TraceResult) -> str:
@@ -70,8 +74,8 @@ def render_trace_text(r: TraceResult) -> str:
     out.append("")
     for c in r.classes:
         out.append(f"  {c}: {'allowed' if c.verdict.allowed else 'DENIED'}")
-        out.append(_decision("egress", c.verdict.egress, r.egress.applies))
-        out.append(_decision("ingress", c.verdict.ingress, r.ingress.applies))
+        out.append(_decision("egress", c.verdict.egress, r.egress))
+        out.append(_decision("ingress", c.verdict.ingress, r.ingress))
     if r.warnings:
         out.append("")
         out += [f"warning: {w}" for w in r.warnings]

@@ -26,7 +26,7 @@ from topogate.analysis.netpolicy.peers import (
     _NodeMatcher,
 )
 from topogate.analysis.netpolicy.ports import _port_spec, _PortSpec
-from topogate.analysis.netpolicy.rules import PathMap, _CompilerBase, _Rule, _Unit
+from topogate.analysis.netpolicy.rules import TOO_PERMISSIVE, TOO_STRICT, PathMap, _CompilerBase, _Rule, _Unit
 from topogate.analysis.netpolicy.selectors import _compile_selector, _Selector
 
 
@@ -61,13 +61,17 @@ class _CiliumCompiler(_CompilerBase):
         else:
             subject = None
             if "nodeSelector" in spec:
-                self.warnings.append(f"{pref}: nodeSelector (host policy) selects nodes, not pods; ignored")
+                self._warn(pref, (*base, "nodeSelector"), "nodeSelector",
+                           "nodeSelector (host policy) selects nodes, not pods: ignored, so traffic to and "
+                           f"from the nodes it selects is not checked; {TOO_PERMISSIVE}")
         edd = spec.get("enableDefaultDeny") or {}
         unit = _Unit(pref, pref.namespace, subject, False, {})
-        unit.dns_proxy = any(
-            isinstance(tp, Mapping) and isinstance(tp.get("rules"), Mapping) and tp["rules"].get("dns")
-            for r in (spec.get("egress") or []) if isinstance(r, Mapping)
-            for tp in (r.get("toPorts") or []))
+        dns_rules = [d for r in (spec.get("egress") or []) if isinstance(r, Mapping)
+                     for tp in (r.get("toPorts") or [])
+                     if isinstance(tp, Mapping) and isinstance(tp.get("rules"), Mapping)
+                     for d in (tp["rules"].get("dns") or []) if isinstance(d, Mapping)]
+        unit.dns_proxy = bool(dns_rules)
+        unit.dns_names = tuple(_fqdn_regex(d.get("matchName"), d.get("matchPattern")) for d in dns_rules)
         for direction, allow_key, deny_key in ((_INGRESS, "ingress", "ingressDeny"), (_EGRESS, "egress", "egressDeny")):
             allow = [r for r in (spec.get(allow_key) or []) if isinstance(r, Mapping)]
             deny = [r for r in (spec.get(deny_key) or []) if isinstance(r, Mapping)]
@@ -78,14 +82,16 @@ class _CiliumCompiler(_CompilerBase):
             for section, rules, is_deny in ((allow_key, allow, False), (deny_key, deny, True)):
                 for i, raw in enumerate(rules):
                     rref = RuleRef(pref, section, i, self._src(paths, (*base, section, i), pref.source), spec_index)
-                    rule = self._cilium_peer_rule(rref, direction, is_deny, raw, pref)
+                    rule = self._cilium_peer_rule(rref, direction, is_deny, raw, pref, (*base, section, i))
                     (unit.deny_rules if is_deny else unit.rules)[direction].append(rule)
         return unit
 
     def _cilium_peer_rule(
-        self, rref: RuleRef, direction: str, deny: bool, raw: Mapping[str, Any], pref: PolicyRef
+        self, rref: RuleRef, direction: str, deny: bool, raw: Mapping[str, Any], pref: PolicyRef,
+        path: tuple[str | int, ...] = (),
     ) -> _Rule:
-        given = self._l3_keys(rref, direction, raw)
+        given = self._l3_keys(rref, direction, raw, path)
+        self._rule_extras(rref, raw, path, deny)
         matchers: list[_Matcher] = []
         explicit_empty = False
         for k in given:
@@ -108,7 +114,35 @@ class _CiliumCompiler(_CompilerBase):
             peers = ()  # the empty rule {} allows nothing (docs layer3 "Default Deny")
         return _Rule(rref, direction, deny, peers, tuple(ports) if has_l4 else None, icmp)
 
-    def _l3_keys(self, rref: RuleRef, direction: str, raw: Mapping[str, Any]) -> list[str]:
+    def _rule_extras(self, rref: RuleRef, raw: Mapping[str, Any], path: tuple[str | int, ...], deny: bool) -> None:
+        """Warnings for the parts of a rule beyond L3/L4 that the evaluator does not model."""
+        for key, field_name in (("authentication", "mode"), ("auth", "type")):  # auth: pre-1.14 name
+            auth = raw.get(key)
+            if isinstance(auth, Mapping) and auth.get(field_name) not in (None, "", "disabled"):
+                self._warn(rref, (*path, key), f"{key}.{field_name}",
+                           f"{key}.{field_name} {auth.get(field_name)!r} (mutual authentication) is not "
+                           "modelled: the flow is judged as if no authentication were required, while "
+                           f"Cilium drops it until the peers authenticate; {TOO_PERMISSIVE}")
+        for j, tp in enumerate(raw.get("toPorts") or []):
+            if not isinstance(tp, Mapping) or deny:
+                continue
+            # TLS SNI, an Envoy listener redirect and TLS interception filter or rewrite at L7.
+            for extra in ("serverNames", "listener", "terminatingTLS", "originatingTLS"):
+                if tp.get(extra):
+                    self._warn(rref, (*path, "toPorts", j, extra), extra,
+                               f"{extra} is not modelled: treated as allow-all on the ports of that "
+                               f"toPorts entry; {TOO_PERMISSIVE}")
+            rules = tp.get("rules")
+            if not isinstance(rules, Mapping):
+                continue
+            kinds = sorted(k for k in rules if k != "dns" and rules.get(k))
+            if kinds:
+                self._warn(rref, (*path, "toPorts", j, "rules"), f"L7 rules ({', '.join(kinds)})",
+                           f"L7 rules ({', '.join(kinds)}) are not modelled: treated as allow-all on "
+                           f"the ports of that toPorts entry; {TOO_PERMISSIVE}")
+
+    def _l3_keys(self, rref: RuleRef, direction: str, raw: Mapping[str, Any],
+                 path: tuple[str | int, ...] = ()) -> list[str]:
         """The L3 peer keys the rule sets, warning about those not modelled."""
         pre = "from" if direction == _INGRESS else "to"
         l3_keys = [
@@ -124,9 +158,16 @@ class _CiliumCompiler(_CompilerBase):
         given = [k for k in l3_keys if k in raw and raw[k] is not None]
         for k in (f"{pre}Groups", "toServices"):
             if k in given:
-                self.warnings.append(f"{rref}: {k} is not modelled; it selects no peer here")
+                self._warn(rref, (*path, k), k, f"{k} is not modelled; it selects no peer here, so "
+                                                f"what it allows is reported denied: {TOO_STRICT}")
         if raw.get(f"{pre}Requires"):
-            self.warnings.append(f"{rref}: {pre}Requires is not modelled (deprecated, removed in Cilium 1.19)")
+            self._warn(rref, (*path, f"{pre}Requires"), f"{pre}Requires",
+                       f"{pre}Requires is not modelled (deprecated, removed in Cilium 1.19): it would "
+                       f"narrow the peers this rule admits; {TOO_PERMISSIVE}")
+        if raw.get(f"{pre}Nodes"):
+            self._warn(rref, (*path, f"{pre}Nodes"), f"{pre}Nodes",
+                       f"{pre}Nodes is matched as every node (host and remote-node): node labels are not "
+                       f"modelled; {TOO_PERMISSIVE}")
         return given
 
     def _l3_matchers(self, rref: RuleRef, k: str, items: list[Any], pref: PolicyRef) -> list[_Matcher]:
@@ -144,7 +185,9 @@ class _CiliumCompiler(_CompilerBase):
         elif k.endswith("CIDRSet"):
             for c in items:
                 if not isinstance(c, Mapping) or "cidr" not in c:
-                    self.warnings.append(f"{rref}: CIDR group references are not modelled")
+                    self._warn(rref, (), "CIDR groups",
+                               "CIDR group references (cidrGroupRef/cidrGroupSelector) are not modelled; "
+                               f"they select no peer here: {TOO_STRICT}")
                     continue
                 m = self._cidr(str(c["cidr"]), [str(x) for x in c.get("except") or []], rref)
                 if m is not None:

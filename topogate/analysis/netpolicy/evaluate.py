@@ -34,7 +34,7 @@ from topogate.analysis.netpolicy.model import (
 )
 from topogate.analysis.netpolicy.peers import _Ctx
 from topogate.analysis.netpolicy.ports import PortRange
-from topogate.analysis.netpolicy.rules import PathMap, _only_by_fqdn, _Rule, _sort_key, _Unit
+from topogate.analysis.netpolicy.rules import NotModelled, PathMap, _only_by_fqdn, _Rule, _sort_key, _Unit
 
 # ---------------------------------------------------------------------------------------------
 # The policy set
@@ -63,6 +63,7 @@ class PolicySet:
         self.cluster_name = cluster_name
         self.allow_localhost = allow_localhost
         self.warnings: list[str] = list(warnings)
+        self.not_modelled: list[NotModelled] = []  # the warnings, structured (from_objects)
         self._ns_learned: dict[str, dict[str, str]] = {k: dict(v) for k, v in (namespace_labels or {}).items()}
         ordered = sorted(units, key=lambda u: _sort_key(u.policy))
         self._clusterwide: list[_Unit] = [u for u in ordered if u.subject_ns is None]
@@ -126,13 +127,15 @@ class PolicySet:
                 kind = obj.get("kind", "object") if isinstance(obj, Mapping) else "object"
                 raise PolicyError(ref, f"cannot read this {kind}: {type(err).__name__}: {err}; "
                                        "check it against the CRD schema") from None
-        return cls(
+        pset = cls(
             units,
             ns_labels,
             warnings=builder.warnings,
             cluster_name=cluster_name,
             allow_localhost=allow_localhost,
         )
+        pset.not_modelled = list(builder.not_modelled)
+        return pset
 
     # -- label views -------------------------------------------------------------------------
     def namespace_labels(self, ns: str) -> tuple[tuple[str, str], ...]:
@@ -257,7 +260,7 @@ class PolicySet:
         #    DNS goes through Cilium's proxy (docs security/policy/language "DNS based": the
         #    proxy learns the names' addresses); without it the rule never matches a packet.
         no_proxy: RuleRef | None = None
-        proxied = any(u.dns_proxy for u in units)
+        proxied = any(u.dns_allows(peer) for u in units)
         for u in units:
             for r in u.rules[direction]:
                 if r.matches(peer, dst, port, proto, ctx):
@@ -267,9 +270,10 @@ class PolicySet:
                     return SideVerdict(bool(enforced_by), selected, True, r.ref, f"allowed by {r.ref}", enforced_by)
         if no_proxy is not None and enforced_by:
             return SideVerdict(True, selected, False, no_proxy, (
-                f"{no_proxy} names this host, but no policy selecting the pod sends DNS through "
-                "Cilium's proxy (an egress rule to kube-dns with toPorts rules: {dns: ...}), so "
-                "Cilium never learns its addresses and drops the traffic"), enforced_by)
+                f"{no_proxy} names this host, but no policy selecting the pod sends its lookup through "
+                "Cilium's DNS proxy (an egress rule to kube-dns with toPorts rules: {dns: ...} whose "
+                "matchName/matchPattern covers this name), so Cilium never learns its addresses and "
+                "drops the traffic"), enforced_by)
         if not enforced_by:
             if not selected:
                 reason = f"not enforced: no policy selects {pod}, so {direction} is allowed"

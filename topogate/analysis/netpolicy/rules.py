@@ -5,6 +5,7 @@ and the evaluator.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -69,6 +70,18 @@ class _Unit:
     # An egress rule sends DNS through Cilium's proxy (toPorts ... rules: {dns: ...}): without one,
     # Cilium never learns the addresses behind a toFQDNs name.
     dns_proxy: bool = False
+    # The names those DNS rules let the proxy answer (matchName/matchPattern): a toFQDNs name
+    # works only if its lookup is one of them, else Cilium never learns its addresses.
+    dns_names: tuple[re.Pattern[str], ...] = ()
+
+    def dns_allows(self, peer: Peer) -> bool:
+        """Does this unit's DNS proxy rule let the lookup of ``peer``'s name through?"""
+        if not self.dns_proxy:
+            return False
+        if not isinstance(peer, External) or not peer.fqdn:
+            return True
+        name = peer.fqdn.lower().rstrip(".")
+        return any(p.fullmatch(name) for p in self.dns_names)
 
     def selects(self, pod: PodClass, ctx: _Ctx) -> bool:
         if self.subject is None:
@@ -85,6 +98,21 @@ def _sort_key(ref: PolicyRef) -> tuple[int, str, str, str, int]:
 
 PathMap = Mapping[tuple[str | int, ...], SourceRef]
 
+# How a construct the evaluator does not model bounds the verdict.
+TOO_PERMISSIVE = "the verdict may be too permissive"
+TOO_STRICT = "the verdict may be too strict"
+
+
+@dataclass(frozen=True)
+class NotModelled:
+    """A construct the evaluator does not model, where it is written, and how that bounds the
+    verdict: what `check` reports (TG120) and `trace` prints as a warning."""
+
+    policy: PolicyRef
+    path: tuple[str | int, ...]  # inside the policy object
+    construct: str  # e.g. "toServices", "L7 rules (http)"
+    message: str  # the whole sentence, bound included
+
 
 class _CompilerBase:
     """What the Cilium and NetworkPolicy compilers share: the warnings about what is not modelled,
@@ -92,6 +120,14 @@ class _CompilerBase:
 
     def __init__(self) -> None:
         self.warnings: list[str] = []
+        self.not_modelled: list[NotModelled] = []
+
+    def _warn(self, where: PolicyRef | RuleRef, path: tuple[str | int, ...], construct: str,
+              text: str) -> None:
+        """Record a construct that is not modelled: a trace warning and a check finding."""
+        self.warnings.append(f"{where}: {text}")
+        policy = where.policy if isinstance(where, RuleRef) else where
+        self.not_modelled.append(NotModelled(policy, path, construct, text))
 
     def _src(self, paths: PathMap | None, path: tuple[str | int, ...], fallback: SourceRef) -> SourceRef:
         if paths:

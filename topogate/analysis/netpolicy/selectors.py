@@ -16,6 +16,9 @@ from topogate.analysis.netpolicy.model import _NS_LABEL, _NS_LABELS_PREFIX
 # ---------------------------------------------------------------------------------------------
 
 
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
 def _split_source(key: str) -> tuple[str, str]:
     """Cilium label keys are ``source:key``; Kubernetes keys never contain ':'."""
     if ":" in key:
@@ -71,6 +74,12 @@ def _compile_selector(raw: Any) -> _Selector:
             continue
         src, key = _split_source(str(expr.get("key", "")))
         values = frozenset(str(x) for x in (expr.get("values") or []))
-        reqs.append(_Req(key, str(expr.get("operator", "")), values, src in ("k8s", "any")))
+        op = str(expr.get("operator", ""))
+        if op not in _OPERATORS:
+            # The API server rejects it; evaluating it as "selects nothing" would turn a typo
+            # into a silent verdict (e.g. `in` instead of `In`).
+            raise ValueError(f"matchExpressions key {key!r}: operator {op!r} is not one of "
+                             f"{', '.join(_OPERATORS)} (operators are case-sensitive)")
+        reqs.append(_Req(key, op, values, src in ("k8s", "any")))
     text = ",".join(f"{r.key} {r.op} {sorted(r.values)}" for r in reqs) or "{}"
     return _Selector(tuple(reqs), text)
