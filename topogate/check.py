@@ -129,7 +129,7 @@ def run_check(
             rendered=rendered, today=today, policy_selects=facts.policy_selects,
             boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
             spread_splits=facts.spread_splits, unprotected=facts.unprotected,
-            unassigned=facts.unassigned,
+            unassigned=facts.unassigned, kueue_concerns=facts.kueue_concerns,
         )
         findings = run_rules(ctx)
     result = CheckResult(findings, tuple(jobs), rules, inventory_path)

@@ -37,3 +37,4 @@ class Context:
     spread_splits: tuple[Any, ...] = ()  # analysis.map.SpreadSplit
     unprotected: tuple[tuple[str, Any], ...] = ()  # (object, Position)
     unassigned: tuple[tuple[str, Any], ...] = ()  # (object, Position): jobs with no known cluster
+    kueue_concerns: tuple[Any, ...] = ()  # analysis.placement.kueue.Concern

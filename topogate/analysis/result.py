@@ -67,6 +67,7 @@ class JobMap:
     capacity: dict[str, Any] = field(default_factory=dict, compare=False)
     # Schedule orders that strand the job: a pod placed first where the others cannot follow.
     pending_risks: tuple[str, ...] = ()  # {"needs", "has", "zone", "fits", "message"}
+    kueue: str = ""  # how Kueue's topology-aware scheduling places the job ("" when it does not)
 
     @property
     def blocked(self) -> tuple[Flow, ...]:

@@ -23,6 +23,13 @@ from topogate.policies import (
     tg109_dangling_policy,
     tg110_unprotected_job,
     tg111_may_strand,
+    tg301_kueue_no_queue,
+    tg302_kueue_flavor_without_topology,
+    tg303_kueue_unknown_level,
+    tg304_kueue_preferred_topology,
+    tg305_kueue_podset_left_out,
+    tg306_kueue_invalid_group,
+    tg307_kueue_queue_unverified,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -41,4 +48,11 @@ REGISTRY: dict[str, ModuleType] = {
     "TG109": tg109_dangling_policy,
     "TG110": tg110_unprotected_job,
     "TG111": tg111_may_strand,
+    "TG301": tg301_kueue_no_queue,
+    "TG302": tg302_kueue_flavor_without_topology,
+    "TG303": tg303_kueue_unknown_level,
+    "TG304": tg304_kueue_preferred_topology,
+    "TG305": tg305_kueue_podset_left_out,
+    "TG306": tg306_kueue_invalid_group,
+    "TG307": tg307_kueue_queue_unverified,
 }

@@ -28,9 +28,14 @@ def place_job(
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
     nodes: Sequence[NodeClass] | None = None,
     fit_cache: dict[Any, tuple[PoolFit, ...]] | None = None,
+    kueue_units: Sequence[frozenset[str]] = (),
 ) -> JobPlacement:
-    """The placement analysis of one job on one cluster (see the package docstring)."""
+    """The placement analysis of one job on one cluster (see the package docstring).
+
+    ``kueue_units``: groups that Kueue's topology-aware scheduling admits into one zone each
+    (``placement.kueue``); they are co-location units like those podAffinity forms."""
     p = new_plan(job, cluster, peers or PeerIndex(), namespace_labels or {}, nodes, fit_cache)
+    p.kueue_units = tuple(kueue_units)
     resolve_affinity(p)
     resolve_anti_affinity(p)
     node_and_affinity_reasons(p)
@@ -51,6 +56,7 @@ def place_all(
     jobs: Sequence[TrainingJob],
     cluster_of: Callable[[TrainingJob], Cluster | None],
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+    kueue_units: Mapping[str, Sequence[frozenset[str]]] | None = None,
 ) -> dict[str, JobPlacement]:
     """Place every job whose cluster is known; jobs see each other's pods as peers.
 
@@ -68,13 +74,15 @@ def place_all(
         cluster = members[0][1]
         classes = node_classes(cluster)
         cache: dict[Any, tuple[PoolFit, ...]] = {}
-        first = [(j, place_job(j, cluster, None, namespace_labels, classes, cache)) for j, _ in members]
+        ku = kueue_units or {}
+        first = [(j, place_job(j, cluster, None, namespace_labels, classes, cache, ku.get(j.object_id, ())))
+                 for j, _ in members]
         index = PeerIndex(peers_of(first))
         known = set(index.namespaces) | set(namespace_labels or {})
         for j, pl in first:
             # Only a job with a zone-key pod (anti-)affinity term that matches another job's pods
             # can change when peers are known; the others keep their first answer.
             if _matches_peers(j, cluster.zone_label, index, known, namespace_labels or {}):
-                pl = place_job(j, cluster, index, namespace_labels, classes, cache)
+                pl = place_job(j, cluster, index, namespace_labels, classes, cache, ku.get(j.object_id, ()))
             out[j.object_id] = pl
     return dict(sorted(out.items()))
