@@ -150,7 +150,7 @@ def test_level_below_the_zone_holds_and_above_the_zone_does_not(tmp_path: Path) 
         assert job.colocated is colocated, (level, out.result.findings)
         if not colocated:
             loose = [f for f in out.result.findings if f.rule == "TG304"]
-            assert loose and "spans several" in loose[0].message
+            assert loose and "does not nest inside one" in loose[0].message
 
 
 def test_finding_points_at_the_annotation_line(tmp_path: Path) -> None:
@@ -204,3 +204,40 @@ def test_docs_show_real_check_output(monkeypatch: pytest.MonkeyPatch) -> None:
     r = CliRunner().invoke(main, [*args, "--format", "text"], catch_exceptions=False)
     assert r.exit_code == 0
     assert r.stdout == expected
+
+
+def test_job_without_pod_sets_in_a_queue_is_no_crash(tmp_path: Path) -> None:
+    docs = _canon()
+    docs[0]["spec"]["pytorchReplicaSpecs"] = {}
+    out = run_check(str(LAB), _write(tmp_path, docs, (CANON / "kueue.yaml").read_text()))
+    assert not [f for f in out.result.findings if f.rule.startswith("TG3")]
+
+
+def test_flavors_decide_the_pools_kueue_can_use(tmp_path: Path) -> None:
+    # Kueue adds a flavor's tolerations and nodeLabels to the pods it admits on it: pods that do
+    # not tolerate the GPU taint themselves still run on the GPU pool's flavor.
+    docs = _canon()
+    for t in _templates(docs[0]):
+        del t["spec"]["tolerations"]
+    kueue = (CANON / "kueue.yaml").read_text()
+    out = run_check(str(LAB), _write(tmp_path, docs, kueue))
+    (job,) = out.result.jobs
+    assert job.colocated and job.schedulable and out.result.findings == (), out.result.findings
+    assert job.zones == ("zone-a",)
+    # Judged without Kueue (its objects not given), the Workers tolerate nothing: Pending.
+    out = run_check(str(LAB), _write(tmp_path, docs))
+    assert {"TG103", "TG307"} <= {f.rule for f in out.result.findings}
+    # A queue with only the GPU flavor: the Master can use no other pool, and explain says why.
+    only_gpu = kueue.replace("""    - name: zone-b-cpu
+      resources:
+      - {name: cpu, nominalQuota: '64'}
+      - {name: memory, nominalQuota: 256Gi}
+      - {name: nvidia.com/gpu, nominalQuota: '0'}
+""", "")
+    assert only_gpu != kueue
+    out = run_check(str(LAB), _write(tmp_path, _canon(), only_gpu))
+    (job,) = out.result.jobs
+    master = next(g for g in job.groups if g.name == "Master")
+    assert master.zones == ("zone-a",)
+    assert [p.reason for p in master.pools if p.zone == "zone-b"] == [
+        "no flavor of the job's ClusterQueue selects this pool"]

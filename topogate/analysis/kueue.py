@@ -48,6 +48,11 @@ class Flavor:
     topology: str  # "" when the flavor has no topologyName (not a TAS flavor)
     node_labels: tuple[tuple[str, str], ...]
     pos: Position
+    # Kueue adds these to the pods it admits on the flavor; kept as sorted (field, value) pairs.
+    tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
+
+    def toleration_dicts(self) -> list[dict[str, str]]:
+        return [dict(t) for t in self.tolerations]
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,10 @@ class KueueConfig:
             elif o.kind == "ResourceFlavor":
                 labels = spec.get("nodeLabels")
                 pairs = tuple(sorted((str(k), str(v)) for k, v in labels.items())) if isinstance(labels, dict) else ()
-                self.flavors.setdefault(o.name, Flavor(o.name, str(spec.get("topologyName") or ""), pairs, o.pos))
+                tols = tuple(tuple(sorted((str(k), str(v)) for k, v in t.items()))
+                             for t in spec.get("tolerations") or [] if isinstance(t, dict))
+                self.flavors.setdefault(o.name, Flavor(o.name, str(spec.get("topologyName") or ""), pairs,
+                                                       o.pos, tols))
             elif o.kind == "ClusterQueue":
                 self.cluster_queues.setdefault(o.name, ClusterQueue(o.name, _flavor_names(o), o.pos))
             else:

@@ -168,7 +168,7 @@ class _ClusterMap:
                      for o in policy_objs if o.kind == "Namespace"}
         self.kueue = self._kueue([o for o in objects + shared_policies if o.kind in KUEUE_KINDS])
         self.placements = placement_mod.place_all(
-            self.jobs, lambda _j: cluster, ns_labels, {k: v.units for k, v in self.kueue.items()})
+            self.jobs, lambda _j: cluster, ns_labels, self.kueue)
         self.zone_names = {z.name for z in cluster.zones}
         self.policy_keys: dict[str, set[str]] = {}
         for o in policy_objs:

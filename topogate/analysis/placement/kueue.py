@@ -16,7 +16,8 @@ zone, and together with which (docs/kueue.md records where in Kueue's source eac
 
 So the co-location units Kueue guarantees are: a valid group with a one-zone required level, and
 each other pod set with a one-zone required level (in a zone of its own choosing). The placement
-analysis merges these units like any other (``units._form_units``). Everything that keeps Kueue
+analysis merges these units like any other (``units._form_units``), and a unit's pods use only
+the pools of the flavors Kueue may give them (``flavor_fits``). Everything that keeps Kueue
 from holding the job together is a ``Concern``; those marked ``needs_colocation`` matter only
 when nothing else (pin, podAffinity) holds the job in one zone.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from topogate.analysis.jobs import JobGroup, TrainingJob
 from topogate.analysis.kueue import (
@@ -38,7 +40,7 @@ from topogate.analysis.kueue import (
     KueueConfig,
 )
 from topogate.analysis.locate import _pos
-from topogate.analysis.scheduling import HOSTNAME_LABEL
+from topogate.analysis.scheduling import HOSTNAME_LABEL, NodeClass, PoolFit, Removal, fit_pools
 from topogate.inventory.model import Position
 
 # Kinds whose Kueue webhook refuses a PodSet group it cannot fit (docs/kueue.md); for the others
@@ -75,6 +77,9 @@ class KueueJob:
     summary: str = ""  # how Kueue places the job, for the map and explain
     split_note: str = ""  # why Kueue does not hold the whole job in one zone
     blocked: str = ""  # why Kueue never admits the job ("" when it can)
+    # Per pod set of a unit: the flavors Kueue may give it (their node labels and tolerations
+    # decide the pools its pods can use).
+    flavors: tuple[tuple[str, tuple[Flavor, ...]], ...] = ()
     concerns: tuple[Concern, ...] = ()
 
 
@@ -139,7 +144,7 @@ def analyse(job: TrainingJob, job_labels: Mapping[str, object], cfg: KueueConfig
             "default scheduler places each pod by its own constraints. Fix: add the label "
             f"{QUEUE_LABEL}: <LocalQueue> to the job's metadata (inventory: scheduler: kueue)."),
             where(g, _ann_key(g))),))
-    at_queue = where(job.groups[0], QUEUE_LABEL) if job_labels.get(QUEUE_LABEL) else job_pos
+    at_queue = where(job.groups[0], QUEUE_LABEL) if job.groups and job_labels.get(QUEUE_LABEL) else job_pos
     chain = cfg.resolve(job.namespace, queue)
     ref = f"{job.namespace}/{queue}"
     if chain.missing:
@@ -185,9 +190,10 @@ def _placed(job: TrainingJob, live: list[JobGroup], chain: Chain, ref: str, zone
         else:
             reported.add(g.name)
             concerns.append(Concern(LOOSE, job.object_id, (
-                f"{job.object_id}: {g.name} asks Kueue for one {r.level} domain, which spans "
-                f"several {zone_key} domains in the queue's Topology: Kueue may put its pods in "
-                f"different zones. Fix: {REQUIRED_TOPOLOGY}: {zone_key}."),
+                f"{job.object_id}: {g.name} asks Kueue for one {r.level} domain, which the "
+                f"queue's Topology does not nest inside one {zone_key} domain: Kueue may put its "
+                f"pods in different zones. Fix: {REQUIRED_TOPOLOGY}: {zone_key} (a level of the "
+                "Topology at or below the zone)."),
                 where(g, REQUIRED_TOPOLOGY if r.required else PREFERRED_TOPOLOGY), needs_colocation=True))
     units, group_concerns, bad = _units(job, live, requests, one_zone, where)
     concerns += group_concerns
@@ -202,7 +208,8 @@ def _placed(job: TrainingJob, live: list[JobGroup], chain: Chain, ref: str, zone
     summary, note = _describe(chain, ref, units, whole, requests)
     if not whole and len(live) > 1:
         concerns += _left_out(job, live, requests, units, reported | bad, where)
-    return KueueJob(ref, tuple(units), summary, note, concerns=tuple(concerns))
+    flavors = tuple((n, tuple(_serving(chain, requests[n].level))) for n in sorted(covered))
+    return KueueJob(ref, tuple(units), summary, note, concerns=tuple(concerns), flavors=flavors)
 
 
 def _flavor_concerns(job: TrainingJob, chain: Chain) -> list[Concern]:
@@ -359,3 +366,31 @@ def _loc(o: object, path: tuple[object, ...]) -> Position | None:
     pos = locate(path)
     return pos if isinstance(pos, Position) else None
 
+
+
+def flavor_fits(spec: Mapping[str, Any], flavors: Sequence[Flavor], classes: Sequence[NodeClass],
+                cache: dict[Any, tuple[PoolFit, ...]]) -> tuple[PoolFit, ...]:
+    """The node filters for a pod set Kueue admits on one of ``flavors``: Kueue adds the flavor's
+    nodeLabels as nodeSelector and its tolerations to the pods, so a pool fits if it fits the
+    pod spec so amended for some flavor. A flavor whose nodeLabels contradict the pod's own
+    nodeSelector is never assigned (Kueue checks the pod's selector against the flavor)."""
+    own = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
+    assert isinstance(own, dict)
+    per_flavor: list[tuple[Flavor, tuple[PoolFit, ...]]] = []
+    for f in flavors:
+        labels = dict(f.node_labels)
+        if any(str(own[k]) != v for k, v in labels.items() if k in own):
+            continue
+        raw = spec.get("tolerations")
+        tols: list[Any] = raw if isinstance(raw, list) else []
+        amended = {**spec, "nodeSelector": {**own, **labels}, "tolerations": [*tols, *f.toleration_dicts()]}
+        per_flavor.append((f, fit_pools(amended, classes, cache)))
+    ordered = sorted(classes, key=lambda n: (n.zone, n.pool))
+    out: list[PoolFit] = []
+    for i, node in enumerate(ordered):
+        fitting = next((fits[i] for _, fits in per_flavor if fits[i].fits), None)
+        selecting = next((fits[i] for f, fits in per_flavor
+                          if all(node.label_map.get(k) == v for k, v in f.node_labels)), None)
+        out.append(fitting or selecting or PoolFit(node, (Removal(
+            "kueue", "flavor", "no flavor of the job's ClusterQueue selects this pool"),)))
+    return tuple(out)
