@@ -241,3 +241,13 @@ def test_flavors_decide_the_pools_kueue_can_use(tmp_path: Path) -> None:
     assert master.zones == ("zone-a",)
     assert [p.reason for p in master.pools if p.zone == "zone-b"] == [
         "no flavor of the job's ClusterQueue selects this pool"]
+
+
+def test_queue_label_on_the_pod_template_is_named(tmp_path: Path) -> None:
+    # Kueue reads the queue from the job object; on a replica template it does nothing.
+    docs = _canon()
+    del docs[0]["metadata"]["labels"]
+    _templates(docs[0])[1]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "training"
+    out = run_check(str(LAB), _write(tmp_path, docs, (CANON / "kueue.yaml").read_text()))
+    (f,) = [f for f in out.result.findings if f.rule == "TG301"]
+    assert "on the pod template of Worker" in f.message

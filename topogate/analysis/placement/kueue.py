@@ -137,10 +137,13 @@ def analyse(job: TrainingJob, job_labels: Mapping[str, object], cfg: KueueConfig
         return None
     if not queue:
         g = annotated[0]
+        misplaced = [h.name for h in live if QUEUE_LABEL in h.label_map]
+        where_not = (f" (it is on the pod template of {', '.join(misplaced)}, where Kueue does not read "
+                     "it)" if misplaced else "")
         return KueueJob(concerns=(Concern(NO_QUEUE, job.object_id, (
             f"{job.object_id}: {g.name} asks Kueue for a topology ({_ann_key(g)}), but the job has no "
-            f"{QUEUE_LABEL} label and {job.namespace} has no LocalQueue named default among the "
-            "manifests: Kueue does not manage the job and nobody reads these annotations; the "
+            f"{QUEUE_LABEL} label{where_not} and {job.namespace} has no LocalQueue named default "
+            "among the manifests: Kueue does not manage the job and nobody reads these annotations; the "
             "default scheduler places each pod by its own constraints. Fix: add the label "
             f"{QUEUE_LABEL}: <LocalQueue> to the job's metadata (inventory: scheduler: kueue)."),
             where(g, _ann_key(g))),))
