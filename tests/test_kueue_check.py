@@ -251,3 +251,15 @@ def test_queue_label_on_the_pod_template_is_named(tmp_path: Path) -> None:
     out = run_check(str(LAB), _write(tmp_path, docs, (CANON / "kueue.yaml").read_text()))
     (f,) = [f for f in out.result.findings if f.rule == "TG301"]
     assert "on the pod template of Worker" in f.message
+
+
+def test_group_members_must_share_a_flavor(tmp_path: Path) -> None:
+    # A PodSet group gets one flavor: a Master held to the CPU pool and GPU Workers have none in
+    # common, so Kueue never admits the job (each alone would fit a flavor of its own).
+    docs = _canon()
+    _templates(docs[0])[0]["spec"]["nodeSelector"] = {"node-type": "cpu"}
+    out = run_check(str(LAB), _write(tmp_path, docs, (CANON / "kueue.yaml").read_text()))
+    (job,) = out.result.jobs
+    assert not job.schedulable
+    assert any("one flavor" in r for r in job.unschedulable_reasons)
+    assert "TG103" in {f.rule for f in out.result.findings}

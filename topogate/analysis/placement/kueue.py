@@ -371,23 +371,27 @@ def _loc(o: object, path: tuple[object, ...]) -> Position | None:
 
 
 
-def flavor_fits(spec: Mapping[str, Any], flavors: Sequence[Flavor], classes: Sequence[NodeClass],
-                cache: dict[Any, tuple[PoolFit, ...]]) -> tuple[PoolFit, ...]:
-    """The node filters for a pod set Kueue admits on one of ``flavors``: Kueue adds the flavor's
-    nodeLabels as nodeSelector and its tolerations to the pods, so a pool fits if it fits the
-    pod spec so amended for some flavor. A flavor whose nodeLabels contradict the pod's own
-    nodeSelector is never assigned (Kueue checks the pod's selector against the flavor)."""
+def _amended_fits(spec: Mapping[str, Any], f: Flavor, classes: Sequence[NodeClass],
+                  cache: dict[Any, tuple[PoolFit, ...]]) -> tuple[PoolFit, ...] | None:
+    """The node filters for the pod spec as Kueue admits it on flavor ``f`` (its nodeLabels as
+    nodeSelector, its tolerations added); None when the flavor contradicts the pod's own
+    nodeSelector (Kueue checks the pod's selector against the flavor and never assigns it)."""
     own = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
     assert isinstance(own, dict)
-    per_flavor: list[tuple[Flavor, tuple[PoolFit, ...]]] = []
-    for f in flavors:
-        labels = dict(f.node_labels)
-        if any(str(own[k]) != v for k, v in labels.items() if k in own):
-            continue
-        raw = spec.get("tolerations")
-        tols: list[Any] = raw if isinstance(raw, list) else []
-        amended = {**spec, "nodeSelector": {**own, **labels}, "tolerations": [*tols, *f.toleration_dicts()]}
-        per_flavor.append((f, fit_pools(amended, classes, cache)))
+    labels = dict(f.node_labels)
+    if any(str(own[k]) != v for k, v in labels.items() if k in own):
+        return None
+    raw = spec.get("tolerations")
+    tols: list[Any] = raw if isinstance(raw, list) else []
+    amended = {**spec, "nodeSelector": {**own, **labels}, "tolerations": [*tols, *f.toleration_dicts()]}
+    return fit_pools(amended, classes, cache)
+
+
+def flavor_fits(spec: Mapping[str, Any], flavors: Sequence[Flavor], classes: Sequence[NodeClass],
+                cache: dict[Any, tuple[PoolFit, ...]]) -> tuple[PoolFit, ...]:
+    """The node filters for a pod set Kueue admits on one of ``flavors``: a pool fits if it fits
+    the pod spec as amended by some flavor (``_amended_fits``)."""
+    per_flavor = [(f, fits) for f in flavors if (fits := _amended_fits(spec, f, classes, cache)) is not None]
     ordered = sorted(classes, key=lambda n: (n.zone, n.pool))
     out: list[PoolFit] = []
     for i, node in enumerate(ordered):
@@ -397,3 +401,28 @@ def flavor_fits(spec: Mapping[str, Any], flavors: Sequence[Flavor], classes: Seq
         out.append(fitting or selecting or PoolFit(node, (Removal(
             "kueue", "flavor", "no flavor of the job's ClusterQueue selects this pool"),)))
     return tuple(out)
+
+
+def shared_flavor_problem(job: TrainingJob, kueue: KueueJob, classes: Sequence[NodeClass],
+                          cache: dict[Any, tuple[PoolFit, ...]]) -> list[str]:
+    """A PodSet group gets ONE flavor for all its pod sets (``assignFlavors`` sums their requests
+    and checks every pod set against the flavor): a group whose members can use no common flavor
+    is never admitted, though each member alone would fit somewhere."""
+    by_group = dict(kueue.flavors)
+    out = []
+    for unit in kueue.units:
+        members = [g for n in sorted(unit) if (g := job.group(n)) is not None]
+        if len(members) < 2:
+            continue
+        offered = [{f.name for f in by_group.get(m.name, ())} for m in members]
+        common = [f for f in by_group.get(members[0].name, ()) if all(f.name in o for o in offered)]
+
+        def usable(f: Flavor, spec: Mapping[str, Any]) -> bool:
+            fits = _amended_fits(spec, f, classes, cache)
+            return fits is not None and any(x.fits for x in fits)
+
+        if not any(all(usable(f, m.spec) for m in members) for f in common):
+            out.append(f"Kueue gives PodSet group {' and '.join(m.name for m in members)} one flavor, but no "
+                       "flavor of the queue has nodes that every member can use: the job waits in the "
+                       "queue and never starts")
+    return out

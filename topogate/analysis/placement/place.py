@@ -10,7 +10,7 @@ from topogate.analysis.jobs import TrainingJob
 from topogate.analysis.placement.affinity import resolve_affinity, resolve_anti_affinity
 from topogate.analysis.placement.capacity import group_capacity, job_capacity, unit_capacity
 from topogate.analysis.placement.feasible import deadlocks, node_and_affinity_reasons, pending_risks
-from topogate.analysis.placement.kueue import KueueJob, flavor_fits
+from topogate.analysis.placement.kueue import KueueJob, flavor_fits, shared_flavor_problem
 from topogate.analysis.placement.model import JobPlacement
 from topogate.analysis.placement.peers import PeerIndex, peers_of
 from topogate.analysis.placement.plan import new_plan
@@ -46,6 +46,7 @@ def place_job(
             if g is not None and n in p.fits:
                 p.fits[n] = flavor_fits(g.spec, flavors, classes, cache)
                 p.node_zones[n] = {f.zone for f in p.fits[n] if f.fits}
+        p.job_unsched += shared_flavor_problem(job, kueue, classes, cache)
     resolve_affinity(p)
     resolve_anti_affinity(p)
     node_and_affinity_reasons(p)
