@@ -181,6 +181,7 @@ def run_check(
             unassigned=facts.unassigned, open_ingress=facts.open_ingress,
             closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects),
             not_modelled=facts.not_modelled, skipped=tuple((e.pos, e.message) for e in skipped),
+            kueue_concerns=facts.kueue_concerns,
         )
         findings = run_rules(ctx)
     result = CheckResult(findings, tuple(jobs), rules, inventory_path)

@@ -44,3 +44,4 @@ class Context:
     ungrouped: tuple[Any, ...] = ()  # analysis.coverage.Ungrouped: pod templates of no job
     not_modelled: tuple[tuple[str, str, str, Any], ...] = ()  # (policy, construct, message, Position)
     skipped: tuple[tuple[Any, str], ...] = ()  # (Position, why): files among PATHs not read
+    kueue_concerns: tuple[Any, ...] = ()  # analysis.placement.kueue.Concern

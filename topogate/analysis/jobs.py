@@ -90,6 +90,7 @@ class JobGroup:
     template_path: Path = ()  # inside the object that holds the template
     source: SourceLike | None = field(default=None, compare=False)  # where the template is written
     owner: str = ""  # Kind/namespace/name of the object holding the template
+    annotations: Pairs = ()  # sorted; the template's (Kueue reads its pod-set requests there)
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -180,6 +181,12 @@ def _labels_of(template: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in lab.items()} if isinstance(lab, dict) else {}
 
 
+def _annotations_of(template: Mapping[str, Any]) -> Pairs:
+    md = template.get("metadata")
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    return tuple(sorted((str(k), str(v)) for k, v in ann.items())) if isinstance(ann, dict) else ()
+
+
 def _spec_of(template: Mapping[str, Any]) -> dict[str, Any]:
     s = template.get("spec")
     return s if isinstance(s, dict) else {}
@@ -195,6 +202,7 @@ def _group(
     return JobGroup(
         name=name, pods=max(pods, 0), gpus_per_pod=pod_gpus(spec), labels=tuple(sorted(labels.items())),
         spec=spec, template_path=path, source=item.at(path), owner=owner,
+        annotations=_annotations_of(template),
     )
 
 
@@ -223,12 +231,14 @@ def _dict(v: Any) -> dict[str, Any]:
 
 
 def _merge_pod_patch(template: dict[str, Any], patch: Mapping[str, Any]) -> None:
-    """Apply one pod-template patch (metadata.labels, spec.nodeSelector/tolerations/affinity)."""
-    plabels = _dict(patch.get("metadata")).get("labels")
-    if isinstance(plabels, dict):
-        md = _dict(template.get("metadata"))
-        md["labels"] = {**_dict(md.get("labels")), **plabels}
-        template["metadata"] = md
+    """Apply one pod-template patch (metadata.labels/annotations, spec.nodeSelector/tolerations/
+    affinity)."""
+    for key in ("labels", "annotations"):
+        pmap = _dict(patch.get("metadata")).get(key)
+        if isinstance(pmap, dict):
+            md = _dict(template.get("metadata"))
+            md[key] = {**_dict(md.get(key)), **pmap}
+            template["metadata"] = md
     pspec = patch.get("spec")
     if not isinstance(pspec, dict):
         return

@@ -25,9 +25,12 @@ from topogate.analysis.clusters import assign_clusters
 from topogate.analysis.doors import ClosedDoor, DoorRules, closed_doors, target_members
 from topogate.analysis.ingress import OpenIngress, open_ingress
 from topogate.analysis.jobs import RUNTIME_KINDS, TrainingJob, find_jobs
+from topogate.analysis.kueue import KINDS as KUEUE_KINDS
+from topogate.analysis.kueue import KueueConfig
 from topogate.analysis.locate import RuleLocator, _pos, inventory_source, side_reason
 from topogate.analysis.netpolicy import External, Peer, PodClass, PolicySet, SourceRef, Verdict
 from topogate.analysis.placement import JobPlacement
+from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
 from topogate.analysis.pods import _pod_class, _pod_template
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
 from topogate.analysis.scheduling import selector_matches
@@ -78,6 +81,7 @@ class MapFacts:
     closed_doors: tuple[ClosedDoor, ...] = ()
     # (policy, construct, message, where): constructs the evaluator does not model (TG120)
     not_modelled: tuple[tuple[str, str, str, Position], ...] = ()
+    kueue_concerns: tuple[Concern, ...] = ()
 
 
 def _denied_tcp(pset: PolicySet, src: Peer, dst: Peer) -> tuple[int, Verdict] | None:
@@ -100,13 +104,15 @@ def _first_mover(spec: dict[str, Any], labels: dict[str, str], zone_key: str) ->
     return all(selector_matches(t.get("labelSelector"), labels) for t in zone_terms)
 
 
-def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str) -> list[str]:
+def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str,
+                  kueue_held: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Schedule orders the feasible-placement view hides: the first pod of a self-following unit
-    lands in a zone its partners cannot use, and every later pod must join it there."""
+    lands in a zone its partners cannot use, and every later pod must join it there. (Not for
+    groups Kueue admits: it picks the unit's zone before any of its pods exists.)"""
     risks: list[str] = []
     for g in job.groups:
         gp = plc.group(g.name)
-        if gp is None or gp.pods <= 0 or gp.unit < 0 or not _first_mover(g.spec, g.label_map, zone_key):
+        if g.name in kueue_held or gp is None or gp.pods <= 0 or gp.unit < 0 or not _first_mover(g.spec, g.label_map, zone_key):
             continue
         mates = [m for h in job.groups if h.name != g.name
                  and (m := plc.group(h.name)) is not None and m.unit == gp.unit and m.pods > 0]
@@ -187,7 +193,9 @@ class _ClusterMap:
         ns_labels = {o.name: {str(k): str(v) for k, v in ((o.obj.get("metadata") or {}).get("labels")
                                                            or {}).items()}
                      for o in policy_objs if o.kind == "Namespace"}
-        self.placements = placement_mod.place_all(self.jobs, lambda _j: cluster, ns_labels)
+        self.kueue = self._kueue([o for o in objects + shared_policies if o.kind in KUEUE_KINDS])
+        self.placements = placement_mod.place_all(
+            self.jobs, lambda _j: cluster, ns_labels, self.kueue)
         self.zone_names = {z.name for z in cluster.zones}
         self.policy_keys: dict[str, set[str]] = {}
         for o in policy_objs:
@@ -197,6 +205,26 @@ class _ClusterMap:
                 _selector_keys(o.obj.get("specs") or [], keys)
                 for k in keys:
                     self.policy_keys.setdefault(k, set()).add(o.ref)
+
+    def _kueue(self, kueue_objects: list[K8sObject]) -> dict[str, KueueJob]:
+        """How Kueue places each job (only jobs it has something to do with)."""
+        cfg = KueueConfig(kueue_objects)
+        out: dict[str, KueueJob] = {}
+        for job in self.jobs:
+            o = self.by_ref.get((job.kind, job.namespace, job.name))
+            md = o.obj.get("metadata") if o is not None else None
+            labels = (md.get("labels") or {}) if isinstance(md, dict) else {}
+            kj = analyse(job, labels if isinstance(labels, dict) else {}, cfg, self.cluster.zone_label,
+                         where_in(self.by_ref, job), _pos(job.source))
+            if kj is not None:
+                out[job.object_id] = kj
+        return out
+
+    def kueue_concerns(self, jm: JobMap) -> list[Concern]:
+        kj = self.kueue.get(jm.object)
+        if kj is None:
+            return []
+        return [c for c in kj.concerns if not (c.needs_colocation and jm.colocated)]
 
     def inventory_pos(self, job: TrainingJob) -> Position:
         for w in self.inv.workloads:
@@ -222,15 +250,21 @@ class _ClusterMap:
         flows = self.flows(job, peers, plc)
         src = job.source
         cap = plc.capacity
+        kj = self.kueue.get(job.object_id) or KueueJob()
+        kueue_held = {n for u in kj.units for n in u}
+        split = tuple(plc.may_split_reasons) + ((kj.split_note,) if kj.split_note and not plc.colocated else ())
         jm = JobMap(
             job.object_id, self.cluster.name, job.kind, job.namespace, job.name, tuple(groups),
-            plc.colocated, plc.schedulable, tuple(plc.may_split_reasons),
-            tuple(plc.unschedulable_reasons), tuple(flows), _pos(src),
+            plc.colocated, plc.schedulable and not kj.blocked, split,
+            tuple(plc.unschedulable_reasons) + ((kj.blocked,) if kj.blocked else ()),
+            tuple(flows), _pos(src),
             self.inventory_pos(job),
             {"needs": cap.requested, "has": cap.zone_gpus if cap.zone else cap.available,
              "zone": cap.zone, "fits": cap.fits, "message": cap.message},
-            tuple(dict.fromkeys((*plc.pending_risks, *_strand_risks(job, plc, self.cluster.zone_label)))),
+            tuple(dict.fromkeys((*plc.pending_risks,
+                                 *_strand_risks(job, plc, self.cluster.zone_label, kueue_held)))),
             tuple(job.problems),
+            kj.summary,
         )
         if not any(g.pods for g in job.groups):
             # No pod to place: nothing can split (an empty JobSet is not "split across zones ()").
@@ -378,7 +412,8 @@ def _who_gets_in(cm: _ClusterMap, inv: Inventory, cluster: Cluster,
 def build_map(inv: Inventory, objects: Sequence[K8sObject],
               override: str | None = None) -> tuple[list[JobMap], MapFacts]:
     by_cluster = assign_clusters(inv, objects, override)
-    shared = [o for o in by_cluster.get(None, []) if o.kind in (*POLICY_KINDS, "Namespace", *RUNTIME_KINDS)]
+    shared = [o for o in by_cluster.get(None, [])
+              if o.kind in (*POLICY_KINDS, "Namespace", *RUNTIME_KINDS, *KUEUE_KINDS)]
     facts = MapFacts()
     jobs_out: list[JobMap] = []
     lies: list[LabelLie] = []
@@ -390,6 +425,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     shared_selects: dict[str, tuple[int, Position]] = {}
     unprotected: list[tuple[str, Position]] = []
     not_modelled: dict[tuple[str, str, str, Position], None] = {}
+    kueue_concerns: list[Concern] = []
     unassigned = [(j.object_id, _pos(j.source)) for j in find_jobs(
         (o.obj, o.pos, o.locate) for o in by_cluster.get(None, []))]
     for cluster in inv.clusters:
@@ -412,6 +448,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
             cluster_jobs.append((jm, classes))
             lies.extend(cm.label_lies(jm))
             spreads.extend(cm.spread_splits(job, jm))
+            kueue_concerns.extend(cm.kueue_concerns(jm))
             any_policy = False
             host_net = {g.name for g in job.groups if g.spec.get("hostNetwork") is True}
             for name, pc in classes.items():
@@ -462,6 +499,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     facts.unprotected = tuple(unprotected)
     facts.unassigned = tuple(unassigned)
     facts.not_modelled = tuple(not_modelled)
+    facts.kueue_concerns = tuple(dict.fromkeys(kueue_concerns))
     return sorted(jobs_out, key=lambda j: (j.cluster, j.object)), facts
 
 

@@ -79,6 +79,7 @@ class JobMap:
     pending_risks: tuple[str, ...] = ()  # {"needs", "has", "zone", "fits", "message"}
     # What could not be resolved about the job itself (a TrainJob's runtime not among PATHs).
     problems: tuple[str, ...] = ()
+    kueue: str = ""  # how Kueue's topology-aware scheduling places the job ("" when it does not)
 
     @property
     def blocked(self) -> tuple[Flow, ...]:

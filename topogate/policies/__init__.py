@@ -41,6 +41,13 @@ from topogate.policies import (
     tg207_pending_no_fit,
     tg208_unmanaged_policy,
     tg209_policy_differs,
+    tg301_kueue_no_queue,
+    tg302_kueue_flavor_without_topology,
+    tg303_kueue_unknown_level,
+    tg304_kueue_preferred_topology,
+    tg305_kueue_podset_left_out,
+    tg306_kueue_invalid_group,
+    tg307_kueue_queue_unverified,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -77,4 +84,11 @@ REGISTRY: dict[str, ModuleType] = {
     "TG207": tg207_pending_no_fit,
     "TG208": tg208_unmanaged_policy,
     "TG209": tg209_policy_differs,
+    "TG301": tg301_kueue_no_queue,
+    "TG302": tg302_kueue_flavor_without_topology,
+    "TG303": tg303_kueue_unknown_level,
+    "TG304": tg304_kueue_preferred_topology,
+    "TG305": tg305_kueue_podset_left_out,
+    "TG306": tg306_kueue_invalid_group,
+    "TG307": tg307_kueue_queue_unverified,
 }

@@ -18,7 +18,9 @@ Worker: {template: {spec: {affinity: {nodeAffinity: ...zone In [zone-a]...}}}}
 
 Passing example: every replica type, master included, carries the same required nodeAffinity
 on the zone label (`placement: pin`), or follows the coordinator with a required podAffinity on
-`topology.kubernetes.io/zone` (`placement: follow`).
+`topology.kubernetes.io/zone` (`placement: follow`), or the job is in a Kueue queue and its pod
+sets are one PodSet group with `kueue.x-k8s.io/podset-required-topology` on the zone label
+(`scheduler: kueue`; docs/kueue.md, rules TG301-TG307).
 """
 
 from __future__ import annotations

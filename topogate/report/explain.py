@@ -58,6 +58,8 @@ def explain_text(job: JobMap) -> str:
     if job.inventory_pos != NOWHERE:
         lines.append(f"  inventory entry at {job.inventory_pos}")
     lines.append(f"  colocated: {'yes' if job.colocated else 'NO'}")
+    if job.kueue:
+        lines.append(f"    placed by {job.kueue}")
     lines += [f"    {' '.join(r.split())}" for r in job.split_reasons]
     lines.append(f"  schedulable: {'yes' if job.schedulable else 'NO'}")
     lines += [f"    {' '.join(r.split())}" for r in job.unschedulable_reasons]
@@ -94,6 +96,7 @@ def explain_json(job: JobMap) -> dict[str, Any]:
         "colocated": job.colocated,
         "schedulable": job.schedulable,
         "splitReasons": list(job.split_reasons),
+        "kueue": job.kueue,
         "unschedulableReasons": list(job.unschedulable_reasons),
         "capacity": dict(sorted(job.capacity.items())),
         "zones": list(job.zones),

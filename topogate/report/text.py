@@ -45,6 +45,8 @@ def job_summary(job: JobMap) -> str:
         "schedulable" if job.schedulable else "NOT schedulable",
     ])
     lines = [f"{job.object} (cluster {job.cluster}): {state}"]
+    if job.kueue:
+        lines.append(f"  placed by {job.kueue}")
     lines += [group_line(g) for g in job.groups]
     lines += [blocked_line(f) for f in sorted(job.blocked, key=flow_key)]
     return "\n".join(lines)

@@ -52,6 +52,8 @@ def deadlocks(p: _Plan) -> None:
 def pending_risks(p: _Plan) -> None:
     """A member of a unit that the scheduler may still put where the rest cannot follow."""
     for n in p.names:
+        if any(n in u for u in p.kueue_units):
+            continue  # Kueue picks the zone for the whole unit before its pods exist
         if n in p.single and len(p.units.members(n)) > 1:
             extra = p.unit_removed[n] - p.zones[n]
             rest = [m for m in p.units.members(n) if m != n]

@@ -54,6 +54,8 @@ class _Plan:
     risks: list[str] = field(default_factory=list)  # pending risks
     job_unsched: list[str] = field(default_factory=list)  # why the job as a whole cannot run
     splits: dict[str, list[str]] = field(default_factory=dict)  # per group: what splits it
+    # Groups Kueue's topology-aware scheduling fits into one zone, per unit (placement.kueue).
+    kueue_units: tuple[frozenset[str], ...] = ()
 
 
 def new_plan(

@@ -80,6 +80,11 @@ def _form_units(p: _Plan) -> bool:
     A, units, aff, changed = p.zones, p.units, p.aff, False
     single = {n for n in p.names if p.by_name[n].pods == 1 or len(A[n]) == 1
               or any(t.targets == {n} and not t.peers for t in aff[n])}
+    for unit in p.kueue_units:  # Kueue admits the unit into one zone before any pod starts
+        members = sorted(unit & set(p.names))
+        single |= set(members)
+        for m in members[1:]:
+            changed = units.union(members[0], m) or changed
     single |= {m for n in list(single) for m in units.members(n)}
     for n in p.names:
         for t in aff[n]:
