@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from topogate.inventory.model import Position
+from topogate.sourceindex import NestedPosition, SourceIndex, SourcePosition, SourceRef
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -107,6 +108,8 @@ class K8sObject:
     src_file: str = ""  # the readable path of the file that declares it, for nested positions
     doc: int = -1  # index of its document in that file
     prefix: Path_ = ()  # path of the object inside its document (items of a List)
+    # for built objects: where in the sources it was declared, looked up when first asked
+    source: SourceRef | None = None
 
     @property
     def kind(self) -> str:
@@ -134,6 +137,8 @@ class K8sObject:
 
     def locate(self, path: Path_) -> Position:
         """Position of the value at path inside this object (nearest existing ancestor), lazily."""
+        if self.source is not None:
+            return NestedPosition(self.source, path, self.pos)
         if self.doc < 0 or not self.src_file:
             return self.pos
         return LazyPosition(self.src_file, self.doc, (*self.prefix, *path), self.pos.file, self.pos)
@@ -219,37 +224,19 @@ def kustomize_build(d: Path) -> str:
     return proc.stdout
 
 
-def _source_index(d: Path) -> dict[tuple[str, str, str], K8sObject]:
-    """Objects as written in the YAML files under d, keyed by (kind, name, namespace-or-empty)."""
-    index: dict[tuple[str, str, str], K8sObject] = {}
-    for f in sorted(d.rglob("*")):
-        if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES and f.is_file():
-            try:
-                for o in parse_yaml(f.read_text(), _display(f), str(f)):
-                    index.setdefault((o.kind, o.name, o.namespace), o)
-            except (ManifestError, OSError, UnicodeDecodeError):
-                continue
-    return index
-
-
 def _built_objects(d: Path) -> list[K8sObject]:
     text = kustomize_build(d)
-    built = list(parse_yaml(text, f"{_display(d)} (kustomize build)"))  # no file to re-read
-    # Trace each built object back to its source: the overlay dir and the bases it references
-    # (relative resources may point outside d, so index their directories too). Nested
-    # positions then come from the source document: a field a patch added resolves to its
-    # nearest ancestor that the source has, such as the pod template.
-    index = _source_index(d)
-    for base in _referenced_dirs(d):
-        for k, v in _source_index(base).items():
-            index.setdefault(k, v)
+    built = parse_yaml(text, f"{_display(d)} (kustomize build)")  # no file to re-read
+    # Each built object is traced back to its source (the overlay dir and the bases it
+    # references) only when someone asks where it is: a finding, or a report naming it.
+    # Nested positions then come from the source document: a field a patch added resolves to
+    # its nearest ancestor that the source has, such as the pod template.
+    sources = SourceIndex(d)
+    fallback = Position(_display(_kfile(d)), 1, 1)
     out: list[K8sObject] = []
     for o in built:
-        src = index.get((o.kind, o.name, o.namespace)) or index.get((o.kind, o.name, ""))
-        if src is not None:
-            out.append(K8sObject(o.obj, src.pos, str(d), src.src_file, src.doc, src.prefix))
-        else:
-            out.append(K8sObject(o.obj, Position(_display(_kfile(d)), 1, 1), str(d)))
+        ref = SourceRef(sources, (o.kind, o.name, o.namespace), fallback)
+        out.append(K8sObject(o.obj, SourcePosition(ref), str(d), source=ref))
     return out
 
 
