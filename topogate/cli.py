@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.inventory.model import Inventory
 
 
 def _fail_inventory(err: InventoryError) -> None:
@@ -101,6 +104,13 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     from topogate.check import CheckInputError, run_check
     from topogate.report import get_reporter, resolve_format
 
+    if output:
+        # before the analysis, not after it has printed the report
+        parent = os.path.dirname(os.path.abspath(output))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            click.echo(f"topogate: cannot write the report to {output}: {parent} is not a "
+                       "writable directory", err=True)
+            sys.exit(2)
     try:
         outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
     except CheckInputError as err:
@@ -250,6 +260,27 @@ def _may_split(inventory: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
     return out
 
 
+def _audit_preflight(inv: Inventory, factory: Callable[[], Any]) -> Callable[[], Any]:
+    """Configuration before the analysis, which takes minutes on a large repository: cost tags,
+    then the client (region, endpoint, profile), then whether any credentials resolve. Returns
+    a factory handing out the client made here. Raises AuditError."""
+    from topogate.audit.egress import plan_queries
+    from topogate.audit.errors import classify
+
+    if not plan_queries(inv):
+        return factory
+    try:
+        client = factory()
+        import boto3
+        from botocore.exceptions import NoCredentialsError
+
+        if boto3.session.Session().get_credentials() is None:
+            raise NoCredentialsError()
+    except Exception as exc:  # noqa: BLE001 - mapped to the audit's exit codes
+        raise classify(exc, requests=0) from None
+    return lambda: client
+
+
 def _audit_date(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
     import datetime as dt
     import re
@@ -311,6 +342,7 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
         assert start is None or isinstance(start, dt.date)
         assert end is None or isinstance(end, dt.date)
         window = resolve_window(start, end, dt.date.today())
+        factory = _audit_preflight(inv, default_client_factory(max_attempts))
         may_split: dict[str, list[str]] | None
         cause_error: str | None = None
         try:
@@ -318,7 +350,7 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
         except Exception as err:  # noqa: BLE001 - the cause is optional, the cost is not
             may_split = None
             cause_error = scrub(str(err) or type(err).__name__)
-        result = run_audit(inv, window[0], window[1], default_client_factory(max_attempts),
+        result = run_audit(inv, window[0], window[1], factory,
                            may_split, verify=verify_usage_types, analysis_error=cause_error)
     except AuditError as err:
         click.echo(err.line(), err=True)
