@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from topogate import progress
 from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.model import Inventory
 
@@ -44,11 +45,13 @@ def generate(inventory: str, out: str, check_only: bool) -> None:
     from topogate.generators import render_tree
 
     try:
-        inv = load_inventory(inventory)
+        with progress.shown("topogate generate", progress.wanted()):
+            inv = load_inventory(inventory)
+            progress.note("rendering")
+            files = render_tree(inv, os.path.realpath(out))
     except InventoryError as err:
         _fail_inventory(err)
         return
-    files = render_tree(inv, os.path.realpath(out))
     if check_only:
         diffs = writer.diff_tree(out, files)
         if diffs:
@@ -64,7 +67,8 @@ def generate(inventory: str, out: str, check_only: bool) -> None:
         click.echo(f"{out} is up to date ({len(files)} files).")
         return
     try:
-        writer.write_tree(out, files)
+        with progress.shown(f"topogate generate: writing {len(files):,} files", progress.wanted()):
+            writer.write_tree(out, files)
     except writer.WriteError as err:
         click.echo(f"topogate: {err}", err=True)
         sys.exit(2)
@@ -94,8 +98,12 @@ def _formats() -> list[str]:
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Also write the report in this format to a file (e.g. markdown for a PR comment).")
 @click.option("--output-format", type=click.Choice(_formats()[1:]), default="markdown", show_default=True)
+@click.option("-q", "--quiet", is_flag=True, help="Findings and the summary line only; no progress.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="List every workload (by default a run of more than 20 lists the failing ones).")
 def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
-          fmt: str, strict: bool, output: str | None, output_format: str) -> None:
+          fmt: str, strict: bool, output: str | None, output_format: str, quiet: bool,
+          verbose: bool) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
@@ -111,13 +119,15 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
             click.echo(f"topogate: cannot write the report to {output}: {parent} is not a "
                        "writable directory", err=True)
             sys.exit(2)
+    name = resolve_format(fmt, os.environ, sys.stdout.isatty())
     try:
-        outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
+        with progress.shown("topogate check", progress.wanted(name, quiet)):
+            outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
     except CheckInputError as err:
         click.echo(f"topogate: {err}", err=True)
         sys.exit(2)
-    name = resolve_format(fmt, os.environ, sys.stdout.isatty())
-    click.echo(get_reporter(name, strict=strict).render(outcome.result), nl=False)
+    verbosity = -1 if quiet else 1 if verbose else 0
+    click.echo(get_reporter(name, strict=strict, verbosity=verbosity).render(outcome.result), nl=False)
     if output:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(get_reporter(output_format, strict=strict).render(outcome.result))

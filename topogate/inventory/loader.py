@@ -24,7 +24,7 @@ from typing import Any
 
 import jsonschema
 
-from topogate import kinds
+from topogate import kinds, progress
 from topogate.inventory.basefiles import line_of, parse_base_text
 from topogate.inventory.basefiles import shown as _shown
 from topogate.inventory.model import (
@@ -615,7 +615,10 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
 
     workloads: list[Workload] = []
     wl_items: list[tuple[YPath, str]] = []
-    for i, w in enumerate(_seq(data.get("workloads"))):
+    workload_data = _seq(data.get("workloads"))
+    for i, w in enumerate(workload_data):
+        if read_bases and i % 50 == 0:
+            progress.note(f"reading workloads and their bases ({i:,}/{len(workload_data):,})")
         if isinstance(w, dict):
             wl_items.append((("workloads", i, "name"),
                              f"{w.get('cluster')}/{w.get('namespace')}/{w.get('name')}"))
