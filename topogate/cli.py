@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import click
 
+from topogate import progress
 from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.inventory.model import Inventory
 from topogate.report.escape import one_line
 
 
@@ -48,11 +51,13 @@ def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> Non
         click.echo("topogate: --diff goes with --check (generate writes the tree otherwise)", err=True)
         sys.exit(2)
     try:
-        inv = load_inventory(inventory)
+        with progress.shown("topogate generate", progress.wanted()):
+            inv = load_inventory(inventory)
+            progress.note("rendering")
+            files = render_tree(inv, os.path.realpath(out))
     except InventoryError as err:
         _fail_inventory(err)
         return
-    files = render_tree(inv, os.path.realpath(out))
     if check_only:
         diffs = writer.diff_tree(out, files)
         if diffs:
@@ -77,7 +82,8 @@ def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> Non
         click.echo(f"{one_line(out)} is up to date ({len(files)} files).")
         return
     try:
-        writer.write_tree(out, files)
+        with progress.shown(f"topogate generate: writing {len(files):,} files", progress.wanted()):
+            writer.write_tree(out, files)
     except writer.WriteError as err:
         click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)
@@ -112,9 +118,13 @@ def _formats() -> list[str]:
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="With --live: kubeconfig file.")
 @click.option("--from-file", type=click.Path(dir_okay=False),
               help="With --live: a `kubectl get nodes,pods,... -o json` file instead of the cluster.")
+@click.option("-q", "--quiet", is_flag=True, help="Findings and the summary line only; no progress.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="List every workload (by default a run of more than 20 lists the failing ones).")
 def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
           fmt: str, strict: bool, output: str | None, output_format: str, live: bool,
-          context: str | None, kubeconfig: str | None, from_file: str | None) -> None:
+          context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
+          verbose: bool) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
@@ -128,13 +138,23 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     from topogate.check import CheckInputError, run_check
     from topogate.report import get_reporter, resolve_format
 
+    if output:
+        # before the analysis, not after it has printed the report
+        parent = os.path.dirname(os.path.abspath(output))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            click.echo(f"topogate: cannot write the report to {one_line(output)}: {one_line(parent)} is not a "
+                       "writable directory", err=True)
+            sys.exit(2)
+    name = resolve_format(fmt, os.environ, sys.stdout.isatty())
     try:
-        outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
+        with progress.shown("topogate check", progress.wanted(name, quiet)):
+            outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
     except CheckInputError as err:
         click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)
-    name = resolve_format(fmt, os.environ, sys.stdout.isatty())
-    click.echo(_log_safe(name, get_reporter(name, strict=strict).render(outcome.result)), nl=False)
+    verbosity = -1 if quiet else 1 if verbose else 0
+    click.echo(_log_safe(name, get_reporter(name, strict=strict, verbosity=verbosity).render(outcome.result)),
+               nl=False)
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:
@@ -296,6 +316,27 @@ def _may_split(inventory: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
     return out
 
 
+def _audit_preflight(inv: Inventory, factory: Callable[[], Any]) -> Callable[[], Any]:
+    """Configuration before the analysis, which takes minutes on a large repository: cost tags,
+    then the client (region, endpoint, profile), then whether any credentials resolve. Returns
+    a factory handing out the client made here. Raises AuditError."""
+    from topogate.audit.egress import plan_queries
+    from topogate.audit.errors import classify
+
+    if not plan_queries(inv):
+        return factory
+    try:
+        client = factory()
+        import boto3
+        from botocore.exceptions import NoCredentialsError
+
+        if boto3.session.Session().get_credentials() is None:
+            raise NoCredentialsError()
+    except Exception as exc:  # noqa: BLE001 - mapped to the audit's exit codes
+        raise classify(exc, requests=0) from None
+    return lambda: client
+
+
 def _audit_date(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
     import datetime as dt
     import re
@@ -364,6 +405,7 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
         assert start is None or isinstance(start, dt.date)
         assert end is None or isinstance(end, dt.date)
         window = resolve_window(start, end, dt.date.today())
+        factory = _audit_preflight(inv, default_client_factory(max_attempts))
         may_split: dict[str, list[str]] | None
         cause_error: str | None = None
         try:
@@ -371,7 +413,7 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
         except Exception as err:  # noqa: BLE001 - the cause is optional, the cost is not
             may_split = None
             cause_error = scrub(str(err) or type(err).__name__)
-        result = run_audit(inv, window[0], window[1], default_client_factory(max_attempts),
+        result = run_audit(inv, window[0], window[1], factory,
                            may_split, verify=verify_usage_types, analysis_error=cause_error)
     except AuditError as err:
         click.echo(safe_line(err.line()), err=True)

@@ -96,7 +96,7 @@ def _quantity(v: Any) -> int:
         return 0
     if isinstance(v, int):
         return v
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():  # not "²"
         return int(v.strip())
     return 0
 

@@ -24,6 +24,7 @@ from topogate.inventory.model import Position
 from topogate.kustomization import Tree, check_tree, kubectl
 from topogate.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, Unit, display, walk
 from topogate.saferead import InputError, Loader, documents, is_regular, read_text
+from topogate.sourceindex import NestedPosition, SourceIndex, SourcePosition, SourceRef
 
 _Loader = Loader
 ManifestError = InputError  # the name the rest of topogate catches
@@ -99,6 +100,8 @@ class K8sObject:
     src_file: str = ""  # the readable path of the file that declares it, for nested positions
     doc: int = -1  # index of its document in that file
     prefix: Path_ = ()  # path of the object inside its document (items of a List)
+    # for built objects: where in the sources it was declared, looked up when first asked
+    source: SourceRef | None = None
 
     @property
     def kind(self) -> str:
@@ -126,6 +129,8 @@ class K8sObject:
 
     def locate(self, path: Path_) -> Position:
         """Position of the value at path inside this object (nearest existing ancestor), lazily."""
+        if self.source is not None:
+            return NestedPosition(self.source, path, self.pos)
         if self.doc < 0 or not self.src_file:
             return self.pos
         return LazyPosition(self.src_file, self.doc, (*self.prefix, *path), self.pos.file, self.pos)
@@ -185,62 +190,57 @@ def kustomize_build(d: Path) -> str:
     return kustomization.build(d)
 
 
-_Index = dict[tuple[str, str, str], K8sObject]
-
-
 @dataclass
 class _Sources:
-    """Source files parsed once per collect, shared by every tree that indexes them."""
+    """Source files of one collect: read only inside the roots, only regular files, each
+    parsed at most once however many trees ask about it."""
 
     roots: Roots
     files: dict[str, list[K8sObject]]
+
+    def usable(self, f: Path) -> bool:
+        return is_regular(f) and self.roots.holds(Path(os.path.realpath(f)))
+
+    def text(self, f: Path) -> str | None:
+        try:
+            return read_text(f, display(f)) if self.usable(f) else None
+        except InputError:
+            return None
 
     def objects(self, f: Path) -> list[K8sObject]:
         key = str(f)
         if key not in self.files:
             self.files[key] = []
             try:
-                if is_regular(f) and self.roots.holds(Path(os.path.realpath(f))):
+                if self.usable(f):
                     shown = display(f)
                     self.files[key] = list(parse_yaml(read_text(f, shown), shown, str(f)))
             except InputError:
                 pass  # not a manifest the build could have used: no positions from it
         return self.files[key]
 
-    def index(self, d: Path) -> _Index:
-        """Objects as written in the YAML files under d, keyed by (kind, name, namespace-or-empty).
-
-        Symlinked directories are not followed (as Path.rglob), symlinked files only inside
-        the roots."""
+    @staticmethod
+    def yaml_files(d: Path) -> list[Path]:
+        """YAML files under d. Symlinked directories are not followed (as Path.rglob);
+        symlinked files are, but `usable` reads them only inside the roots."""
         found: list[Path] = []
         for dirpath, _, filenames in os.walk(d):
             found.extend(Path(dirpath) / n for n in filenames)
-        index: _Index = {}
-        for f in sorted(found):
-            if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES:
-                for o in self.objects(f):
-                    index.setdefault((o.kind, o.name, o.namespace), o)
-        return index
+        return [f for f in sorted(found) if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES]
 
 
 def _built_objects(d: Path, tree: Tree, text: str, sources: _Sources) -> list[K8sObject]:
-    built = list(parse_yaml(text, f"{display(d)} (kustomize build)", guard=False))  # no file to re-read
-    # Trace each built object back to its source: the overlay dir and the bases it references
-    # (relative resources may point outside d, so index their directories too). Nested
-    # positions then come from the source document: a field a patch added resolves to its
-    # nearest ancestor that the source has, such as the pod template.
-    index = sources.index(d)
-    for base in tree.dirs:
-        for k, v in sources.index(base).items():
-            index.setdefault(k, v)
-    kfile = _kfile(d)
+    built = parse_yaml(text, f"{display(d)} (kustomize build)", guard=False)  # no file to re-read
+    # Each built object is traced back to its source (the overlay dir and the bases it
+    # references) only when someone asks where it is: a finding, or a report naming it.
+    # Nested positions then come from the source document: a field a patch added resolves to
+    # its nearest ancestor that the source has, such as the pod template.
+    index = SourceIndex((d, *tree.dirs), sources)
+    fallback = Position(display(_kfile(d)), 1, 1)
     out: list[K8sObject] = []
     for o in built:
-        src = index.get((o.kind, o.name, o.namespace)) or index.get((o.kind, o.name, ""))
-        if src is not None:
-            out.append(K8sObject(o.obj, src.pos, str(d), src.src_file, src.doc, src.prefix))
-        else:
-            out.append(K8sObject(o.obj, Position(display(kfile), 1, 1), str(d)))
+        ref = SourceRef(index, (o.kind, o.name, o.namespace), fallback)
+        out.append(K8sObject(o.obj, SourcePosition(ref), str(d), source=ref))
     return out
 
 

@@ -112,7 +112,8 @@ def read_doors(chk: _Checker, data: dict[str, Any], clusters: dict[str, Cluster]
                 f"known clusters: {', '.join(sorted(clusters)) or 'none'}"))
         elif not chk.has_problem_under(path):
             _check_refs(chk, path, d, cluster, workloads)
-        for pi, p in enumerate(r.get("ports") or []):
+        raw_ports = r.get("ports")
+        for pi, p in enumerate(raw_ports if isinstance(raw_ports, list) else []):
             if isinstance(p, dict) and isinstance(p.get("endPort"), int) and isinstance(p.get("port"), int) \
                     and p["endPort"] < p["port"]:
                 chk.err(path + ("ports", pi, "endPort"), (

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
-from topogate import kinds
+from topogate import kinds, progress
+from topogate.inventory.basefiles import line_of, parse_base_text
+from topogate.inventory.basefiles import shown as _shown
 from topogate.inventory.doors import read_doors
 from topogate.inventory.model import (
     DEFAULT_ZONE_LABEL,
@@ -48,9 +49,8 @@ from topogate.inventory.model import (
     follow_zones,
     kueue_groupable,
 )
-from topogate.inventory.yamlpos import MAX_EXPANDED_NODES, Located, YamlReadError, YPath, read_yaml
+from topogate.inventory.yamlpos import Located, YamlReadError, YPath, read_yaml
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DNS = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -208,13 +208,13 @@ class _Checker:
         base: YPath = ("clusters", i)
         zones: list[Zone] = []
         zone_items: list[tuple[YPath, str]] = []
-        for zi, z in enumerate(c.get("zones") or []):
+        for zi, z in enumerate(_seq(c.get("zones"))):
             if not isinstance(z, dict):
                 continue
             zp = base + ("zones", zi)
             pools: list[Pool] = []
             pool_items: list[tuple[YPath, str]] = []
-            for pi, p in enumerate(z.get("pools") or []):
+            for pi, p in enumerate(_seq(z.get("pools"))):
                 if not isinstance(p, dict):
                     continue
                 pp = zp + ("pools", pi)
@@ -222,7 +222,7 @@ class _Checker:
                 taints = tuple(
                     Taint(str(t.get("key", "")), str(t.get("effect", "")), str(t.get("value", "") or ""),
                           self.loc.at(pp + ("taints", ti)))
-                    for ti, t in enumerate(p.get("taints") or []) if isinstance(t, dict))
+                    for ti, t in enumerate(_seq(p.get("taints"))) if isinstance(t, dict))
                 pools.append(Pool(
                     str(p.get("name", "")), _int(p.get("nodes")), _int(p.get("gpusPerNode")),
                     _labels(p.get("labels")), taints, self.loc.at(pp),
@@ -236,13 +236,13 @@ class _Checker:
         nzs: list[NetworkZone] = []
         owner: dict[str, tuple[str, YPath]] = {}
         nz_items: list[tuple[YPath, str]] = []
-        for ni, n in enumerate(c.get("networkZones") or []):
+        for ni, n in enumerate(_seq(c.get("networkZones"))):
             if not isinstance(n, dict):
                 continue
             np_: YPath = base + ("networkZones", ni)
             nz_items.append((np_ + ("name",), str(n.get("name"))))
             members: list[str] = []
-            for zi, zname in enumerate(n.get("zones") or []):
+            for zi, zname in enumerate(_seq(n.get("zones"))):
                 zname = str(zname)
                 zpath = np_ + ("zones", zi)
                 if zname not in zone_names:
@@ -357,19 +357,19 @@ class _Checker:
                               self.loc.at(base + ("metrics",)))
         egress = tuple(
             EgressRule(
-                tuple(str(x) for x in e.get("fqdns") or []),
-                tuple(str(x) for x in e.get("cidrs") or []),
+                tuple(str(x) for x in _seq(e.get("fqdns"))),
+                tuple(str(x) for x in _seq(e.get("cidrs"))),
                 tuple(PortSpec(_int(p.get("port")), str(p.get("protocol", "TCP")),
                                _int(p["endPort"]) if "endPort" in p else None)
                       for p in _dicts(e.get("ports"))),
                 self.loc.at(base + ("egress", ei)),
                 tuple(self.loc.at(base + ("egress", ei, "fqdns", fi))
-                      for fi, _ in enumerate(e.get("fqdns") or [])))
+                      for fi, _ in enumerate(_seq(e.get("fqdns")))))
             for ei, e in enumerate(_dicts(w.get("egress"))))
         for ei, e in enumerate(_dicts(w.get("egress"))):
             if not e.get("fqdns") and not e.get("cidrs"):
                 self.err(base + ("egress", ei), "an egress entry needs `fqdns:` or `cidrs:`")
-            for ci, cidr in enumerate(e.get("cidrs") or []):
+            for ci, cidr in enumerate(_seq(e.get("cidrs"))):
                 try:
                     ipaddress.ip_network(str(cidr), strict=False)
                 except ValueError:
@@ -418,6 +418,16 @@ class _Checker:
                 f"job has {shape}: use `placement: pin` with `zone:`"))
 
     def read_base(self, path: YPath, rel: str) -> tuple[str, tuple[Any, ...]]:
+        try:
+            return self._read_base(path, rel)
+        except (OSError, RuntimeError, ValueError) as e:
+            # a name too long, a NUL byte, a symlink loop: the path itself is unusable
+            shown = rel if len(rel) <= 60 else rel[:57] + "..."
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            self.err(path, f"base '{shown}' cannot be read ({why}); fix the path")
+            return "", ()
+
+    def _read_base(self, path: YPath, rel: str) -> tuple[str, tuple[Any, ...]]:
         if os.path.isabs(rel):
             self.err(path, f"base '{rel}' must be a path relative to the inventory file")
             return "", ()
@@ -438,11 +448,12 @@ class _Checker:
                             "manifests under `resources:` so the overlay can build on it"))
             return "", ()
         before = len(self.problems)
-        kdocs = self.load_base_file(kfile)
+        ktext = self.read_base_text(kfile) or ""
+        kdocs = self.parse_base_text(ktext, kfile) if ktext else []
         kdoc = kdocs[0] if kdocs and isinstance(kdocs[0], dict) else {}
         resources = kdoc.get("resources", [])
         if not isinstance(resources, list):
-            self.problems.append(Problem(_line_of(kfile, "resources"), (
+            self.problems.append(Problem(line_of(ktext, kfile, "resources"), (
                 f"`resources` of base '{rel}' must be a list of paths")))
             return "", ()
         # Read the base the way kustomize does. A base that is only a list of its own files is
@@ -452,9 +463,8 @@ class _Checker:
         docs: list[Any] = []
         for res in resources:
             res = str(res)
-            where = _line_of(kfile, res)
             if "://" in res or res.startswith(("github.com/", "git@", "ssh:")):
-                self.problems.append(Problem(where, (
+                self.problems.append(Problem(line_of(ktext, kfile, res), (
                     f"resource '{res}' of base '{rel}' is remote: generate would depend on the "
                     "network and on what that URL serves today; vendor it into the repository")))
                 continue
@@ -463,7 +473,7 @@ class _Checker:
                 try:
                     f.relative_to(target)
                 except ValueError:
-                    self.problems.append(Problem(where, (
+                    self.problems.append(Problem(line_of(ktext, kfile, res), (
                         f"resource '{res}' of base '{rel}' is a file outside the base directory; "
                         "kustomize refuses that (load restrictor): move it into the base or make "
                         "its directory a kustomization of its own")))
@@ -472,7 +482,7 @@ class _Checker:
             elif f.is_dir():
                 simple = False
             else:
-                self.problems.append(Problem(where, (
+                self.problems.append(Problem(line_of(ktext, kfile, res), (
                     f"resource '{res}' of base '{rel}' does not exist; kustomize cannot build the "
                     "base (and so no overlay on it): fix the path or remove the entry")))
         if len(self.problems) > before:
@@ -505,7 +515,7 @@ class _Checker:
     def one_job_per_base(self, path: YPath, docs: list[Any], rel: str) -> bool:
         """The overlay carries everything in its base: a second job would ride along unpatched."""
         jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") in kinds.KINDS]
-        ids = [f"{d.get('kind')}/{(d.get('metadata') or {}).get('name')}" for d in jobs]
+        ids = [f"{d.get('kind')}/{_map(d.get('metadata')).get('name')}" for d in jobs]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             self.err(path, f"base '{rel}' declares {', '.join(dupes)} more than once; kustomize "
@@ -519,45 +529,22 @@ class _Checker:
         return True
 
     def parse_base_text(self, text: str, f: Path) -> list[Any]:
-        """Documents of a base manifest: duplicate keys and alias bombs are refused (kustomize
-        rejects the former; the latter would expand in every later step)."""
-        loader = _BaseLoader(text)
-        out: list[Any] = []
+        """Documents of a base manifest; its problem, if any, is reported at its own line."""
+        docs, problems = parse_base_text(text, f)
+        self.problems += [Problem(pos, msg) for pos, msg in problems]
+        return docs
+
+    def read_base_text(self, f: Path) -> str | None:
         try:
-            while loader.check_node():
-                node = loader.get_node()
-                if node is None:
-                    continue
-                if _expanded_size(node) > MAX_EXPANDED_NODES:
-                    self.problems.append(Problem(_mark(f, node.start_mark), (
-                        f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "
-                        "refusing to expand this base manifest")))
-                    return []
-                out.append(loader.construct_document(node))
-        except _DuplicateKey as e:
-            self.problems.append(Problem(_mark(f, e.mark), (
-                f"duplicate key '{e.key}' in a base manifest; kustomize rejects it: remove one")))
-            return []
-        except yaml.MarkedYAMLError as e:
-            mark = e.problem_mark or e.context_mark
-            where = _mark(f, mark) if mark else Position(_shown(f), 1, 1)
-            self.problems.append(Problem(where, f"YAML syntax error in a base manifest: {e.problem or e}"))
-            return []
-        except RecursionError:
-            self.problems.append(Problem(Position(_shown(f), 1, 1), "a base manifest is nested too deeply"))
-            return []
-        finally:
-            loader.dispose()
-        return out
+            return f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            self.problems.append(Problem(Position(_shown(f), 1, 1), f"cannot read a base manifest: {e}"))
+            return None
 
     def load_base_file(self, f: Path) -> list[Any]:
         """Documents of one base file; a problem is reported at its own line, in its file."""
-        try:
-            text = f.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            self.problems.append(Problem(Position(_shown(f), 1, 1), f"cannot read a base manifest: {e}"))
-            return []
-        return self.parse_base_text(text, f)
+        text = self.read_base_text(f)
+        return [] if text is None else self.parse_base_text(text, f)
 
     def groups_of(self, path: YPath, docs: tuple[Any, ...], kind: str, name: str,
                   rel: str) -> tuple[ReplicaGroup, ...]:
@@ -572,11 +559,11 @@ class _Checker:
             self.err(path, (f"the {kind} '{name}' in base '{rel}' has apiVersion '{api}'; topogate "
                             f"patches {kind} of API group {want_group}: fix the apiVersion"))
             return ()
-        if kind == "TrainJob" and not ((job.get("spec") or {}).get("runtimeRef") or {}).get("name"):
+        if kind == "TrainJob" and not _map(_map(job.get("spec")).get("runtimeRef")).get("name"):
             self.err(path, (f"the TrainJob '{name}' in base '{rel}' has no spec.runtimeRef.name; the "
                             "Trainer needs a runtime to create its pods"))
             return ()
-        cluster_scoped = [f"{d.get('kind')}/{(d.get('metadata') or {}).get('name')}" for d in docs
+        cluster_scoped = [f"{d.get('kind')}/{_map(d.get('metadata')).get('name')}" for d in docs
                           if isinstance(d, dict) and d.get("kind") in _CLUSTER_SCOPED_IN_BASES]
         if cluster_scoped:
             self.err(path, (f"base '{rel}' holds cluster-scoped {', '.join(cluster_scoped)}; the "
@@ -620,12 +607,12 @@ def _runtime_groups(job: dict[str, Any], docs: tuple[Any, ...]) -> tuple[str, ..
     """The replicated jobs of a TrainJob's runtime, when the runtime is among the base's docs."""
     if job.get("kind") != "TrainJob":
         return ()
-    ref = (job.get("spec") or {}).get("runtimeRef") or {}
+    ref = _map(_map(job.get("spec")).get("runtimeRef"))
     for d in docs:
         if (isinstance(d, dict) and d.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime")
-                and (d.get("metadata") or {}).get("name") == ref.get("name")):
-            rjs = (((d.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs")
-            return tuple(str(r.get("name")) for r in rjs or [] if isinstance(r, dict))
+                and _map(d.get("metadata")).get("name") == ref.get("name")):
+            rjs = _map(_map(_map(d.get("spec")).get("template")).get("spec")).get("replicatedJobs")
+            return tuple(str(r.get("name")) for r in _seq(rjs) if isinstance(r, dict))
     return ()
 
 
@@ -634,62 +621,13 @@ _CLUSTER_SCOPED_IN_BASES = ("ClusterTrainingRuntime", "Namespace", "ClusterRole"
                             "ClusterRoleBinding", "CiliumClusterwideNetworkPolicy")
 
 
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: str, mark: Any):
-        super().__init__(key)
-        self.key = key
-        self.mark = mark
+def _seq(v: Any) -> list[Any]:
+    """v when it is a list: after a schema error a list field may hold anything."""
+    return v if isinstance(v, list) else []
 
 
-class _BaseLoader(_Loader):  # type: ignore[misc,valid-type]
-    """libyaml with one check kustomize makes and PyYAML does not: duplicate mapping keys."""
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = key_node.value
-            if key in seen and key != "<<":
-                raise _DuplicateKey(str(key), key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _expanded_size(node: Any, memo: dict[int, int] | None = None) -> int:
-    memo = {} if memo is None else memo
-    if id(node) in memo:
-        return memo[id(node)]
-    memo[id(node)] = 1
-    n = 1
-    if isinstance(node.value, list):
-        for item in node.value:
-            for sub in (item if isinstance(item, tuple) else (item,)):
-                n += _expanded_size(sub, memo)
-                if n > MAX_EXPANDED_NODES:
-                    break
-    memo[id(node)] = n
-    return n
-
-
-def _mark(f: Path, mark: Any) -> Position:
-    return Position(_shown(f), mark.line + 1, mark.column + 1)
-
-
-def _shown(f: Path) -> str:
-    """A base file as findings show it: relative to the working directory when below it."""
-    try:
-        return os.path.relpath(f)
-    except ValueError:  # pragma: no cover - another drive on Windows
-        return str(f)
-
-
-def _line_of(f: Path, needle: str) -> Position:
-    try:
-        for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
-            if needle in line:
-                return Position(_shown(f), i, line.index(needle) + 1)
-    except (OSError, UnicodeDecodeError):
-        pass
-    return Position(_shown(f), 1, 1)
+def _map(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
 
 
 def _quantity(v: Any) -> str | None:
@@ -728,13 +666,13 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
     inv_dir = Path(file).resolve().parent
     chk = _Checker(loc, file, inv_dir, read_bases)
     problems += _schema_problems(loc, chk.bad_paths)
-    cluster_index = {str(c.get("name")): i for i, c in enumerate(data.get("clusters") or [])
+    cluster_index = {str(c.get("name")): i for i, c in enumerate(_seq(data.get("clusters")))
                      if isinstance(c, dict)}
     chk.cluster_index = cluster_index
 
     clusters: list[Cluster] = []
     cluster_items: list[tuple[YPath, str]] = []
-    for i, c in enumerate(data.get("clusters") or []):
+    for i, c in enumerate(_seq(data.get("clusters"))):
         if isinstance(c, dict):
             cluster_items.append((("clusters", i, "name"), str(c.get("name"))))
             clusters.append(chk.cluster(i, c))
@@ -743,7 +681,10 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
 
     workloads: list[Workload] = []
     wl_items: list[tuple[YPath, str]] = []
-    for i, w in enumerate(data.get("workloads") or []):
+    workload_data = _seq(data.get("workloads"))
+    for i, w in enumerate(workload_data):
+        if read_bases and i % 50 == 0:
+            progress.note(f"reading workloads and their bases ({i:,}/{len(workload_data):,})")
         if isinstance(w, dict):
             wl_items.append((("workloads", i, "name"),
                              f"{w.get('cluster')}/{w.get('namespace')}/{w.get('name')}"))
@@ -786,7 +727,7 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
                        for w in workloads}}
     digest = hashlib.sha256(
         json.dumps(canon, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
-    md = data.get("metadata") or {}
+    md = _map(data.get("metadata"))
     return Inventory(
         str(md.get("name", "")), file, digest,
         tuple(sorted(clusters, key=lambda c: c.name)),

@@ -43,8 +43,11 @@ def resolve_format(fmt: str, env: Mapping[str, str], isatty: bool) -> str:
     return fmt
 
 
-def get_reporter(fmt: str, *, strict: bool = False) -> Reporter:
-    """A reporter for a concrete (already resolved) format."""
+def get_reporter(fmt: str, *, strict: bool = False, verbosity: int = 0) -> Reporter:
+    """A reporter for a concrete (already resolved) format; `verbosity` (-1 quiet, 0, 1 -v)
+    decides how many workload summaries the text format lists."""
+    if fmt == "text":
+        return TextReporter(strict=strict, verbosity=verbosity)
     return REPORTERS[fmt](strict=strict)
 
 

@@ -1,5 +1,10 @@
 """Human output: compiler-style finding lines (editors and terminals make them clickable),
-then one short summary per workload, then the counts."""
+then one short summary per workload, then the counts.
+
+How many workload summaries: every one in a small run (up to SMALL_RUN workloads) or with
+`-v`; at scale only the failing ones and one line for the rest, since 6,000 lines of "colocated,
+schedulable" bury the one that is not; none with `--quiet` (findings and the count line only).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from topogate.report.base import (
 )
 
 INDENT = "    "
+SMALL_RUN = 20  # workloads: up to this many, every summary is shown by default
+QUIET, DEFAULT, VERBOSE = -1, 0, 1
 
 
 def finding_line(f: Finding) -> str:
@@ -52,9 +59,18 @@ def job_summary(job: JobMap) -> str:
     return "\n".join(lines)
 
 
+def job_fails(job: JobMap, failing_objects: set[str]) -> bool:
+    return (not job.colocated or not job.schedulable or bool(job.blocked)
+            or job.object in failing_objects)
+
+
 class TextReporter(Reporter):
     name = "text"
     description = "file:line:column lines for people, then a summary per workload"
+
+    def __init__(self, *, strict: bool = False, verbosity: int = DEFAULT) -> None:
+        super().__init__(strict=strict)
+        self.verbosity = verbosity
 
     def render(self, result: CheckResult) -> str:
         blocks: list[str] = []
@@ -62,8 +78,22 @@ class TextReporter(Reporter):
         if findings:
             blocks.append("\n".join(finding_line(f) for f in findings))
         jobs = sorted_jobs(result)
-        if jobs:
-            blocks.append("\n".join(job_summary(j) for j in jobs))
+        if jobs and self.verbosity > QUIET:
+            blocks.append(self.summaries(result, jobs))
         verdict = "FAIL" if self.failed(result) else "ok"
         blocks.append(f"{verdict}: {counts_line(result)}")
         return "\n\n".join(blocks) + "\n"
+
+    def summaries(self, result: CheckResult, jobs: list[JobMap]) -> str:
+        if self.verbosity >= VERBOSE or len(jobs) <= SMALL_RUN:
+            return "\n".join(job_summary(j) for j in jobs)
+        severities = ("error", "warning") if self.strict else ("error",)
+        failing_objects = {f.object for f in result.findings if f.severity in severities}
+        shown = [j for j in jobs if job_fails(j, failing_objects)]
+        rest = len(jobs) - len(shown)
+        lines = [job_summary(j) for j in shown]
+        if rest:
+            other = "other " if shown else ""
+            lines.append(f"{rest:,} {other}workload{'s' if rest != 1 else ''} colocated and "
+                         "schedulable with no blocked flow (-v lists every workload)")
+        return "\n".join(lines)

@@ -1,0 +1,264 @@
+"""End-to-end benchmark: the CLI as users run it, on a repository written to disk.
+
+For each size (default 500, 2,000 and 10,000 jobs) a synthetic repository is written to a temp
+directory: 10 clusters of 3 zones (a GPU network zone per zone and a general one), N PyTorchJobs
+of 8 pods (1 Master + 7 Workers, 1 GPU each), each with a kustomize base of its own
+(`bases/<job>/kustomization.yaml` + `pytorchjob.yaml`), and an inventory naming them all. Then,
+each step in a fresh process and each against a floor measured in the same run on the same files:
+
+- read:     `load_inventory` (timed inside the process)  vs  `yaml.load(..., CSafeLoader)` over the
+            inventory and every base file (limit 3x);
+- generate: `topogate generate INV -o OUT` (wall)  vs  the same documents (read beforehand, not
+            timed) dumped with CSafeDumper and written one file each (limit 1.5x);
+- check:    `topogate check INV --rendered OUT OUT/clusters` (wall)  vs  `kubectl kustomize` of
+            the same cluster roots, one after another, + CSafeLoader of their output (limit 1.2x);
+- growth:   the time of each CLI step for 10x the jobs, from the smallest and largest size run,
+            scaled as t_large/t_small to the power log(10)/log(large/small) (limit 11x);
+- peak RSS of every process (from wait4, per child).
+
+Exit status 1 when any ratio is over its limit, so `make bench` fails. The machine is noisy:
+only ratios measured in one run mean anything.
+
+    python benchmarks/e2e.py [--sizes 500,2000,10000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CLUSTERS = 10
+ZONES = 3
+WORKERS = 7
+LIMITS = {"read": 3.0, "generate": 1.5, "check": 1.2}
+GROWTH_LIMIT = 11.0
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- the synthetic repository -----------------------------------------------------------------
+
+def inventory(jobs: int) -> str:
+    lines = ["apiVersion: topogate.dev/v1alpha1", "kind: Inventory", "metadata:", "  name: bench",
+             "clusters:"]
+    for c in range(CLUSTERS):
+        lines += [f"- name: c{c}", "  provider: aws", "  region: us-east-1", "  zones:"]
+        for z in range(ZONES):
+            lines += [f"  - name: c{c}-z{z}", "    pools:",
+                      "    - name: gpu", "      nodes: 400", "      gpusPerNode: 8",
+                      "      labels: {node-type: gpu}",
+                      "      taints: [{key: gpu, value: present, effect: NoSchedule}]",
+                      "    - {name: cpu, nodes: 10, labels: {node-type: cpu}}"]
+        lines.append("  networkZones:")
+        lines += [f"  - {{name: gpu-{z}, zones: [c{c}-z{z}]}}" for z in range(ZONES)]
+    lines.append("workloads:")
+    for j in range(jobs):
+        lines += [f"- name: job-{j}", f"  namespace: team-{j % 20}", f"  cluster: c{j % CLUSTERS}",
+                  "  kind: PyTorchJob", f"  base: bases/job-{j}", f"  networkZone: gpu-{j % ZONES}",
+                  "  placement: pin"]
+    return "\n".join(lines) + "\n"
+
+
+def _replica(role: str, replicas: int) -> str:
+    return f"""    {role}:
+      replicas: {replicas}
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: ghcr.io/example/trainer:1.0
+            command: [torchrun, --nnodes=8, train.py]
+            resources:
+              limits:
+                nvidia.com/gpu: 1
+"""
+
+
+def job(j: int) -> str:
+    return (f"apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: job-{j}\nspec:\n"
+            "  pytorchReplicaSpecs:\n" + _replica("Master", 1) + _replica("Worker", WORKERS))
+
+
+KUSTOMIZATION = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                 "resources:\n- pytorchjob.yaml\n")
+
+
+def build_repo(root: Path, jobs: int) -> None:
+    (root / ".git").mkdir(parents=True)  # the repository root, as the loader finds it
+    (root / "inventory.yaml").write_text(inventory(jobs))
+    for j in range(jobs):
+        d = root / "bases" / f"job-{j}"
+        d.mkdir(parents=True)
+        (d / "kustomization.yaml").write_text(KUSTOMIZATION)
+        (d / "pytorchjob.yaml").write_text(job(j))
+
+
+# --- measuring --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float  # the figure compared (wall, or the in-process timer when printed)
+    rss_mib: float
+    stdout: str
+
+
+def run(argv: list[str], cwd: Path, timed_inside: bool = False) -> Run:
+    """Run argv in a fresh process; wall time and that child's own peak RSS (wait4).
+
+    With timed_inside the child prints `SECONDS x` and that is the figure (a floor or a
+    library call measured without interpreter start-up)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0", "CI": "true"}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, text=True)
+        # wait4, not Popen.wait: it gives this child's own peak RSS
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{stderr[-2000:]}")
+    secs = wall
+    if timed_inside:
+        secs = float(next(x for x in stdout.splitlines() if x.startswith("SECONDS")).split()[1])
+    return Run(secs, usage.ru_maxrss / 1024, stdout)
+
+
+def py(code: str, *args: str) -> list[str]:
+    return [sys.executable, "-c", code, *args]
+
+
+READ = """
+import sys, time
+from topogate.inventory.loader import load_inventory
+t = time.perf_counter()
+inv = load_inventory(sys.argv[1])
+print('SECONDS', time.perf_counter() - t)
+print(len(inv.workloads))
+"""
+
+READ_FLOOR = """
+import sys, time, pathlib, yaml
+root = pathlib.Path(sys.argv[1])
+t = time.perf_counter()
+n = 0
+for f in [root / 'inventory.yaml', *sorted((root / 'bases').rglob('*.yaml'))]:
+    with open(f, encoding='utf-8') as fh:
+        n += sum(1 for _ in yaml.load_all(fh.read(), Loader=yaml.CSafeLoader))
+print('SECONDS', time.perf_counter() - t)
+print(n)
+"""
+
+DUMP_FLOOR = """
+import sys, time, pathlib, json, yaml
+src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+docs = []
+for f in sorted(p for p in src.rglob('*') if p.is_file()):
+    text = f.read_text()
+    rel = f.relative_to(src)
+    docs.append((rel, json.loads(text) if f.suffix == '.json' else
+                 list(yaml.load_all(text, Loader=yaml.CSafeLoader))))
+t = time.perf_counter()
+for rel, d in docs:
+    out = dst / rel
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = (json.dumps(d, indent=2, sort_keys=True) if rel.suffix == '.json' else
+            yaml.dump_all(d, Dumper=yaml.CSafeDumper, sort_keys=False))
+    out.write_text(text)
+print('SECONDS', time.perf_counter() - t)
+print(len(docs))
+"""
+
+BUILD_FLOOR = """
+import os, subprocess, sys, time, pathlib, yaml
+kubectl = os.path.join(os.path.dirname(sys.executable), 'kubectl')
+roots = sorted(p for p in pathlib.Path(sys.argv[1]).iterdir() if p.is_dir())
+t = time.perf_counter()
+n = 0
+for r in roots:
+    text = subprocess.run([kubectl, 'kustomize', str(r)], capture_output=True, text=True,
+                          check=True).stdout
+    n += sum(1 for _ in yaml.load_all(text, Loader=yaml.CSafeLoader))
+print('SECONDS', time.perf_counter() - t)
+print(n)
+"""
+
+
+def topogate(*args: str) -> list[str]:
+    return [sys.executable, "-m", "topogate.cli", *args]
+
+
+def measure(jobs: int, keep: Path | None) -> dict[str, tuple[Run, Run]]:
+    tmp = Path(tempfile.mkdtemp(prefix="topogate-e2e-"))
+    try:
+        root = tmp / "repo"
+        build_repo(root, jobs)
+        res: dict[str, tuple[Run, Run]] = {}
+        res["read"] = (run(py(READ, "inventory.yaml"), root, True),
+                       run(py(READ_FLOOR, str(root)), root, True))
+        gen = run(topogate("generate", "inventory.yaml", "-o", "out"), root)
+        res["generate"] = (gen, run(py(DUMP_FLOOR, str(root / "out"), str(tmp / "floor-out")), root,
+                                    True))
+        res["check"] = (run(topogate("check", "inventory.yaml", "--rendered", "out", "out/clusters"),
+                            root),
+                        run(py(BUILD_FLOOR, str(root / "out" / "clusters")), root, True))
+        if keep:
+            shutil.copytree(root, keep / f"repo-{jobs}", dirs_exist_ok=True)
+        return res
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--sizes", default="500,2000,10000",
+                    help="comma-separated job counts (default 500,2000,10000); e.g. --sizes 200 "
+                         "for a quick run")
+    ap.add_argument("--keep", type=Path, help="copy each synthetic repository here")
+    args = ap.parse_args()
+    sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    print(f"python {' '.join(sys.argv)}; {os.cpu_count()} CPUs; load average "
+          f"{os.getloadavg()[0]:.1f} at start", flush=True)
+    over: list[str] = []
+    results: dict[int, dict[str, tuple[Run, Run]]] = {}
+    print(f"{'jobs':>6} {'step':<9} {'topogate':>9} {'floor':>8} {'ratio':>6} {'limit':>6} "
+          f"{'RSS MiB':>8} {'floor RSS':>9}")
+    for n in sizes:
+        results[n] = r = measure(n, args.keep)
+        for step, (ours, floor) in r.items():
+            ratio = ours.seconds / floor.seconds if floor.seconds > 0 else math.inf
+            flag = "" if ratio <= LIMITS[step] else "  OVER"
+            if flag:
+                over.append(f"{step} at {n} jobs: {ratio:.2f}x > {LIMITS[step]}x")
+            print(f"{n:>6} {step:<9} {ours.seconds:>8.2f}s {floor.seconds:>7.2f}s {ratio:>6.2f} "
+                  f"{LIMITS[step]:>6.1f} {ours.rss_mib:>8.0f} {floor.rss_mib:>9.0f}{flag}", flush=True)
+        last = r["check"][0].stdout.strip().splitlines()[-1:]
+        print(f"{'':>6} check said: {last[0] if last else '(nothing)'}", flush=True)
+    if len(sizes) > 1:
+        small, large = sizes[0], sizes[-1]
+        for step in LIMITS:
+            t0, t1 = results[small][step][0].seconds, results[large][step][0].seconds
+            growth = (t1 / t0) ** (math.log(10) / math.log(large / small))
+            flag = "" if growth <= GROWTH_LIMIT else "  OVER"
+            if flag:
+                over.append(f"{step} growth for 10x jobs: {growth:.1f}x > {GROWTH_LIMIT}x")
+            print(f"growth {step:<9} {small} -> {large} jobs: {t1 / t0:.1f}x, "
+                  f"for 10x jobs {growth:.1f}x (limit {GROWTH_LIMIT:.0f}x){flag}")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    for line in over:
+        print(f"OVER LIMIT: {line}", file=sys.stderr)
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

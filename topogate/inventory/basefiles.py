@@ -1,0 +1,127 @@
+"""Reading the workloads' base manifests: libyaml, with the guards of the inventory reader.
+
+A base is Kubernetes YAML that kustomize will read too, so it is typed as PyYAML's safe loader
+types it (YAML 1.1, as kustomize's Go parser mostly does). Before a document is constructed,
+one walk over its composed nodes refuses what would hurt later: duplicate keys (kustomize
+rejects them), alias bombs (they would expand in every later step) and nesting deeper than any
+Kubernetes object (every later step recurses).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topogate.inventory.model import Position
+from topogate.inventory.yamlpos import MAX_EXPANDED_NODES
+
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# A pod template inside a JobSet inside a runtime is about 20 levels deep.
+MAX_BASE_DEPTH = 100
+
+
+def shown(f: Path) -> str:
+    """A base file as findings show it: relative to the working directory when below it."""
+    try:
+        return os.path.relpath(f)
+    except ValueError:  # pragma: no cover - another drive on Windows
+        return str(f)
+
+
+def mark_at(f: Path, mark: Any) -> Position:
+    return Position(shown(f), mark.line + 1, mark.column + 1)
+
+
+def line_of(text: str, f: Path, needle: str) -> Position:
+    """The first place `needle` is written in text (a kustomization entry, say)."""
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return Position(shown(f), i, line.index(needle) + 1)
+    return Position(shown(f), 1, 1)
+
+
+class _Refused(Exception):
+    def __init__(self, mark: Any, message: str):
+        super().__init__(message)
+        self.mark = mark
+        self.message = message
+
+
+def _walk(node: Any, depth: int, memo: dict[int, int]) -> int:
+    """Expanded size of node; raises _Refused on a duplicate key, nesting or an alias bomb."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    if depth > MAX_BASE_DEPTH:
+        raise _Refused(node.start_mark, "a base manifest is nested too deeply")
+    memo[key] = 1  # a cycle counts once; the composer cannot build one, but be safe
+    n = 1
+    value = node.value
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for k, v in value:
+            kv = k.value
+            if isinstance(kv, str) and kv != "<<":
+                if kv in seen:
+                    raise _Refused(k.start_mark, (
+                        f"duplicate key '{kv}' in a base manifest; kustomize rejects it: remove one"))
+                seen.add(kv)
+            n += _walk(k, depth + 1, memo) + _walk(v, depth + 1, memo)
+            if n > MAX_EXPANDED_NODES:
+                break
+    elif isinstance(node, yaml.SequenceNode):
+        for item in value:
+            n += _walk(item, depth + 1, memo)
+            if n > MAX_EXPANDED_NODES:
+                break
+    memo[key] = n
+    return n
+
+
+def parse_base_text(text: str, f: Path) -> tuple[list[Any], list[tuple[Position, str]]]:
+    """Documents of a base manifest, or no documents and the one problem that stopped reading."""
+    loader = _Loader(text)
+    out: list[Any] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            if _walk(node, 0, {}) > MAX_EXPANDED_NODES:
+                return [], [(mark_at(f, node.start_mark), (
+                    f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "
+                    "refusing to expand this base manifest"))]
+            out.append(loader.construct_document(node))
+    except _Refused as e:
+        return [], [(mark_at(f, e.mark), e.message)]
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = mark_at(f, mark) if mark else Position(shown(f), 1, 1)
+        return [], [(where, f"YAML syntax error in a base manifest: {e.problem or e}")]
+    except yaml.reader.ReaderError as e:
+        return [], [(_char_at(text, f, e.character), (
+            f"YAML syntax error in a base manifest: unacceptable character "
+            f"{_char_name(e.character)}: {e.reason}; remove it"))]
+    except yaml.YAMLError as e:  # pragma: no cover - every libyaml error we know is marked
+        return [], [(Position(shown(f), 1, 1), f"YAML error in a base manifest: {' '.join(str(e).split())}")]
+    except RecursionError:  # pragma: no cover - the walk refuses depth first
+        return [], [(Position(shown(f), 1, 1), "a base manifest is nested too deeply")]
+    finally:
+        loader.dispose()
+    return out, []
+
+
+def _char_name(c: Any) -> str:
+    return f"#x{c:04x}" if isinstance(c, int) else repr(c)
+
+
+def _char_at(text: str, f: Path, c: Any) -> Position:
+    """Where the reader's unacceptable character first is (libyaml gives a byte offset)."""
+    i = text.find(chr(c)) if isinstance(c, int) and 0 <= c < 0x110000 else -1
+    if i < 0:
+        return Position(shown(f), 1, 1)
+    line = text.count("\n", 0, i) + 1
+    return Position(shown(f), line, i - (text.rfind("\n", 0, i) + 1) + 1)
