@@ -100,9 +100,16 @@ def _formats() -> list[str]:
 @click.option("--strict", is_flag=True, help="Warnings fail the check too.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Also write the report in this format to a file (e.g. markdown for a PR comment).")
-@click.option("--output-format", type=click.Choice(_formats()[1:]), default="markdown", show_default=True)
+@click.option("--output-format", type=click.Choice(_formats()[1:]), default=None,
+              help="Format of -o FILE. Default: by its extension (.md markdown, .sarif, .json, .txt "
+                   "text), else the --format of standard output.")
+@click.option("--select", "select", multiple=True, metavar="RULES",
+              help="Report only these rules: IDs, ID prefixes (TG1) or names, comma-separated.")
+@click.option("--ignore", "ignore", multiple=True, metavar="RULES",
+              help="Do not report these rules (same forms as --select; wins over it).")
 def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
-          fmt: str, strict: bool, output: str | None, output_format: str) -> None:
+          fmt: str, strict: bool, output: str | None, output_format: str | None,
+          select: tuple[str, ...] = (), ignore: tuple[str, ...] = ()) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
@@ -110,17 +117,21 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     """
     from topogate.check import CheckInputError, run_check
     from topogate.report import get_reporter, resolve_format
+    from topogate.report.output import output_format as _output_format
+    from topogate.selection import select_outcome
 
     try:
         outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
+        outcome = select_outcome(outcome, select, ignore, strict)
     except CheckInputError as err:
         click.echo(f"topogate: {err}", err=True)
         sys.exit(2)
     name = resolve_format(fmt, os.environ, sys.stdout.isatty())
+    out_format = _output_format(output_format, output or "", name)
     click.echo(get_reporter(name, strict=strict).render(outcome.result), nl=False)
     if output:
         with open(output, "w", encoding="utf-8") as fh:
-            fh.write(get_reporter(output_format, strict=strict).render(outcome.result))
+            fh.write(get_reporter(out_format, strict=strict).render(outcome.result))
     sys.exit(outcome.exit_code)
 
 
@@ -170,12 +181,19 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
 
 
 @main.command()
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)
-def rules(fmt: str) -> None:
-    """List the rules (`--format markdown` writes docs/rules.md)."""
+@click.argument("rule", required=False)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
+              show_default=True)
+def rules(fmt: str, rule: str | None = None) -> None:
+    """List the rules (`--format markdown` writes docs/rules.md); RULE (ID or name) shows one."""
     from topogate.engine import all_rules
+    from topogate.report.rules import one_rule, rules_json
 
     infos = all_rules()
+    if rule is not None or fmt == "json":
+        text, code = one_rule(infos, rule, fmt) if rule is not None else (rules_json(infos), 0)
+        click.echo(text, err=code != 0)
+        sys.exit(code)
     if fmt == "text":
         for r in infos:
             click.echo(f"{r.id}  {r.name:<22} {r.severity:<8} {r.summary.split(': ', 1)[-1]}")

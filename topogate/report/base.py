@@ -68,4 +68,12 @@ def counts_line(result: CheckResult) -> str:
     parts = [plural(result.errors, "error"), plural(result.warnings, "warning")]
     if infos:
         parts.append(f"{infos} info")
+    if result.suppressed:
+        parts.append(f"{len(result.suppressed)} suppressed by annotation")
     return f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"
+
+
+def suppressed_lines(result: CheckResult) -> list[str]:
+    """One line per honoured suppression: what was hidden, where, and the reason given."""
+    return [f"suppressed: {s.rule} on {s.object} ({s.pos.file}:{s.pos.line}): {s.reason}"
+            for s in result.suppressed]

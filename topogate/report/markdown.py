@@ -106,6 +106,10 @@ class MarkdownReporter(Reporter):
         findings = sorted_findings(result)
         if findings:
             lines += ["### Findings", "", *findings_table(findings), "", *details(findings)]
+        if result.suppressed:
+            lines += ["### Suppressed by annotation", "", "| Rule | Object | Reason |", "| --- | --- | --- |",
+                      *(f"| {cell(s.rule)} | {cell(s.object)} | {cell(s.reason)} |"
+                        for s in result.suppressed), ""]
         jobs = sorted_jobs(result)
         trouble = [j for j in jobs if in_trouble(j)]
         clean = [j for j in jobs if not in_trouble(j)]

@@ -13,6 +13,7 @@ from topogate.report.base import (
     port_text,
     sorted_findings,
     sorted_jobs,
+    suppressed_lines,
 )
 
 INDENT = "    "
@@ -62,6 +63,8 @@ class TextReporter(Reporter):
         jobs = sorted_jobs(result)
         if jobs:
             blocks.append("\n".join(job_summary(j) for j in jobs))
+        if result.suppressed:
+            blocks.append("\n".join(suppressed_lines(result)))
         verdict = "FAIL" if self.failed(result) else "ok"
         blocks.append(f"{verdict}: {counts_line(result)}")
         return "\n\n".join(blocks) + "\n"
