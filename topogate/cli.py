@@ -68,7 +68,7 @@ def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> Non
                 click.echo(f"First move or delete what topogate did not generate: {', '.join(foreign)}")
             click.echo(f"Run: topogate generate {inventory} -o {out}")
             sys.exit(1)
-        click.echo(f"{out} is up to date ({len(files)} files).")
+        click.echo(f"{out} is up to date ({len(files)} file{'s' if len(files) != 1 else ''}).")
         return
     try:
         writer.write_tree(out, files)
@@ -128,10 +128,19 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
         sys.exit(2)
     name = resolve_format(fmt, os.environ, sys.stdout.isatty())
     out_format = _output_format(output_format, output or "", name)
-    click.echo(get_reporter(name, strict=strict).render(outcome.result), nl=False)
+    report = get_reporter(name, strict=strict).render(outcome.result)
+    if name == "text":
+        from topogate.report.color import colorize, use_color
+
+        report = colorize(report) if use_color(os.environ, sys.stdout.isatty()) else report
+    click.echo(report, nl=False, color=True)
     if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(get_reporter(out_format, strict=strict).render(outcome.result))
+        from topogate.report.output import write_report
+
+        problem = write_report(output, get_reporter(out_format, strict=strict).render(outcome.result))
+        if problem:
+            click.echo(f"topogate: -o {output}: {problem}", err=True)
+            sys.exit(2)
     sys.exit(outcome.exit_code)
 
 

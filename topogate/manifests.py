@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from topogate.inventory.model import Position
+from topogate.oserror import reason
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -74,8 +75,14 @@ class LazyPosition(Position):
         return f"LazyPosition({self.resolve()})"
 
 
+# Text with no file to re-read (standard input), by the name its objects use as src_file.
+_IN_MEMORY: dict[str, str] = {}
+
+
 @functools.lru_cache(maxsize=32)
 def _composed(src_file: str) -> tuple[Any, ...]:
+    if src_file in _IN_MEMORY:
+        return tuple(yaml.compose_all(_IN_MEMORY[src_file], Loader=_Loader))
     with open(src_file, encoding="utf-8") as fh:
         return tuple(yaml.compose_all(fh.read(), Loader=_Loader))
 
@@ -173,6 +180,13 @@ def parse_yaml(text: str, file: str, src_file: str = "") -> Iterator[K8sObject]:
         mark = e.problem_mark or e.context_mark
         where = Position(file, mark.line + 1, mark.column + 1) if mark else Position(file, 1, 1)
         raise ManifestError(where, f"YAML syntax error: {e.problem or e}") from None
+    except yaml.reader.ReaderError as e:
+        # A character YAML does not allow (a NUL, a stray control byte): not a MarkedYAMLError.
+        line = text.count("\n", 0, e.position) + 1
+        col = e.position - (text.rfind("\n", 0, e.position) + 1) + 1
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        raise ManifestError(Position(file, line, col), (
+            f"not YAML text: character U+{code:04X} is not allowed; is this a binary file?")) from None
     finally:
         loader.dispose()
 
@@ -281,7 +295,14 @@ def _referenced_dirs(d: Path, seen: set[Path] | None = None) -> list[Path]:
 def collect(paths: Iterable[str]) -> list[K8sObject]:
     """Every object in PATHs: files, directories (walked), kustomization directories (built)."""
     objs: list[K8sObject] = []
+    stdin_read = False
     for raw in paths:
+        if raw == "-":
+            if stdin_read:
+                raise ManifestError(Position("-", 1, 1), "`-` (standard input) given twice")
+            stdin_read = True
+            objs.extend(_read_stdin())
+            continue
         p = Path(raw)
         if not p.exists():
             raise ManifestError(Position(raw, 1, 1), "no such file or directory")
@@ -292,11 +313,23 @@ def collect(paths: Iterable[str]) -> list[K8sObject]:
     return objs
 
 
+def _read_stdin() -> list[K8sObject]:
+    from topogate.stdin import DISPLAY, StdinError, read_stdin
+
+    try:
+        text = read_stdin()
+    except StdinError as e:
+        raise ManifestError(e.pos, str(e)) from None
+    _IN_MEMORY[DISPLAY] = text
+    _composed.cache_clear()
+    return list(parse_yaml(text, DISPLAY, DISPLAY))
+
+
 def _read_file(f: Path) -> list[K8sObject]:
     try:
         text = f.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise ManifestError(Position(_display(f), 1, 1), f"cannot read: {e}") from None
+        raise ManifestError(Position(_display(f), 1, 1), f"cannot read: {reason(e)}") from None
     return list(parse_yaml(text, _display(f), str(f)))
 
 

@@ -65,6 +65,7 @@ from topogate.analysis.netpolicy import (
 )
 from topogate.inventory.model import Position
 from topogate.manifests import K8sObject, ManifestError, collect
+from topogate.oserror import reason
 
 __all__ = [
     "ENTITIES",
@@ -419,7 +420,7 @@ def _load_inventory(path: str | None) -> _Inventory:
         raise TraceError(f"--inventory: {first.message if first else 'invalid'}{more}",
                          first.pos if first else None) from None
     except OSError as err:
-        raise TraceError(f"--inventory: cannot read: {err}", Position(str(path), 1, 1)) from None
+        raise TraceError(f"--inventory: cannot read: {reason(err)}", Position(str(path), 1, 1)) from None
     for w in inv.workloads:
         out.namespaces.setdefault((w.kind, w.name), w.namespace)
         out.workloads[(w.namespace, w.kind, w.name)] = w

@@ -38,16 +38,28 @@ SEVERITY = "error"
 
 def check(ctx: Context) -> Iterator[Issue]:
     for o in ctx.boundary_openings:
-        by = f" by {o.decided_by}" if o.decided_by else ""
+        src, dst = _who(o.src_object, o.src_group, o.src_nz), _who(o.dst_object, o.dst_group, o.dst_nz)
+        # No deciding rule means neither side is selected by any policy: say so, since "allowed"
+        # alone leaves the reader looking for a rule that does not exist.
+        why = (f"allowed by {o.decided_by}" if o.decided_by else
+               f"no policy selects {_pod(o.src_object, o.src_group)} or {_pod(o.dst_object, o.dst_group)}: "
+               "allowed by default")
+        fix = ("narrow the allow to the job's own pods, or apply the boundary policies from "
+               "`topogate generate`." if o.decided_by else
+               "apply the boundary policies from `topogate generate` (they select every pod of a "
+               "network zone and deny the others).")
         yield Issue(
             o.src_object if "/" in o.src_object else o.dst_object,
-            f"{_who(o.src_object, o.src_group)} (network zone {o.src_nz}) can reach "
-            f"{_who(o.dst_object, o.dst_group)} (network zone {o.dst_nz}) on TCP {o.port}: allowed{by}. The inventory "
-            f"separates {o.src_nz} and {o.dst_nz}. Fix: narrow the allow to the job's own pods, or "
-            "apply the boundary policies from `topogate generate`.",
+            f"{src} can reach {dst} on TCP {o.port}: {why}. The inventory "
+            f"separates {o.src_nz} and {o.dst_nz}. Fix: {fix}",
             o.pos,
         )
 
 
-def _who(obj: str, group: str) -> str:
+def _pod(obj: str, group: str) -> str:
     return f"{obj} ({group})" if "/" in obj else obj
+
+
+def _who(obj: str, group: str, nz: str) -> str:
+    # The probe's stand-in pod is already named by its network zone ("a pod of network zone X").
+    return f"{obj} ({group}, network zone {nz})" if "/" in obj else obj
