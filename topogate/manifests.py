@@ -114,6 +114,9 @@ class K8sObject:
     src_file: str = ""  # the readable path of the file that declares it, for nested positions
     doc: int = -1  # index of its document in that file
     prefix: Path_ = ()  # path of the object inside its document (items of a List)
+    # (path inside the object, patch position): parts an overlay's patch changed from the base,
+    # so findings about them point at the patch, not at the untouched base (overlay_blame).
+    blamed: tuple[tuple[Path_, Position], ...] = ()
 
     @property
     def kind(self) -> str:
@@ -141,6 +144,10 @@ class K8sObject:
 
     def locate(self, path: Path_) -> Position:
         """Position of the value at path inside this object (nearest existing ancestor), lazily."""
+        for changed, pos in self.blamed:
+            n = min(len(changed), len(path))
+            if changed[:n] == tuple(path[:n]):
+                return pos
         if self.doc < 0 or not self.src_file:
             return self.pos
         return LazyPosition(self.src_file, self.doc, (*self.prefix, *path), self.pos.file, self.pos)
@@ -257,11 +264,16 @@ def _built_objects(d: Path) -> list[K8sObject]:
     for base in _referenced_dirs(d):
         for k, v in _source_index(base).items():
             index.setdefault(k, v)
+    from topogate.overlay_blame import blame, changed_paths, patches_of
+
+    patches = patches_of([d, *_referenced_dirs(d)])
     out: list[K8sObject] = []
     for o in built:
         src = index.get((o.kind, o.name, o.namespace)) or index.get((o.kind, o.name, ""))
         if src is not None:
-            out.append(K8sObject(o.obj, src.pos, str(d), src.src_file, src.doc, src.prefix))
+            blamed = (blame(patches, o.kind, (o.name, src.name), changed_paths(src.obj, o.obj),
+                            _display) if patches and src.obj != o.obj else ())
+            out.append(K8sObject(o.obj, src.pos, str(d), src.src_file, src.doc, src.prefix, blamed))
         else:
             out.append(K8sObject(o.obj, Position(_display(_kfile(d)), 1, 1), str(d)))
     return out
