@@ -116,7 +116,7 @@ def test_zones_without_jobs_are_asked_in_every_managed_namespace(tmp_path: Path)
     code, fs = findings(str(multi), str(f), "--cluster", "gpu-west")
     msgs = [str(x["message"]) for x in fs if x["rule"] == "TG107"]
     assert code == 1 and msgs, fs
-    assert any(m.startswith("a pod of network zone ops in namespace vision (network zone ops) can reach "
+    assert any(m.startswith("a pod of network zone ops in namespace vision can reach "
                             "a pod of network zone train-a in namespace vision") for m in msgs), msgs
 
 

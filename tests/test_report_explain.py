@@ -18,7 +18,7 @@ def test_text_groups_and_pools() -> None:
     assert "    no  us-east-1c/gpu-h100: taint gpu=present:NoSchedule not tolerated" in out
     assert "    no  us-east-1b/cpu: nodeAffinity node-type In [gpu] does not match" in out
     assert "    ok  us-east-1a/gpu-a100" in out
-    assert "capacity: needs 32 GPUs; zone us-east-1a hold(s) 32: fits" in out
+    assert "capacity: needs 32 GPUs; zone us-east-1a holds 32: fits" in out
 
 
 def test_text_flows_denied_first_with_deciding_policy() -> None:

@@ -79,7 +79,7 @@ def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> Non
                            + ", ".join(one_line(f) for f in foreign))
             click.echo(f"Run: topogate generate {one_line(inventory)} -o {one_line(out)}")
             sys.exit(1)
-        click.echo(f"{one_line(out)} is up to date ({len(files)} files).")
+        click.echo(f"{one_line(out)} is up to date ({len(files)} file{'s' if len(files) != 1 else ''}).")
         return
     try:
         with progress.shown(f"topogate generate: writing {len(files):,} files", progress.wanted()):
@@ -112,7 +112,13 @@ def _formats() -> list[str]:
 @click.option("--strict", is_flag=True, help="Warnings fail the check too.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Also write the report in this format to a file (e.g. markdown for a PR comment).")
-@click.option("--output-format", type=click.Choice(_formats()[1:]), default="markdown", show_default=True)
+@click.option("--output-format", type=click.Choice(_formats()[1:]), default=None,
+              help="Format of -o FILE. Default: by its extension (.md markdown, .sarif, .json, .txt "
+                   "text), else the --format of standard output.")
+@click.option("--select", "select", multiple=True, metavar="RULES",
+              help="Report only these rules: IDs, ID prefixes (TG1) or names, comma-separated.")
+@click.option("--ignore", "ignore", multiple=True, metavar="RULES",
+              help="Do not report these rules (same forms as --select; wins over it).")
 @click.option("--live", is_flag=True, help="Check what runs in the cluster now (docs/live.md).")
 @click.option("--context", help="With --live: kubeconfig context.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="With --live: kubeconfig file.")
@@ -122,7 +128,8 @@ def _formats() -> list[str]:
 @click.option("-v", "--verbose", is_flag=True,
               help="List every workload (by default a run of more than 20 lists the failing ones).")
 def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
-          fmt: str, strict: bool, output: str | None, output_format: str, live: bool,
+          fmt: str, strict: bool, output: str | None, output_format: str | None,
+          select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
           context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
           verbose: bool) -> None:
     """Check that placement and network policies agree, for every training job found.
@@ -130,13 +137,18 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
     kustomize). Without PATHs the inventory's own generated tree is checked.
     """
+    from topogate.check import CheckInputError, run_check
+    from topogate.report import get_reporter, resolve_format
+    from topogate.report.output import output_format as _output_format
+    from topogate.selection import select_outcome
+
+    name = resolve_format(fmt, os.environ, sys.stdout.isatty())
+    out_format = _output_format(output_format, output or "", name)
     if live or context or kubeconfig or from_file:
         from topogate.live.cli import check_live
 
         check_live(inventory, paths, rendered, cluster, fmt, strict, live, context, kubeconfig, from_file,
-                   output, output_format)
-    from topogate.check import CheckInputError, run_check
-    from topogate.report import get_reporter, resolve_format
+                   output, out_format)
 
     if output:
         # before the analysis, not after it has printed the report
@@ -145,23 +157,27 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
             click.echo(f"topogate: cannot write the report to {one_line(output)}: {one_line(parent)} is not a "
                        "writable directory", err=True)
             sys.exit(2)
-    name = resolve_format(fmt, os.environ, sys.stdout.isatty())
     try:
         with progress.shown("topogate check", progress.wanted(name, quiet)):
             outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
+        outcome = select_outcome(outcome, select, ignore, strict)
     except CheckInputError as err:
         click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)
     verbosity = -1 if quiet else 1 if verbose else 0
-    click.echo(_log_safe(name, get_reporter(name, strict=strict, verbosity=verbosity).render(outcome.result)),
-               nl=False)
+    # Escaped for a CI log first; colour (a terminal only) after, so its escapes survive.
+    report = _log_safe(name, get_reporter(name, strict=strict, verbosity=verbosity).render(outcome.result))
+    if name == "text":
+        from topogate.report.color import colorize, use_color
+
+        report = colorize(report) if use_color(os.environ, sys.stdout.isatty()) else report
+    click.echo(report, nl=False, color=True)
     if output:
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(get_reporter(output_format, strict=strict).render(outcome.result))
-        except OSError as err:
-            click.echo(one_line(f"topogate: cannot write the report to {output}: "
-                                f"{err.strerror or err}"), err=True)
+        from topogate.report.output import write_report
+
+        problem = write_report(output, get_reporter(out_format, strict=strict).render(outcome.result))
+        if problem:
+            click.echo(one_line(f"topogate: -o {output}: {problem}"), err=True)
             sys.exit(2)
     sys.exit(outcome.exit_code)
 
@@ -224,12 +240,19 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
 
 
 @main.command()
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)
-def rules(fmt: str) -> None:
-    """List the rules (`--format markdown` writes docs/rules.md)."""
+@click.argument("rule", required=False)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
+              show_default=True)
+def rules(fmt: str, rule: str | None = None) -> None:
+    """List the rules (`--format markdown` writes docs/rules.md); RULE (ID or name) shows one."""
     from topogate.engine import all_rules
+    from topogate.report.rules import one_rule, rules_json
 
     infos = all_rules()
+    if rule is not None or fmt == "json":
+        text, code = one_rule(infos, rule, fmt) if rule is not None else (rules_json(infos), 0)
+        click.echo(text, err=code != 0)
+        sys.exit(code)
     if fmt == "text":
         for r in infos:
             click.echo(f"{r.id}  {r.name:<22} {r.severity:<8} {r.summary.split(': ', 1)[-1]}")

@@ -28,8 +28,8 @@ def all_rules() -> tuple[RuleInfo, ...]:
 
 def _stamp(rule_id: str, mod: ModuleType, issues: Iterable[Issue]) -> list[Finding]:
     return [
-        Finding(i.pos.file, i.pos.line, i.pos.column, rule_id, mod.NAME, mod.SEVERITY, i.object, i.message,
-                i.detail)
+        Finding(i.pos.file, i.pos.line, i.pos.column, rule_id, mod.NAME, i.severity or mod.SEVERITY, i.object,
+                i.message, i.detail)
         for i in issues
     ]
 

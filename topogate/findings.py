@@ -18,6 +18,9 @@ class Issue:
     message: str
     pos: Position = NOWHERE
     detail: str = ""  # preformatted text shown below the message by text/markdown (e.g. a diff)
+    # A rule whose findings differ in effect (TG105: a split today vs. a latent one) may lower
+    # the severity of one finding; "" means the rule's SEVERITY.
+    severity: str = ""
 
 
 @dataclass(frozen=True, order=True)

@@ -13,7 +13,7 @@ import functools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from topogate.inventory.model import Position
 from topogate.kustomization import Tree, check_tree, kubectl
 from topogate.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, Unit, display, walk
 from topogate.saferead import InputError, Loader, documents, is_regular, read_text
-from topogate.sourceindex import NestedPosition, SourceIndex, SourcePosition, SourceRef
+from topogate.sourceindex import NestedPosition, SourceIndex, SourcePosition, SourceRef, _Deferred
 
 _Loader = Loader
 ManifestError = InputError  # the name the rest of topogate catches
@@ -68,9 +68,14 @@ class LazyPosition(Position):
         return f"LazyPosition({self.resolve()})"
 
 
+# Text with no file to re-read (standard input), by the name its objects use as src_file.
+_IN_MEMORY: dict[str, str] = {}
+
+
 @functools.lru_cache(maxsize=32)
 def _composed(src_file: str) -> dict[int, Any]:
-    return {i: node for i, node, _ in documents(read_text(src_file, src_file), src_file, construct=False)}
+    text = _IN_MEMORY[src_file] if src_file in _IN_MEMORY else read_text(src_file, src_file)
+    return {i: node for i, node, _ in documents(text, src_file, construct=False)}
 
 
 def _resolve(src_file: str, doc: int, path: Path_, display: str, fallback: Position) -> Position:
@@ -102,10 +107,29 @@ class K8sObject:
     prefix: Path_ = ()  # path of the object inside its document (items of a List)
     # for built objects: where in the sources it was declared, looked up when first asked
     source: SourceRef | None = None
+    # for built objects: the patches of the tree it was built from, so findings about parts a
+    # patch changed point at the patch, not at the untouched base (overlay_blame); lazy
+    patches: _TreePatches | None = None
+    _blamed: tuple[tuple[Path_, Position], ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
         return str(self.obj.get("kind", ""))
+
+    def blamed(self) -> tuple[tuple[Path_, Position], ...]:
+        """(path inside the object, patch position) for the parts an overlay's patch changed
+        from the base; worked out on the first position question, never for a clean run."""
+        if self._blamed is None:
+            self._blamed = ()
+            src = self.source.found() if self.source is not None else None
+            if src is not None and self.patches is not None and src.obj != self.obj:
+                from topogate.overlay_blame import blame, changed_paths
+
+                patches = self.patches.get()
+                if patches:
+                    self._blamed = tuple(blame(patches, self.kind, (self.name, src.name),
+                                               changed_paths(src.obj, self.obj), display))
+        return self._blamed
 
     @property
     def api_version(self) -> str:
@@ -130,7 +154,8 @@ class K8sObject:
     def locate(self, path: Path_) -> Position:
         """Position of the value at path inside this object (nearest existing ancestor), lazily."""
         if self.source is not None:
-            return NestedPosition(self.source, path, self.pos)
+            nested = NestedPosition(self.source, path, self.pos)
+            return _PatchedPosition(self, tuple(path), nested) if self.patches is not None else nested
         if self.doc < 0 or not self.src_file:
             return self.pos
         return LazyPosition(self.src_file, self.doc, (*self.prefix, *path), self.pos.file, self.pos)
@@ -229,6 +254,38 @@ class _Sources:
         return [f for f in sorted(found) if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES]
 
 
+class _PatchedPosition(_Deferred):
+    """A field of a built object: at the overlay patch that changed it, else in its source;
+    worked out only when read (a clean run never reads it)."""
+
+    def __init__(self, obj: K8sObject, path: Path_, nested: NestedPosition):
+        super().__init__()
+        object.__setattr__(self, "_args", (obj, path, nested))
+
+    def compute(self) -> Position:
+        obj, path, nested = object.__getattribute__(self, "_args")
+        for changed, pos in obj.blamed():
+            n = min(len(changed), len(path))
+            if changed[:n] == path[:n]:
+                return Position(pos.file, pos.line, pos.column)
+        return nested.resolve()
+
+
+class _TreePatches:
+    """The patches of one kustomization tree, read on first use (a finding's position)."""
+
+    def __init__(self, dirs: Sequence[Path]):
+        self.dirs = list(dirs)
+        self._patches: list[Any] | None = None
+
+    def get(self) -> list[Any]:
+        if self._patches is None:
+            from topogate.overlay_blame import patches_of
+
+            self._patches = patches_of(self.dirs)
+        return self._patches
+
+
 def _built_objects(d: Path, tree: Tree, text: str, sources: _Sources) -> list[K8sObject]:
     built = parse_yaml(text, f"{display(d)} (kustomize build)", guard=False)  # no file to re-read
     # Each built object is traced back to its source (the overlay dir and the bases it
@@ -237,10 +294,11 @@ def _built_objects(d: Path, tree: Tree, text: str, sources: _Sources) -> list[K8
     # its nearest ancestor that the source has, such as the pod template.
     index = SourceIndex((d, *tree.dirs), sources)
     fallback = Position(display(_kfile(d)), 1, 1)
+    patches = _TreePatches([d, *tree.dirs])
     out: list[K8sObject] = []
     for o in built:
         ref = SourceRef(index, (o.kind, o.name, o.namespace), fallback)
-        out.append(K8sObject(o.obj, SourcePosition(ref), str(d), source=ref))
+        out.append(K8sObject(o.obj, SourcePosition(ref), str(d), source=ref, patches=patches))
     return out
 
 
@@ -278,8 +336,11 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
     `skipped` given it is reported there instead of failing the whole directory (a file named
     explicitly is never skipped). `empty` receives the PATHs that held no object at all."""
     paths = list(paths)
-    roots = Roots.of([*paths, *also_inside])
-    per_path: list[tuple[str, list[Unit]]] = [(raw, list(walk(raw, roots))) for raw in paths]
+    if paths.count("-") > 1:
+        raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
+    roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])
+    per_path: list[tuple[str, list[Unit]]] = [(raw, [] if raw == "-" else list(walk(raw, roots)))
+                                              for raw in paths]
     units = [u for _, us in per_path for u in us]
     checked: dict[Path, bool] = {}
     trees = {u.path: check_tree(u.path, roots, checked) for u in units if u.kustomization}
@@ -289,6 +350,8 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
     objs: list[K8sObject] = []
     for raw, us in per_path:
         before = len(objs)
+        if raw == "-":
+            objs.extend(_read_stdin())
         for u in us:
             if u.kustomization:
                 out = outputs[u.path]
@@ -321,6 +384,18 @@ def _is_helm_template(f: Path) -> bool:
         return "{{" in read_text(f, display(f))
     except InputError:
         return False
+
+
+def _read_stdin() -> list[K8sObject]:
+    from topogate.stdin import DISPLAY, StdinError, read_stdin
+
+    try:
+        text = read_stdin()
+    except StdinError as e:
+        raise InputError(e.pos, str(e)) from None
+    _IN_MEMORY[DISPLAY] = text
+    _composed.cache_clear()
+    return list(parse_yaml(text, DISPLAY, DISPLAY))
 
 
 def _read_file(f: Path) -> list[K8sObject]:

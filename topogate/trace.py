@@ -68,6 +68,7 @@ from topogate.analysis.netpolicy import (
 )
 from topogate.inventory.model import Position
 from topogate.manifests import K8sObject, ManifestError, collect
+from topogate.oserror import reason
 
 __all__ = [
     "ENTITIES",
@@ -406,7 +407,7 @@ def _load_inventory(path: str | None) -> _Inventory:
         raise TraceError(f"--inventory: {first.message if first else 'invalid'}{more}",
                          first.pos if first else None) from None
     except OSError as err:
-        raise TraceError(f"--inventory: cannot read: {err}", Position(str(path), 1, 1)) from None
+        raise TraceError(f"--inventory: cannot read: {reason(err)}", Position(str(path), 1, 1)) from None
     out.inventory = inv
     for w in inv.workloads:
         out.namespaces.setdefault((w.kind, w.name), w.namespace)

@@ -122,6 +122,9 @@ class CheckResult:
     jobs: tuple[JobMap, ...]
     rules: tuple[RuleInfo, ...]
     inventory: str = ""  # inventory file as given
+    # Findings hidden by a `topogate.dev/ignore` annotation (topogate.selection.Suppression):
+    # reporters count them so a quiet report never hides that something was silenced.
+    suppressed: tuple[Any, ...] = ()
 
     @property
     def errors(self) -> int:

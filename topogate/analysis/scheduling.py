@@ -57,6 +57,7 @@ from typing import Any
 
 from topogate.inventory.model import Cluster, Taint
 from topogate.kinds import pod_gpus
+from topogate.words import plural
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 REGION_LABEL = "topology.kubernetes.io/region"
@@ -408,7 +409,7 @@ def fit_pool(spec: Mapping[str, Any], node: NodeClass, gpus: int | None = None) 
     if gpus > node.gpus_per_node:
         reasons.append(Removal(
             "gpus", "gpu",
-            f"pod needs {gpus} GPUs on one node, nodes of {node.pool} have {node.gpus_per_node}",
+            f"pod needs {plural(gpus, 'GPU')} on one node, nodes of {node.pool} have {node.gpus_per_node}",
         ))
     if node.nodes <= 0:
         reasons.append(Removal("nodes", "", f"pool {node.pool} has no nodes"))

@@ -50,6 +50,8 @@ from topogate.inventory.model import (
     kueue_groupable,
 )
 from topogate.inventory.yamlpos import Located, YamlReadError, YPath, read_yaml
+from topogate.oserror import reason
+from topogate.words import plural
 
 _DNS = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -582,8 +584,8 @@ class _Checker:
         if w.placement == "follow" and not follow_zones(c, nz, w) and w.gpus:
             self.err(base, (
                 f"workload '{w.name}' uses placement 'follow' but no zone of network zone "
-                f"'{nz.name}' has both a node with {max(g.gpus_per_pod for g in w.groups)} GPUs "
-                f"and {w.gpus} GPUs in all; the job can never start: reduce replicas or add GPU nodes"))
+                f"'{nz.name}' has both a node with {plural(max(g.gpus_per_pod for g in w.groups), 'GPU')} "
+                f"and {plural(w.gpus, 'GPU')} in all; the job can never start: reduce replicas or add GPU nodes"))
             return
         zones = [w.zone] if w.zone else list(nz.zones)
         best = max((z.gpus for z in c.zones if z.name in zones), default=0)
@@ -591,7 +593,7 @@ class _Checker:
         if w.gpus > best:
             detail = ", ".join(f"{g.name} {g.replicas}x{g.gpus_per_pod}" for g in w.groups if g.gpus)
             self.err(base, (
-                f"workload '{w.name}' needs {w.gpus} GPUs ({detail}) but the largest zone it may use "
+                f"workload '{w.name}' needs {plural(w.gpus, 'GPU')} ({detail}) but the largest zone it may use "
                 f"in network zone '{nz.name}' has {best} (the network zone has {total} in all); the "
                 "job can never start: reduce replicas or add GPU nodes"))
         for g in w.groups:
@@ -599,7 +601,7 @@ class _Checker:
                            default=0)
             if g.gpus_per_pod > per_node:
                 self.err(base, (
-                    f"workload '{w.name}' group {g.name} asks {g.gpus_per_pod} GPUs per pod but no node "
+                    f"workload '{w.name}' group {g.name} asks {plural(g.gpus_per_pod, 'GPU')} per pod but no node "
                     f"in network zone '{nz.name}' has more than {per_node}"))
 
 
@@ -652,7 +654,7 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
     try:
         text = Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise InventoryError([Problem(Position(file, 1, 1), f"cannot read the inventory: {e}")]) from None
+        raise InventoryError([Problem(Position(file, 1, 1), f"cannot read the inventory: {reason(e)}")]) from None
     try:
         loc = read_yaml(text, file)
     except YamlReadError as e:

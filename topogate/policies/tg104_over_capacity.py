@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from topogate.analysis.context import Context
 from topogate.findings import Issue
+from topogate.words import plural
 
 NAME = "over-capacity"
 SEVERITY = "error"
@@ -32,7 +33,8 @@ def check(ctx: Context) -> Iterator[Issue]:
         detail = f" ({cap['message']})" if cap.get("message") else ""
         yield Issue(
             job.object,
-            f"{job.object} requests {needs} GPUs but {where} hold(s) {has}{detail}. Pods that fit start "
+            f"{job.object} requests {plural(needs, 'GPU')} but {where} {'holds' if cap.get('zone') else 'hold'} "
+            f"{has}{detail}. Pods that fit start "
             "and hold their GPUs idle while the rest stay Pending. Fix: reduce replicas or "
             "GPUs per pod, or add GPU nodes to that zone.",
             job.pos,

@@ -4,6 +4,9 @@ topologySpreadConstraints SPREAD pods. With `topologyKey: topology.kubernetes.io
 `whenUnsatisfiable: DoNotSchedule`, a group with more pods than `maxSkew` is forced into several
 zones, the opposite of what a distributed training job needs.
 
+Severity: error when the constraint splits the group or strands pods today; warning when it is
+latent (one eligible zone, or maxSkew covers every pod: it splits nothing until that changes).
+
 Why: it is a tempting "fix" for uneven placement, and it guarantees the split it was meant to
 prevent.
 
@@ -28,6 +31,7 @@ from collections.abc import Iterator
 
 from topogate.analysis.context import Context
 from topogate.findings import Issue
+from topogate.words import plural
 
 NAME = "spread-splits"
 SEVERITY = "error"
@@ -45,8 +49,11 @@ def check(ctx: Context) -> Iterator[Issue]:
         yield Issue(
             s.object,
             f"{s.object}: group {s.group} spreads over {s.key} with DoNotSchedule (maxSkew "
-            f"{s.max_skew}, {s.pods} pods): {now}. Fix: co-locate with required nodeAffinity or "
+            f"{s.max_skew}, {plural(s.pods, 'pod')}): {now}. Fix: co-locate with required nodeAffinity or "
             "podAffinity on the zone key, and spread per kubernetes.io/hostname with "
             "ScheduleAnyway if you want spreading at all.",
             s.pos,
+            # The severity follows the effect: a split or stranded pods fail the check, a
+            # constraint that splits nothing today is a warning (it fails under --strict).
+            severity="warning" if s.effect == "latent" else "",
         )

@@ -54,21 +54,29 @@ def check(ctx: Context) -> Iterator[Issue]:
     for o in ctx.boundary_openings:
         ports = ", ".join(o.ranges)
         uses = f" (including {', '.join(o.uses)})" if o.uses else ""
-        head = (f"{_who(o.src_object, o.src_group)} ({_zone(o.src_nz)}) can reach "
-                f"{_who(o.dst_object, o.dst_group)} ({_zone(o.dst_nz)}) on {ports}{uses}")
+        head = (f"{_side(o.src_object, o.src_group, o.src_nz)} can reach "
+                f"{_side(o.dst_object, o.dst_group, o.dst_nz)} on {ports}{uses}")
         if o.enforced:
             text = (f"{head}: opened by {o.decided_by}. The inventory separates "
                     f"{_pair(o)}, and no declared door covers these ports. Fix: narrow that rule "
                     "to the job's own pods (or to the ports of a door declared in the inventory), "
                     "or apply the boundary policies from `topogate generate`.")
         else:
-            text = (f"{head}: nothing among the checked paths enforces the boundary between "
-                    f"{_pair(o)} (no policy selects either pod). Fix: include the policies "
+            text = (f"{head}: no policy selects {_who(o.src_object, o.src_group)} or "
+                    f"{_who(o.dst_object, o.dst_group)}: allowed by default; nothing among the "
+                    f"checked paths enforces the boundary between {_pair(o)}. Fix: include the policies "
                     f"`topogate generate` writes: run `topogate generate {inv} -o OUT` and pass "
                     "OUT/clusters/<cluster>/network (the boundary) and the jobs' "
                     "ciliumnetworkpolicy.yaml among the PATHs, or run `topogate check` without "
                     "PATHs to check the generated tree.")
         yield Issue(o.src_object if "/" in o.src_object else o.dst_object, text, o.pos)
+
+
+def _side(obj: str, group: str, nz: str) -> str:
+    # A probe's stand-in pod is already named by its network zone ("a pod of network zone X").
+    if "/" not in obj:
+        return obj
+    return f"{obj} ({group}, {_zone(nz)})" if group else f"{obj} ({_zone(nz)})"
 
 
 def _who(obj: str, group: str) -> str:

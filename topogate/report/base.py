@@ -68,4 +68,30 @@ def counts_line(result: CheckResult) -> str:
     parts = [plural(result.errors, "error"), plural(result.warnings, "warning")]
     if infos:
         parts.append(f"{infos} info")
+    if result.suppressed:
+        parts.append(f"{len(result.suppressed)} suppressed by annotation")
     return f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"
+
+
+def suppressed_lines(result: CheckResult) -> list[str]:
+    """One line per honoured suppression: what was hidden, where, and the reason given."""
+    return [f"suppressed: {s.rule} on {s.object} ({s.pos.file}:{s.pos.line}): {s.reason}"
+            for s in result.suppressed]
+
+
+def zone_choice(job: JobMap) -> tuple[str, ...]:
+    """The zones a colocated job may pick as a whole, when there is more than one.
+
+    A following job (placement: follow, podAffinity on the zone) lands in one zone, chosen at
+    schedule time; listing every zone per group would read as a split. Reporters say the choice
+    once, for the job. Empty when the job is not colocated or has one possible zone."""
+    if not job.colocated or not job.groups:
+        return ()
+    common = set(job.groups[0].zones)
+    for g in job.groups[1:]:
+        common &= set(g.zones)
+    return tuple(sorted(common)) if len(common) > 1 else ()
+
+
+def zone_choice_text(zones: tuple[str, ...]) -> str:
+    return f"the whole job in one zone of: {', '.join(zones)}"

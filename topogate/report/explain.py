@@ -11,7 +11,8 @@ from typing import Any
 
 from topogate.analysis.result import Flow, GroupMap, JobMap
 from topogate.inventory.model import NOWHERE, Position
-from topogate.report.base import flow_key, port_text
+from topogate.report.base import flow_key, port_text, zone_choice, zone_choice_text
+from topogate.words import plural
 
 
 def _pos(p: Position) -> dict[str, Any] | None:
@@ -57,7 +58,9 @@ def explain_text(job: JobMap) -> str:
     lines = [f"{job.object} (cluster {job.cluster}){_at(job.pos)}"]
     if job.inventory_pos != NOWHERE:
         lines.append(f"  inventory entry at {job.inventory_pos}")
-    lines.append(f"  colocated: {'yes' if job.colocated else 'NO'}")
+    choice = zone_choice(job)
+    lines.append(f"  colocated: {'yes' if job.colocated else 'NO'}"
+                 + (f" ({zone_choice_text(choice)})" if choice else ""))
     if job.kueue:
         lines.append(f"    placed by {job.kueue}")
     lines += [f"    {' '.join(r.split())}" for r in job.split_reasons]
@@ -67,8 +70,8 @@ def explain_text(job: JobMap) -> str:
         cap = job.capacity
         where = f"zone {cap['zone']}" if cap.get("zone") else "the pools it can use"
         fits = "fits" if cap.get("fits", True) else "does NOT fit"
-        lines.append(f"  capacity: needs {cap.get('needs', 0)} GPUs; {where} hold(s) "
-                     f"{cap.get('has', 0)}: {fits}")
+        lines.append(f"  capacity: needs {plural(int(cap.get('needs', 0) or 0), 'GPU')}; {where} "
+                     f"{'hold' if not cap.get('zone') else 'holds'} {cap.get('has', 0)}: {fits}")
     lines += ["", "Groups"]
     for g in job.groups:
         lines += _group_text(g)

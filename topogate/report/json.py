@@ -27,11 +27,17 @@ def workload_dict(job: JobMap) -> dict[str, Any]:
 
 
 def report_dict(result: CheckResult) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "findings": [f.as_dict() for f in sorted_findings(result)],
         "workloads": [workload_dict(j) for j in sorted_jobs(result)],
         "summary": {"errors": result.errors, "warnings": result.warnings},
     }
+    if result.suppressed:
+        # Additive, and only when something was suppressed, so existing reports keep their bytes.
+        out["summary"]["suppressed"] = [
+            {"rule": s.rule, "object": s.object, "reason": s.reason, "file": s.pos.file,
+             "line": s.pos.line} for s in result.suppressed]
+    return out
 
 
 class JsonReporter(Reporter):

@@ -17,6 +17,8 @@ from topogate.report.base import (
     port_text,
     sorted_findings,
     sorted_jobs,
+    zone_choice,
+    zone_choice_text,
 )
 from topogate.report.mermaid import job_diagram
 
@@ -67,11 +69,14 @@ def in_trouble(job: JobMap) -> bool:
 
 
 def job_section(job: JobMap, picture: bool) -> list[str]:
+    choice = zone_choice(job)
     state = " · ".join([
+        f"colocated ({zone_choice_text(choice)})" if choice else
         "colocated" if job.colocated else "**can be split across zones**",
         "schedulable" if job.schedulable else "**not schedulable**",
     ])
-    groups = ", ".join(f"{g.name} ×{g.pods} ({', '.join(g.zones) or 'nowhere'})" for g in job.groups)
+    groups = ", ".join(f"{g.name} ×{g.pods}" if choice else
+                       f"{g.name} ×{g.pods} ({', '.join(g.zones) or 'nowhere'})" for g in job.groups)
     lines = [f"#### {cell(job.object)} · cluster {cell(job.cluster)}", "", f"{state} · {cell(groups)}", ""]
     blocked = sorted(job.blocked, key=flow_key)
     if blocked:
@@ -87,11 +92,16 @@ def job_section(job: JobMap, picture: bool) -> list[str]:
     return lines
 
 
+def _zone_cell(job: JobMap) -> str:
+    choice = zone_choice(job)
+    return f"one of {', '.join(choice)}" if choice else ", ".join(job.zones)
+
+
 def clean_table(jobs: list[JobMap]) -> list[str]:
     lines = [f"<details><summary>{len(jobs)} clean workload{'s' if len(jobs) != 1 else ''}: "
              "colocated, schedulable, no blocked flow</summary>", "",
              "| Workload | Cluster | Zone |", "| --- | --- | --- |"]
-    lines += [f"| {cell(j.object)} | {cell(j.cluster)} | {cell(', '.join(j.zones))} |" for j in jobs]
+    lines += [f"| {cell(j.object)} | {cell(j.cluster)} | {cell(_zone_cell(j))} |" for j in jobs]
     return [*lines, "", "</details>", ""]
 
 
@@ -106,6 +116,10 @@ class MarkdownReporter(Reporter):
         findings = sorted_findings(result)
         if findings:
             lines += ["### Findings", "", *findings_table(findings), "", *details(findings)]
+        if result.suppressed:
+            lines += ["### Suppressed by annotation", "", "| Rule | Object | Reason |", "| --- | --- | --- |",
+                      *(f"| {cell(s.rule)} | {cell(s.object)} | {cell(s.reason)} |"
+                        for s in result.suppressed), ""]
         jobs = sorted_jobs(result)
         trouble = [j for j in jobs if in_trouble(j)]
         clean = [j for j in jobs if not in_trouble(j)]

@@ -8,10 +8,11 @@ nodes and verdict, so a 64-worker job stays a handful of edges.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from topogate.analysis.result import Flow, JobMap
-from topogate.report.base import port_text
+from topogate.report.base import port_text, zone_choice
 
 BLOCKED_STYLE = "stroke:red,stroke-width:2px,stroke-dasharray:5 5"
 
@@ -45,8 +46,23 @@ def _flow_label(flows: list[Flow]) -> str:
     return ", ".join(f"{purpose} {' '.join(p)}" for purpose, p in ports.items())
 
 
+def _one_zone_picture(job: JobMap) -> JobMap:
+    """A colocated job that may pick one of several zones is drawn once, in a box naming the
+    choice: drawing it in every zone would be the picture of a split, which it is not."""
+    choice = zone_choice(job)
+    if not choice:
+        return job
+    label, first, others = f"one zone of: {', '.join(choice)}", choice[0], set(choice[1:])
+    groups = tuple(dataclasses.replace(g, zones=(label,)) for g in job.groups)
+    flows = tuple(dataclasses.replace(f, src_zone=label if f.src_zone == first else f.src_zone,
+                                      dst_zone=label if f.dst_zone == first else f.dst_zone)
+                  for f in job.flows if f.src_zone not in others and f.dst_zone not in others)
+    return dataclasses.replace(job, groups=groups, flows=flows)
+
+
 def job_diagram(job: JobMap) -> str:
     """Mermaid source (no code fence) for one job; the same job always gives the same text."""
+    job = _one_zone_picture(job)
     zones = sorted({z for g in job.groups for z in g.zones} | {
         z for f in job.flows for z in (f.src_zone, f.dst_zone) if z})
     zone_id = {z: f"z{i}" for i, z in enumerate(zones)}

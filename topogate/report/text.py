@@ -18,6 +18,9 @@ from topogate.report.base import (
     port_text,
     sorted_findings,
     sorted_jobs,
+    suppressed_lines,
+    zone_choice,
+    zone_choice_text,
 )
 
 INDENT = "    "
@@ -35,10 +38,10 @@ def finding_line(f: Finding) -> str:
                       *(INDENT + r for r in rest), *(INDENT + d for d in detail)])
 
 
-def group_line(g: GroupMap) -> str:
+def group_line(g: GroupMap, with_zones: bool = True) -> str:
     gpus = f" ({g.gpus_per_pod} GPU/pod)" if g.gpus_per_pod else ""
     zones = ", ".join(g.zones) if g.zones else "nowhere (no feasible node)"
-    return f"  {g.name} x{g.pods}{gpus}: {zones}"
+    return f"  {g.name} x{g.pods}{gpus}: {zones}" if with_zones else f"  {g.name} x{g.pods}{gpus}"
 
 
 def blocked_line(f: Flow) -> str:
@@ -47,14 +50,16 @@ def blocked_line(f: Flow) -> str:
 
 
 def job_summary(job: JobMap) -> str:
+    choice = zone_choice(job)
     state = ", ".join([
+        f"colocated ({zone_choice_text(choice)})" if choice else
         "colocated" if job.colocated else "NOT colocated",
         "schedulable" if job.schedulable else "NOT schedulable",
     ])
     lines = [f"{job.object} (cluster {job.cluster}): {state}"]
     if job.kueue:
         lines.append(f"  placed by {job.kueue}")
-    lines += [group_line(g) for g in job.groups]
+    lines += [group_line(g, with_zones=not choice) for g in job.groups]
     lines += [blocked_line(f) for f in sorted(job.blocked, key=flow_key)]
     return "\n".join(lines)
 
@@ -80,6 +85,8 @@ class TextReporter(Reporter):
         jobs = sorted_jobs(result)
         if jobs and self.verbosity > QUIET:
             blocks.append(self.summaries(result, jobs))
+        if result.suppressed:
+            blocks.append("\n".join(suppressed_lines(result)))
         verdict = "FAIL" if self.failed(result) else "ok"
         blocks.append(f"{verdict}: {counts_line(result)}")
         return "\n\n".join(blocks) + "\n"

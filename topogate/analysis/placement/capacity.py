@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from topogate.analysis.placement.model import Capacity, _fmt
 from topogate.analysis.scheduling import PoolFit
+from topogate.words import plural
 
 if TYPE_CHECKING:
     from topogate.analysis.placement.plan import _Plan
@@ -45,7 +46,7 @@ def unit_capacity(p: _Plan) -> None:
             if len(A[n]) > 1 or len(gpu_members) > 1:
                 need_gpus = sum(by_name[m].gpus for m in gpu_members)
                 p.job_unsched.append(f"{', '.join(members)} must share one zone but no zone of {_fmt(A[n])} holds "
-                                     f"their {need_gpus} GPUs")
+                                     f"their {plural(need_gpus, 'GPU')}")
         elif ok != A[n]:
             for m in members:
                 A[m] = set(ok)
@@ -58,8 +59,8 @@ def group_capacity(p: _Plan) -> None:
         if g.gpus_per_pod > 0 and p.zones[n]:
             slots = _slots(p.fits[n], p.zones[n], g.gpus_per_pod)
             if slots < g.pods:
-                p.unsched[n].append(f"{n} needs {g.pods} pods x {g.gpus_per_pod} GPUs; the pools it fits in "
-                                    f"{_fmt(p.zones[n])} hold {slots} such pods")
+                p.unsched[n].append(f"{n} needs {plural(g.pods, 'pod')} x {plural(g.gpus_per_pod, 'GPU')}; the pools it "
+                                    f"fits in {_fmt(p.zones[n])} hold {plural(slots, 'such pod')}")
 
 
 def job_capacity(p: _Plan) -> Capacity:
@@ -76,7 +77,7 @@ def job_capacity(p: _Plan) -> Capacity:
     # Capacity is judged only when every GPU group can land somewhere; otherwise that is the problem.
     judged = all(A[n] for n in names if by_name[n].gpus_per_pod > 0)
     cap_ok = requested <= available or not judged
-    cap_msg = "" if cap_ok else f"the job requests {requested} GPUs; the pools where it can land have {available}"
+    cap_msg = "" if cap_ok else f"the job requests {plural(requested, 'GPU')}; the pools where it can land have {available}"
     if not cap_ok:
         p.job_unsched.append(cap_msg)
     return Capacity(requested, available, cap_ok, best[0], best[1], cap_msg)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from topogate.analysis.jobs import JobGroup
 from topogate.analysis.placement.model import _fmt
 from topogate.analysis.scheduling import selector_matches, with_label_keys
+from topogate.words import plural
 
 if TYPE_CHECKING:
     from topogate.analysis.placement.plan import _Plan
@@ -28,10 +29,10 @@ def _self_anti(p: _Plan, g: JobGroup) -> None:
     """Required podAntiAffinity of a group with itself puts each pod in its own zone."""
     n, A, zone_key = g.name, p.zones, p.zone_key
     if g.pods > len(A[n]):
-        p.unsched[n].append(f"{n}: podAntiAffinity on {zone_key} needs {g.pods} zones for its {g.pods} pods, "
+        p.unsched[n].append(f"{n}: podAntiAffinity on {zone_key} needs {plural(g.pods, 'zone')} for its {plural(g.pods, 'pod')}, "
                             f"it can use {len(A[n])} ({_fmt(A[n])})")
     elif n in p.single:
-        p.unsched[n].append(f"{n}: podAntiAffinity on {zone_key} puts each of its {g.pods} pods in its own "
+        p.unsched[n].append(f"{n}: podAntiAffinity on {zone_key} puts each of its {plural(g.pods, 'pod')} in its own "
                             f"zone, but podAffinity holds them in one zone")
     else:
         p.splits[n].append(f"podAntiAffinity on {zone_key} puts each of the {g.pods} pods of {n} in its own zone")

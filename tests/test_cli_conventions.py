@@ -1,0 +1,97 @@
+"""CLI conventions users know from ruff and friends: -o in the report's format, `rules RULE`,
+`rules --format json`, `check --select/--ignore`, and per-object suppression annotations."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from topogate.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = str(ROOT / "fixtures" / "lab" / "inventory.yaml")
+BROKEN = ROOT / "fixtures" / "incident" / "broken"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def rules_of(out: str) -> set[str]:
+    return {f["rule"] for f in json.loads(out)["findings"]}
+
+
+def test_output_file_follows_extension_then_format(tmp_path: Path) -> None:
+    md, sarif, other = tmp_path / "r.md", tmp_path / "r.sarif", tmp_path / "r.out"
+    run("check", LAB, str(BROKEN), "--format", "json", "-o", str(md))
+    assert md.read_text().startswith("## ❌ topogate check failed")  # as before: .md is markdown
+    run("check", LAB, str(BROKEN), "--format", "json", "-o", str(sarif))
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"
+    code, out, _ = run("check", LAB, str(BROKEN), "--format", "json", "-o", str(other))
+    assert code == 1 and other.read_text() == out  # no extension hint: the --format of stdout
+    run("check", LAB, str(BROKEN), "--format", "json", "-o", str(other), "--output-format", "text")
+    assert other.read_text().rstrip().endswith("FAIL: 3 errors, 0 warnings in 1 workload")
+
+
+def test_rules_shows_one_rule_by_id_or_name() -> None:
+    code, by_id, _ = run("rules", "tg101")
+    assert code == 0 and by_id.startswith("TG101 hard-block (error)\n")
+    assert run("rules", "hard-block")[1] == by_id
+    assert "TG102" not in by_id.split("\n", 1)[0]
+    code, _, err = run("rules", "TG999")
+    assert code == 2 and "no rule 'TG999'" in err and "TG101 (hard-block)" in err
+    code, out, _ = run("rules", "may-split", "--format", "json")
+    assert code == 0 and json.loads(out)["id"] == "TG102"
+
+
+def test_rules_json_lists_every_rule() -> None:
+    from topogate.policies import REGISTRY
+
+    code, out, _ = run("rules", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and [r["id"] for r in data] == sorted(REGISTRY)
+    assert {"id", "name", "severity", "summary", "doc"} == set(data[0])
+
+
+def test_select_and_ignore_by_id_prefix_and_name() -> None:
+    code, out, _ = run("check", LAB, str(BROKEN), "--format", "json", "--select", "TG102")
+    assert (code, rules_of(out)) == (1, {"TG102"})
+    code, out, _ = run("check", LAB, str(BROKEN), "--format", "json", "--select", "TG1",
+                       "--ignore", "hard-block,may-split")
+    assert (code, rules_of(out)) == (0, set())  # nothing left: the exit code follows
+    code, _, err = run("check", LAB, str(BROKEN), "--ignore", "TG9")
+    assert code == 2 and "--ignore TG9: no such rule" in err
+
+
+def _annotated(tmp_path: Path, value: str) -> Path:
+    d = tmp_path / "m"
+    shutil.copytree(BROKEN, d)
+    f = d / "coordinator.yaml"
+    text = f.read_text()
+    f.write_text(text.replace("  namespace: ml-demo\n", "  namespace: ml-demo\n  annotations:\n"
+                              f"    topogate.dev/ignore: {json.dumps(value)}\n", 1))
+    return d
+
+
+def test_suppression_with_reason_hides_the_finding_and_is_reported(tmp_path: Path) -> None:
+    d = _annotated(tmp_path, "TG102: smoke test, one node\nhard-block: known, see INC-42")
+    code, out, _ = run("check", LAB, str(d), "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["findings"] == []
+    assert [(s["rule"], s["reason"]) for s in data["summary"]["suppressed"]] == [
+        ("TG101", "known, see INC-42"), ("TG102", "smoke test, one node")]
+    code, text, _ = run("check", LAB, str(d))
+    assert "suppressed: TG102 on Deployment/ml-demo/coordinator" in text
+    assert text.rstrip().endswith("ok: 0 errors, 0 warnings, 2 suppressed by annotation in 1 workload")
+
+
+def test_suppression_without_reason_hides_nothing(tmp_path: Path) -> None:
+    d = _annotated(tmp_path, "TG102")
+    code, out, _ = run("check", LAB, str(d), "--format", "json")
+    assert code == 1 and {"TG101", "TG102", "TG010"} <= rules_of(out)
+    (bad,) = [f for f in json.loads(out)["findings"] if f["rule"] == "TG010"]
+    assert "TG102 has no reason" in bad["message"] and bad["file"].endswith("coordinator.yaml")
