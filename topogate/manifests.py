@@ -32,7 +32,7 @@ ManifestError = InputError  # the name the rest of topogate catches
 Path_ = tuple[str | int, ...]
 
 
-class LazyPosition(Position):
+class LazyPosition(_Deferred):
     """A position inside an object, found by re-reading its file only when someone asks.
 
     Keeping every composed node alive to answer the few position questions findings ask would
@@ -41,31 +41,11 @@ class LazyPosition(Position):
     """
 
     def __init__(self, src_file: str, doc: int, path: Path_, display: str, fallback: Position):
+        super().__init__()
         object.__setattr__(self, "_args", (src_file, doc, path, display, fallback))
-        object.__setattr__(self, "_resolved", None)
 
-    def resolve(self) -> Position:
-        done: Position | None = object.__getattribute__(self, "_resolved")
-        if done is None:
-            src_file, doc, path, display, fallback = object.__getattribute__(self, "_args")
-            done = _resolve(src_file, doc, path, display, fallback)
-            object.__setattr__(self, "_resolved", done)
-        return done
-
-    @property  # type: ignore[override]
-    def file(self) -> str:
-        return self.resolve().file
-
-    @property  # type: ignore[override]
-    def line(self) -> int:
-        return self.resolve().line
-
-    @property  # type: ignore[override]
-    def column(self) -> int:
-        return self.resolve().column
-
-    def __repr__(self) -> str:
-        return f"LazyPosition({self.resolve()})"
+    def compute(self) -> Position:
+        return _resolve(*object.__getattribute__(self, "_args"))
 
 
 # Text with no file to re-read (standard input), by the name its objects use as src_file.
@@ -83,6 +63,11 @@ def _resolve(src_file: str, doc: int, path: Path_, display: str, fallback: Posit
         node = _composed(src_file)[doc]
     except (KeyError, InputError):
         return Position(fallback.file, fallback.line, fallback.column)
+    return node_position(node, path, display)
+
+
+def node_position(node: Any, path: Path_, display: str) -> Position:
+    """Where the nearest existing node on `path` below `node` starts (1-based)."""
     best = Position(display, node.start_mark.line + 1, node.start_mark.column + 1)
     for step in path:
         nxt = None

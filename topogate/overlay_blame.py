@@ -153,18 +153,7 @@ def _locate(f: Path, path: PathT, display: Any) -> Position:
         node = next((n for _, n, _ in documents(read_text(f, str(f)), str(f), construct=False)), None)
     except InputError:
         node = None
+    from topogate.manifests import node_position
+
     shown = display(f)
-    if node is None:
-        return Position(shown, 1, 1)
-    best = Position(shown, node.start_mark.line + 1, node.start_mark.column + 1)
-    for step in path:
-        nxt = None
-        if isinstance(node, yaml.MappingNode) and isinstance(step, str):
-            nxt = next((v for k, v in node.value if k.value == step), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
-            nxt = node.value[step]
-        if nxt is None:
-            break
-        node = nxt
-        best = Position(shown, node.start_mark.line + 1, node.start_mark.column + 1)
-    return best
+    return Position(shown, 1, 1) if node is None else node_position(node, path, shown)
