@@ -172,3 +172,15 @@ def test_cronjob_args_audit_with_only_the_inventory_mounted(moto_ce: Moto, tmp_p
     assert "Verdict: OVER BUDGET: gpu-east" in res.stdout
     (line,) = res.stderr.strip().splitlines()
     assert line.startswith("topogate audit: cause not analysed: ")
+
+
+def test_workflow_checks_drift_with_a_role_not_a_stored_kubeconfig() -> None:
+    drift = workflow()["jobs"]["drift"]
+    creds = [s for s in drift["steps"] if str(s.get("uses", "")).startswith("aws-actions/configure-aws-credentials@")]
+    assert creds and creds[0]["with"]["role-to-assume"].startswith("arn:aws:iam::")
+    runs = [s["run"] for s in drift["steps"] if "run" in s]
+    assert any("aws eks update-kubeconfig" in r for r in runs)
+    (check,) = [r for r in runs if r.startswith("topogate drift")]
+    assert "--kubeconfig" in check and "--format github" in check
+    for r in runs:
+        subprocess.run(["bash", "-n"], input=r, text=True, check=True)
