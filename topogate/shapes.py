@@ -64,6 +64,10 @@ _JOBSET_SPEC: Shape = {"replicatedJobs": [{"name": SCALAR, "replicas": INT,
 SPECS: dict[str, Shape] = {
     "PyTorchJob": {"pytorchReplicaSpecs": {"*": {"replicas": INT, "template": TEMPLATE}}},
     "MPIJob": {"mpiReplicaSpecs": {"*": {"replicas": INT, "template": TEMPLATE}}},
+    "TFJob": {"tfReplicaSpecs": {"*": {"replicas": INT, "template": TEMPLATE}}},
+    "XGBoostJob": {"xgbReplicaSpecs": {"*": {"replicas": INT, "template": TEMPLATE}}},
+    "PaddleJob": {"paddleReplicaSpecs": {"*": {"replicas": INT, "template": TEMPLATE}}},
+    "JAXJob": {"jaxReplicaSpecs": {"*": {"replicas": INT, "template": TEMPLATE}}},
     "JobSet": _JOBSET_SPEC,
     "TrainJob": {"runtimeRef": {"name": SCALAR}, "trainer": {"numNodes": INT, "resourcesPerNode": _RESOURCES}},
     "TrainingRuntime": {"mlPolicy": {"numNodes": INT}, "template": {"spec": _JOBSET_SPEC}},
@@ -128,19 +132,33 @@ def _problem(value: Any, shape: Shape, path: Path_) -> tuple[Path_, str] | None:
     return None
 
 
+def first_problem(doc: dict[str, Any]) -> tuple[Path_, str] | None:
+    """(path, what it must be) of the first field of a plain document whose type the analysis
+    (or a generator patching it) cannot read; None when every such field has its type."""
+    found = _problem(doc.get("metadata"), _METADATA, ("metadata",))
+    shape = SPECS.get(str(doc.get("kind", "")))
+    if found is None and shape is not None:
+        found = _problem(doc.get("spec"), shape, ("spec",))
+    return found
+
+
+def field_name(path: Path_) -> str:
+    return ".".join(str(s) if isinstance(s, str) else f"[{s}]" for s in path).replace(".[", "[")
+
+
+def describe_at(doc: Any, path: Path_) -> str:
+    value: Any = doc
+    for step in path:
+        value = value[step]
+    return _describe(value)
+
+
 def check(obj: Any) -> None:
     """InputError at the first field of a collected object whose type the analysis cannot read."""
-    found = _problem(obj.obj.get("metadata"), _METADATA, ("metadata",))
-    shape = SPECS.get(obj.kind)
-    if found is None and shape is not None:
-        found = _problem(obj.obj.get("spec"), shape, ("spec",))
+    found = first_problem(obj.obj)
     if found is None:
         return
     path, expected = found
-    value: Any = obj.obj
-    for step in path:
-        value = value[step]
-    field = ".".join(str(s) if isinstance(s, str) else f"[{s}]" for s in path).replace(".[", "[")
     raise InputError(obj.locate(path), (
-        f"{obj.ref}: {field} must be {expected}, not {_describe(value)}; the API server would "
-        "refuse this object: fix the field"))
+        f"{obj.ref}: {field_name(path)} must be {expected}, not {describe_at(obj.obj, path)}; the "
+        "API server would refuse this object: fix the field"))

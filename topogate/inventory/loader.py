@@ -573,6 +573,15 @@ class _Checker:
                             "cluster-scoped objects separately (a TrainingRuntime in the namespace "
                             "works in a base)"))
             return ()
+        from topogate import shapes
+
+        bad = shapes.first_problem(job)
+        if bad is not None:
+            # generate patches these fields: a wrong type would crash the patch, not explain itself
+            self.err(path, (f"the {kind} '{name}' in base '{rel}': {shapes.field_name(bad[0])} must be "
+                            f"{bad[1]}, not {shapes.describe_at(job, bad[0])}; the API server would "
+                            "refuse it: fix the field"))
+            return ()
         groups = list(kinds.replica_groups(job, _runtime_groups(job, docs)))
         if not groups:
             self.err(path, f"the {kind} '{name}' in base '{rel}' has no replica groups (pods) to place")
