@@ -15,13 +15,13 @@ from typing import Any
 
 import cel
 import yaml
-from conftest import crds_dir
+from conftest import require_crds
 
 
 @functools.cache
 def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for f in sorted(crds_dir().rglob("*.yaml")):
+    for f in sorted(require_crds().rglob("*.yaml")):
         for doc in yaml.load_all(f.read_text(), Loader=yaml.CSafeLoader):
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                 spec = doc["spec"]
