@@ -54,6 +54,8 @@ from topogate.oserror import reason
 from topogate.words import plural
 
 _DNS = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# Flux's GitRepository takes http, https and ssh URLs (its CRD pattern); Argo CD takes those too.
+_GIT_URL = re.compile(r"^(https?|ssh)://[^\s/@]+(@[^\s/]+)?(/[^\s]*)?$")
 
 
 @dataclass(frozen=True, order=True)
@@ -720,6 +722,12 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
 
     gitops = None
     g = data.get("gitops")
+    if isinstance(g, dict) and isinstance(g.get("repoURL"), str) and not _GIT_URL.match(g["repoURL"]):
+        # Written into Argo CD Applications and a Flux GitRepository, whose CRD takes only these
+        # schemes: anything else is refused here, not by the cluster after the merge.
+        chk.err(("gitops", "repoURL"), (
+            f"repoURL {g['repoURL']!r} is not a Git URL Argo CD and Flux both accept; use "
+            "https://host/org/repo.git or ssh://git@host/org/repo.git (no spaces)"))
     if isinstance(g, dict) and isinstance(g.get("repoURL"), str):
         gitops = GitOps(
             g["repoURL"], str(g.get("targetRevision", "main")), str(g.get("path", ".")),
