@@ -238,3 +238,16 @@ def write_kubeconfig(path: Path, server: str, token: str = TOKEN, context: str =
         "current-context": context,
     }, indent=2))
     return path
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    """The CLI in process: (exit code, stdout, stderr); an unexpected exception is raised, so a
+    traceback fails the test instead of reading as exit 1."""
+    from click.testing import CliRunner
+
+    from topogate.cli import main
+
+    res = CliRunner().invoke(main, list(args))
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return res.exit_code, res.stdout, res.stderr

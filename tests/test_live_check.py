@@ -11,15 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from topogate.cli import main
 from topogate.inventory.loader import load_inventory
 from topogate.live.running import first_difference, job_key
 
 pytest.register_assert_rewrite("live_support")
 pytest_plugins = ["live_support"]
-from live_support import LIVE, REPO, TOKEN, StandIn, write_kubeconfig  # noqa: E402
+from live_support import LIVE, REPO, TOKEN, StandIn, run, write_kubeconfig  # noqa: E402
 
 INV = "fixtures/live/eks/inventory.yaml"
 BROKEN = "fixtures/live/eks/live-broken.json"
@@ -31,13 +29,6 @@ EXPECTED = [  # (rule, line, object)
     ("TG209", 55, "CiliumNetworkPolicy/ml-demo/topogate-train"),
     ("TG208", 1, "CiliumNetworkPolicy/ml-demo/allow-notebook-debug"),
 ]
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    res = CliRunner().invoke(main, list(args))
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise res.exception
-    return res.exit_code, res.stdout, res.stderr
 
 
 @pytest.fixture(autouse=True)

@@ -61,10 +61,19 @@ def test_the_cluster_role_is_exactly_the_lists_the_commands_make() -> None:
 
 @pytest.mark.parametrize("name", ["rbac-topogate-live.yaml", "cronjob-drift.yaml"])
 def test_examples_are_valid_kubernetes(name: str) -> None:
+    import copy
+
     import kubernetes_validate
 
-    for d in _docs(name):
-        kubernetes_validate.validate(d, "1.37.0", strict=True)
+    docs = _docs(name)
+    assert docs, f"examples/{name} holds no object to validate"
+    for d in docs:
+        kubernetes_validate.validate(d, "1.37.0", strict=True)  # raises on an invalid object
+    # The same validation refuses a field the API server does not know: the loop above can fail.
+    broken = copy.deepcopy(docs[0])
+    broken["metadata"]["labelz"] = {"typo": "x"}  # type: ignore[index]
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, "1.37.0", strict=True)
 
 
 def test_the_cronjob_runs_drift_with_options_drift_has() -> None:

@@ -11,9 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from topogate.cli import main
 from topogate.inventory.loader import load_inventory
 from topogate.live.drift import compare
 from topogate.live.nodes import parse_node
@@ -21,7 +19,7 @@ from topogate.report import REPORTERS
 
 pytest.register_assert_rewrite("live_support")
 pytest_plugins = ["live_support"]
-from live_support import LIVE, REPO, TOKEN, StandIn, write_kubeconfig  # noqa: E402
+from live_support import LIVE, REPO, TOKEN, StandIn, run, write_kubeconfig  # noqa: E402
 
 INV = LIVE / "eks" / "inventory.yaml"
 INV_REL = "fixtures/live/eks/inventory.yaml"
@@ -35,13 +33,6 @@ EXPECTED = [  # (rule, line, object) of the drifted snapshot: see fixtures/live/
     ("TG203", 26, "Pool/eks/us-east-1b/gpu-p4d"),
     ("TG203", 36, "Pool/eks/us-east-1c/gpu-spot"),
 ]
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    res = CliRunner().invoke(main, list(args))
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise res.exception
-    return res.exit_code, res.stdout, res.stderr
 
 
 @pytest.fixture(autouse=True)

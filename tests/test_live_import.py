@@ -11,24 +11,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from topogate.cli import main
 from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import Inventory
 
 pytest.register_assert_rewrite("live_support")
 pytest_plugins = ["live_support"]
-from live_support import LIVE, REPO, TOKEN, StandIn, write_kubeconfig  # noqa: E402
+from live_support import LIVE, REPO, TOKEN, StandIn, run, write_kubeconfig  # noqa: E402
 
 EKS = LIVE / "eks-nodes.json"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    res = CliRunner().invoke(main, list(args))
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise res.exception
-    return res.exit_code, res.stdout, res.stderr
 
 
 def pools(inv: Inventory) -> dict[tuple[str, str], tuple[int, int, dict[str, str], list[str]]]:

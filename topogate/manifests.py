@@ -151,11 +151,7 @@ def parse_yaml(text: str, file: str, src_file: str = "", guard: bool = True) -> 
 
     `guard=False` skips the alias/depth/duplicate-key checks, for kustomize's own output: it
     writes no aliases or duplicates, and its inputs were checked before it ran."""
-    if guard:
-        docs = documents(text, file)
-    else:
-        docs = _unguarded(text, file)
-    for doc, node, obj in docs:
+    for doc, node, obj in documents(text, file, guard=guard):
         m = node.start_mark
         pos = Position(file, m.line + 1, m.column + 1)
         if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
@@ -167,21 +163,6 @@ def parse_yaml(text: str, file: str, src_file: str = "", guard: bool = True) -> 
                     yield K8sObject(item, ipos, "", src_file, doc, ("items", i))
         elif isinstance(obj, dict) and "kind" in obj:
             yield K8sObject(obj, pos, "", src_file, doc)
-
-
-def _unguarded(text: str, file: str) -> Iterator[tuple[int, Any, Any]]:
-    loader = _Loader(text)
-    doc = -1
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            doc += 1
-            if node is not None:
-                yield doc, node, loader.construct_document(node)
-    except yaml.YAMLError as e:
-        raise InputError(Position(file, 1, 1), f"YAML error: {e}") from None
-    finally:
-        loader.dispose()
 
 
 def node_value(node: Any, key: str) -> Any:
