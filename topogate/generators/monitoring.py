@@ -167,32 +167,19 @@ def _namespaces(inv: Inventory, cluster: Cluster) -> list[str]:
 
 def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
     """The PrometheusRule `spec.groups` for one cluster (also the plain Prometheus rules file)."""
+    recording = _zone_rules(cluster) + _gpu_rules() + _drop_rules(_namespaces(inv, cluster))
+    return [
+        {"name": "topogate.recording", "rules": recording},
+        {"name": "topogate.alerts", "rules": _alert_rules(inv, cluster)},
+    ]
+
+
+def _zone_rules(cluster: Cluster) -> list[dict[str, Any]]:
+    """Recording rules placing nodes, pods and training jobs in zones, and counting a job's zones."""
     zl = ksm_label(cluster.zone_label)
     wl = ksm_label(WORKLOAD_LABEL)
     nzl = ksm_label(NETWORK_ZONE_LABEL)
-    namespaces = _namespaces(inv, cluster)
-    # Only drops that touch a namespace the inventory manages; the join with the workload label
-    # below narrows further to training pods. With no workloads there is nothing to narrow.
-    ns_match = f', destination_namespace=~"{"|".join(namespaces)}"' if namespaces else ""
-    src_match = f', source_namespace=~"{"|".join(namespaces)}"' if namespaces else ""
-    reasons = "|".join(POLICY_DROP_REASONS)
-    gpu = _dcgm()
-    both_match = ns_match + src_match
-
-    def drops(side: str, match: str) -> str:
-        return (
-            "sum by (namespace, training_job) (\n"
-            "  label_replace(label_replace(\n"
-            f"    sum by ({side}_namespace, {side}_pod) (\n"
-            f'      rate(hubble_drop_total{{reason=~"{reasons}"{match}}}[5m])),\n'
-            f'    "namespace", "$1", "{side}_namespace", "(.+)"),\n'
-            f'    "pod", "$1", "{side}_pod", "(.+)")\n'
-            "  * on (namespace, pod) group_left (training_job) topogate:pod_workload:info\n"
-            ")"
-        )
-
-    job_key = 'label_join(topogate:pod_workload:info, "job_key", "/", "namespace", "training_job")'
-    recording: list[dict[str, Any]] = [
+    return [
         {"record": "topogate:node_zone:info",
          "expr": (f'max by (node, zone) (label_replace(kube_node_labels{{{zl}!=""}}, '
                   f'"zone", "$1", "{zl}", "(.+)"))')},
@@ -220,6 +207,13 @@ def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
          "expr": ("count by (namespace, training_job) (\n"
                   "  count by (namespace, training_job, zone) (topogate:training_pod_zone:info)\n"
                   ")")},
+    ]
+
+
+def _gpu_rules() -> list[dict[str, Any]]:
+    """Recording rules averaging DCGM GPU utilisation per job and zone, per job, and per zone."""
+    gpu = _dcgm()
+    return [
         {"record": "topogate:training_job_zone_gpu_util:avg",
          "expr": ("avg by (namespace, training_job, zone) (\n"
                   f"  {gpu}\n"
@@ -235,12 +229,39 @@ def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
                   f"  {gpu}\n"
                   "  * on (namespace, pod) group_left (zone) topogate:training_pod_zone:info\n"
                   ")")},
+    ]
+
+
+def _side_drops(side: str, reasons: str, match: str) -> str:
+    """Policy drops per training job, seen from one side (`source` or `destination`) of a flow."""
+    return (
+        "sum by (namespace, training_job) (\n"
+        "  label_replace(label_replace(\n"
+        f"    sum by ({side}_namespace, {side}_pod) (\n"
+        f'      rate(hubble_drop_total{{reason=~"{reasons}"{match}}}[5m])),\n'
+        f'    "namespace", "$1", "{side}_namespace", "(.+)"),\n'
+        f'    "pod", "$1", "{side}_pod", "(.+)")\n'
+        "  * on (namespace, pod) group_left (training_job) topogate:pod_workload:info\n"
+        ")"
+    )
+
+
+def _drop_rules(namespaces: list[str]) -> list[dict[str, Any]]:
+    """Recording rules for Cilium policy drops touching training pods, and those inside one job."""
+    # Only drops that touch a namespace the inventory manages; the join with the workload label
+    # below narrows further to training pods. With no workloads there is nothing to narrow.
+    ns_match = f', destination_namespace=~"{"|".join(namespaces)}"' if namespaces else ""
+    src_match = f', source_namespace=~"{"|".join(namespaces)}"' if namespaces else ""
+    reasons = "|".join(POLICY_DROP_REASONS)
+    both_match = ns_match + src_match
+    job_key = 'label_join(topogate:pod_workload:info, "job_key", "/", "namespace", "training_job")'
+    return [
         # Two rules, one series name: drops towards a training pod and drops from one. The
         # `side` label keeps them apart; the alert takes the larger of the two.
         {"record": "topogate:training_job_policy_drops:rate5m",
-         "expr": drops("destination", ns_match), "labels": {"side": "destination"}},
+         "expr": _side_drops("destination", reasons, ns_match), "labels": {"side": "destination"}},
         {"record": "topogate:training_job_policy_drops:rate5m",
-         "expr": drops("source", src_match), "labels": {"side": "source"}},
+         "expr": _side_drops("source", reasons, src_match), "labels": {"side": "source"}},
         # Drops between two pods of the SAME job (the incident: a worker cannot reach its
         # master). The source pod's job, as `job_key` = "<namespace>/<job>", is carried over to
         # the destination pod and must match there too, so both ends are in one job and one
@@ -263,8 +284,12 @@ def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
                   f"    {job_key}\n"
                   ")")},
     ]
+
+
+def _alert_rules(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
+    """The four alerts: a job split across zones, its GPUs idle, and its traffic dropped by policy."""
     explain = f"topogate explain {inv_label(inv)} {{{{ $labels.namespace }}}}/{{{{ $labels.training_job }}}}"
-    alerts: list[dict[str, Any]] = [
+    return [
         {"alert": "TopogateTrainingJobSpansZones",
          "expr": "topogate:training_job_zones:count > 1",
          "for": SPLIT_FOR,
@@ -323,10 +348,6 @@ def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
                             "doing its work.",
              "runbook": explain,
          }},
-    ]
-    return [
-        {"name": "topogate.recording", "rules": recording},
-        {"name": "topogate.alerts", "rules": alerts},
     ]
 
 
