@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from topogate.inventory.model import Cluster, Door, DoorEnd, PortSpec, Workload
 
 if TYPE_CHECKING:
-    from topogate.inventory.loader import _Checker
+    from topogate.inventory.checker import Checker
     from topogate.inventory.yamlpos import YPath
 
 
@@ -30,7 +30,7 @@ def _labels(raw: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), str(v)) for k, v in raw.items())) if isinstance(raw, dict) else ()
 
 
-def _end(chk: _Checker, path: YPath, raw: Any) -> DoorEnd:
+def _end(chk: Checker, path: YPath, raw: Any) -> DoorEnd:
     if not isinstance(raw, dict):
         return DoorEnd(pos=chk.loc.at(path))
     wls = raw.get("workloads")
@@ -41,7 +41,7 @@ def _end(chk: _Checker, path: YPath, raw: Any) -> DoorEnd:
                    _labels(raw.get("labels")), chk.loc.at(path))
 
 
-def _check_refs(chk: _Checker, path: YPath, d: Door, cluster: Cluster,
+def _check_refs(chk: Checker, path: YPath, d: Door, cluster: Cluster,
                 workloads: list[Workload]) -> None:
     mine = [w for w in workloads if w.cluster == cluster.name]
     known_nz = sorted(n.name for n in cluster.network_zones)
@@ -70,7 +70,7 @@ def _check_refs(chk: _Checker, path: YPath, d: Door, cluster: Cluster,
             "source already is: pods of one network zone need no door between them"))
 
 
-def _check_shape(chk: _Checker, path: YPath, d: Door) -> None:
+def _check_shape(chk: Checker, path: YPath, d: Door) -> None:
     if bool(d.source.workloads) == (d.source.network_zone is not None):
         chk.err(path + ("from",), (
             f"door '{d.name}': `from` needs exactly one of `workloads:` (names) or "
@@ -86,7 +86,7 @@ def _check_shape(chk: _Checker, path: YPath, d: Door) -> None:
             "service's pods, never a whole namespace"))
 
 
-def read_doors(chk: _Checker, data: dict[str, Any], clusters: dict[str, Cluster],
+def read_doors(chk: Checker, data: dict[str, Any], clusters: dict[str, Cluster],
                workloads: list[Workload]) -> tuple[Door, ...]:
     out: list[Door] = []
     seen: dict[tuple[str, str], YPath] = {}

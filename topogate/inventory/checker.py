@@ -1,0 +1,46 @@
+"""The state the inventory's semantic checks share: positions, the problems found so far, and the
+paths the schema already complained about. The checks are functions taking the checker
+(clusters.py, workloads.py, bases.py, kueue.py, doors.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from topogate.inventory.problems import Problem
+from topogate.inventory.yamlpos import Located, YPath
+
+
+def _repo_root(start: Path) -> Path:
+    """The repository holding the inventory (nearest .git upward), else its own directory."""
+    for p in (start, *start.parents):
+        if (p / ".git").exists():
+            return p
+    return start
+
+
+class Checker:
+    def __init__(self, loc: Located, file: str, inv_dir: Path, read_bases: bool = True):
+        self.read_bases = read_bases
+        self.loc = loc
+        self.file = file
+        self.inv_dir = inv_dir
+        self.repo = _repo_root(inv_dir)
+        self.problems: list[Problem] = []
+        self.bad_paths: set[YPath] = set()  # paths the schema already complained about
+        self.cluster_index: dict[str, int] = {}
+
+    def err(self, path: YPath, msg: str, key: bool = False) -> None:
+        self.problems.append(Problem(self.loc.key_at(path) if key else self.loc.at(path), msg))
+
+    def has_problem_under(self, prefix: YPath) -> bool:
+        return any(p[:len(prefix)] == prefix for p in self.bad_paths)
+
+    def unique(self, items: list[tuple[YPath, str]], what: str, scope: str = "") -> None:
+        seen: dict[str, YPath] = {}
+        for path, name in items:
+            if name in seen:
+                first = self.loc.at(seen[name])
+                self.err(path, (f"duplicate {what} '{name}'{scope} (first at line {first.line}); "
+                                "names must be unique"))
+            else:
+                seen[name] = path

@@ -1,0 +1,66 @@
+"""Kueue and admission settings: a cluster's `kueue:` and `admission:` sections, and the checks
+of a workload placed by Kueue."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from topogate.inventory.model import AdmissionConfig, Cluster, KueueConfig, Workload, Zone, kueue_groupable
+
+if TYPE_CHECKING:
+    from topogate.inventory.checker import Checker
+    from topogate.inventory.yamlpos import YPath
+
+
+def read_kueue(chk: Checker, base: YPath, c: dict[str, Any], zones: list[Zone]) -> KueueConfig | None:
+    k = c.get("kueue")
+    if not isinstance(k, dict) or not isinstance(k.get("queue"), str):
+        return None
+    # One resource group covers every resource, so every flavor must list the same ones: a
+    # pool without a declared CPU would get a quota of 0 and be locked out of the queue.
+    pools = [p for z in zones for p in z.pools]
+    for what, attr in (("cpuPerNode", "cpu_per_node"), ("memoryPerNode", "memory_per_node")):
+        have = sorted(f"{z.name}/{p.name}" for z in zones for p in z.pools if getattr(p, attr))
+        if have and len(have) != len(pools):
+            chk.err(base + ("kueue",), (
+                f"cluster '{c.get('name')}' uses Kueue and declares {what} on {', '.join(have)} "
+                f"but not on every pool; its ClusterQueue covers a resource for all pools or "
+                f"none: declare {what} on every pool or on none"))
+    return KueueConfig(k["queue"], chk.loc.at(base + ("kueue",)))
+
+
+def read_admission(chk: Checker, base: YPath, c: dict[str, Any]) -> AdmissionConfig | None:
+    a = c.get("admission")
+    if not isinstance(a, dict):
+        return None
+    actions = a.get("validationActions", ["Deny"])
+    if not isinstance(actions, list):
+        return None
+    if "Deny" in actions and "Warn" in actions:
+        chk.err(base + ("admission", "validationActions"), (
+            "validationActions cannot hold both Deny and Warn (Kubernetes rejects the binding): "
+            "use [Deny] to enforce, or [Warn, Audit] while rolling out"))
+    return AdmissionConfig(tuple(str(x) for x in actions), chk.loc.at(base + ("admission",)))
+
+
+def check_kueue_workload(chk: Checker, base: YPath, w: Workload, cluster: Cluster | None) -> None:
+    if w.queue is not None and w.scheduler != "kueue":
+        chk.err(base + ("queue",), (f"workload '{w.name}' names a queue but is not placed by "
+                                     "Kueue; add `scheduler: kueue` or remove `queue:`"))
+    if w.scheduler != "kueue" or cluster is None:
+        return
+    if cluster.kueue is None:
+        chk.err(base + ("scheduler",), (
+            f"workload '{w.name}' uses scheduler 'kueue' but cluster '{cluster.name}' has no "
+            "`kueue:` section; add `kueue: {queue: NAME}` to the cluster (topogate then "
+            "generates its Topology, ResourceFlavors and queues) or remove `scheduler:`"))
+        return
+    # Kueue fits a PodSet group (exactly two pod sets, one of them a single pod) into one
+    # topology domain; pod sets outside a group are fitted independently. For `follow`
+    # nothing else keeps the job in one zone (docs/kueue.md).
+    if w.placement == "follow" and w.groups and not kueue_groupable(w.groups):
+        shape = ", ".join(f"{g.name} x{g.replicas}" for g in w.groups)
+        chk.err(base, (
+            f"workload '{w.name}' uses scheduler 'kueue' with placement 'follow', but Kueue "
+            f"can keep only one pod set, or two with one of a single pod, in one zone; this "
+            f"job has {shape}: use `placement: pin` with `zone:`"))
