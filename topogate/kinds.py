@@ -15,6 +15,19 @@ GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi")
 
 Path = tuple[str | int, ...]
 
+# Plain workload kinds -> path of the pod template inside the object (() = the object itself).
+# One table for every reader of plain workloads: `trace` resolving a workload to its pods and
+# `analysis.coverage` listing the pod templates no training job includes.
+PLAIN_POD_TEMPLATES: dict[str, Path] = {
+    "Deployment": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+    "Pod": (),
+}
+
 
 @dataclass(frozen=True)
 class KindInfo:

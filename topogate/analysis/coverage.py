@@ -18,18 +18,9 @@ from typing import Any
 
 from topogate.analysis.jobs import GROUP_LABEL, GROUPABLE_KINDS, RUNTIME_KINDS
 from topogate.inventory.model import Position
-from topogate.kinds import KINDS, Path, dig
+from topogate.kinds import KINDS, PLAIN_POD_TEMPLATES, Path, dig
 from topogate.manifests import K8sObject
 
-KNOWN_TEMPLATES: dict[str, Path] = {
-    "Deployment": ("spec", "template"),
-    "StatefulSet": ("spec", "template"),
-    "ReplicaSet": ("spec", "template"),
-    "DaemonSet": ("spec", "template"),
-    "Job": ("spec", "template"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template"),
-    "Pod": (),
-}
 # Objects that hold pod templates but run nothing themselves.
 _NOT_RUN = ("PodTemplate", *RUNTIME_KINDS)
 _SEARCH_DEPTH = 8
@@ -67,8 +58,8 @@ def _generic_templates(obj: Any, path: Path = (), depth: int = 0) -> Iterator[Pa
 
 
 def _template_paths(o: K8sObject) -> list[Path]:
-    if o.kind in KNOWN_TEMPLATES:
-        path = KNOWN_TEMPLATES[o.kind]
+    if o.kind in PLAIN_POD_TEMPLATES:
+        path = PLAIN_POD_TEMPLATES[o.kind]
         tpl = dig(o.obj, path) if path else o.obj
         return [path] if _has_pod_spec(tpl) else []
     return list(_generic_templates(o.obj.get("spec"), ("spec",)))
