@@ -27,7 +27,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
+def _wait_dead(pid: int, seconds: float = 15.0) -> bool:  # a loaded 2-core CI machine is slow to reap
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if not _alive(pid):
