@@ -20,7 +20,7 @@ from topogate.analysis.context import Context, Drift
 from topogate.analysis.coverage import ungrouped_templates
 from topogate.analysis.netpolicy import PolicyError
 from topogate.analysis.result import CheckResult
-from topogate.engine import all_rules, run_rules
+from topogate.engine import all_rules, evaluate, run_rules
 from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.model import Inventory, Position
 from topogate.manifests import K8sObject, ManifestError, collect
@@ -183,7 +183,7 @@ def run_check(
             not_modelled=facts.not_modelled, skipped=tuple((e.pos, e.message) for e in skipped),
             kueue_concerns=facts.kueue_concerns,
         )
-        findings = run_rules(ctx)
-    result = CheckResult(findings, tuple(jobs), rules, inventory_path)
+        ran = evaluate(ctx)
+    result = CheckResult(ran.findings, tuple(jobs), rules, inventory_path, waived=ran.waived)
     failing = result.errors + (result.warnings if strict else 0)
     return CheckOutcome(result, 1 if failing else 0, inv, objects)

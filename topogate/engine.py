@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
+from dataclasses import dataclass
 from types import ModuleType
 
 from topogate.analysis.context import Context
@@ -34,17 +35,32 @@ def _stamp(rule_id: str, mod: ModuleType, issues: Iterable[Issue]) -> list[Findi
     ]
 
 
-def _waived(f: Finding, waivers: Iterable[Waiver], ctx: Context) -> bool:
+@dataclass(frozen=True)
+class Waived:
+    """A finding an inventory waiver hid, with the waiver that hid it."""
+
+    finding: Finding
+    waiver: Waiver
+
+
+@dataclass(frozen=True)
+class RuleRun:
+    findings: tuple[Finding, ...]
+    waived: tuple[Waived, ...] = ()
+
+
+def _waiver_for(f: Finding, waivers: Iterable[Waiver], ctx: Context) -> Waiver | None:
     for w in waivers:
         if w.rule not in (f.rule, f.name) or w.object not in ("*", f.object):
             continue
         if w.expires is not None and w.expires < ctx.today:
             continue  # an expired waiver no longer hides anything; TG003 reports it
-        return True
-    return False
+        return w
+    return None
 
 
-def run_rules(ctx: Context, only: Iterable[str] | None = None) -> tuple[Finding, ...]:
+def evaluate(ctx: Context, only: Iterable[str] | None = None) -> RuleRun:
+    """Every selected rule's findings, split into those shown and those a waiver hides."""
     selected = set(only) if only is not None else None
     findings: list[Finding] = []
     for rid, mod in sorted(REGISTRY.items()):
@@ -52,5 +68,16 @@ def run_rules(ctx: Context, only: Iterable[str] | None = None) -> tuple[Finding,
             continue
         findings.extend(_stamp(rid, mod, mod.check(ctx)))
     waivers = ctx.inventory.waivers if ctx.inventory else ()
-    kept = [f for f in findings if f.rule == WAIVER_RULE or not _waived(f, waivers, ctx)]
-    return tuple(sorted(set(kept)))
+    kept: set[Finding] = set()
+    waived: set[Waived] = set()
+    for f in findings:
+        w = None if f.rule == WAIVER_RULE else _waiver_for(f, waivers, ctx)
+        if w is None:
+            kept.add(f)
+        else:
+            waived.add(Waived(f, w))
+    return RuleRun(tuple(sorted(kept)), tuple(sorted(waived, key=lambda x: x.finding)))
+
+
+def run_rules(ctx: Context, only: Iterable[str] | None = None) -> tuple[Finding, ...]:
+    return evaluate(ctx, only).findings

@@ -140,6 +140,7 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
     owners = _owners(result)
     by_key = {(owner, s.rule): s for s in honoured for owner in (s.object, *owners.get(s.object, ()))}
     kept: list[Finding] = []
+    hidden: list[tuple[Finding, Suppression]] = []
     used: set[tuple[str, str]] = set()
     for f in result.findings:
         if not _keep(f, select, ignore):
@@ -147,10 +148,13 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
         hit = by_key.get((f.object, f.rule))
         if hit is not None:
             used.add((hit.object, hit.rule))
+            hidden.append((f, hit))
             continue
         kept.append(f)
     applied = tuple(s for s in honoured if (s.object, s.rule) in used)
-    return dataclasses.replace(result, findings=tuple(sorted(set(kept))), suppressed=applied)
+    waived = tuple(w for w in result.waived if _keep(w.finding, select, ignore))
+    return dataclasses.replace(result, findings=tuple(sorted(set(kept))), suppressed=applied, waived=waived,
+                               annotated=tuple(sorted(hidden, key=lambda h: h[0])))
 
 
 def exit_code(result: CheckResult, strict: bool, previous: int) -> int:

@@ -125,6 +125,12 @@ class CheckResult:
     # Findings hidden by a `topogate.dev/ignore` annotation (topogate.selection.Suppression):
     # reporters count them so a quiet report never hides that something was silenced.
     suppressed: tuple[Any, ...] = ()
+    # Findings hidden by an inventory waiver (topogate.engine.Waived): counted and listed for
+    # the same reason, and kept in SARIF as suppressed results so code scanning shows them.
+    waived: tuple[Any, ...] = ()
+    # (Finding, Suppression) for every finding an annotation hid: SARIF keeps them as
+    # suppressed results; the other formats count `suppressed`.
+    annotated: tuple[tuple[Finding, Any], ...] = ()
 
     @property
     def errors(self) -> int:

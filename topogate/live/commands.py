@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from topogate.analysis.result import CheckResult, JobMap
 from topogate.audit.errors import ExitCode
 from topogate.check import CheckOutcome
-from topogate.engine import all_rules, run_rules
+from topogate.engine import all_rules, evaluate
 from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import Cluster, Inventory
 from topogate.live.client import Target
@@ -98,8 +98,8 @@ class LiveOutcome:
 
 def _result(inv: Inventory, inventory_path: str, ctx: LiveContext, only: Sequence[str] | None,
             strict: bool, jobs: tuple[JobMap, ...] = ()) -> CheckOutcome:
-    findings = run_rules(ctx, only=only)
-    result = CheckResult(findings, jobs, all_rules(), inventory_path)
+    ran = evaluate(ctx, only=only)
+    result = CheckResult(ran.findings, jobs, all_rules(), inventory_path, waived=ran.waived)
     failing = result.errors + (result.warnings if strict else 0)
     return CheckOutcome(result, 1 if failing else 0, inv)
 

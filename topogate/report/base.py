@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from topogate.analysis.result import CheckResult, Flow, JobMap
 from topogate.findings import Finding
-from topogate.inventory.model import NOWHERE
+from topogate.inventory.model import NOWHERE, Waiver
 
 UNKNOWN_FILE = NOWHERE.file
 
@@ -70,6 +70,8 @@ def counts_line(result: CheckResult) -> str:
         parts.append(f"{infos} info")
     if result.suppressed:
         parts.append(f"{len(result.suppressed)} suppressed by annotation")
+    if result.waived:
+        parts.append(f"{len(result.waived)} waived by the inventory")
     return f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"
 
 
@@ -77,6 +79,17 @@ def suppressed_lines(result: CheckResult) -> list[str]:
     """One line per honoured suppression: what was hidden, where, and the reason given."""
     return [f"suppressed: {s.rule} on {s.object} ({s.pos.file}:{s.pos.line}): {s.reason}"
             for s in result.suppressed]
+
+
+def waiver_text(w: Waiver) -> str:
+    until = f" (until {w.expires.isoformat()})" if w.expires is not None else ""
+    return f"{w.reason}{until}"
+
+
+def waived_lines(result: CheckResult) -> list[str]:
+    """One line per finding a waiver hid: the finding's place, and the waiver's line and reason."""
+    return [f"waived: {w.finding.rule} on {w.finding.object} ({w.finding.file}:{w.finding.line}) by "
+            f"{w.waiver.pos.file}:{w.waiver.pos.line}: {waiver_text(w.waiver)}" for w in result.waived]
 
 
 def zone_choice(job: JobMap) -> tuple[str, ...]:

@@ -37,6 +37,11 @@ def report_dict(result: CheckResult) -> dict[str, Any]:
         out["summary"]["suppressed"] = [
             {"rule": s.rule, "object": s.object, "reason": s.reason, "file": s.pos.file,
              "line": s.pos.line} for s in result.suppressed]
+    if result.waived:
+        out["summary"]["waived"] = [
+            {"finding": w.finding.as_dict(), "reason": w.waiver.reason,
+             "expires": w.waiver.expires.isoformat() if w.waiver.expires else None,
+             "file": w.waiver.pos.file, "line": w.waiver.pos.line} for w in result.waived]
     return out
 
 

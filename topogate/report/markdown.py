@@ -17,6 +17,7 @@ from topogate.report.base import (
     port_text,
     sorted_findings,
     sorted_jobs,
+    waiver_text,
     zone_choice,
     zone_choice_text,
 )
@@ -120,6 +121,11 @@ class MarkdownReporter(Reporter):
             lines += ["### Suppressed by annotation", "", "| Rule | Object | Reason |", "| --- | --- | --- |",
                       *(f"| {cell(s.rule)} | {cell(s.object)} | {cell(s.reason)} |"
                         for s in result.suppressed), ""]
+        if result.waived:
+            lines += ["### Waived by the inventory", "", "| Rule | Object | Waiver | Reason |", "| --- | --- | --- | --- |",
+                      *(f"| {cell(w.finding.rule)} | {cell(w.finding.object)} | "
+                        f"{cell(f'{w.waiver.pos.file}:{w.waiver.pos.line}')} | {cell(waiver_text(w.waiver))} |"
+                        for w in result.waived), ""]
         jobs = sorted_jobs(result)
         trouble = [j for j in jobs if in_trouble(j)]
         clean = [j for j in jobs if not in_trouble(j)]

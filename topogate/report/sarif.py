@@ -53,7 +53,8 @@ def _rules(result: CheckResult) -> list[RuleInfo]:
     """Registered rules plus any rule a finding names that is not registered (the engine's
     own findings), so every result has a valid ruleIndex."""
     rules = {r.id: r for r in result.rules}
-    for f in result.findings:
+    hidden = [f for f, _ in result.annotated] + [w.finding for w in result.waived]
+    for f in (*result.findings, *hidden):
         if f.rule not in rules:
             rules[f.rule] = RuleInfo(id=f.rule, name=f.name, severity=f.severity, summary=f.name, doc="")
     return [rules[k] for k in sorted(rules)]
@@ -84,6 +85,28 @@ def result_dict(f: Finding, index: dict[str, int]) -> dict[str, Any]:
     return res
 
 
+def _suppressed(f: Finding, index: dict[str, int], kind: str, reason: str, file: str,
+                line: int) -> dict[str, Any]:
+    """A hidden finding stays in the log, marked suppressed, so code scanning shows it as
+    dismissed-by-source rather than fixed."""
+    res = result_dict(f, index)
+    sup: dict[str, Any] = {"kind": kind, "status": "accepted", "justification": reason}
+    if has_file(file):
+        sup["location"] = {"physicalLocation": {"artifactLocation": artifact_location(file),
+                                                "region": {"startLine": max(line, 1)}}}
+    res["suppressions"] = [sup]
+    return res
+
+
+def _results(result: CheckResult, index: dict[str, int]) -> list[dict[str, Any]]:
+    out = [result_dict(f, index) for f in sorted_findings(result)]
+    hidden = [(f, "inSource", s.reason, s.pos.file, s.pos.line) for f, s in result.annotated]
+    hidden += [(w.finding, "external", w.waiver.reason, w.waiver.pos.file, w.waiver.pos.line)
+               for w in result.waived]
+    out += [_suppressed(f, index, *rest) for f, *rest in sorted(hidden, key=lambda h: h[0])]
+    return out
+
+
 def sarif_dict(result: CheckResult, tool_version: str | None = None) -> dict[str, Any]:
     rules = _rules(result)
     index = {r.id: i for i, r in enumerate(rules)}
@@ -97,7 +120,7 @@ def sarif_dict(result: CheckResult, tool_version: str | None = None) -> dict[str
             "tool": {"driver": driver},
             # Columns come from YAML marks, which count characters, not UTF-16 units.
             "columnKind": "unicodeCodePoints",
-            "results": [result_dict(f, index) for f in sorted_findings(result)],
+            "results": _results(result, index),
         }],
     }
 

@@ -19,6 +19,7 @@ from topogate.report.base import (
     sorted_findings,
     sorted_jobs,
     suppressed_lines,
+    waived_lines,
     zone_choice,
     zone_choice_text,
 )
@@ -87,6 +88,8 @@ class TextReporter(Reporter):
             blocks.append(self.summaries(result, jobs))
         if result.suppressed:
             blocks.append("\n".join(suppressed_lines(result)))
+        if result.waived:
+            blocks.append("\n".join(waived_lines(result)))
         verdict = "FAIL" if self.failed(result) else "ok"
         blocks.append(f"{verdict}: {counts_line(result)}")
         return "\n\n".join(blocks) + "\n"
