@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import re
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
 
 
 class ExitCode(IntEnum):
@@ -168,9 +172,27 @@ def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditEr
 
     Imported lazily so the pure parts of the audit never need botocore.
     """
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+
+    if isinstance(exc, AuditError):
+        return exc
+    config = _configuration_error(exc, requests)
+    if config is not None:
+        return config
+    if isinstance(exc, ClientError):
+        return _client_error(exc, requests, attempts)
+    if isinstance(exc, BotoConnectionError):
+        tries = f" ({attempts} attempt{'s' if attempts != 1 else ''})" if attempts else ""
+        return TemporaryError(f"cannot reach Cost Explorer{tries}: {exc}", requests=requests)
+    if isinstance(exc, BotoCoreError):
+        return TemporaryError(f"AWS client error: {exc}", requests=requests)
+    raise exc
+
+
+def _configuration_error(exc: BaseException, requests: int) -> ConfigError | None:
+    """Credentials, endpoint or region the user must fix before any request can succeed."""
     from botocore.exceptions import (
-        BotoCoreError,
-        ClientError,
         CredentialRetrievalError,
         EndpointProviderError,
         InvalidConfigError,
@@ -183,12 +205,7 @@ def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditEr
         SSOError,
         TokenRetrievalError,
     )
-    from botocore.exceptions import (
-        ConnectionError as BotoConnectionError,
-    )
 
-    if isinstance(exc, AuditError):
-        return exc
     if isinstance(exc, NoCredentialsError):
         return ConfigError(
             "no AWS credentials found (environment, shared config/profile, web identity/OIDC, "
@@ -208,52 +225,48 @@ def classify(exc: BaseException, *, requests: int, attempts: int = 0) -> AuditEr
         return ConfigError("no AWS region configured for the Cost Explorer client; set "
                            "AWS_REGION or AWS_DEFAULT_REGION (Cost Explorer answers in us-east-1)",
                            requests=requests)
-    if isinstance(exc, ClientError):
-        err = exc.response.get("Error", {})
-        code = str(err.get("Code", "Unknown"))
-        msg = str(err.get("Message", "")).strip()
-        op = exc.operation_name
-        detail = f"{op}: {code}" + (f": {msg}" if msg else "")
-        if code in _THROTTLING:
-            tries = f" after {attempts} attempts" if attempts else " after retries"
-            return TemporaryError(f"Cost Explorer throttled the audit{tries} ({detail}); "
-                                  "run again later", requests=requests)
-        if code == "DataUnavailableException":
-            return TemporaryError(f"Cost Explorer has no data for the window yet ({detail}); "
-                                  "run again later or move --end back", requests=requests)
-        if code in _TEMPORARY:
-            return TemporaryError(f"Cost Explorer failed temporarily ({detail}); run again later",
-                                  requests=requests)
-        if code in _EXPIRED:
-            return ConfigError(
-                f"the AWS credentials have expired ({detail}); refresh them: a new OIDC / web "
-                "identity role session (re-run configure-aws-credentials, or let the EKS pod "
-                "identity webhook rotate the token), a new `aws sso login`, or new session "
-                "credentials in the environment", requests=requests)
-        if code in _DENIED:
-            return AccessDeniedError(
-                f"access denied by AWS ({detail}); the role needs ce:GetCostAndUsage"
-                " (and ce:GetDimensionValues for --verify-usage-types)", requests=requests)
-        if code == "BillExpirationException":
-            return InvocationError(f"the window is older than Cost Explorer keeps ({detail}); "
-                                   "choose a later --start", requests=requests)
-        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-        if code.isdigit():
-            # botocore names the error after the HTTP status when the body carries no AWS
-            # error (an HTML page from a proxy or a captive portal): not Cost Explorer's answer.
-            return TemporaryError(
-                f"{op}: HTTP {status or code} without a Cost Explorer error in the body: the "
-                "answer did not come from Cost Explorer (a proxy?); check "
-                "AWS_ENDPOINT_URL_COST_EXPLORER and proxies, else run again later",
-                requests=requests)
-        if 400 <= status < 500:
-            return InvocationError(f"Cost Explorer rejected the request ({detail})",
-                                   requests=requests)
-        return TemporaryError(f"Cost Explorer failed ({detail}); run again later",
+    return None
+
+
+def _client_error(exc: ClientError, requests: int, attempts: int) -> AuditError:
+    """An error answer from AWS (botocore ClientError), by its error code and HTTP status."""
+    err = exc.response.get("Error", {})
+    code = str(err.get("Code", "Unknown"))
+    msg = str(err.get("Message", "")).strip()
+    op = exc.operation_name
+    detail = f"{op}: {code}" + (f": {msg}" if msg else "")
+    if code in _THROTTLING:
+        tries = f" after {attempts} attempts" if attempts else " after retries"
+        return TemporaryError(f"Cost Explorer throttled the audit{tries} ({detail}); "
+                              "run again later", requests=requests)
+    if code == "DataUnavailableException":
+        return TemporaryError(f"Cost Explorer has no data for the window yet ({detail}); "
+                              "run again later or move --end back", requests=requests)
+    if code in _TEMPORARY:
+        return TemporaryError(f"Cost Explorer failed temporarily ({detail}); run again later",
                               requests=requests)
-    if isinstance(exc, BotoConnectionError):
-        tries = f" ({attempts} attempt{'s' if attempts != 1 else ''})" if attempts else ""
-        return TemporaryError(f"cannot reach Cost Explorer{tries}: {exc}", requests=requests)
-    if isinstance(exc, BotoCoreError):
-        return TemporaryError(f"AWS client error: {exc}", requests=requests)
-    raise exc
+    if code in _EXPIRED:
+        return ConfigError(
+            f"the AWS credentials have expired ({detail}); refresh them: a new OIDC / web "
+            "identity role session (re-run configure-aws-credentials, or let the EKS pod "
+            "identity webhook rotate the token), a new `aws sso login`, or new session "
+            "credentials in the environment", requests=requests)
+    if code in _DENIED:
+        return AccessDeniedError(
+            f"access denied by AWS ({detail}); the role needs ce:GetCostAndUsage"
+            " (and ce:GetDimensionValues for --verify-usage-types)", requests=requests)
+    if code == "BillExpirationException":
+        return InvocationError(f"the window is older than Cost Explorer keeps ({detail}); "
+                               "choose a later --start", requests=requests)
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    if code.isdigit():
+        # botocore names the error after the HTTP status when the body carries no AWS
+        # error (an HTML page from a proxy or a captive portal): not Cost Explorer's answer.
+        return TemporaryError(
+            f"{op}: HTTP {status or code} without a Cost Explorer error in the body: the "
+            "answer did not come from Cost Explorer (a proxy?); check "
+            "AWS_ENDPOINT_URL_COST_EXPLORER and proxies, else run again later",
+            requests=requests)
+    if 400 <= status < 500:
+        return InvocationError(f"Cost Explorer rejected the request ({detail})", requests=requests)
+    return TemporaryError(f"Cost Explorer failed ({detail}); run again later", requests=requests)
