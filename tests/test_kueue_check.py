@@ -266,3 +266,26 @@ def test_group_members_must_share_a_flavor(tmp_path: Path) -> None:
     assert not job.schedulable
     assert any("one flavor" in r for r in job.unschedulable_reasons)
     assert "TG103" in {f.rule for f in out.result.findings}
+
+
+def test_unschedulable_job_in_a_queue_says_what_kueue_does(tmp_path: Path) -> None:
+    # Zone anti-affinity between more workers than zones: no placement runs every pod. Kueue's
+    # admission does not evaluate pod anti-affinity, so TG103 must not promise that admission
+    # keeps the GPUs free.
+    docs = _canon()
+    worker = docs[0]["spec"]["pytorchReplicaSpecs"]["Worker"]
+    labels = worker["template"]["metadata"].setdefault("labels", {})
+    labels["spread"] = "apart"
+    worker["template"]["spec"]["affinity"] = {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"spread": "apart"}}, "topologyKey": ZONE}]}}
+    out = run_check(str(LAB), _write(tmp_path, docs, (CANON / "kueue.yaml").read_text()))
+    msgs = [f.message for f in out.result.findings if f.rule == "TG103"]
+    assert msgs, out.result.findings
+    assert "Kueue can admit it" in msgs[0] and "waitForPodsReady" in msgs[0]
+    assert "The pods that do start hold their GPUs" not in msgs[0]
+    # The same job outside Kueue keeps the plain consequence.
+    del docs[0]["metadata"]["labels"]
+    out = run_check(str(LAB), _write(tmp_path, docs))
+    plain = [f.message for f in out.result.findings if f.rule == "TG103"]
+    assert plain and "The pods that do start hold their GPUs" in plain[0]

@@ -58,8 +58,19 @@ def check(ctx: Context) -> Iterator[Issue]:
             why = "; ".join(job.unschedulable_reasons) or "no placement runs every pod"
             yield Issue(
                 job.object,
-                f"{job.object} can never run all its pods: {why}. The pods that do start hold their "
-                "GPUs and wait for the rest. Fix: make the groups' affinity, anti-affinity and "
-                "spread constraints satisfiable together in one zone.",
+                f"{job.object} can never run all its pods: {why}. {_consequence(job.kueue)} Fix: make "
+                "the groups' affinity, anti-affinity and spread constraints satisfiable together in "
+                "one zone.",
                 job.pos,
             )
+
+
+def _consequence(kueue: str) -> str:
+    if kueue:
+        # Kueue admits on quota and topology; pod affinity and spread are left to
+        # kube-scheduler after admission, so admission does not protect the GPUs.
+        return ("Kueue can admit it (its quota and topology check does not evaluate pod "
+                "affinity or spread); the pods that start then hold the admitted GPUs, until "
+                "waitForPodsReady (where configured) evicts and requeues the workload, again and "
+                "again.")
+    return "The pods that do start hold their GPUs and wait for the rest."
