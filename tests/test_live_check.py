@@ -27,7 +27,7 @@ EXPECTED = [  # (rule, line, object)
     ("TG206", 55, "PyTorchJob/ml-demo/train"),
     ("TG207", 55, "PyTorchJob/ml-demo/train"),
     ("TG209", 55, "CiliumNetworkPolicy/ml-demo/topogate-train"),
-    ("TG208", 1, "CiliumNetworkPolicy/ml-demo/allow-notebook-debug"),
+    ("TG208", 2723, "CiliumNetworkPolicy/ml-demo/allow-notebook-debug"),  # the item's own line
 ]
 
 
@@ -187,3 +187,16 @@ def test_output_file_gets_the_report_too(tmp_path: Path) -> None:
     code, stdout, _ = run("check", INV, "--live", "--from-file", BROKEN, "-o", str(out))
     assert code == 1 and "TG206" in stdout
     assert "TG206" in out.read_text() and out.read_text() != stdout
+
+
+def test_findings_on_a_snapshot_file_land_on_the_objects_lines() -> None:
+    # A `kubectl get -o json` file has lines too: the analysis' findings point into the job's
+    # own item (its pod templates), not at the file's first line.
+    _, out, _ = run("check", INV, "--live", "--from-file", BROKEN, "--format", "json")
+    lines = (REPO / BROKEN).read_text().splitlines()
+    hits = [f for f in json.loads(out)["findings"] if f["file"] == BROKEN]
+    assert hits and all(f["line"] > 1 for f in hits)
+    blocked = [f for f in hits if f["rule"] == "TG101"]
+    assert blocked and all('"template"' in lines[f["line"] - 1] for f in blocked)
+    job_start = next(f["line"] for f in hits if f["rule"] == "TG102")
+    assert lines[job_start].strip() == '"apiVersion": "kubeflow.org/v1",'

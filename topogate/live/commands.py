@@ -10,8 +10,13 @@ import datetime as dt
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from topogate.analysis.result import CheckResult, JobMap
+
+if TYPE_CHECKING:
+    from topogate.live.snapshot import Snapshot
+    from topogate.manifests import K8sObject
 from topogate.audit.errors import ExitCode
 from topogate.check import CheckOutcome
 from topogate.engine import all_rules, evaluate
@@ -134,7 +139,6 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     """
     from topogate.analysis.map import build_map
     from topogate.analysis.netpolicy import PolicyError
-    from topogate.inventory.model import Position
     from topogate.live.nodes import parse_nodes
     from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts, where
     from topogate.live.snapshot import POLICY_KINDS
@@ -145,15 +149,14 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     snapshot = source.read(workloads=True)
     nodes = parse_nodes(snapshot.nodes, c.zone_label)
     jobs = live_jobs(snapshot, inv, {n.name: n.zone for n in nodes})
-    where_ = Position(snapshot.source, 1, 1)
-    facts = job_facts(jobs, inv, where_)
+    facts = job_facts(jobs, inv, snapshot.locate)
     namespaces = {w.namespace for w in inv.workloads_of(c.name)} | {j.namespace for j in jobs}
     generated = generated_policies(inv, c, POLICY_KINDS)
     in_scope = tuple(p for p in snapshot.policies
                      if not (p.get("metadata") or {}).get("namespace")
                      or (p.get("metadata") or {}).get("namespace") in namespaces)
-    facts += policy_facts(generated, in_scope, where_, c.pos)
-    objects = tuple(K8sObject(o, where_) for o in (*snapshot.jobs, *in_scope))
+    facts += policy_facts(generated, in_scope, snapshot.locate, c.pos)
+    objects = tuple(_snapshot_object(K8sObject, snapshot, o) for o in (*snapshot.jobs, *in_scope))
     try:
         analysed, mf = build_map(inv, objects, c.name)
     except PolicyError as err:
@@ -170,5 +173,14 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
               f"policies in scope compared with {len(generated)} generated")
     if snapshot.not_installed:
         header += f"; not served by the cluster: {', '.join(snapshot.not_installed)}"
-    maps = tuple(j.as_map(c.name, where(j, inv, where_)) for j in jobs)
+    maps = tuple(j.as_map(c.name, where(j, inv, snapshot.locate)) for j in jobs)
     return LiveOutcome(_result(inv, inventory_path, ctx, None, strict, maps), header)
+
+
+def _snapshot_object(make: type[K8sObject], snapshot: Snapshot, obj: dict[str, Any]) -> K8sObject:
+    """A snapshot object for the analysis: at its own line of a snapshot file, with its path in
+    the file so a finding on one of its rules can be placed on that rule's line."""
+    inside = snapshot.path_in_file(obj)
+    if inside is None:
+        return make(obj, snapshot.position(obj))
+    return make(obj, snapshot.position(obj), "", snapshot.source, 0, inside)

@@ -10,7 +10,7 @@ the labels the operators stamp (Kubeflow `training.kubeflow.org/job-name`, JobSe
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,12 +138,16 @@ def live_jobs(snapshot: Snapshot, inv: Inventory, zone_of: Mapping[str, str]) ->
                  for (k, ns, n), ps in sorted(pods.items()))
 
 
-def where(job: LiveJob, inv: Inventory, fallback: Position) -> Position:
+Locate = Callable[[str, str, str], Position]  # (kind, namespace, name) -> where the snapshot holds it
+
+
+def where(job: LiveJob, inv: Inventory, locate: Locate) -> Position:
+    """The inventory entry of a job it describes, else the job's own place in the snapshot."""
     w = inv.workload(job.object)
-    return w.pos if w is not None else fallback
+    return w.pos if w is not None else locate(job.kind, job.namespace, job.name)
 
 
-def job_facts(jobs: Iterable[LiveJob], inv: Inventory, source: Position) -> list[LiveFact]:
+def job_facts(jobs: Iterable[LiveJob], inv: Inventory, locate: Locate) -> list[LiveFact]:
     facts: list[LiveFact] = []
     for job in jobs:
         running = [p for p in job.pods if p.running]
@@ -155,12 +159,12 @@ def job_facts(jobs: Iterable[LiveJob], inv: Inventory, source: Position) -> list
                       for p in running[:SHOWN_PODS]]
             if len(running) > SHOWN_PODS:
                 lines.append(f"+{len(running) - SHOWN_PODS} more pods")
-            facts.append(LiveFact(SPLIT, job.object, "\n".join(lines), where(job, inv, source)))
+            facts.append(LiveFact(SPLIT, job.object, "\n".join(lines), where(job, inv, locate)))
         stuck = [p for p in job.pods if p.unschedulable]
         if stuck:
             lines = [f"{job.object} has {len(stuck)} pod(s) pending because no node fits:"]
             lines += [f"{p.group or '-'} {p.name}: {p.unschedulable}" for p in stuck[:SHOWN_PODS]]
-            facts.append(LiveFact(PENDING, job.object, "\n".join(lines), where(job, inv, source)))
+            facts.append(LiveFact(PENDING, job.object, "\n".join(lines), where(job, inv, locate)))
     return facts
 
 
@@ -216,7 +220,7 @@ def _body(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def policy_facts(generated: Sequence[Generated], live: Iterable[Mapping[str, Any]],
-                 source: Position, cluster_pos: Position) -> list[LiveFact]:
+                 locate: Locate, cluster_pos: Position) -> list[LiveFact]:
     """`live` are the policies in scope: clusterwide ones, and those of the jobs' namespaces."""
     facts: list[LiveFact] = []
     by_key = {g.key: g for g in generated}
@@ -230,7 +234,7 @@ def policy_facts(generated: Sequence[Generated], live: Iterable[Mapping[str, Any
             facts.append(LiveFact(UNMANAGED, obj, (
                 f"{obj} runs in the cluster but `topogate generate` does not write it: it may deny "
                 "a flow a training job needs, and `check` of the repository cannot see it; put it "
-                "in the inventory's tree or delete it"), source))
+                "in the inventory's tree or delete it"), locate(*key)))
             continue
         seen.add(key)
         diff = first_difference(_body(g.doc), _body(o))

@@ -7,12 +7,14 @@ differently offline (an air-gapped PR gate reading last night's export) and onli
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from topogate.audit.errors import ExitCode
+from topogate.inventory.model import Position
 from topogate.live.client import (
     JOB_RESOURCES,
     NODES,
@@ -41,6 +43,58 @@ class Snapshot:
     not_installed: tuple[str, ...] = ()  # optional CRDs the cluster does not serve
     requests: int = 0  # list requests answered (0 offline)
     from_file: bool = False
+    # (kind, namespace, name) -> (line, column) of the item in the file, so findings on a
+    # snapshot's objects land on their own lines (empty for the API: it has no lines).
+    # The path of the item inside the file's document comes along, so a finding deep inside
+    # an object (a policy's rule) can be looked up in the file when it is reported.
+    lines: Mapping[tuple[str, str, str], tuple[int, int, tuple[str | int, ...]]] = field(
+        default_factory=dict, compare=False)
+
+    def locate(self, kind: str, namespace: str, name: str) -> Position:
+        line, column, _ = self.lines.get((kind, namespace, name), (1, 1, ()))
+        return Position(self.source, line, column)
+
+    def position(self, obj: Mapping[str, Any]) -> Position:
+        return self.locate(*object_key(obj))
+
+    def path_in_file(self, obj: Mapping[str, Any]) -> tuple[str | int, ...] | None:
+        """Where the object sits in the file's one document; None for the API (no file)."""
+        hit = self.lines.get(object_key(obj))
+        return hit[2] if hit is not None else None
+
+
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    md = obj.get("metadata")
+    md = md if isinstance(md, dict) else {}
+    return str(obj.get("kind", "")), str(md.get("namespace", "") or ""), str(md.get("name", "") or "")
+
+
+def _item_lines(text: str) -> dict[tuple[str, str, str], tuple[int, int, tuple[str | int, ...]]]:
+    """Where each item of a List (or the one object) starts. JSON is read as YAML for its
+    marks; a file libyaml cannot compose keeps no lines (findings fall back to line 1)."""
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(root, yaml.MappingNode):
+        return {}
+    top = {k.value: v for k, v in root.value if isinstance(k, yaml.ScalarNode)}
+    listed = isinstance(top.get("items"), yaml.SequenceNode)
+    items = top["items"].value if listed else [root]
+    out: dict[tuple[str, str, str], tuple[int, int, tuple[str | int, ...]]] = {}
+    for i, node in enumerate(items):
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        fields = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+        md = fields.get("metadata")
+        meta = ({k.value: v.value for k, v in md.value if isinstance(k, yaml.ScalarNode)
+                 and isinstance(v, yaml.ScalarNode)} if isinstance(md, yaml.MappingNode) else {})
+        kind = fields.get("kind")
+        key = (str(kind.value) if isinstance(kind, yaml.ScalarNode) else "",
+               str(meta.get("namespace", "")), str(meta.get("name", "")))
+        out.setdefault(key, (node.start_mark.line + 1, node.start_mark.column + 1,
+                             ("items", i) if listed else ()))
+    return out
 
 
 def fetch(target: Target, *, workloads: bool) -> Snapshot:
@@ -104,4 +158,5 @@ def read_file(path: str) -> Snapshot:
     return Snapshot(
         path, nodes, tuple(by_kind.get("Pod", [])),
         tuple(o for k in POLICY_KINDS for o in by_kind.get(k, [])),
-        tuple(o for k in JOB_KINDS for o in by_kind.get(k, [])), from_file=True)
+        tuple(o for k in JOB_KINDS for o in by_kind.get(k, [])), from_file=True,
+        lines=_item_lines(text))
