@@ -219,3 +219,16 @@ def test_host_policy_among_paths_turns_the_finding_into_a_warning(tmp_path: Path
     assert all("CiliumClusterwideNetworkPolicy/gpu-nodes" in str(f["message"])
                and "may be too strict" in str(f["message"]) for f in opened)
     assert [f for f in fs if f["rule"] == "TG120"] and code == 0
+
+
+def test_rules_that_cannot_select_host_network_pods_are_not_blamed_for_their_ingress(tmp_path: Path) -> None:
+    # Regression: TG112 named `endpointSelector: {}` + `fromEntities: [cluster]` as what opens a
+    # hostNetwork job, while TG109 rightly said that policy selects no pod there.
+    wide = {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+            "metadata": {"name": "allow-cluster", "namespace": "ml-demo"},
+            "spec": {"endpointSelector": {}, "ingress": [{"fromEntities": ["cluster"]}]}}
+    code, fs = _hostnet_case(tmp_path, wide)
+    assert not [f for f in fs if f["rule"] == "TG112"], fs
+    assert any(f["rule"] == "TG109" and "allow-cluster" in str(f["message"]) for f in fs)
+    assert any(f["rule"] == "TG107" and str(f["message"]).startswith("a pod of network zone general")
+               and "hostNetwork" in str(f["message"]) for f in fs)
