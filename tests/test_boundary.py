@@ -3,6 +3,7 @@ what a finding says when nothing enforces the boundary at all."""
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from pathlib import Path
@@ -133,3 +134,101 @@ def test_ingress_from_another_job_named_by_label_is_reported(tmp_path: Path) -> 
     (hit,) = [x for x in fs if x["rule"] == "TG112"]
     assert "PyTorchJob/ml-demo/train" in str(hit["message"]) and "on 8080/TCP" in str(hit["message"])
     assert "PyTorchJob/ml-demo/etl can connect" in str(hit["message"])
+
+
+# hostNetwork pods (issue 9): Cilium gives them the node's identity, never their labels.
+HOSTNET = CASES / "hostnet-job.yaml"
+GENERAL_CLOSED = {
+    "apiVersion": "cilium.io/v2", "kind": "CiliumClusterwideNetworkPolicy",
+    "metadata": {"name": "general-closed"},
+    "spec": {"endpointSelector": {"matchLabels": {"k8s:topogate.dev/network-zone": "general"}},
+             "ingress": [{"fromEndpoints": [{"matchLabels": {"k8s:topogate.dev/network-zone": "general"}}]}],
+             "egress": [{"toEndpoints": [{"matchLabels": {"k8s:topogate.dev/network-zone": "general"}}]}]}}
+
+
+def _hostnet_case(tmp_path: Path, *extra: dict[str, object], name: str = "case.yaml") -> tuple[int, list[dict[str, object]]]:
+    f = tmp_path / name
+    f.write_text(yaml.safe_dump_all([*yaml.safe_load_all(HOSTNET.read_text()), *extra]))
+    return findings(str(LAB), str(f))
+
+
+def test_host_network_job_is_open_beside_the_generated_policies() -> None:
+    # Regression: the proof asked the job's labels, which the generated policies select, and
+    # said "ok"; Cilium gives these pods the node's identity, which no pod policy selects.
+    code, fs = findings(str(LAB), str(HOSTNET))
+    opened = {str(f["message"]).split(" on ")[0]: f for f in fs if f["rule"] == "TG107"}
+    assert code == 1, fs
+    job = "PyTorchJob/ml-demo/train (Master, Worker, network zone gpu, hostNetwork)"
+    rep = "a pod of network zone general in namespace ml-demo"
+    assert set(opened) == {f"{job} can reach {rep}", f"{rep} can reach {job}"}, fs
+    out, into = (str(opened[k]["message"]) for k in (f"{job} can reach {rep}", f"{rep} can reach {job}"))
+    for msg in (out, into):
+        assert "1-65535/TCP, 1-65535/UDP, 1-65535/SCTP" in msg and "Fix: drop hostNetwork: true" in msg
+        assert "host policy" in msg and "topogate generate" not in msg
+    assert "remote-node" in out and "nothing on the receiving side closes" in out
+    assert "no CiliumNetworkPolicy or NetworkPolicy applies to their ingress" in into
+    # both sit on the Master's `hostNetwork: true`
+    text = HOSTNET.read_text().splitlines()
+    for f in opened.values():
+        assert f["severity"] == "error" and str(f["file"]).endswith("hostnet-job.yaml")
+        assert text[int(f["line"]) - 1].strip() == "hostNetwork: true", text[int(f["line"]) - 1]
+
+
+def test_host_network_job_as_seen_by_the_other_zones_policies(tmp_path: Path) -> None:
+    # Zone general enforces both directions and names only its own pods: the hostNetwork pods
+    # neither get in (remote-node is not admitted) nor are reached (egress does not allow it).
+    code, fs = _hostnet_case(tmp_path, GENERAL_CLOSED)
+    msgs = [str(f["message"]) for f in fs if f["rule"] == "TG107"]
+    assert not [m for m in msgs if "network zone general" in m], msgs
+    # A pod nobody manages, somewhere in another zone, still has nothing to stop either side.
+    assert len(msgs) == 2 and all("an unlabelled pod in a namespace no policy manages" in m for m in msgs)
+    # `cluster` admits the node's identity: the sender's finding cites that rule at its line.
+    opened = copy.deepcopy(GENERAL_CLOSED)
+    opened["spec"]["ingress"].append({"fromEntities": ["cluster"]})  # type: ignore[index]
+    code, fs = _hostnet_case(tmp_path, opened, name="opened.yaml")
+    (hit,) = [f for f in fs if f["rule"] == "TG107" and str(f["message"]).startswith("PyTorchJob/ml-demo/train")
+              and "network zone general in namespace" in str(f["message"])]
+    assert "opened by ingress rule 1 of CiliumClusterwideNetworkPolicy/general-closed" in str(hit["message"])
+    text = (tmp_path / "opened.yaml").read_text().splitlines()
+    assert "fromEntities" in text[int(hit["line"]) - 1]
+
+
+def test_entity_rule_of_another_job_reaches_host_network_pods(tmp_path: Path) -> None:
+    # No label selector names a hostNetwork pod, but `toEntities: [remote-node]` does.
+    docs = list(yaml.safe_load_all((ROOT / "fixtures/rules/TG107-opens-boundary/pass/manifests.yaml").read_text()))
+    etl = next(d for d in docs if d["metadata"]["name"] == "etl")
+    nodes = {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+             "metadata": {"name": "etl-nodes", "namespace": "ml-demo"},
+             "spec": {"endpointSelector": {"matchLabels": {"app": "etl"}}, "egress": [{"toEntities": ["remote-node"]}]}}
+    for g in etl["spec"]["pytorchReplicaSpecs"].values():
+        g["template"]["metadata"]["labels"]["topogate.dev/network-zone"] = "general"
+    code, fs = _hostnet_case(tmp_path, GENERAL_CLOSED, etl, nodes)
+    (hit,) = [f for f in fs if f["rule"] == "TG107" and str(f["message"]).startswith("PyTorchJob/ml-demo/etl")]
+    msg = str(hit["message"])
+    assert "can reach PyTorchJob/ml-demo/train (Master, Worker, network zone gpu, hostNetwork)" in msg
+    assert "opened by egress rule 0 of CiliumNetworkPolicy/ml-demo/etl-nodes" in msg
+
+
+def test_host_policy_among_paths_turns_the_finding_into_a_warning(tmp_path: Path) -> None:
+    host = {"apiVersion": "cilium.io/v2", "kind": "CiliumClusterwideNetworkPolicy",
+            "metadata": {"name": "gpu-nodes"},
+            "spec": {"nodeSelector": {"matchLabels": {"node-type": "gpu"}}, "egress": [{"toEntities": ["host"]}]}}
+    code, fs = _hostnet_case(tmp_path, host)
+    opened = [f for f in fs if f["rule"] == "TG107"]
+    assert len(opened) == 2 and {f["severity"] for f in opened} == {"warning"}, fs
+    assert all("CiliumClusterwideNetworkPolicy/gpu-nodes" in str(f["message"])
+               and "may be too strict" in str(f["message"]) for f in opened)
+    assert [f for f in fs if f["rule"] == "TG120"] and code == 0
+
+
+def test_rules_that_cannot_select_host_network_pods_are_not_blamed_for_their_ingress(tmp_path: Path) -> None:
+    # Regression: TG112 named `endpointSelector: {}` + `fromEntities: [cluster]` as what opens a
+    # hostNetwork job, while TG109 rightly said that policy selects no pod there.
+    wide = {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+            "metadata": {"name": "allow-cluster", "namespace": "ml-demo"},
+            "spec": {"endpointSelector": {}, "ingress": [{"fromEntities": ["cluster"]}]}}
+    code, fs = _hostnet_case(tmp_path, wide)
+    assert not [f for f in fs if f["rule"] == "TG112"], fs
+    assert any(f["rule"] == "TG109" and "allow-cluster" in str(f["message"]) for f in fs)
+    assert any(f["rule"] == "TG107" and str(f["message"]).startswith("a pod of network zone general")
+               and "hostNetwork" in str(f["message"]) for f in fs)

@@ -18,19 +18,32 @@ neither select their pods by one scan per rule, and those pods are asked too.
 Which ports: `PolicySet.open_ranges` cuts 1-65535 of each protocol at every port a rule for the
 pair names and evaluates one port per class, so "TCP 1-23455 open" is found as that range, not
 by guessing a probe port.
+
+hostNetwork groups are asked as Cilium sees them: not endpoints but the node's identity. A pod
+across a boundary never shares the hostNetwork pod's node (a node is in one zone, a zone in one
+network zone), so it always sees `remote-node`, never `host`: Cilium's allow-localhost default
+(the local host reaches its own endpoints whatever their policy says) never opens a boundary;
+the unlabelled pod that may run anywhere stands for the copy in another zone. As a sender, the
+receiver's ingress rules for `remote-node` (`cluster`, `all`, node selectors) decide; as a
+receiver no policy applies to its ingress at all, and only the sender's egress towards that
+identity can close the door. A job's hostNetwork groups form one member (they look alike to every
+policy). No label selector names them, so they stay out of the label index; an allow rule that
+matches `remote-node` pairs its pods with one hostNetwork member of every other zone instead.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from topogate.analysis.netpolicy import PodClass, PortRange, RuleRef
+from topogate.analysis.jobs import TrainingJob
+from topogate.analysis.netpolicy import External, Peer, PodClass, PortRange, RuleRef
 from topogate.analysis.netpolicy.evaluate import matcher_anchor
-from topogate.analysis.result import JobMap
-from topogate.inventory.model import NETWORK_ZONE_LABEL, Cluster, Position
+from topogate.analysis.result import GroupMap, JobMap
+from topogate.inventory.model import NETWORK_ZONE_LABEL, NOWHERE, Cluster, Position
 from topogate.kinds import KINDS
 
 if TYPE_CHECKING:
@@ -40,6 +53,9 @@ if TYPE_CHECKING:
 UNMANAGED_NS = "topogate-probe-unmanaged"
 ANY_ZONE = "*"
 SSH_PORT = 22
+# How a pod of another network zone sees a hostNetwork pod: it never shares its node (a node is
+# in one zone, a zone in one network zone), so never as `host`, always as `remote-node`.
+REMOTE_NODE = External(entity="remote-node")
 
 # (protocol, first port, last port)
 Span = tuple[str, int, int]
@@ -56,6 +72,12 @@ class Member:
     kind: str = ""  # the job kind, for the ports it uses
     pos: Position | None = None
     job: str = ""  # object id of the job it belongs to ("" for probe pods)
+    # hostNetwork: true: `pod` holds its labels, but Cilium sees the node's identity (`peer`)
+    host_network: bool = False
+
+    @property
+    def peer(self) -> Peer:
+        return REMOTE_NODE if self.host_network else self.pod
 
 
 @dataclass(frozen=True)
@@ -74,6 +96,8 @@ class Opening:
     enforced: bool = True  # False: no policy among PATHs enforces either side
     uses: tuple[str, ...] = ()  # what the job runs on the open ranges ("22/TCP (MPI SSH)")
     spans: tuple[Span, ...] = field(default=(), compare=False)
+    host_network: str = ""  # "src" or "dst": that side is a hostNetwork group (no policy selects it)
+    host_policies: tuple[str, ...] = ()  # host policies (nodeSelector) among PATHs: not modelled
 
     @property
     def port(self) -> int:
@@ -152,10 +176,11 @@ class _Index:
 
     def __init__(self, cm: _ClusterMap, members: list[Member]):
         self.by_label: dict[tuple[str, str], list[Member]] = defaultdict(list)
-        for m in members:
+        # No label selector names a hostNetwork pod: Cilium never gives it its labels.
+        self.members = [m for m in members if not m.host_network]
+        for m in self.members:
             for kv in cm.pset.peer_labels(m.pod).items():
                 self.by_label[kv].append(m)
-        self.members = members
 
     def candidates(self, anchor: tuple[str | None, tuple[tuple[str, frozenset[str]], ...]]) -> list[Member]:
         """Members that carry one of the values of the anchor's most selective key (a job's
@@ -180,6 +205,10 @@ class BoundaryProof:
         self.reps: dict[tuple[str, str], Member] = {}
         self.zones: list[str] = []
         self.index: _Index | None = None
+        self.host_reps: dict[str, Member] = {}  # network zone -> one of its hostNetwork members
+        # Host policies select nodes (hostNetwork pods among them); topogate does not model them.
+        self.host_policies = tuple(sorted({str(n.policy) for n in cm.pset.not_modelled
+                                           if n.construct == "nodeSelector"}))
 
     def run(self, jobs: list[tuple[JobMap, dict[str, PodClass]]], namespaces: Iterable[str],
             extra: Iterable[Member] = ()) -> list[Opening]:
@@ -194,7 +223,17 @@ class BoundaryProof:
             if nz is None:
                 continue
             for g in jm.groups:
-                members.append(Member(classes[g.name], nz, jm.object, g.name, jm.kind, jm.pos, jm.object))
+                if not g.host_network:
+                    members.append(Member(classes[g.name], nz, jm.object, g.name, jm.kind, jm.pos, jm.object))
+            host = [g for g in jm.groups if g.host_network]
+            if host:
+                # Every hostNetwork group of a job looks the same to a policy (the node's identity).
+                pos = self._host_network_pos(jm, host[0])
+                members.append(Member(classes[host[0].name], nz, jm.object, ", ".join(g.name for g in host),
+                                      jm.kind, pos, jm.object, host_network=True))
+        for m in members:
+            if m.host_network:
+                self.host_reps.setdefault(m.nz, m)
         nss = sorted({*namespaces, *(m.pod.namespace for m in members)})
         reps = {(nz, ns): Member(zone_rep(cm, nz, ns), nz, f"a pod of network zone {nz} in namespace {ns}", "")
                 for nz in nzs for ns in nss}
@@ -221,9 +260,11 @@ class BoundaryProof:
             for o in others:
                 self.pair(a, o)
                 self.pair(o, a)
+            if a.host_network:
+                continue  # no policy applies to it: it has no allow rules of its own
             for direction in ("egress", "ingress"):
                 for m in cm.pset.allow_matchers(a.pod, direction):
-                    for c in self._named(a, m, index, reps, wide_hits):
+                    for c in self._named(a, m, index, reps, wide_hits) + self._hosts(a, m):
                         if direction == "egress":
                             self.pair(a, c)
                         else:
@@ -237,6 +278,21 @@ class BoundaryProof:
                     if x != y:
                         self.pair(reps[(x, ns)], reps[(y, ns)])
         return self.out
+
+    @functools.cached_property
+    def _jobs(self) -> dict[str, TrainingJob]:
+        return {j.object_id: j for j in self.cm.jobs}
+
+    def _host_network_pos(self, jm: JobMap, g: GroupMap) -> Position:
+        """Where the group sets `hostNetwork: true` (its pod template when that cannot be found)."""
+        job = self._jobs.get(jm.object)
+        jg = job.group(g.name) if job is not None else None
+        if jg is not None and jg.template_path:
+            kind, ns, name = (jg.owner or jm.object).split("/", 2)
+            o = self.cm.by_ref.get((kind, ns, name))
+            if o is not None:
+                return o.locate((*jg.template_path, "spec", "hostNetwork"))
+        return g.pos if g.pos != NOWHERE else jm.pos
 
     def named_sources(self, pod: PodClass, job: str) -> list[Member]:
         """Pods of other jobs that an ingress allow rule of `pod` names by label."""
@@ -264,16 +320,20 @@ class BoundaryProof:
             wide_hits[id(matcher)] = got
         return [c for c in got if c.nz != a.nz]
 
+    def _hosts(self, a: Member, matcher: Any) -> list[Member]:
+        """hostNetwork pods of other network zones that an entity rule (`remote-node`, `cluster`,
+        `all`, node selectors) of `a` matches: one per zone stands for all of them."""
+        if not self.host_reps or not self.cm.pset.matches_peer(matcher, REMOTE_NODE):
+            return []
+        return [h for nz, h in sorted(self.host_reps.items()) if nz != a.nz]
+
     def pair(self, src: Member, dst: Member) -> None:
-        if src.nz == dst.nz or (src.job and src.job == dst.job):
+        if src.nz == dst.nz or (src.job and src.job == dst.job) or (src.host_network and dst.host_network):
             return
-        zkey = (src.nz, dst.nz, src.job, dst.job)
+        zkey = (src.nz, dst.nz, src.job, dst.job, src.host_network, dst.host_network)
         if zkey in self.seen:
             return
-        ranges = self.cm.pset.open_ranges(src.pod, dst.pod)
-        if not ranges:
-            return
-        rest = subtract(ranges, self.doors(src, dst))
+        rest = subtract(self.cm.pset.open_ranges(src.peer, dst.peer), self.doors(src, dst))
         if not rest:
             return
         by_rule: dict[RuleRef | None, list[tuple[Span, PortRange]]] = {}
@@ -295,19 +355,26 @@ class BoundaryProof:
         first = parts[0][1].verdict
         enforced = rule is not None
         job = src if src.job else dst
-        pos = self.cm.locate_rule(rule) if rule is not None else (job.pos or self.cluster.pos)
+        host = src if src.host_network else dst if dst.host_network else None
+        pos = self.cm.locate_rule(rule) if rule is not None else ((host or job).pos or self.cluster.pos)
         uses = tuple(f"{p}/TCP ({what})" for m in (src, dst) for p, what in kind_ports(m.kind)
                      if any(pr == "TCP" and lo <= p <= hi for pr, lo, hi in spans))
         # One finding per opening rule and ordered pair of network zones is enough to act on;
         # where nothing enforces either side, one per job (or per cluster) says what to include.
-        key = ((str(rule), src.nz, dst.nz) if enforced
+        key: tuple[str, ...] = ((str(rule), src.nz, dst.nz) if enforced
                else ("unenforced", src.job or dst.job))
+        if host is not None:
+            # Its own finding, whichever rule opens it: the fix is the hostNetwork pod's, not
+            # the rule's. One per job and direction (the unlabelled pod adds nothing to act on).
+            key = ("host-network", host.job, "src" if host is src else "dst", str(rule))
         if key in self.seen:
             return
         self.seen.add(key)
         self.out.append(Opening(
             self.cluster.name, src.object, src.group, src.nz, dst.object, dst.group, dst.nz,
             tuple(span_text(s) for s in spans), first.reason, str(rule) if rule else "",
-            pos, enforced, tuple(dict.fromkeys(uses)), spans))
+            pos, enforced, tuple(dict.fromkeys(uses)), spans,
+            "" if host is None else "src" if host is src else "dst",
+            self.host_policies if host is not None else ()))
 
 

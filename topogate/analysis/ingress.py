@@ -75,6 +75,8 @@ def open_ingress(cm: _ClusterMap, cluster: Cluster, jm: JobMap, classes: dict[st
     sources: list[str] = []
     spans: list[Span] = []
     for g in jm.groups:
+        if g.host_network:
+            continue  # no policy applies to its ingress, so no rule opens it: TG107 and TG110 speak
         dst = Member(classes[g.name], nz, jm.object, g.name, jm.kind, jm.pos, jm.object)
         for src in [*probes, *(named(dst.pod, jm.object) if named else [])]:
             allowed = list(doors(src, dst))

@@ -242,7 +242,7 @@ class _ClusterMap:
                           for f in gp.fits) if gp else ()
             groups.append(GroupMap(
                 g.name, g.pods, g.gpus_per_pod, tuple(gp.zones) if gp else (), pools,
-                _pos(g.source), g.labels, bool(gp and gp.splits)))
+                _pos(g.source), g.labels, bool(gp and gp.splits), g.spec.get("hostNetwork") is True))
         # A hostNetwork pod is no Cilium endpoint: it has the node's identity (remote-node seen
         # from its peers' nodes), so no CNP selects it and peers reach it as that entity.
         peers: dict[str, Peer] = {g.name: HOST_NETWORK_PEER if g.spec.get("hostNetwork") is True else classes[g.name]

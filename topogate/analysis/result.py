@@ -32,6 +32,8 @@ class GroupMap:
     pos: Position = NOWHERE  # the group's pod template in its manifest
     labels: tuple[tuple[str, str], ...] = ()  # pod labels (template + controller)
     splits: bool = False  # every feasible placement spreads this group's pods over zones
+    # hostNetwork: true: no Cilium endpoint, so no pod policy selects it (it has the node's identity)
+    host_network: bool = False
 
 
 @dataclass(frozen=True)

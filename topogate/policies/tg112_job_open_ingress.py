@@ -28,7 +28,8 @@ Passing example: only the generated job policy selects the job's pods, or the ex
 declared in the inventory as a door (`doors:`) or as the job's `metrics:` scrape port.
 
 Not covered: ingress whose side nothing enforces (no policy selects the group with ingress
-rules); TG107 and TG110 report that.
+rules), which includes every group with `hostNetwork: true` (Cilium gives it the node's
+identity, so no policy selects it whatever its labels); TG107 and TG110 report that.
 """
 
 from __future__ import annotations
