@@ -216,3 +216,49 @@ def test_helm_template_in_a_directory_is_skipped_with_a_warning(tmp_path: Path) 
     assert any("Helm template" in w for w in json.loads(r.stdout)["warnings"])
     code, _, err = check(tmp_path / "chart" / "templates" / "d.yaml")  # named explicitly: still an error
     assert code == 2 and "YAML syntax error" in err
+
+
+def test_policy_of_a_reserved_identity_is_named_not_dropped(tmp_path: Path) -> None:
+    # A policy whose endpointSelector names a reserved identity guards Cilium's own endpoint
+    # (health, init), never a pod: topogate does not apply it, and says so at the selector.
+    f = tmp_path / "p.yaml"
+    f.write_text("apiVersion: cilium.io/v2\nkind: CiliumClusterwideNetworkPolicy\nmetadata:\n  name: probes\n"
+                 "spec:\n  endpointSelector:\n    matchLabels: {'reserved:health': ''}\n"
+                 "  ingress:\n  - fromEntities: [remote-node]\n")
+    code, fs, _ = check(with_job(tmp_path), f)
+    (hit,) = [x for x in fs if x["rule"] == "TG120"]
+    assert "reserved:health" in hit["message"] and "too permissive" in hit["message"]
+    assert (hit["file"], hit["line"]) == (str(f), 7)
+    code, data = _trace(str(f), "--from", "ml-demo:app=train", "--to", "health", "--port", "4240")
+    assert data["verdict"] == "allowed"  # Cilium would drop it: the warning says the verdict is loose
+    assert any("reserved:health" in w and "too permissive" in w for w in data["warnings"]), data
+
+
+def test_cilium_policy_without_api_version_is_refused(tmp_path: Path) -> None:
+    # A mis-cased `apiversion` key: kubectl refuses the object, so judging the tree without it
+    # (or with it) would be a verdict about something that cannot be applied.
+    f = tmp_path / "p.yaml"
+    f.write_text("apiversion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata:\n  name: p\n  namespace: ml-demo\n"
+                 "spec:\n  endpointSelector: {matchLabels: {app: train}}\n  ingress:\n  - fromEntities: [world]\n")
+    code, _, err = check(with_job(tmp_path), f)
+    assert code == 2 and f"{f}:1:1:" in err and "no apiVersion" in err and "'apiversion'" in err
+    r = CliRunner().invoke(main, ["trace", str(f), "--from", "world", "--to", "ml-demo:app=train"])
+    assert r.exit_code == 2 and "no apiVersion" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["cilium", "netpol"])
+def test_label_at_the_wrong_indentation_is_refused(tmp_path: Path, kind: str) -> None:
+    # `- matchLabels:` followed by a label at the same indentation leaves matchLabels empty and
+    # makes the label a field of the selector: as written the selector would pick every pod.
+    if kind == "cilium":
+        f = policy(tmp_path, "  endpointSelector: {matchLabels: {app: train}}\n  ingress:\n  - fromEndpoints:\n"
+                             "    - matchLabels:\n      role: monitor\n")
+    else:
+        f = tmp_path / "np.yaml"
+        f.write_text("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: np\n"
+                     "  namespace: ml-demo\nspec:\n  podSelector:\n    matchLabels:\n    app: train\n"
+                     "  ingress:\n  - {}\n")
+    code, _, err = check(with_job(tmp_path), f)
+    assert code == 2 and f"{f}:1:1:" in err and "label selector field" in err
+    r = CliRunner().invoke(main, ["trace", str(f), "--from", "world", "--to", "ml-demo:app=train"])
+    assert r.exit_code == 2 and "label selector field" in r.stderr

@@ -103,8 +103,14 @@ listed is not isolated and its rules are ignored.  A peer with ``podSelector`` a
 
 Not modelled (reported in ``PolicySet.warnings`` when met): ``toServices``, ``fromGroups``/
 ``toGroups``, CIDR groups, ``fromRequires``/``toRequires`` (removed in Cilium 1.19),
-``nodeSelector`` host policies (they select nodes, never pods), node labels (any ``fromNodes``/
-``toNodes`` selector matches the host and remote-node entities).  Cilium's
+``nodeSelector`` host policies (they select nodes, never pods), policies whose ``endpointSelector``
+names a reserved identity (``reserved:health``, ``reserved:init``: not pods, so not applied), node
+labels (any ``fromNodes``/``toNodes`` selector matches the host and remote-node entities).
+
+Refused (``PolicyError``, as kubectl refuses them): a selector operator that is not one of In,
+NotIn, Exists, DoesNotExist; a label selector field other than matchLabels/matchExpressions (a
+label indented one level too little would otherwise leave ``{}``, every pod); a Cilium policy
+without ``apiVersion``.  Cilium's
 ``--allow-localhost`` default (the local host may always reach its pods) is modelled as an
 option of ``PolicySet`` that is on by default.
 

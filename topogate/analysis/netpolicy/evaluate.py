@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from topogate.analysis.netpolicy.cilium import _CiliumCompiler
+from topogate.analysis.netpolicy.cilium import _CiliumCompiler, no_api_version
 from topogate.analysis.netpolicy.kubernetes import _NetpolCompiler
 from topogate.analysis.netpolicy.model import (
     _CLUSTER_LABEL,
@@ -106,6 +106,8 @@ class PolicySet:
             if kind.endswith("List") and isinstance(obj.get("items"), list):
                 for item in obj["items"]:
                     take(item, ref, None)
+            elif kind in (KIND_CNP, KIND_CCNP) and not api:
+                raise PolicyError(ref, no_api_version(obj, kind))
             elif kind in (KIND_CNP, KIND_CCNP) and api.startswith("cilium.io/"):
                 units.extend(builder.cilium(obj, ref, paths))
             elif kind == KIND_NP and api == "networking.k8s.io/v1":
@@ -122,6 +124,8 @@ class PolicySet:
             paths = item[2] if len(item) > 2 else None
             try:
                 take(obj, ref, paths)
+            except PolicyError:
+                raise
             except (AttributeError, TypeError, ValueError, KeyError, IndexError) as err:
                 # A policy the API server would reject (wrong types): say where, never crash.
                 kind = obj.get("kind", "object") if isinstance(obj, Mapping) else "object"
