@@ -107,9 +107,8 @@ def _ours(e: Expected) -> tuple[str, tuple[str, ...]]:
 
 
 # Where topogate's answer differs from Cilium's on a flow its docs state, and the construct whose
-# warning says so (both are deliberate: deprecated fromRequires, TLS SNI at L7).
+# warning says so (deliberate: TLS SNI is decided by the proxy when the connection is made).
 KNOWN_DISAGREEMENTS = {
-    ("l3/requires/requires.yaml", "default:role=frontend", "default:env=prod", "80"): "fromRequires",
     ("l4/l4_sni.yaml", "default:app=myService", "fqdn:cilium.io", "443"): "serverNames",
 }
 

@@ -85,6 +85,12 @@ class _CiliumCompiler(_CompilerBase):
                     rref = RuleRef(pref, section, i, self._src(paths, (*base, section, i), pref.source), spec_index)
                     rule = self._cilium_peer_rule(rref, direction, is_deny, raw, pref, (*base, section, i))
                     (unit.deny_rules if is_deny else unit.rules)[direction].append(rule)
+                    # fromRequires/toRequires (Cilium 1.16-1.18; removed in 1.19) narrow the
+                    # endpoint peers of every policy selecting the pod, not only this rule's.
+                    key = "fromRequires" if direction == _INGRESS else "toRequires"
+                    if isinstance(raw.get(key), list):
+                        (unit.requires_deny if is_deny else unit.requires)[direction].extend(
+                            _endpoint_matchers(key, raw[key], pref))
         return unit
 
     def _warn_reserved_subject(self, pref: PolicyRef, raw: Any, path: tuple[str | int, ...]) -> None:
@@ -180,10 +186,6 @@ class _CiliumCompiler(_CompilerBase):
             if k in given:
                 self._warn(rref, (*path, k), k, f"{k} is not modelled; it selects no peer here, so "
                                                 f"what it allows is reported denied: {TOO_STRICT}")
-        if raw.get(f"{pre}Requires"):
-            self._warn(rref, (*path, f"{pre}Requires"), f"{pre}Requires",
-                       f"{pre}Requires is not modelled (deprecated, removed in Cilium 1.19): it would "
-                       f"narrow the peers this rule admits; {TOO_PERMISSIVE}")
         if raw.get(f"{pre}Nodes"):
             self._warn(rref, (*path, f"{pre}Nodes"), f"{pre}Nodes",
                        f"{pre}Nodes is matched as every node (host and remote-node): node labels are not "

@@ -34,7 +34,15 @@ from topogate.analysis.netpolicy.model import (
 )
 from topogate.analysis.netpolicy.peers import _Ctx
 from topogate.analysis.netpolicy.ports import PortRange
-from topogate.analysis.netpolicy.rules import NotModelled, PathMap, _only_by_fqdn, _Rule, _sort_key, _Unit
+from topogate.analysis.netpolicy.rules import (
+    NotModelled,
+    PathMap,
+    _meets_requirements,
+    _only_by_fqdn,
+    _Rule,
+    _sort_key,
+    _Unit,
+)
 
 # ---------------------------------------------------------------------------------------------
 # The policy set
@@ -240,10 +248,12 @@ class PolicySet:
         units = self._units_for(pod)
         selected, enforced_by = self._selection(pod, direction)
         ctx = self._ctx
+        needs = [q for u in units for q in u.requires[direction]]
+        needs_deny = [q for u in units for q in u.requires_deny[direction]]
         # 1. Deny rules win over everything, enforced or not (docs security/policy/deny).
         for u in units:
             for r in u.deny_rules[direction]:
-                if r.matches(peer, dst, port, proto, ctx):
+                if r.matches(peer, dst, port, proto, ctx) and _meets_requirements(r, peer, ctx, needs_deny):
                     return SideVerdict(
                         bool(enforced_by), selected, False, r.ref, f"denied by {r.ref}", enforced_by
                     )
@@ -267,7 +277,7 @@ class PolicySet:
         proxied = any(u.dns_allows(peer) for u in units)
         for u in units:
             for r in u.rules[direction]:
-                if r.matches(peer, dst, port, proto, ctx):
+                if r.matches(peer, dst, port, proto, ctx) and _meets_requirements(r, peer, ctx, needs):
                     if not proxied and _only_by_fqdn(r, peer, ctx):
                         no_proxy = no_proxy or r.ref
                         continue
