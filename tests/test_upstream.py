@@ -1,19 +1,35 @@
 """Real upstream inputs (issue 9, item 7): every Kubeflow trainer / mpi-operator / JobSet job
 example and every YAML block of the NetworkPolicy recipes goes through check and trace without
-a traceback. Runs only where the upstream checkouts exist (/work/upstream); nothing upstream is
-copied into this repository (see tests/upstream_support.py). Cilium's examples/policies are not
-checked out here: tests/test_upstream_semantics.py holds our own cases of their constructs."""
+a traceback; so does every file of Cilium's examples/policies, each construct topogate does not
+model coming back as a TG120 finding and a trace warning, and the flows whose answer Cilium's docs
+state are traced and compared (docs/coverage.md, "Measured against upstream examples"). Runs only
+where the upstream copies exist (/work/upstream); nothing upstream is copied into this repository
+(see tests/upstream_support.py); tests/test_upstream_semantics.py holds our own cases of the
+constructs these inputs exposed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from upstream_support import UPSTREAM, Tally, job_files, recipe_blocks, workloads
+from upstream_support import (
+    CILIUM,
+    EXPECTED,
+    UPSTREAM,
+    Expected,
+    Tally,
+    cilium_commit,
+    cilium_constructs,
+    cilium_files,
+    cilium_subjects,
+    job_files,
+    recipe_blocks,
+    workloads,
+)
 
-from topogate.check import run_check
+from topogate.check import CheckInputError, run_check
 from topogate.manifests import collect
-from topogate.trace import trace
+from topogate.trace import TraceError, trace
 
 pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="no upstream checkouts in /work/upstream")
 LAB = str(Path(__file__).resolve().parents[1] / "fixtures" / "lab" / "inventory.yaml")
@@ -35,3 +51,96 @@ def test_upstream_examples_never_crash(tmp_path: Path) -> None:
                 tally.run(f"trace {f} pod -> {spec}", trace, objs, "default:app=x", spec, port)
     print(f"upstream: {len(files)} files, {tally.runs} runs, {len(tally.crashes)} crashes")
     assert tally.crashes == []
+
+
+cilium = pytest.mark.skipif(not CILIUM.is_dir(), reason="no copy of cilium/cilium examples/policies in /work/upstream")
+
+
+def _tg120(outcome: object) -> list[str]:
+    return [f.message for f in outcome.result.findings if f.rule == "TG120"]  # type: ignore[attr-defined]
+
+
+@cilium
+def test_cilium_examples_check_and_trace_without_a_traceback() -> None:
+    files = cilium_files()
+    assert len(files) >= 80, "the copy of cilium examples/policies moved: update tests/upstream_support.py"
+    tally, refused, silent = Tally(), [], []
+    for f in files:
+        got = tally.run(f"check {f}", run_check, LAB, [str(f)])
+        if isinstance(got, CheckInputError):
+            refused.append(f"{f.relative_to(CILIUM)}: {got}")
+            continue
+        if got is None:
+            continue
+        warned = _tg120(got)
+        # Every construct not modelled is named by a TG120 finding that says which way it errs.
+        for construct in sorted(cilium_constructs(f)):
+            hits = [m for m in warned if construct in m]
+            if not hits or not all("too permissive" in m or "too strict" in m for m in hits):
+                silent.append(f"{f.relative_to(CILIUM)}: {construct}")
+        objs = collect([str(f)])
+        ends = [*cilium_subjects(f), *workloads(f)[:2]]
+        for spec in ends[:3]:
+            for other, port in (("world", None), ("world", "443"), ("default:app=peer", "80"),
+                                ("kube-system:k8s-app=kube-dns", "53/UDP")):
+                for a, b in ((spec, other), (other, spec)):
+                    r = tally.run(f"trace {f} {a} -> {b} {port}", trace, objs, a, b, port)
+                    if r is not None and not isinstance(r, TraceError):
+                        # The trace notes each construct check warns about, bound included.
+                        missing = [m for m in warned if not any(m.rstrip(".").endswith(w.split(": ", 1)[-1])
+                                                                for w in r.warnings)]
+                        if missing:
+                            silent.append(f"trace {a} -> {b} of {f.relative_to(CILIUM)}: {missing}")
+    print(f"cilium examples: {len(files)} files, {tally.runs} runs, {len(tally.crashes)} crashes, "
+          f"{len(refused)} refused with a position: {refused}")
+    assert tally.crashes == []
+    assert silent == []
+    # Refused only where kubectl refuses too: an operator `in` (for In), a missing apiVersion, a
+    # label at the wrong indentation (an unknown selector field).
+    assert all(":1:1: " in r and ("operator 'in'" in r or "no apiVersion" in r or "label selector field" in r)
+               for r in refused), refused
+
+
+def _ours(e: Expected) -> tuple[str, tuple[str, ...]]:
+    r = trace(collect([str(CILIUM / f) for f in e.files]), e.src, e.dst, e.port)
+    return ("allowed" if r.classes[0].verdict.allowed else "denied"), r.warnings
+
+
+# Where topogate's answer differs from Cilium's on a flow its docs state, and the construct whose
+# warning says so (deliberate: TLS SNI is decided by the proxy when the connection is made).
+KNOWN_DISAGREEMENTS = {
+    ("l4/l4_sni.yaml", "default:app=myService", "fqdn:cilium.io", "443"): "serverNames",
+}
+
+
+def cilium_table() -> list[str]:
+    """The rows of docs/coverage.md's table: source, flow, Cilium's answer (and where it is
+    written), ours, and the commit of the example read."""
+    rows = []
+    for e in EXPECTED:
+        ours, _ = _ours(e)
+        mark = "" if ours == e.cilium else " (differs)"
+        rows.append(f"| `{e.files[0]}` @ {cilium_commit(e.files[0])[:10]} | `{e.src}` → `{e.dst}` {e.port} "
+                    f"| {e.cilium} ({e.doc}) | {ours}{mark} |")
+    return rows
+
+
+@cilium
+def test_cilium_documented_flows_agree_except_where_a_warning_says_so() -> None:
+    wrong: dict[tuple[str, str, str, str], str] = {}
+    for e in EXPECTED:
+        ours, warnings = _ours(e)
+        if ours != e.cilium:
+            key = (e.files[0], e.src, e.dst, e.port)
+            named = KNOWN_DISAGREEMENTS.get(key, "?")
+            assert any(named in w and "too permissive" in w for w in warnings), (key, warnings)
+            wrong[key] = named
+    print(f"cilium documented flows: {len(EXPECTED)} traced, {len(wrong)} disagree: {sorted(wrong)}")
+    assert wrong == KNOWN_DISAGREEMENTS
+
+
+@cilium
+def test_coverage_doc_shows_the_measured_table() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "coverage.md").read_text(encoding="utf-8")
+    missing = [row for row in cilium_table() if row not in doc]
+    assert missing == [], "docs/coverage.md is stale; put these rows in its table:\n" + "\n".join(missing)

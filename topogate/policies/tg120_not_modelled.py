@@ -2,10 +2,11 @@
 
 The evaluator models Cilium's L3/L4 semantics (endpoints, entities, CIDRs, FQDNs with the DNS
 rules that permit their lookups, ports, deny rules, default deny). Some constructs it does not
-model: L7 rules (http, kafka, ...), `toServices`, CIDR group references, `fromRequires`/
-`toRequires`, node labels in `fromNodes`/`toNodes`, host policies (`nodeSelector`),
+model: L7 rules (http, kafka, ...), `toServices`, CIDR group references, node labels in
+`fromNodes`/`toNodes`, host policies (`nodeSelector`),
 `authentication.mode` (and the older `auth.type`), TLS SNI `serverNames`, Envoy `listener`
-redirects and TLS interception. Each is reported at its own line with the way it bounds the verdict:
+redirects, TLS interception, and policies whose `endpointSelector` names a reserved identity
+(`reserved:health`, `reserved:init`: Cilium's own endpoints, not pods). Each is reported at its own line with the way it bounds the verdict:
 "treated as allow-all on that port: the verdict may be too permissive", or "selects no peer:
 the verdict may be too strict". `trace` prints the same sentences as warnings.
 

@@ -102,9 +102,22 @@ listed is not isolated and its rules are ignored.  A peer with ``podSelector`` a
 ``ports`` missing or empty means all ports.
 
 Not modelled (reported in ``PolicySet.warnings`` when met): ``toServices``, ``fromGroups``/
-``toGroups``, CIDR groups, ``fromRequires``/``toRequires`` (removed in Cilium 1.19),
-``nodeSelector`` host policies (they select nodes, never pods), node labels (any ``fromNodes``/
-``toNodes`` selector matches the host and remote-node entities).  Cilium's
+``toGroups``, CIDR groups,
+``nodeSelector`` host policies (they select nodes, never pods), policies whose ``endpointSelector``
+names a reserved identity (``reserved:health``, ``reserved:init``: not pods, so not applied), node
+labels (any ``fromNodes``/``toNodes`` selector matches the host and remote-node entities).
+
+Requirements.  ``fromRequires``/``toRequires`` (Cilium 1.16-1.18; deprecated in 1.17, removed in
+1.19) of every policy selecting the pod are added to each ``fromEndpoints``/``toEndpoints``
+selector of every rule selecting it in that direction, deny rules with the deny rules'
+requirements; entities, CIDRs and L4-only rules are left as they are (pkg/policy
+GetSourceEndpointSelectorsWithRequirements).  A requirement selector is namespace-scoped in a CNP
+like any peer selector.
+
+Refused (``PolicyError``, as kubectl refuses them): a selector operator that is not one of In,
+NotIn, Exists, DoesNotExist; a label selector field other than matchLabels/matchExpressions (a
+label indented one level too little would otherwise leave ``{}``, every pod); a Cilium policy
+without ``apiVersion``.  Cilium's
 ``--allow-localhost`` default (the local host may always reach its pods) is modelled as an
 option of ``PolicySet`` that is on by default.
 

@@ -27,7 +27,7 @@ from topogate.analysis.netpolicy.peers import (
 )
 from topogate.analysis.netpolicy.ports import _port_spec, _PortSpec
 from topogate.analysis.netpolicy.rules import TOO_PERMISSIVE, TOO_STRICT, PathMap, _CompilerBase, _Rule, _Unit
-from topogate.analysis.netpolicy.selectors import _compile_selector, _Selector
+from topogate.analysis.netpolicy.selectors import _compile_selector, _Selector, _split_source
 
 
 class _CiliumCompiler(_CompilerBase):
@@ -58,6 +58,7 @@ class _CiliumCompiler(_CompilerBase):
     ) -> _Unit:
         if "endpointSelector" in spec:
             subject: _Selector | None = _compile_selector(spec.get("endpointSelector"))
+            self._warn_reserved_subject(pref, spec.get("endpointSelector"), (*base, "endpointSelector"))
         else:
             subject = None
             if "nodeSelector" in spec:
@@ -84,7 +85,32 @@ class _CiliumCompiler(_CompilerBase):
                     rref = RuleRef(pref, section, i, self._src(paths, (*base, section, i), pref.source), spec_index)
                     rule = self._cilium_peer_rule(rref, direction, is_deny, raw, pref, (*base, section, i))
                     (unit.deny_rules if is_deny else unit.rules)[direction].append(rule)
+                    # fromRequires/toRequires (Cilium 1.16-1.18; removed in 1.19) narrow the
+                    # endpoint peers of every policy selecting the pod, not only this rule's.
+                    key = "fromRequires" if direction == _INGRESS else "toRequires"
+                    if isinstance(raw.get(key), list):
+                        (unit.requires_deny if is_deny else unit.requires)[direction].extend(
+                            _endpoint_matchers(key, raw[key], pref))
         return unit
+
+    def _warn_reserved_subject(self, pref: PolicyRef, raw: Any, path: tuple[str | int, ...]) -> None:
+        """An endpointSelector that requires a label of a non-pod source (``reserved:health``,
+        ``reserved:init``, ``reserved:host``) selects Cilium's own endpoints, never a pod: its rules
+        guard an entity topogate treats as policy-free, so say so instead of dropping it."""
+        if not isinstance(raw, Mapping):
+            return
+        keys = [str(k) for k in (raw.get("matchLabels") or {})]
+        keys += [str(e.get("key", "")) for e in raw.get("matchExpressions") or []
+                 if isinstance(e, Mapping) and e.get("operator") in ("In", "Exists")]
+        for key in sorted(set(keys)):
+            source, name = _split_source(key)
+            if source in ("k8s", "any"):
+                continue
+            what = f"the {name} entity" if source == "reserved" else f"{source}:{name} identities"
+            self._warn(pref, path, f"endpointSelector {key}",
+                       f"endpointSelector {key} selects {what}, a Cilium endpoint that is not a pod: "
+                       f"its rules are not applied here, so traffic to and from {what} is judged as "
+                       f"if no policy selected it; {TOO_PERMISSIVE}")
 
     def _cilium_peer_rule(
         self, rref: RuleRef, direction: str, deny: bool, raw: Mapping[str, Any], pref: PolicyRef,
@@ -160,10 +186,6 @@ class _CiliumCompiler(_CompilerBase):
             if k in given:
                 self._warn(rref, (*path, k), k, f"{k} is not modelled; it selects no peer here, so "
                                                 f"what it allows is reported denied: {TOO_STRICT}")
-        if raw.get(f"{pre}Requires"):
-            self._warn(rref, (*path, f"{pre}Requires"), f"{pre}Requires",
-                       f"{pre}Requires is not modelled (deprecated, removed in Cilium 1.19): it would "
-                       f"narrow the peers this rule admits; {TOO_PERMISSIVE}")
         if raw.get(f"{pre}Nodes"):
             self._warn(rref, (*path, f"{pre}Nodes"), f"{pre}Nodes",
                        f"{pre}Nodes is matched as every node (host and remote-node): node labels are not "
@@ -236,3 +258,12 @@ def _to_ports(raw: Mapping[str, Any]) -> tuple[list[_PortSpec], bool]:
             if isinstance(p, Mapping):
                 ports.append(_port_spec(p, _L4_PROTOCOLS))
     return ports, has_l4
+
+
+def no_api_version(obj: Mapping[str, Any], kind: str) -> str:
+    """Why a Cilium policy without ``apiVersion`` is refused: the API server rejects it, so
+    reading it as a policy (or skipping it) would judge a tree that cannot be applied."""
+    near = sorted(str(k) for k in obj if str(k).lower() == "apiversion" and k != "apiVersion")
+    hint = f" (the key is spelled {near[0]!r}; keys are case-sensitive)" if near else ""
+    return (f"this {kind} has no apiVersion{hint}: the API server refuses it, and kubectl apply "
+            "fails; write apiVersion: cilium.io/v2")

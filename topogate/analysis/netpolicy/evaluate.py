@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from topogate.analysis.netpolicy.cilium import _CiliumCompiler
+from topogate.analysis.netpolicy.cilium import _CiliumCompiler, no_api_version
 from topogate.analysis.netpolicy.kubernetes import _NetpolCompiler
 from topogate.analysis.netpolicy.model import (
     _CLUSTER_LABEL,
@@ -34,7 +34,15 @@ from topogate.analysis.netpolicy.model import (
 )
 from topogate.analysis.netpolicy.peers import _Ctx
 from topogate.analysis.netpolicy.ports import PortRange
-from topogate.analysis.netpolicy.rules import NotModelled, PathMap, _only_by_fqdn, _Rule, _sort_key, _Unit
+from topogate.analysis.netpolicy.rules import (
+    NotModelled,
+    PathMap,
+    _meets_requirements,
+    _only_by_fqdn,
+    _Rule,
+    _sort_key,
+    _Unit,
+)
 
 # ---------------------------------------------------------------------------------------------
 # The policy set
@@ -106,6 +114,8 @@ class PolicySet:
             if kind.endswith("List") and isinstance(obj.get("items"), list):
                 for item in obj["items"]:
                     take(item, ref, None)
+            elif kind in (KIND_CNP, KIND_CCNP) and not api:
+                raise PolicyError(ref, no_api_version(obj, kind))
             elif kind in (KIND_CNP, KIND_CCNP) and api.startswith("cilium.io/"):
                 units.extend(builder.cilium(obj, ref, paths))
             elif kind == KIND_NP and api == "networking.k8s.io/v1":
@@ -122,6 +132,8 @@ class PolicySet:
             paths = item[2] if len(item) > 2 else None
             try:
                 take(obj, ref, paths)
+            except PolicyError:
+                raise
             except (AttributeError, TypeError, ValueError, KeyError, IndexError) as err:
                 # A policy the API server would reject (wrong types): say where, never crash.
                 kind = obj.get("kind", "object") if isinstance(obj, Mapping) else "object"
@@ -236,10 +248,12 @@ class PolicySet:
         units = self._units_for(pod)
         selected, enforced_by = self._selection(pod, direction)
         ctx = self._ctx
+        needs = [q for u in units for q in u.requires[direction]]
+        needs_deny = [q for u in units for q in u.requires_deny[direction]]
         # 1. Deny rules win over everything, enforced or not (docs security/policy/deny).
         for u in units:
             for r in u.deny_rules[direction]:
-                if r.matches(peer, dst, port, proto, ctx):
+                if r.matches(peer, dst, port, proto, ctx) and _meets_requirements(r, peer, ctx, needs_deny):
                     return SideVerdict(
                         bool(enforced_by), selected, False, r.ref, f"denied by {r.ref}", enforced_by
                     )
@@ -263,7 +277,7 @@ class PolicySet:
         proxied = any(u.dns_allows(peer) for u in units)
         for u in units:
             for r in u.rules[direction]:
-                if r.matches(peer, dst, port, proto, ctx):
+                if r.matches(peer, dst, port, proto, ctx) and _meets_requirements(r, peer, ctx, needs):
                     if not proxied and _only_by_fqdn(r, peer, ctx):
                         no_proxy = no_proxy or r.ref
                         continue

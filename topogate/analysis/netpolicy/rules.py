@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from topogate.analysis.netpolicy.model import (
@@ -20,7 +20,7 @@ from topogate.analysis.netpolicy.model import (
     RuleRef,
     SourceRef,
 )
-from topogate.analysis.netpolicy.peers import _CIDRMatcher, _Ctx, _FQDNMatcher, _Matcher
+from topogate.analysis.netpolicy.peers import _CIDRMatcher, _Ctx, _EndpointMatcher, _FQDNMatcher, _Matcher
 from topogate.analysis.netpolicy.ports import _PortSpec
 from topogate.analysis.netpolicy.selectors import _Selector
 
@@ -45,6 +45,19 @@ class _Rule:
         elif self.ports is not None and not any(p.matches(port, proto, dst) for p in self.ports):
             return False
         return any(m.matches(peer, ctx) for m in self.peers)
+
+
+def _meets_requirements(rule: _Rule, peer: Peer, ctx: _Ctx, requires: Sequence[_Matcher]) -> bool:
+    """``fromRequires``/``toRequires``: Cilium adds the requirements of every policy selecting the
+    pod to each ``fromEndpoints``/``toEndpoints`` selector of its rules (pkg/policy
+    GetSourceEndpointSelectorsWithRequirements); entities, CIDRs and L4-only rules keep their
+    peers. So the rule, which matched, still admits the peer through a non-endpoint matcher or
+    through an endpoint matcher whose peer meets every requirement."""
+    if not requires:
+        return True
+    return any(m.matches(peer, ctx) and (not isinstance(m, _EndpointMatcher)
+                                         or all(q.matches(peer, ctx) for q in requires))
+               for m in rule.peers)
 
 
 def _only_by_fqdn(rule: _Rule, peer: Peer, ctx: _Ctx) -> bool:
@@ -73,6 +86,10 @@ class _Unit:
     # The names those DNS rules let the proxy answer (matchName/matchPattern): a toFQDNs name
     # works only if its lookup is one of them, else Cilium never learns its addresses.
     dns_names: tuple[re.Pattern[str], ...] = ()
+    # fromRequires/toRequires (allow and deny rules apart): they narrow the endpoint peers of every
+    # rule of every policy that selects the same pod, in that direction.
+    requires: dict[str, list[_Matcher]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
+    requires_deny: dict[str, list[_Matcher]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
 
     def dns_allows(self, peer: Peer) -> bool:
         """Does this unit's DNS proxy rule let the lookup of ``peer``'s name through?"""

@@ -65,6 +65,13 @@ class _Selector:
 def _compile_selector(raw: Any) -> _Selector:
     if not isinstance(raw, Mapping):
         raw = {}
+    unknown = sorted(str(k) for k in raw if k not in ("matchLabels", "matchExpressions"))
+    if unknown:
+        # Usually a label indented one level too little (`matchLabels:` left empty). kubectl
+        # refuses the unknown field; an API server that prunes it keeps `{}`, which selects every
+        # pod: reading it either way would be a silent verdict.
+        raise ValueError(f"label selector field {unknown[0]!r} is not matchLabels or matchExpressions "
+                         f"(a label indented under the wrong key?); as written it would select every pod")
     reqs: list[_Req] = []
     for k, v in sorted((raw.get("matchLabels") or {}).items()):
         src, key = _split_source(str(k))
