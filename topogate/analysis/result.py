@@ -117,6 +117,16 @@ class RuleInfo:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """What a `check --changed-since` run covered (topogate.changed), for the summary line."""
+
+    since: str  # the git ref as given
+    text: str  # e.g. "1 of 10 clusters changed (c3), 1 of 10 kustomize roots built"
+    checked: str  # "changed" (narrowed), "everything" (fell back) or "nothing"
+    note: str = ""  # the one stderr line of a fallback
+
+
+@dataclass(frozen=True)
 class CheckResult:
     findings: tuple[Finding, ...]
     jobs: tuple[JobMap, ...]
@@ -125,6 +135,7 @@ class CheckResult:
     # Findings hidden by a `topogate.dev/ignore` annotation (topogate.selection.Suppression):
     # reporters count them so a quiet report never hides that something was silenced.
     suppressed: tuple[Any, ...] = ()
+    scope: Scope | None = None  # set by --changed-since
 
     @property
     def errors(self) -> int:

@@ -70,7 +70,13 @@ def counts_line(result: CheckResult) -> str:
         parts.append(f"{infos} info")
     if result.suppressed:
         parts.append(f"{len(result.suppressed)} suppressed by annotation")
-    return f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"
+    line = f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"
+    s = result.scope
+    if s is None:
+        return line
+    if s.checked == "nothing" and not result.findings and not result.jobs and not result.suppressed:
+        return f"nothing to check since {s.since} ({s.text})"
+    return f"{line} (--changed-since {s.since}: {s.text})"
 
 
 def suppressed_lines(result: CheckResult) -> list[str]:

@@ -37,6 +37,10 @@ def report_dict(result: CheckResult) -> dict[str, Any]:
         out["summary"]["suppressed"] = [
             {"rule": s.rule, "object": s.object, "reason": s.reason, "file": s.pos.file,
              "line": s.pos.line} for s in result.suppressed]
+    if result.scope is not None:
+        # Additive, only with --changed-since: what the run covered.
+        out["summary"]["changedSince"] = {"ref": result.scope.since, "checked": result.scope.checked,
+                                          "detail": result.scope.text}
     return out
 
 
