@@ -365,3 +365,43 @@ def test_files_read_follows_every_field_kustomize_reads(tmp_path: Path) -> None:
     (r / "root/kustomization.yaml").write_text("helmCharts: [{name: x}]\n")
     with pytest.raises(_Unknown, match="helm"):
         files_read(r / "root", Roots((r,)), _Real())
+
+
+def test_nothing_analysed_is_for_paths_without_a_job_not_for_an_unchanged_tree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pod templates of no job: a full check fails with TG006; unchanged, there is nothing to
+    # check; changed, the narrowed check analyses them and TG006 fires as in a full check.
+    r = tmp_path / "lab"
+    shutil.copytree(REPO / "fixtures" / "lab", r)
+    (r / "jobs").mkdir()
+    (r / "jobs" / "workers.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: workers, namespace: ml-demo}\nspec:\n"
+        "  selector: {matchLabels: {app: w}}\n  template:\n    metadata: {labels: {app: w}}\n"
+        "    spec: {containers: [{name: w, image: busybox}]}\n")
+    git(r, "init", "-q", "-b", "main")
+    commit_all(r, "main")
+    monkeypatch.chdir(r)
+    code, full, _ = check("inventory.yaml", "jobs")
+    assert code == 1 and "TG006" in full
+    assert check("inventory.yaml", "jobs", "--changed-since", "main") == (
+        0, "ok: nothing to check since main (no file changed)\n", "")
+    edit(r / "jobs/workers.yaml", "image: busybox", "image: busybox:1.37")
+    code, out, err = check("inventory.yaml", "jobs", "--changed-since", "main")
+    assert code == 1 and "TG006" in out and err == ""
+    assert last_line(out).endswith("(--changed-since main: 1 of 1 cluster changed (lab))"), out
+
+
+def test_a_workload_of_a_changed_cluster_kept_elsewhere_widens_the_read(repo: Path, builds: Path) -> None:
+    # resnet (gpu-west) also sits, unchanged, under clusters/gpu-east/; gpu-west's root stops
+    # listing it. A full check still analyses it in gpu-west: so must this one.
+    extra = repo / "extra" / "clusters" / "gpu-east"
+    extra.mkdir(parents=True)
+    (extra / "resnet.yaml").write_text((repo / "bases/resnet/job.yaml").read_text())
+    commit_all(repo, "main with the copy")
+    git(repo, "branch", "-f", "main")
+    edit(repo / "deploy/clusters/gpu-west/kustomization.yaml", "- workloads/vision/resnet\n", "")
+    code, out, err = check("inventory.yaml", "deploy/clusters", "extra", "--changed-since", "main")
+    assert err == ("topogate: --changed-since main: JobSet/vision/resnet, a workload of a changed cluster, "
+                   "is not among that cluster's manifests: checking everything\n")
+    assert built(builds) == ["deploy/clusters/gpu-east", "deploy/clusters/gpu-west", "deploy/clusters/gpu-west"]
+    assert "JobSet/vision/resnet (cluster gpu-west)" in out

@@ -73,11 +73,8 @@ class Selection:
             files = _plural(self.changed, "changed file")
             return f"{files}, none read by this check" if self.changed else "no file changed"
         names = ", ".join(self.clusters[:_SHOWN]) + (", ..." if len(self.clusters) > _SHOWN else "")
-        return (f"{self.changed_clusters_text()} ({names}), "
-                f"{self.built} of {_plural(self.roots, 'kustomize root')} built")
-
-    def changed_clusters_text(self) -> str:
-        return f"{len(self.clusters)} of {_plural(self.all_clusters, 'cluster')} changed"
+        text = f"{len(self.clusters)} of {_plural(self.all_clusters, 'cluster')} changed ({names})"
+        return text + (f", {self.built} of {_plural(self.roots, 'kustomize root')} built" if self.roots else "")
 
 
 def _plural(n: int, word: str) -> str:

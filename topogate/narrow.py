@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from topogate import changed, gitdiff
+from topogate import changed, gitdiff, progress
 from topogate.analysis.clusters import ClusterOf
 from topogate.analysis.result import Scope
 from topogate.inventory.model import Inventory
@@ -107,6 +107,7 @@ class Narrowing:
         self.generated = os.path.realpath(generated) if generated else None  # check's scratch tree
         self.selection = changed.Selection(since, True, "not started")
         self.unit_cluster: dict[str, str | None] = {}
+        self.units = 0  # walked, read or not
 
     def _everything(self, why: str, units: Sequence[WalkUnit] = ()) -> Collection[Path]:
         roots = sum(1 for u in units if u.kustomization) or self.selection.roots
@@ -116,6 +117,7 @@ class Narrowing:
 
     def keep(self, units: Sequence[WalkUnit], roots: Roots) -> Collection[Path]:
         """The units to read (collect's `keep`)."""
+        self.units = len(units)
         if self.stdin:
             return self._everything("standard input cannot be compared with a git ref", units)
         try:
@@ -127,6 +129,7 @@ class Narrowing:
         if inventory in files:
             self.selection = changed.Selection(self.since, changed=len(files))
             return self._everything(changed.INVENTORY_CHANGED, units)
+        progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
         names = [c.name for c in self.inv.clusters]
         real = _Real()
         mine: list[changed.Unit] = []
@@ -170,8 +173,10 @@ class Narrowing:
             read.append((ref, self.unit_cluster.get(o.built_from or o.src_file), owner))
             found.append(ref)
         touched = set(sel.clusters)
+        # A workload missing from what was read can only hide in a unit that was not read.
         expected = [f"{w.kind}/{w.namespace}/{w.name}" for w in self.inv.workloads
-                    if w.cluster in touched and (self.override is None or w.cluster == self.override)]
+                    if w.cluster in touched and (self.override is None or w.cluster == self.override)
+                    ] if len(sel.keep) < self.units else []
         why = changed.escaped(sel, read, expected, found)
         if why:
             self._everything(why)
