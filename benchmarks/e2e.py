@@ -12,6 +12,11 @@ each step in a fresh process and each against a floor measured in the same run o
             timed) dumped with CSafeDumper and written one file each (limit 1.5x);
 - check:    `topogate check INV --rendered OUT OUT/clusters` (wall)  vs  `kubectl kustomize` of
             the same cluster roots, one after another, + CSafeLoader of their output (limit 1.2x);
+- changed:  the pull-request gate after a change to one job's base: the repository committed
+            with git, one base edited, `topogate check INV OUT/clusters --changed-since main`
+            (wall)  vs  `kubectl kustomize` of that job's cluster root + CSafeLoader of its output
+            (limit 5x: the inventory and every kustomization file are still read once, to know
+            what changed; docs/cli.md);
 - growth:   the time of each CLI step for 10x the jobs, from the smallest and largest size run,
             scaled as t_large/t_small to the power log(10)/log(large/small) (limit 11x);
 - peak RSS of every process (from wait4, per child).
@@ -38,7 +43,7 @@ from pathlib import Path
 CLUSTERS = 10
 ZONES = 3
 WORKERS = 7
-LIMITS = {"read": 3.0, "generate": 1.5, "check": 1.2}
+LIMITS = {"read": 3.0, "generate": 1.5, "check": 1.2, "changed": 5.0}
 GROWTH_LIMIT = 11.0
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -194,6 +199,40 @@ print(n)
 """
 
 
+ONE_BUILD_FLOOR = """
+import os, subprocess, sys, time, yaml
+kubectl = os.path.join(os.path.dirname(sys.executable), 'kubectl')
+t = time.perf_counter()
+text = subprocess.run([kubectl, 'kustomize', sys.argv[1]], capture_output=True, text=True,
+                      check=True).stdout
+n = sum(1 for _ in yaml.load_all(text, Loader=yaml.CSafeLoader))
+print('SECONDS', time.perf_counter() - t)
+print(n)
+"""
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
+           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def change_one_job(root: Path, jobs: int) -> Path:
+    """Commit the repository on main, branch, and edit one job's base (not timed); the job's
+    cluster root, which is what the narrowed check must build."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
+                       env={**os.environ, **GIT_ENV})
+
+    shutil.rmtree(root / ".git")  # the bare marker build_repo made
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "main")
+    git("checkout", "-qb", "change")
+    j = jobs // 2 + 7
+    base = root / "bases" / f"job-{j}" / "pytorchjob.yaml"
+    base.write_text(base.read_text().replace("trainer:1.0", "trainer:1.1"))
+    return root / "out" / "clusters" / f"c{j % CLUSTERS}"
+
+
 def topogate(*args: str) -> list[str]:
     return [sys.executable, "-m", "topogate.cli", *args]
 
@@ -212,6 +251,10 @@ def measure(jobs: int, keep: Path | None) -> dict[str, tuple[Run, Run]]:
         res["check"] = (run(topogate("check", "inventory.yaml", "--rendered", "out", "out/clusters"),
                             root),
                         run(py(BUILD_FLOOR, str(root / "out" / "clusters")), root, True))
+        cluster_root = change_one_job(root, jobs)
+        res["changed"] = (run(topogate("check", "inventory.yaml", "out/clusters", "--changed-since",
+                                       "main"), root),
+                          run(py(ONE_BUILD_FLOOR, str(cluster_root)), root, True))
         if keep:
             shutil.copytree(root, keep / f"repo-{jobs}", dirs_exist_ok=True)
         return res
@@ -242,8 +285,9 @@ def main() -> int:
                 over.append(f"{step} at {n} jobs: {ratio:.2f}x > {LIMITS[step]}x")
             print(f"{n:>6} {step:<9} {ours.seconds:>8.2f}s {floor.seconds:>7.2f}s {ratio:>6.2f} "
                   f"{LIMITS[step]:>6.1f} {ours.rss_mib:>8.0f} {floor.rss_mib:>9.0f}{flag}", flush=True)
-        last = r["check"][0].stdout.strip().splitlines()[-1:]
-        print(f"{'':>6} check said: {last[0] if last else '(nothing)'}", flush=True)
+        for step in ("check", "changed"):
+            last = r[step][0].stdout.strip().splitlines()[-1:]
+            print(f"{'':>6} {step} said: {last[0] if last else '(nothing)'}", flush=True)
     if len(sizes) > 1:
         small, large = sizes[0], sizes[-1]
         for step in LIMITS:

@@ -39,6 +39,9 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
         "topogate trace fixtures/trace/lab --from ml-demo/Deployment/gpu-workers --to "
         "ml-demo/Deployment/coordinator --port 23456",
     ],
+    "docs/cli.md": [
+        "topogate generate fixtures/multi/inventory.yaml -o deploy > /dev/null",
+    ],
     "docs/audit.md": [
         "topogate audit egress fixtures/audit/inventory.yaml --start 2026-11-24 --end 2026-11-27 [PATH ...]",
     ],

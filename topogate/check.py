@@ -24,6 +24,7 @@ from topogate.engine import all_rules, evaluate, run_rules
 from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.model import Inventory, Position
 from topogate.manifests import K8sObject, ManifestError, collect
+from topogate.narrow import Narrowing
 
 
 class CheckInputError(Exception):
@@ -96,13 +97,14 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
 
 
 def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
-                  inventory_path: str) -> tuple[K8sObject, ...]:
+                  inventory_path: str, narrowing: Narrowing | None = None) -> tuple[K8sObject, ...]:
     """Every object of every PATH, built together (concurrently); a PATH that holds no
     Kubernetes object at all (an empty directory, a values file) is a usage error, like a
     linter given nothing to lint. Helm templates met in directories land in ``skipped``."""
     empty: list[str] = []
     try:
-        objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty)
+        objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty,
+                          keep=narrowing.keep if narrowing is not None else None)
     except ManifestError as err:
         raise CheckInputError(str(err)) from None
     if empty:
@@ -133,6 +135,7 @@ def run_check(
     cluster: str | None = None,
     today: dt.date | None = None,
     strict: bool = False,
+    changed_since: str | None = None,
 ) -> CheckOutcome:
     from topogate.analysis.map import build_map
 
@@ -165,11 +168,16 @@ def run_check(
         if not targets:
             targets = [_render_to_temp(inv, tmp)]
         skipped: list[ManifestError] = []
-        objects = _collect_each(targets, skipped, inventory_path)
+        narrowing = (Narrowing(changed_since, inventory_path, inv, cluster, paths, None if paths else targets[0])
+                     if changed_since is not None else None)
+        objects = _collect_each(targets, skipped, inventory_path, narrowing)
+        if narrowing is not None and narrowing.escaped(objects):  # read everything after all
+            skipped.clear()
+            objects = _collect_each(targets, skipped, inventory_path)
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
         try:
-            jobs, facts = build_map(inv, objects, cluster)
+            jobs, facts = build_map(inv, objects, cluster, narrowing.only if narrowing is not None else None)
         except PolicyError as err:
             raise CheckInputError(str(err)) from None
         # Rules run while the scratch tree exists: positions are resolved lazily from it.
@@ -184,6 +192,7 @@ def run_check(
             kueue_concerns=facts.kueue_concerns,
         )
         ran = evaluate(ctx)
-    result = CheckResult(ran.findings, tuple(jobs), rules, inventory_path, waived=ran.waived)
+    result = CheckResult(ran.findings, tuple(jobs), rules, inventory_path, waived=ran.waived,
+                         scope=narrowing.scope() if narrowing is not None else None)
     failing = result.errors + (result.warnings if strict else 0)
     return CheckOutcome(result, 1 if failing else 0, inv, objects)

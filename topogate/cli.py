@@ -127,11 +127,14 @@ def _formats() -> list[str]:
 @click.option("-q", "--quiet", is_flag=True, help="Findings and the summary line only; no progress.")
 @click.option("-v", "--verbose", is_flag=True,
               help="List every workload (by default a run of more than 20 lists the failing ones).")
+@click.option("--changed-since", metavar="GITREF",
+              help="Check only the clusters whose manifests changed since the merge base with "
+                   "GITREF (docs/cli.md); anything unclear checks everything.")
 def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
           fmt: str, strict: bool, output: str | None, output_format: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
           context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
-          verbose: bool) -> None:
+          verbose: bool, changed_since: str | None) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
@@ -147,6 +150,11 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     if live or context or kubeconfig or from_file:
         from topogate.live.cli import check_live
 
+        if changed_since is not None:
+            click.echo("topogate: --changed-since narrows a check of files; --live reads the cluster",
+                       err=True)
+            sys.exit(2)
+
         check_live(inventory, paths, rendered, cluster, fmt, strict, live, context, kubeconfig, from_file,
                    output, out_format)
 
@@ -159,8 +167,11 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
             sys.exit(2)
     try:
         with progress.shown("topogate check", progress.wanted(name, quiet)):
-            outcome = run_check(inventory, paths, rendered, cluster, strict=strict)
+            outcome = run_check(inventory, paths, rendered, cluster, strict=strict,
+                                changed_since=changed_since)
         outcome = select_outcome(outcome, select, ignore, strict)
+        if outcome.result.scope is not None and outcome.result.scope.note:
+            click.echo(one_line(f"topogate: {outcome.result.scope.note}"), err=True)
     except CheckInputError as err:
         click.echo(one_line(f"topogate: {err}"), err=True)
         sys.exit(2)

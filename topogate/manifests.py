@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,20 +293,27 @@ def _build_all(dirs: Sequence[Path]) -> list[str | InputError]:
 
 def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
             skipped: list[InputError] | None = None,
-            empty: list[str] | None = None) -> list[K8sObject]:
+            empty: list[str] | None = None,
+            keep: Callable[[list[Unit], Roots], Collection[Path]] | None = None) -> list[K8sObject]:
     """Every object in PATHs: files, directories (walked), kustomization directories (built).
 
     Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
     tree) is read, and every kustomization tree is checked completely before any is built.
     A Helm template met while walking a directory is not YAML until Helm renders it: with
     `skipped` given it is reported there instead of failing the whole directory (a file named
-    explicitly is never skipped). `empty` receives the PATHs that held no object at all."""
+    explicitly is never skipped). `empty` receives the PATHs that held no object at all.
+    `keep` (check --changed-since, topogate.narrow) picks the units to read among all found;
+    a PATH none of whose units it keeps is left out, not reported empty."""
     paths = list(paths)
     if paths.count("-") > 1:
         raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
     roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])
     per_path: list[tuple[str, list[Unit]]] = [(raw, [] if raw == "-" else list(walk(raw, roots)))
                                               for raw in paths]
+    if keep is not None:
+        kept = keep([u for _, us in per_path for u in us], roots)
+        per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in per_path
+                    if not us or any(u.path in kept for u in us)]
     units = [u for _, us in per_path for u in us]
     checked: dict[Path, bool] = {}
     trees = {u.path: check_tree(u.path, roots, checked) for u in units if u.kustomization}

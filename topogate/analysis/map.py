@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -409,8 +409,9 @@ def _who_gets_in(cm: _ClusterMap, inv: Inventory, cluster: Cluster,
     return openings, ingress, closed_doors(cm, doors, proof.members, reps)
 
 
-def build_map(inv: Inventory, objects: Sequence[K8sObject],
-              override: str | None = None) -> tuple[list[JobMap], MapFacts]:
+def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None = None,
+              only: Collection[str] | None = None) -> tuple[list[JobMap], MapFacts]:
+    """`only`: analyse just these clusters (check --changed-since; topogate.changed)."""
     by_cluster = assign_clusters(inv, objects, override)
     shared = [o for o in by_cluster.get(None, [])
               if o.kind in (*POLICY_KINDS, "Namespace", *RUNTIME_KINDS, *KUEUE_KINDS)]
@@ -430,7 +431,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
         (o.obj, o.pos, o.locate) for o in by_cluster.get(None, []))]
     for cluster in inv.clusters:
         objs = by_cluster.get(cluster.name, [])
-        if not objs and not shared:
+        if (not objs and not shared) or (only is not None and cluster.name not in only):
             continue
         cm = _ClusterMap(inv, cluster, objs, shared)
         facts.policies[cluster.name] = cm.pset
@@ -493,7 +494,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject],
     facts.open_ingress = tuple(ingress)
     facts.closed_doors = tuple(shut)
     # With jobs whose cluster is unknown, a shared policy may well select them: no verdict.
-    if not unassigned:
+    if not unassigned and only is None:  # a narrowed run saw a shared policy in some clusters only
         selects.extend((ref, n, pos) for ref, (n, pos) in sorted(shared_selects.items()))
     facts.policy_selects = tuple(selects)
     facts.unprotected = tuple(unprotected)

@@ -119,6 +119,16 @@ class RuleInfo:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """What a `check --changed-since` run covered (topogate.changed), for the summary line."""
+
+    since: str  # the git ref as given
+    text: str  # e.g. "1 of 10 clusters changed (c3), 1 of 10 kustomize roots built"
+    checked: str  # "changed" (narrowed), "everything" (fell back) or "nothing"
+    note: str = ""  # the one stderr line of a fallback
+
+
+@dataclass(frozen=True)
 class CheckResult:
     findings: tuple[Finding, ...]
     jobs: tuple[JobMap, ...]
@@ -133,6 +143,7 @@ class CheckResult:
     # (Finding, Suppression) for every finding an annotation hid: SARIF keeps them as
     # suppressed results; the other formats count `suppressed`.
     annotated: tuple[tuple[Finding, Any], ...] = ()
+    scope: Scope | None = None  # set by --changed-since
 
     @property
     def errors(self) -> int:

@@ -72,7 +72,14 @@ def counts_line(result: CheckResult) -> str:
         parts.append(f"{len(result.suppressed)} suppressed by annotation")
     if result.waived:
         parts.append(f"{len(result.waived)} waived by the inventory")
-    return f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"
+    line = f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"
+    s = result.scope
+    if s is None:
+        return line
+    if (s.checked == "nothing" and not result.findings and not result.jobs and not result.suppressed
+            and not result.waived):
+        return f"nothing to check since {s.since} ({s.text})"
+    return f"{line} (--changed-since {s.since}: {s.text})"
 
 
 def suppressed_lines(result: CheckResult) -> list[str]:

@@ -42,6 +42,10 @@ def report_dict(result: CheckResult) -> dict[str, Any]:
             {"finding": w.finding.as_dict(), "reason": w.waiver.reason,
              "expires": w.waiver.expires.isoformat() if w.waiver.expires else None,
              "file": w.waiver.pos.file, "line": w.waiver.pos.line} for w in result.waived]
+    if result.scope is not None:
+        # Additive, only with --changed-since: what the run covered.
+        out["summary"]["changedSince"] = {"ref": result.scope.since, "checked": result.scope.checked,
+                                          "detail": result.scope.text}
     return out
 
 
