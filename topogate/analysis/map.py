@@ -27,8 +27,8 @@ from topogate.analysis.ingress import OpenIngress, open_ingress
 from topogate.analysis.jobs import RUNTIME_KINDS, TrainingJob, find_jobs
 from topogate.analysis.kueue import KINDS as KUEUE_KINDS
 from topogate.analysis.kueue import KueueConfig
-from topogate.analysis.locate import RuleLocator, _pos, inventory_source, side_reason
-from topogate.analysis.netpolicy import External, Peer, PodClass, PolicySet, SourceRef, Verdict
+from topogate.analysis.locate import RuleLocator, _LazySource, _pos, inventory_source, side_reason
+from topogate.analysis.netpolicy import External, Peer, PodClass, PolicySet, Verdict
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
 from topogate.analysis.pods import _pod_class, _pod_template
@@ -147,7 +147,8 @@ def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, pur
         by, at = str(side.decided_by.policy), locate_rule(side.decided_by)
     elif not side.allowed and side.enforced_by:  # default deny: the policy that switched it on
         by, at = str(side.enforced_by[0]), locate_rule.section(side.enforced_by[0], direction)
-    return Flow(src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed, v.reason, by, at,
+    # The sentence is written by `_cite` when read: v.reason would find every rule's line now.
+    return Flow(src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed, "", by, at,
                 functools.partial(_cite, v, locate_rule))
 
 
@@ -182,7 +183,7 @@ class _ClusterMap:
         policy_objs = [o for o in objects + shared_policies if o.kind in (*POLICY_KINDS, "Namespace")]
         self.policy_objs = policy_objs
         self.pset = PolicySet.from_objects(
-            ((o.obj, SourceRef(o.pos.file, o.pos.line, o.pos.column)) for o in policy_objs),
+            ((o.obj, _LazySource(o.pos)) for o in policy_objs),
             cluster_name=cluster.name)
         self.by_ref = {(o.kind, o.namespace or "default", o.name): o for o in objects}
         self.locate_rule = RuleLocator((o for o in policy_objs if o.kind in POLICY_KINDS), inv, cluster)
@@ -227,10 +228,8 @@ class _ClusterMap:
         return [c for c in kj.concerns if not (c.needs_colocation and jm.colocated)]
 
     def inventory_pos(self, job: TrainingJob) -> Position:
-        for w in self.inv.workloads:
-            if (w.kind, w.namespace, w.name) == (job.kind, job.namespace, job.name):
-                return w.pos
-        return NOWHERE
+        w = self.inv.workload_of(job.kind, job.namespace, job.name)
+        return w.pos if w is not None else NOWHERE
 
     def job_map(self, job: TrainingJob) -> tuple[JobMap, dict[str, PodClass], JobPlacement]:
         plc = self.placements[job.object_id]
@@ -400,8 +399,7 @@ def _who_gets_in(cm: _ClusterMap, inv: Inventory, cluster: Cluster,
     openings = proof.run(cluster_jobs, sorted(managed_ns), target_members(cm, doors.doors))
     ingress: list[OpenIngress] = []
     for jm, classes in cluster_jobs:
-        wl = next((w for w in inv.workloads_of(cluster.name)
-                   if (w.kind, w.namespace, w.name) == (jm.kind, jm.namespace, jm.name)), None)
+        wl = inv.workload_at(cluster.name, jm.namespace, jm.name, jm.kind)
         oi = open_ingress(cm, cluster, jm, classes, wl, doors, proof.named_sources)
         if oi is not None:
             ingress.append(oi)
