@@ -14,13 +14,24 @@ from topogate.inventory.model import Inventory, Workload
 from topogate.manifests import K8sObject
 
 
-def _cluster_from_path(obj: K8sObject, names: Sequence[str]) -> str | None:
-    for text in (obj.pos.file, obj.built_from):
-        parts = text.replace("\\", "/").split("/")
-        for i, p in enumerate(parts[:-1]):
-            if p == "clusters" and parts[i + 1].split(" ")[0] in names:
-                return parts[i + 1].split(" ")[0]
+def _named_cluster(text: str, names: Sequence[str]) -> str | None:
+    parts = text.replace("\\", "/").split("/")
+    for i, p in enumerate(parts[:-1]):
+        if p == "clusters" and parts[i + 1].split(" ")[0] in names:
+            return parts[i + 1].split(" ")[0]
     return None
+
+
+def _cluster_from_path(obj: K8sObject, names: Sequence[str]) -> str | None:
+    """The build root first: the cluster whose kustomization was built is where the object is
+    applied. Only an object read from a file, or built from a root that names no cluster, is
+    placed by its own file; for a built object that file is found by tracing it back to its
+    source, which parses sources: a clean check of a generated tree never needs to."""
+    if obj.built_from:
+        found = _named_cluster(obj.built_from, names)
+        if found is not None:
+            return found
+    return _named_cluster(obj.pos.file, names)
 
 
 def path_clusters(objects: Iterable[K8sObject]) -> list[str]:

@@ -38,8 +38,7 @@ def inventory_source(inv: Inventory, cluster: Cluster, o: K8sObject) -> Position
         return None
     wl = labels.get(WORKLOAD_LABEL)
     if wl:
-        w = next((w for w in inv.workloads_of(cluster.name)
-                  if w.name == wl and w.namespace == (o.namespace or "default")), None)
+        w = inv.workload_at(cluster.name, o.namespace or "default", wl) if isinstance(wl, str) else None
         return w.pos if w is not None else None
     nz = cluster.network_zone(str(labels.get(NETWORK_ZONE_LABEL, "")))
     return nz.pos if nz is not None else None
@@ -63,6 +62,12 @@ class _LazySource(SourceRef):
     @property  # type: ignore[override]
     def column(self) -> int:
         return int(object.__getattribute__(self, "_pos").column)
+
+    def __hash__(self) -> int:
+        # The evaluator hashes PolicyRefs (which carry their source) to deduplicate them; a hash
+        # of the position would resolve it. Equal sources still hash equal; the refs that hold
+        # them differ by kind, namespace and name, so this costs no collisions in practice.
+        return 0
 
 
 class Located(Mapping[tuple[str | int, ...], SourceRef]):

@@ -48,7 +48,7 @@ class Flow:
     protocol: str
     purpose: str  # "rendezvous", "nccl", "dns", "ssh"
     allowed: bool
-    plain_reason: str  # the evaluator's sentence, without positions
+    plain_reason: str  # the sentence when there is no `cite` to write it
     decided_by: str = ""  # Kind/ns/name of the deciding policy
     decided_at: Position = NOWHERE  # where that policy (rule) is written
     # Builds the sentence that cites each side's deciding line. Called only when someone reads

@@ -8,6 +8,7 @@ Mappings are stored as sorted tuples of pairs so the model is immutable and hash
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,6 +266,28 @@ class Door:
 
 
 @dataclass(frozen=True)
+class _WorkloadIndex:
+    """Lookups of an inventory's workloads; the first one wins where keys repeat, as the
+    scans these replace found it."""
+
+    by_cluster: dict[str, tuple[Workload, ...]]
+    by_place: dict[tuple[str, str, str], tuple[Workload, ...]]
+    by_id: dict[tuple[str, str, str], Workload]
+
+    @staticmethod
+    def of(workloads: tuple[Workload, ...]) -> _WorkloadIndex:
+        by_cluster: dict[str, list[Workload]] = {}
+        by_place: dict[tuple[str, str, str], list[Workload]] = {}
+        by_id: dict[tuple[str, str, str], Workload] = {}
+        for w in workloads:
+            by_cluster.setdefault(w.cluster, []).append(w)
+            by_place.setdefault((w.cluster, w.namespace, w.name), []).append(w)
+            by_id.setdefault((w.kind, w.namespace, w.name), w)
+        return _WorkloadIndex({c: tuple(ws) for c, ws in by_cluster.items()},
+                              {k: tuple(ws) for k, ws in by_place.items()}, by_id)
+
+
+@dataclass(frozen=True)
 class Inventory:
     name: str
     path: str  # the inventory file as given (used in headers and findings)
@@ -281,7 +304,23 @@ class Inventory:
         return next((c for c in self.clusters if c.name == name), None)
 
     def workloads_of(self, cluster: str) -> tuple[Workload, ...]:
-        return tuple(w for w in self.workloads if w.cluster == cluster)
+        return self._index.by_cluster.get(cluster, ())
+
+    def workload_at(self, cluster: str, namespace: str, name: str,
+                    kind: str | None = None) -> Workload | None:
+        """The first workload of a cluster with this namespace and name (and kind, if given)."""
+        return next((w for w in self._index.by_place.get((cluster, namespace, name), ())
+                     if kind is None or w.kind == kind), None)
+
+    def workload_of(self, kind: str, namespace: str, name: str) -> Workload | None:
+        """The first workload with this Kind/namespace/name (any cluster)."""
+        return self._index.by_id.get((kind, namespace, name))
+
+    @functools.cached_property
+    def _index(self) -> _WorkloadIndex:
+        # Asked once per object and flow of a check: a scan each was quadratic in workloads.
+        # Computed on first use and kept beside the fields (not one of them: no effect on ==).
+        return _WorkloadIndex.of(self.workloads)
 
     def queue_of(self, w: Workload) -> str | None:
         """The LocalQueue a Kueue workload is submitted to; None when Kueue does not place it."""

@@ -22,6 +22,7 @@ from topogate.analysis.netpolicy.model import (
     KIND_CCNP,
     KIND_CNP,
     KIND_NP,
+    Cited,
     External,
     Peer,
     PodClass,
@@ -255,7 +256,7 @@ class PolicySet:
             for r in u.deny_rules[direction]:
                 if r.matches(peer, dst, port, proto, ctx) and _meets_requirements(r, peer, ctx, needs_deny):
                     return SideVerdict(
-                        bool(enforced_by), selected, False, r.ref, f"denied by {r.ref}", enforced_by
+                        bool(enforced_by), selected, False, r.ref, Cited("denied", r.ref), enforced_by
                     )
         # 2. The local host may always reach its own pods (Cilium --allow-localhost default).
         if (
@@ -281,7 +282,7 @@ class PolicySet:
                     if not proxied and _only_by_fqdn(r, peer, ctx):
                         no_proxy = no_proxy or r.ref
                         continue
-                    return SideVerdict(bool(enforced_by), selected, True, r.ref, f"allowed by {r.ref}", enforced_by)
+                    return SideVerdict(bool(enforced_by), selected, True, r.ref, Cited("allowed", r.ref), enforced_by)
         if no_proxy is not None and enforced_by:
             return SideVerdict(True, selected, False, no_proxy, (
                 f"{no_proxy} names this host, but no policy selecting the pod sends its lookup through "

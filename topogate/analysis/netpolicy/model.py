@@ -84,14 +84,31 @@ class RuleRef:
 
 
 @dataclass(frozen=True)
+class Cited:
+    """"allowed by <rule> (file:line)", written out only when read: a caller's source may find
+    its line only when asked (tracing a built policy back to its file parses sources), and most
+    verdicts are never shown."""
+
+    verb: str  # "allowed" | "denied"
+    rule: RuleRef
+
+    def __str__(self) -> str:
+        return f"{self.verb} by {self.rule}"
+
+
+@dataclass(frozen=True)
 class SideVerdict:
     enforced: bool  # is default deny in force in this direction
     selected_by: tuple[PolicyRef, ...]
     allowed: bool
     decided_by: RuleRef | None  # the allow or deny rule that decided it
-    reason: str
+    why: str | Cited  # the sentence `reason` reads
     # Policies that switched default deny on in this direction (empty when not enforced).
     enforced_by: tuple[PolicyRef, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        return self.why if isinstance(self.why, str) else str(self.why)
 
 
 @dataclass(frozen=True)

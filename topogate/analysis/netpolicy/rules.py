@@ -109,8 +109,30 @@ class _Unit:
         return self.subject.matches(labels)
 
 
-def _sort_key(ref: PolicyRef) -> tuple[int, str, str, str, int]:
-    return (_KIND_ORDER.get(ref.kind, 9), ref.namespace or "", ref.name, ref.source.file, ref.source.line)
+class _Where:
+    """A policy's file and line as the last part of its sort key. Callers may hand in sources
+    that find their position only when read (tracing a built object back to its source file
+    parses sources); tuples compare this part only when kind, namespace and name tie."""
+
+    __slots__ = ("src",)
+
+    def __init__(self, src: SourceRef) -> None:
+        self.src = src
+
+    def _key(self) -> tuple[str, int]:
+        return (self.src.file, self.src.line)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Where) and self._key() == other._key()
+
+    def __lt__(self, other: _Where) -> bool:
+        return self._key() < other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _sort_key(ref: PolicyRef) -> tuple[int, str, str, _Where]:
+    return (_KIND_ORDER.get(ref.kind, 9), ref.namespace or "", ref.name, _Where(ref.source))
 
 
 PathMap = Mapping[tuple[str | int, ...], SourceRef]
