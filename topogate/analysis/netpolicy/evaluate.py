@@ -319,11 +319,9 @@ class PolicySet:
         for proto in (p.upper() for p in protocols):
             cuts = {1, _MAX_PORT + 1}
             for r in rules:
-                for spec in r.ports or ():
-                    for protos, lo, hi in spec.resolve(dst):
-                        if proto in protos:
-                            cuts.add(max(1, lo))
-                            cuts.add(min(_MAX_PORT, hi) + 1)
+                for lo, hi in r.port_set.edges(proto, dst) if r.port_set is not None else ():
+                    cuts.add(max(1, lo))
+                    cuts.add(min(_MAX_PORT, hi) + 1)
             edges = sorted(c for c in cuts if 1 <= c <= _MAX_PORT + 1)
             for lo, nxt in itertools.pairwise(edges):
                 v = self.evaluate(src, dst, lo, proto)

@@ -21,7 +21,7 @@ from topogate.analysis.netpolicy.model import (
     SourceRef,
 )
 from topogate.analysis.netpolicy.peers import _CIDRMatcher, _Ctx, _FQDNMatcher, _Matcher
-from topogate.analysis.netpolicy.ports import _PortSpec
+from topogate.analysis.netpolicy.ports import _PortSet, _PortSpec
 from topogate.analysis.netpolicy.selectors import _Selector
 
 # ---------------------------------------------------------------------------------------------
@@ -37,12 +37,18 @@ class _Rule:
     peers: tuple[_Matcher, ...]  # union; empty = selects no peer
     ports: tuple[_PortSpec, ...] | None  # None = every port and protocol
     icmp: bool = False  # the rule carries icmps (so it only allows ICMP unless toPorts too)
+    # ``ports`` indexed (derived, so left out of equality): one lookup per port, not a scan.
+    port_set: _PortSet | None = field(init=False, default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.ports is not None:
+            object.__setattr__(self, "port_set", _PortSet(self.ports))
 
     def matches(self, peer: Peer, dst: Peer, port: int, proto: str, ctx: _Ctx) -> bool:
         if proto == "ICMP":
             if self.ports is not None and not self.icmp:
                 return False
-        elif self.ports is not None and not any(p.matches(port, proto, dst) for p in self.ports):
+        elif self.port_set is not None and not self.port_set.matches(port, proto, dst):
             return False
         return any(m.matches(peer, ctx) for m in self.peers)
 
