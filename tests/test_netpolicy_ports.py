@@ -21,10 +21,11 @@ import yaml
 from hostile_support import invoke, make_repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_netpolicy import load, pod
+from test_netpolicy import CASES, Case, load, pod, pset, summary
 
 from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef
 from topogate.analysis.netpolicy.ports import _PortSet, _PortSpec
+from topogate.analysis.netpolicy.rules import _FirstMatch
 
 T = TypeVar("T")
 
@@ -65,7 +66,8 @@ def to_ports(lines: list[str], per_entry: int) -> str:
 
 def many_ports(kind: str, n: int, namespace: str = "x", per_entry: int = 40) -> str:
     """A policy whose single rule lists `n` ports: ingress (and egress for CNP) between every pod
-    of `namespace`; "cnp-deny" allows everything and denies the `n` ports instead."""
+    of `namespace`; "cnp-deny" allows everything and denies the `n` ports instead; "cnp-rules"
+    lists the same ports in `n` ingress rules of one port each."""
     if kind == "np":
         return (f"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
                 f"metadata: {{name: many, namespace: {namespace}}}\nspec:\n  podSelector: {{}}\n"
@@ -74,6 +76,10 @@ def many_ports(kind: str, n: int, namespace: str = "x", per_entry: int = 40) -> 
     ports = to_ports(ports_yaml(n, ranges=kind == "cnp-range"), per_entry)
     head = (f"apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\n"
             f"metadata: {{name: many, namespace: {namespace}}}\nspec:\n  endpointSelector: {{}}\n")
+    if kind == "cnp-rules":  # the same ports, one rule each
+        rules = "".join("  - fromEndpoints: [{}]\n    toPorts:\n    - ports:\n" + line
+                        for line in ports_yaml(n))
+        return head + "  ingress:\n" + rules
     if kind == "cnp-deny":
         return head + "  ingress:\n  - fromEndpoints: [{}]\n  ingressDeny:\n  - fromEndpoints: [{}]\n" + ports
     return head + "  ingress:\n  - fromEndpoints: [{}]\n" + ports + "  egress:\n  - toEndpoints: [{}]\n" + ports
@@ -94,11 +100,12 @@ XA, XB = pod("x", "a"), pod("x", "b")
 # growth
 # ---------------------------------------------------------------------------------------------
 
-KINDS = ["cnp", "cnp-range", "cnp-deny", "np"]
+KINDS = ["cnp", "cnp-range", "cnp-deny", "np", "cnp-rules"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_port_classes_grow_linearly_with_the_ports_of_one_rule(kind: str) -> None:
+    """... or of one policy, rule after rule ("cnp-rules")."""
     def run(n: int) -> tuple[list[tuple[str, bool]], int]:
         ps = pset_of(many_ports(kind, n))
         return counted(lambda: classes(ps, XA, XB))
@@ -312,3 +319,49 @@ def test_port_classes_agree_with_the_scan_at_every_edge(specs: list[_PortSpec], 
             inside = next(r for r in ranges if r.start <= port <= r.end)
             assert inside.verdict.allowed == scan(port, proto), (port, proto, str(inside))
             assert ps.evaluate(XA, dst, port, proto).allowed == scan(port, proto)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_semantics_through_the_rule_index(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every evaluator case of test_netpolicy, with the first-matching-rule index always built
+    (it is only built past a few rules): same verdict, decided by the same rules."""
+    monkeypatch.setattr(_FirstMatch, "_SCAN", -1)
+    v = pset(case.policies).evaluate(case.src, case.dst, case.port, case.proto)
+    assert (v.allowed, summary(v)) == (case.allowed, case.decided), v.reason
+
+
+_RULE_PORTS = st.none() | st.lists(_SPEC.filter(lambda s: len(s.protocols) in (1, 3)), min_size=1, max_size=3)
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@given(allows=st.lists(_RULE_PORTS, max_size=14), denies=st.lists(_RULE_PORTS, max_size=12), dst=_DST)
+def test_many_rules_decided_by_the_first_that_admits_the_port(
+        allows: list[list[_PortSpec] | None], denies: list[list[_PortSpec] | None], dst: PodClass) -> None:
+    def rule(specs: list[_PortSpec] | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"fromEndpoints": [{}]}
+        if specs is not None:
+            out["toPorts"] = [{"ports": [
+                ({"port": s.name} if s.name else {"port": str(s.start), "endPort": s.end})
+                | {"protocol": "ANY" if len(s.protocols) == 3 else min(s.protocols)} for s in specs]}]
+        return out
+    spec: dict[str, Any] = {"endpointSelector": {}, "ingress": [rule(a) for a in allows] or [{}]}
+    if denies:
+        spec["ingressDeny"] = [rule(d) for d in denies]
+    ps = pset_of(yaml.safe_dump({"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+                                 "metadata": {"name": "p", "namespace": "x"}, "spec": spec}))
+    unit = ps._units_for(dst)[0]
+
+    def scan(port: int, proto: str) -> tuple[str, int] | None:
+        for section, rules in (("ingressDeny", unit.deny_rules["ingress"]), ("ingress", unit.rules["ingress"])):
+            for r in rules:
+                if r.names(XA, ps._ctx) and (r.ports is None or any(p.matches(port, proto, dst) for p in r.ports)):
+                    return section, r.ref.index
+        return None
+
+    probes = [p for r in [*unit.rules["ingress"], *unit.deny_rules["ingress"]] for p in r.ports or ()]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_FirstMatch, "_SCAN", -1)  # the index even for a few rules
+        for port in sorted({p for p in _probe_ports(probes, dst) if 1 <= p <= 65535}):
+            for proto in _PROTOS:
+                d = ps.evaluate(XA, dst, port, proto).ingress.decided_by
+                assert (None if d is None else (d.section, d.index)) == scan(port, proto), (port, proto)
