@@ -273,7 +273,7 @@ def _probe_ports(specs: list[_PortSpec], dst: PodClass) -> Iterator[int]:
             yield from (lo - 1, lo, lo + 1, hi - 1, hi, hi + 1)
 
 
-@settings(max_examples=150, derandomize=True, deadline=None, database=None)
+@settings(max_examples=100, derandomize=True, deadline=None, database=None)
 @given(specs=_SPECS, dst=_DST)
 def test_port_set_answers_as_the_scan_of_every_spec(specs: list[_PortSpec], dst: PodClass) -> None:
     index = _PortSet(specs)
@@ -282,7 +282,7 @@ def test_port_set_answers_as_the_scan_of_every_spec(specs: list[_PortSpec], dst:
         assert index.matches(port, proto, dst) == want, (port, proto)
 
 
-@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@settings(max_examples=40, derandomize=True, deadline=None, database=None)
 @given(specs=_SPECS, deny=_SPECS, dst=_DST)
 def test_port_classes_agree_with_the_scan_at_every_edge(specs: list[_PortSpec], deny: list[_PortSpec],
                                                          dst: PodClass) -> None:
@@ -333,7 +333,7 @@ def test_semantics_through_the_rule_index(case: Case, monkeypatch: pytest.Monkey
 _RULE_PORTS = st.none() | st.lists(_SPEC.filter(lambda s: len(s.protocols) in (1, 3)), min_size=1, max_size=3)
 
 
-@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@settings(max_examples=40, derandomize=True, deadline=None, database=None)
 @given(allows=st.lists(_RULE_PORTS, max_size=14), denies=st.lists(_RULE_PORTS, max_size=12), dst=_DST)
 def test_many_rules_decided_by_the_first_that_admits_the_port(
         allows: list[list[_PortSpec] | None], denies: list[list[_PortSpec] | None], dst: PodClass) -> None:
