@@ -26,6 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "fixtures" / "fuzz-corpus"
 SECONDS = 10.0  # per invocation: kubectl's start-up included, on a loaded 2-core machine
 
+
+def read_case(case: Path) -> str:
+    """A corpus file's text exactly as it was kept: read as bytes, so a mutant's lone carriage
+    return is not turned into a newline (`read_text` would) and the replay runs the same input."""
+    return case.read_bytes().decode("utf-8", "surrogatepass")
+
+
 MANIFEST_SEEDS = sorted([
     *(ROOT / "fixtures" / "incident" / "broken").glob("*.yaml"),
     *(ROOT / "fixtures" / "trace" / "lab").glob("*.yaml"),
@@ -221,23 +228,38 @@ def check_property(sandbox: Sandbox, kind: str, text: str) -> None:
     inventory = str(sandbox.repo / "inventory.yaml")
     try:
         _one(["check", inventory, str(path), "--format", "json"], mutated)
-        _one(["trace", str(path), str(sandbox.repo / "bases" / "train"),
+        # --inventory places the base's job (no namespace of its own) in ml-demo, as the
+        # inventory does: without it trace stops at "no PyTorchJob ml-demo/train" and never
+        # evaluates the mutant's policies.
+        _one(["trace", str(path), str(sandbox.repo / "bases" / "train"), "--inventory", inventory,
               "--from", "ml-demo/PyTorchJob/train/Worker", "--to", "ml-demo/PyTorchJob/train/Master"],
              mutated)
-    except BaseException as e:
+    except Exception as e:  # not KeyboardInterrupt: the input of an interrupted run did not fail
         if os.environ.get("TOPOGATE_FUZZ_SAVE") == "1":
             _keep(kind, text, e)
         raise
 
 
+# signature -> the corpus file this run keeps that failure in
+_KEPT: dict[str, Path] = {}
+
+
 def _keep(kind: str, text: str, e: BaseException) -> None:
     """Keep the smallest failing input per kind of failure (where it failed and how): shrinking
-    tries many, and only the last, smallest one of each is worth replaying."""
+    tries many, and only the last, smallest one of each is worth replaying. A file an earlier
+    run kept is never replaced (it may be another bug that fails at the same line, such as a
+    different hang): this run's failure gets a file of its own beside it."""
     last = traceback.extract_tb(e.__traceback__)[-1]
-    signature = f"{type(e).__name__}:{Path(last.filename).name}:{last.lineno}"
-    name = f"{kind}-{hashlib.sha256(signature.encode()).hexdigest()[:12]}.yaml"
-    CORPUS.mkdir(exist_ok=True)
+    signature = f"{kind}:{type(e).__name__}:{Path(last.filename).name}:{last.lineno}"
     data = text.encode("utf-8", "surrogatepass")
-    old = CORPUS / name
-    if not old.exists() or len(old.read_bytes()) > len(data):
-        old.write_bytes(data)
+    path = _KEPT.get(signature)
+    if path is None:
+        stem = f"{kind}-{hashlib.sha256(signature.encode()).hexdigest()[:12]}"
+        path, n = CORPUS / f"{stem}.yaml", 1
+        while path.exists():
+            path, n = CORPUS / f"{stem}-{n}.yaml", n + 1
+        _KEPT[signature] = path
+    elif len(path.read_bytes()) <= len(data):
+        return
+    CORPUS.mkdir(exist_ok=True)
+    path.write_bytes(data)

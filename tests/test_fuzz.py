@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fuzz_support import CORPUS, Sandbox, check_property, mutant
+from fuzz_support import CORPUS, Sandbox, check_property, mutant, read_case
 from hostile_support import make_repo
 from hypothesis import HealthCheck, given, settings
 
@@ -45,4 +45,4 @@ def test_mutated_kustomizations(sandbox: Sandbox, text: str) -> None:
 def test_corpus(sandbox: Sandbox, case: Path) -> None:
     kind = case.name.split("-", 1)[0]
     assert kind in ("manifest", "kustomization"), f"{case.name}: name it manifest-* or kustomization-*"
-    check_property(sandbox, kind, case.read_text(encoding="utf-8", errors="surrogatepass"))
+    check_property(sandbox, kind, read_case(case))

@@ -38,6 +38,7 @@ from topogate.analysis.netpolicy.ports import PortRange
 from topogate.analysis.netpolicy.rules import (
     NotModelled,
     PathMap,
+    _FirstMatch,
     _meets_requirements,
     _only_by_fqdn,
     _Rule,
@@ -85,6 +86,7 @@ class PolicySet:
         self._nslabel_cache: dict[PodClass, dict[str, str]] = {}
         self._units_cache: dict[PodClass, tuple[_Unit, ...]] = {}
         self._side_cache: dict[_SideKey, SideVerdict] = {}
+        self._rules_cache: dict[tuple[PodClass, Peer, Peer, str], tuple[_FirstMatch, _FirstMatch, _FirstMatch]] = {}
         self._selection_cache: dict[tuple[PodClass, str], tuple[tuple[PolicyRef, ...], tuple[PolicyRef, ...]]] = {}
         self._verdict_cache: dict[tuple[Peer, Peer, int, str], Verdict] = {}
 
@@ -234,6 +236,33 @@ class PolicySet:
             self._side_cache[key] = got
         return got
 
+    def _rules_for(self, pod: PodClass, peer: Peer, dst: Peer,
+                   direction: str) -> tuple[_FirstMatch, _FirstMatch, _FirstMatch]:
+        """(deny rules, allow rules, toFQDNs allows that cannot work) of the pod's side that name
+        this peer, in policy order: which of them admits a port is all that is left to ask per
+        port, so it is asked of an index built once per pair, not of every rule per port."""
+        key = (pod, peer, dst, direction)
+        got = self._rules_cache.get(key)
+        if got is None:
+            ctx = self._ctx
+            units = self._units_for(pod)
+            # fromRequires/toRequires narrow the endpoint peers of every rule (_meets_requirements).
+            needs = [q for u in units for q in u.requires[direction]]
+            needs_deny = [q for u in units for q in u.requires_deny[direction]]
+            deny = [r for u in units for r in u.deny_rules[direction]
+                    if r.names(peer, ctx) and _meets_requirements(r, peer, ctx, needs_deny)]
+            # A toFQDNs allow works only when DNS goes through Cilium's proxy (step 3 of _decide).
+            proxied = any(u.dns_allows(peer) for u in units)
+            allow: list[_Rule] = []
+            stuck: list[_Rule] = []
+            for u in units:
+                for r in u.rules[direction]:
+                    if r.names(peer, ctx) and _meets_requirements(r, peer, ctx, needs):
+                        (stuck if not proxied and _only_by_fqdn(r, peer, ctx) else allow).append(r)
+            got = (_FirstMatch(deny, dst), _FirstMatch(allow, dst), _FirstMatch(stuck, dst))
+            self._rules_cache[key] = got
+        return got
+
     def _selection(self, pod: PodClass, direction: str) -> tuple[tuple[PolicyRef, ...], tuple[PolicyRef, ...]]:
         """(policies selecting the pod, those that switch default deny on in `direction`), per
         pod class: computed once, since every flow of a job asks it again."""
@@ -248,16 +277,11 @@ class PolicySet:
     def _decide(self, pod: PodClass, peer: Peer, dst: Peer, port: int, proto: str, direction: str) -> SideVerdict:
         units = self._units_for(pod)
         selected, enforced_by = self._selection(pod, direction)
-        ctx = self._ctx
-        needs = [q for u in units for q in u.requires[direction]]
-        needs_deny = [q for u in units for q in u.requires_deny[direction]]
+        deny, allow, fqdn_only = self._rules_for(pod, peer, dst, direction)
         # 1. Deny rules win over everything, enforced or not (docs security/policy/deny).
-        for u in units:
-            for r in u.deny_rules[direction]:
-                if r.matches(peer, dst, port, proto, ctx) and _meets_requirements(r, peer, ctx, needs_deny):
-                    return SideVerdict(
-                        bool(enforced_by), selected, False, r.ref, Cited("denied", r.ref), enforced_by
-                    )
+        r = deny.first(port, proto)
+        if r is not None:
+            return SideVerdict(bool(enforced_by), selected, False, r.ref, Cited("denied", r.ref), enforced_by)
         # 2. The local host may always reach its own pods (Cilium --allow-localhost default).
         if (
             direction == _INGRESS
@@ -274,15 +298,11 @@ class PolicySet:
         # 3. Allow rules are a union over every selecting policy. A toFQDNs allow only works when
         #    DNS goes through Cilium's proxy (docs security/policy/language "DNS based": the
         #    proxy learns the names' addresses); without it the rule never matches a packet.
-        no_proxy: RuleRef | None = None
-        proxied = any(u.dns_allows(peer) for u in units)
-        for u in units:
-            for r in u.rules[direction]:
-                if r.matches(peer, dst, port, proto, ctx) and _meets_requirements(r, peer, ctx, needs):
-                    if not proxied and _only_by_fqdn(r, peer, ctx):
-                        no_proxy = no_proxy or r.ref
-                        continue
-                    return SideVerdict(bool(enforced_by), selected, True, r.ref, Cited("allowed", r.ref), enforced_by)
+        r = allow.first(port, proto)
+        if r is not None:
+            return SideVerdict(bool(enforced_by), selected, True, r.ref, Cited("allowed", r.ref), enforced_by)
+        unproxied = fqdn_only.first(port, proto)
+        no_proxy: RuleRef | None = None if unproxied is None else unproxied.ref
         if no_proxy is not None and enforced_by:
             return SideVerdict(True, selected, False, no_proxy, (
                 f"{no_proxy} names this host, but no policy selecting the pod sends its lookup through "
@@ -334,11 +354,9 @@ class PolicySet:
         for proto in (p.upper() for p in protocols):
             cuts = {1, _MAX_PORT + 1}
             for r in rules:
-                for spec in r.ports or ():
-                    for protos, lo, hi in spec.resolve(dst):
-                        if proto in protos:
-                            cuts.add(max(1, lo))
-                            cuts.add(min(_MAX_PORT, hi) + 1)
+                for lo, hi in r.port_set.edges(proto, dst) if r.port_set is not None else ():
+                    cuts.add(max(1, lo))
+                    cuts.add(min(_MAX_PORT, hi) + 1)
             edges = sorted(c for c in cuts if 1 <= c <= _MAX_PORT + 1)
             for lo, nxt in itertools.pairwise(edges):
                 v = self.evaluate(src, dst, lo, proto)

@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +38,14 @@ class _PortSpec:
     end: int
     name: str | None = None  # named port, resolved against the destination pod
 
+    def span(self) -> tuple[int, int]:
+        """(first, last) port of a numeric spec (port 0 is every port)."""
+        return (1, _MAX_PORT) if self.start == 0 else (self.start, self.end)
+
     def resolve(self, dst: Peer) -> list[tuple[frozenset[str], int, int]]:
         """Concrete (protocols, start, end) ranges this spec covers for destination ``dst``."""
         if self.name is None:
-            if self.start == 0:
-                return [(self.protocols, 1, _MAX_PORT)]
-            return [(self.protocols, self.start, self.end)]
+            return [(self.protocols, *self.span())]
         if not isinstance(dst, PodClass):
             return []
         out = []
@@ -54,6 +57,68 @@ class _PortSpec:
 
     def matches(self, port: int, proto: str, dst: Peer) -> bool:
         return any(proto in protos and lo <= port <= hi for protos, lo, hi in self.resolve(dst))
+
+
+class _PortSet:
+    """The ports of one rule, indexed. A rule may list thousands of ports (hostile input does),
+    and every port class of a trace or a check asks every rule about one port: scanning the specs
+    made that quadratic. Numeric specs become, per protocol, sorted disjoint spans (overlapping
+    and adjacent ones merged) searched by bisection; named specs become, per protocol, a set of
+    names looked up for each of the destination's few named container ports. Answers exactly as
+    ``any(spec.matches(...) for spec in specs)`` does."""
+
+    __slots__ = ("_names", "_spans")
+
+    def __init__(self, specs: Iterable[_PortSpec]) -> None:
+        raw: dict[str, list[tuple[int, int]]] = {}
+        names: dict[str, set[str]] = {}
+        for spec in specs:
+            for proto in spec.protocols:
+                if spec.name is not None:
+                    names.setdefault(proto, set()).add(spec.name)
+                else:
+                    raw.setdefault(proto, []).append(spec.span())
+        self._names = {p: frozenset(n) for p, n in names.items()}
+        self._spans = {p: _merge(spans) for p, spans in raw.items()}
+
+    def matches(self, port: int, proto: str, dst: Peer) -> bool:
+        spans = self._spans.get(proto)
+        if spans is not None:
+            starts, ends = spans
+            i = bisect.bisect_right(starts, port) - 1
+            if i >= 0 and port <= ends[i]:
+                return True
+        names = self._names.get(proto)
+        if names and isinstance(dst, PodClass):
+            for pname, number, dproto in dst.ports:
+                if pname in names and (dproto or "TCP").upper() == proto and int(number) == port:
+                    return True
+        return False
+
+    def edges(self, proto: str, dst: Peer) -> Iterator[tuple[int, int]]:
+        """(first, last) of every span of ``proto`` this set covers for ``dst``: where a verdict
+        can change is at a span's first port and just after its last."""
+        starts, ends = self._spans.get(proto, ((), ()))
+        yield from zip(starts, ends, strict=True)
+        names = self._names.get(proto)
+        if names and isinstance(dst, PodClass):
+            for pname, number, dproto in dst.ports:
+                if pname in names and (dproto or "TCP").upper() == proto:
+                    yield int(number), int(number)
+
+
+def _merge(spans: list[tuple[int, int]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Sorted disjoint (starts, ends) covering the same ports as ``spans``: overlapping and
+    adjacent spans merged, so one bisection answers for a port."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for lo, hi in sorted(spans):
+        if ends and lo <= ends[-1] + 1:
+            ends[-1] = max(ends[-1], hi)
+        else:
+            starts.append(lo)
+            ends.append(hi)
+    return tuple(starts), tuple(ends)
 
 
 def _parse_port_value(value: Any) -> tuple[int, str | None]:

@@ -4,8 +4,11 @@ and the evaluator.
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import ipaddress
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -21,7 +24,7 @@ from topogate.analysis.netpolicy.model import (
     SourceRef,
 )
 from topogate.analysis.netpolicy.peers import _CIDRMatcher, _Ctx, _EndpointMatcher, _FQDNMatcher, _Matcher
-from topogate.analysis.netpolicy.ports import _PortSpec
+from topogate.analysis.netpolicy.ports import _PortSet, _PortSpec
 from topogate.analysis.netpolicy.selectors import _Selector
 
 # ---------------------------------------------------------------------------------------------
@@ -37,13 +40,24 @@ class _Rule:
     peers: tuple[_Matcher, ...]  # union; empty = selects no peer
     ports: tuple[_PortSpec, ...] | None  # None = every port and protocol
     icmp: bool = False  # the rule carries icmps (so it only allows ICMP unless toPorts too)
+    # ``ports`` indexed (derived, so left out of equality): one lookup per port, not a scan.
+    port_set: _PortSet | None = field(init=False, default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.ports is not None:
+            object.__setattr__(self, "port_set", _PortSet(self.ports))
 
     def matches(self, peer: Peer, dst: Peer, port: int, proto: str, ctx: _Ctx) -> bool:
+        return self.admits(port, proto, dst) and self.names(peer, ctx)
+
+    def admits(self, port: int, proto: str, dst: Peer) -> bool:
+        """Do the rule's ports (L4) let this port through to ``dst``?"""
         if proto == "ICMP":
-            if self.ports is not None and not self.icmp:
-                return False
-        elif self.ports is not None and not any(p.matches(port, proto, dst) for p in self.ports):
-            return False
+            return self.ports is None or self.icmp
+        return self.port_set is None or self.port_set.matches(port, proto, dst)
+
+    def names(self, peer: Peer, ctx: _Ctx) -> bool:
+        """Does the rule's L3 part select the peer?"""
         return any(m.matches(peer, ctx) for m in self.peers)
 
 
@@ -58,6 +72,55 @@ def _meets_requirements(rule: _Rule, peer: Peer, ctx: _Ctx, requires: Sequence[_
     return any(m.matches(peer, ctx) and (not isinstance(m, _EndpointMatcher)
                                          or all(q.matches(peer, ctx) for q in requires))
                for m in rule.peers)
+
+
+class _FirstMatch:
+    """The first rule of an ordered list (one side's rules that name one peer) whose ports admit
+    a port: what the evaluator asks once per port class. A policy may hold thousands of rules
+    (hostile input does), so past a few rules their ports are swept, per protocol, into
+    elementary spans labelled with the first rule covering them, and a port costs a bisection
+    instead of a scan over every rule."""
+
+    _SCAN = 8  # up to this many rules a scan is cheaper than building the index
+
+    def __init__(self, rules: Sequence[_Rule], dst: Peer) -> None:
+        self.rules = tuple(rules)
+        self._dst = dst
+        self._index: dict[str, tuple[list[int], list[int | None]]] = {}
+
+    def first(self, port: int, proto: str) -> _Rule | None:
+        if len(self.rules) <= self._SCAN or proto == "ICMP":
+            return next((r for r in self.rules if r.admits(port, proto, self._dst)), None)
+        got = self._index.get(proto)
+        if got is None:
+            got = self._index[proto] = self._sweep(proto)
+        bounds, firsts = got
+        k = bisect.bisect_right(bounds, port) - 1
+        if not 0 <= k < len(firsts):  # beyond any port a packet can carry: answer as the scan does
+            return next((r for r in self.rules if r.admits(port, proto, self._dst)), None)
+        i = firsts[k]
+        return None if i is None else self.rules[i]
+
+    def _sweep(self, proto: str) -> tuple[list[int], list[int | None]]:
+        """(boundaries, first rule index of each span between two boundaries, or None)."""
+        anywhere = next((i for i, r in enumerate(self.rules) if r.port_set is None), None)
+        spans = sorted((lo, hi, i) for i, r in enumerate(self.rules) if r.port_set is not None
+                       for lo, hi in r.port_set.edges(proto, self._dst))
+        bounds = sorted({b for lo, hi, _ in spans for b in (lo, hi + 1)} | {-sys.maxsize, sys.maxsize})
+        firsts: list[int | None] = []
+        live: list[tuple[int, int]] = []  # heap of (rule index, last port) of spans begun
+        j = 0
+        for b in bounds[:-1]:
+            while j < len(spans) and spans[j][0] <= b:
+                heapq.heappush(live, (spans[j][2], spans[j][1]))
+                j += 1
+            while live and live[0][1] < b:
+                heapq.heappop(live)
+            best = live[0][0] if live else None
+            if anywhere is not None and (best is None or anywhere < best):
+                best = anywhere
+            firsts.append(best)
+        return bounds, firsts
 
 
 def _only_by_fqdn(rule: _Rule, peer: Peer, ctx: _Ctx) -> bool:
