@@ -299,33 +299,34 @@ def _construct(loader: Any, root: Any) -> Any:
     here in one call a node. Anything else (merge keys, `=` keys, timestamps, binary, sets,
     custom tags, non-scalar keys, a value its type cannot hold) is left to PyYAML for the
     whole document, so the result, and any error, are PyYAML's."""
-    scalar = {tag: loader.yaml_constructors[tag] for tag in _SCALARS}
-
-    def build(node: Any) -> Any:
-        t = type(node)
-        tag = node.tag
-        if t is _Scalar:
-            if tag == _STR:
-                return node.value
-            f = scalar.get(tag)
-            if f is None:
-                raise _Unusual
-            return f(loader, node)
-        if t is _Mapping and tag == _MAP:
-            out: dict[Any, Any] = {}
-            for k, v in node.value:
-                if type(k) is not _Scalar or (k.tag != _STR and k.tag not in scalar):
-                    raise _Unusual  # merge `<<`, `=`, a mapping or list as a key...
-                out[build(k)] = build(v)
-            return out
-        if t is _Sequence and tag == _SEQ:
-            return [build(item) for item in node.value]
-        raise _Unusual
-
     try:
-        return build(root)
+        return _build(root, loader, {tag: loader.yaml_constructors[tag] for tag in _SCALARS})
     except (_Unusual, ValueError, OverflowError, RecursionError):
         return loader.construct_document(root)
+
+
+def _build(node: Any, loader: Any, scalar: dict[str, Any]) -> Any:
+    # A module function, not a closure: a recursive closure is a reference cycle, and check
+    # runs with the cyclic collector off, so each document would keep its loader alive.
+    t = type(node)
+    tag = node.tag
+    if t is _Scalar:
+        if tag == _STR:
+            return node.value
+        f = scalar.get(tag)
+        if f is None:
+            raise _Unusual
+        return f(loader, node)
+    if t is _Mapping and tag == _MAP:
+        out: dict[Any, Any] = {}
+        for k, v in node.value:
+            if type(k) is not _Scalar or (k.tag != _STR and k.tag not in scalar):
+                raise _Unusual  # merge `<<`, `=`, a mapping or list as a key...
+            out[_build(k, loader, scalar)] = _build(v, loader, scalar)
+        return out
+    if t is _Sequence and tag == _SEQ:
+        return [_build(item, loader, scalar) for item in node.value]
+    raise _Unusual
 
 
 def documents(text: str, display: str, construct: bool = True,
