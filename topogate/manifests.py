@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -354,7 +354,8 @@ def _build_one(d: Path) -> str | InputError:
 
 def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
             skipped: list[InputError] | None = None,
-            empty: list[str] | None = None) -> list[K8sObject]:
+            empty: list[str] | None = None,
+            keep: Callable[[list[Unit], Roots], Collection[Path]] | None = None) -> list[K8sObject]:
     """Every object in PATHs: files, directories (walked), kustomization directories (built).
 
     Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
@@ -362,8 +363,10 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
     all of them before any output is read, so a refusal comes before a build's failure).
     A Helm template met while walking a directory is not YAML until Helm renders it: with
     `skipped` given it is reported there instead of failing the whole directory (a file named
-    explicitly is never skipped). `empty` receives the PATHs that held no object at all."""
-    with Collecting(paths, also_inside) as pending:
+    explicitly is never skipped). `empty` receives the PATHs that held no object at all.
+    `keep` (check --changed-since, topogate.narrow) picks the units to read among all found;
+    a PATH none of whose units it keeps is left out, not reported empty."""
+    with Collecting(paths, also_inside, keep) as pending:
         return pending.result(skipped, empty)
 
 
@@ -377,21 +380,27 @@ class Collecting:
     and drops the rest. For `topogate check PATH...`: start it before loading the inventory
     and rendering the drift comparison, take the result after."""
 
-    def __init__(self, paths: Iterable[str], also_inside: Sequence[str] = ()):
+    def __init__(self, paths: Iterable[str], also_inside: Sequence[str] = (),
+                 keep: Callable[[list[Unit], Roots], Collection[Path]] | None = None):
         self.builds = _Builds()
         self.error: InputError | None = None
         self.per_path: list[tuple[str, list[Unit]]] = []
         self.trees: dict[Path, Tree] = {}
         try:
-            self._begin(list(paths), also_inside)
+            self._begin(list(paths), also_inside, keep)
         except InputError as e:  # raised by result(), where collect() raised it
             self.error = e
 
-    def _begin(self, paths: list[str], also_inside: Sequence[str]) -> None:
+    def _begin(self, paths: list[str], also_inside: Sequence[str],
+               keep: Callable[[list[Unit], Roots], Collection[Path]] | None) -> None:
         if paths.count("-") > 1:
             raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
         self.roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])
         self.per_path = [(raw, [] if raw == "-" else list(walk(raw, self.roots))) for raw in paths]
+        if keep is not None:
+            kept = keep([u for _, us in self.per_path for u in us], self.roots)
+            self.per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in self.per_path
+                             if not us or any(u.path in kept for u in us)]
         checked: dict[Path, bool] = {}
         for _, us in self.per_path:  # every tree checked before any output is read, each before its build
             for u in us:
