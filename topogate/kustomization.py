@@ -138,7 +138,7 @@ def check_tree(d: Path, roots: Roots, checked: dict[Path, bool] | None = None) -
     stack = [d]
     while stack:  # iterative: a chain of a thousand bases must not exhaust the stack
         cur = stack.pop()
-        real_dir = Path(os.path.realpath(cur))
+        real_dir = Path(roots.realpath(cur))
         if real_dir in done:
             continue
         done.add(real_dir)

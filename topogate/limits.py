@@ -50,6 +50,11 @@ def _read(name: str) -> int:
     return int(raw)
 
 
+def max_file_bytes() -> int:
+    """TOPOGATE_MAX_FILE_MB in bytes, read now (the one limit every file read asks for)."""
+    return _read("TOPOGATE_MAX_FILE_MB") * MiB
+
+
 def current() -> Limits:
     """The limits in force now (read each time: tests and long-lived callers may change them)."""
     return Limits(

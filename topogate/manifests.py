@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,9 +188,14 @@ class _Sources:
 
     roots: Roots
     files: dict[str, list[K8sObject]]
+    # real path of every file a walk below listed, worked out from its directory's
+    real: dict[Path, str] = field(default_factory=dict)
 
     def usable(self, f: Path) -> bool:
-        return is_regular(f) and self.roots.holds(Path(os.path.realpath(f)))
+        real = self.real.get(f)
+        if real is None:
+            real = self.roots.realpath(f)
+        return is_regular(f) and self.roots.holds(real)
 
     def text(self, f: Path) -> str | None:
         try:
@@ -210,14 +215,43 @@ class _Sources:
                 pass  # not a manifest the build could have used: no positions from it
         return self.files[key]
 
-    @staticmethod
-    def yaml_files(d: Path) -> list[Path]:
-        """YAML files under d. Symlinked directories are not followed (as Path.rglob);
-        symlinked files are, but `usable` reads them only inside the roots."""
+    def yaml_files(self, d: Path, walked: set[str] | None = None) -> list[Path]:
+        """YAML files under d, as os.walk lists them (real paths of the directories listed go
+        to `walked`): symlinked directories are not followed
+        (as Path.rglob), symlinked files are, but `usable` reads them only inside the roots.
+
+        One scandir a directory; a file's real path is its directory's plus its name unless
+        it is a symlink (resolving every file again costs a stat per path component)."""
         found: list[Path] = []
-        for dirpath, _, filenames in os.walk(d):
-            found.extend(Path(dirpath) / n for n in filenames)
-        return [f for f in sorted(found) if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES]
+        stack = [(str(d), os.path.realpath(d))]
+        while stack:
+            top, top_real = stack.pop()
+            try:
+                with os.scandir(top) as it:
+                    entries = list(it)
+            except OSError:
+                continue  # as os.walk: a directory that cannot be listed is skipped
+            if walked is not None:
+                walked.add(top_real)
+            for e in entries:
+                try:
+                    is_dir = e.is_dir()
+                except OSError:
+                    is_dir = False
+                try:
+                    is_link = e.is_symlink()
+                except OSError:
+                    is_link = False
+                if is_dir:
+                    if not is_link:
+                        stack.append((e.path, os.path.join(top_real, e.name)))
+                    continue
+                f = Path(e.path)
+                if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES:
+                    found.append(f)
+                    if not is_link:
+                        self.real[f] = os.path.join(top_real, e.name)
+        return sorted(found)
 
 
 class _PatchedPosition(_Deferred):
@@ -272,23 +306,50 @@ def _kfile(d: Path) -> Path:
     return next(d / n for n in KUSTOMIZATION_FILES if (d / n).is_file())
 
 
-def _build_all(dirs: Sequence[Path]) -> list[str | InputError]:
-    """Build every tree, at most one per CPU at a time; results in the order given."""
-    if not dirs:
-        return []
-    subproc.install_handlers()  # from the main thread, before any worker starts a child
+class _Builds:
+    """Kustomize builds started as soon as each tree is checked, at most one per CPU at a
+    time; results taken in the order the trees were given.
 
-    def one(d: Path) -> str | InputError:
-        try:
-            return kustomization.build(d)
-        except InputError as e:
-            return e
+    Checking the next tree and reading the output of a finished build (Python) then overlap
+    the builds still running (kubectl), instead of each phase waiting for the one before."""
 
-    workers = min(len(dirs), os.cpu_count() or 1)
-    if workers == 1:
-        return [one(d) for d in dirs]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kustomize") as pool:
-        return list(pool.map(one, dirs))
+    def __init__(self) -> None:
+        self.pool: ThreadPoolExecutor | None = None
+        self.workers = os.cpu_count() or 1
+        self.pending: dict[Path, Future[str | InputError] | Path] = {}
+
+    def __enter__(self) -> _Builds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # After a failed check or an error while reading: builds not started are dropped,
+        # running ones are waited for (their children are ours to reap).
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def start(self, d: Path) -> None:
+        """Build d (already checked) when a worker is free; with one CPU, at its `result`."""
+        if self.workers == 1:
+            self.pending[d] = d
+            return
+        if self.pool is None:
+            subproc.install_handlers()  # from the main thread, before any worker starts a child
+            self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kustomize")
+        self.pending[d] = self.pool.submit(_build_one, d)
+
+    def result(self, d: Path) -> str:
+        job = self.pending.pop(d)
+        out = _build_one(job) if isinstance(job, Path) else job.result()
+        if isinstance(out, InputError):
+            raise out
+        return out
+
+
+def _build_one(d: Path) -> str | InputError:
+    try:
+        return kustomization.build(d)
+    except InputError as e:
+        return e
 
 
 def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
@@ -298,46 +359,84 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
     """Every object in PATHs: files, directories (walked), kustomization directories (built).
 
     Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
-    tree) is read, and every kustomization tree is checked completely before any is built.
+    tree) is read, and every kustomization tree is checked completely before it is built (and
+    all of them before any output is read, so a refusal comes before a build's failure).
     A Helm template met while walking a directory is not YAML until Helm renders it: with
     `skipped` given it is reported there instead of failing the whole directory (a file named
     explicitly is never skipped). `empty` receives the PATHs that held no object at all.
     `keep` (check --changed-since, topogate.narrow) picks the units to read among all found;
     a PATH none of whose units it keeps is left out, not reported empty."""
-    paths = list(paths)
-    if paths.count("-") > 1:
-        raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
-    roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])
-    per_path: list[tuple[str, list[Unit]]] = [(raw, [] if raw == "-" else list(walk(raw, roots)))
-                                              for raw in paths]
-    if keep is not None:
-        kept = keep([u for _, us in per_path for u in us], roots)
-        per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in per_path
-                    if not us or any(u.path in kept for u in us)]
-    units = [u for _, us in per_path for u in us]
-    checked: dict[Path, bool] = {}
-    trees = {u.path: check_tree(u.path, roots, checked) for u in units if u.kustomization}
-    kdirs = list(trees)
-    outputs = dict(zip(kdirs, _build_all(kdirs), strict=True))
-    sources = _Sources(roots, {})
-    objs: list[K8sObject] = []
-    for raw, us in per_path:
-        before = len(objs)
-        if raw == "-":
-            objs.extend(_read_stdin())
-        for u in us:
-            if u.kustomization:
-                out = outputs[u.path]
-                if isinstance(out, InputError):
-                    raise out
-                objs.extend(_built_objects(u.path, trees[u.path], out, sources))
-            else:
-                objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped))
-        if empty is not None and len(objs) == before:
-            empty.append(raw)
-    for o in objs:
-        shapes.check(o)  # before any analysis reads a field of the wrong type
-    return objs
+    with Collecting(paths, also_inside, keep) as pending:
+        return pending.result(skipped, empty)
+
+
+class Collecting:
+    """collect() in two halves, so a caller can do other work while kustomize builds.
+
+    Creating it walks the PATHs, checks every kustomization tree and starts its build (in
+    the background, one per CPU); `result` reads the plain files and the builds' output and
+    raises the first problem, exactly as collect() would have. Use it as a context manager:
+    leaving it without `result` (the inventory was invalid, say) waits for the running builds
+    and drops the rest. For `topogate check PATH...`: start it before loading the inventory
+    and rendering the drift comparison, take the result after."""
+
+    def __init__(self, paths: Iterable[str], also_inside: Sequence[str] = (),
+                 keep: Callable[[list[Unit], Roots], Collection[Path]] | None = None):
+        self.builds = _Builds()
+        self.error: InputError | None = None
+        self.per_path: list[tuple[str, list[Unit]]] = []
+        self.trees: dict[Path, Tree] = {}
+        try:
+            self._begin(list(paths), also_inside, keep)
+        except InputError as e:  # raised by result(), where collect() raised it
+            self.error = e
+
+    def _begin(self, paths: list[str], also_inside: Sequence[str],
+               keep: Callable[[list[Unit], Roots], Collection[Path]] | None) -> None:
+        if paths.count("-") > 1:
+            raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
+        self.roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])
+        self.per_path = [(raw, [] if raw == "-" else list(walk(raw, self.roots))) for raw in paths]
+        if keep is not None:
+            kept = keep([u for _, us in self.per_path for u in us], self.roots)
+            self.per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in self.per_path
+                             if not us or any(u.path in kept for u in us)]
+        checked: dict[Path, bool] = {}
+        for _, us in self.per_path:  # every tree checked before any output is read, each before its build
+            for u in us:
+                if u.kustomization and u.path not in self.trees:
+                    self.trees[u.path] = check_tree(u.path, self.roots, checked)
+                    self.builds.start(u.path)
+
+    def __enter__(self) -> Collecting:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.builds.__exit__()
+
+    def result(self, skipped: list[InputError] | None = None,
+               empty: list[str] | None = None) -> list[K8sObject]:
+        if self.error is not None:
+            raise self.error
+        outputs: dict[Path, str] = {}
+        sources = _Sources(self.roots, {})
+        objs: list[K8sObject] = []
+        for raw, us in self.per_path:
+            before = len(objs)
+            if raw == "-":
+                objs.extend(_read_stdin())
+            for u in us:
+                if u.kustomization:
+                    if u.path not in outputs:
+                        outputs[u.path] = self.builds.result(u.path)
+                    objs.extend(_built_objects(u.path, self.trees[u.path], outputs[u.path], sources))
+                else:
+                    objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped))
+            if empty is not None and len(objs) == before:
+                empty.append(raw)
+        for o in objs:
+            shapes.check(o)  # before any analysis reads a field of the wrong type
+        return objs
 
 
 def _read_or_skip(f: Path, named: bool, skipped: list[InputError] | None) -> list[K8sObject]:
@@ -376,4 +475,4 @@ def _read_file(f: Path) -> list[K8sObject]:
     return list(parse_yaml(read_text(f, shown), shown, str(f)))
 
 
-__all__ = ["K8sObject", "ManifestError", "collect", "kubectl", "kustomize_build", "parse_yaml"]
+__all__ = ["Collecting", "K8sObject", "ManifestError", "collect", "kubectl", "kustomize_build", "parse_yaml"]

@@ -26,7 +26,55 @@ import yaml
 from topogate import limits
 from topogate.inventory.model import Position
 
-Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _BadValue(yaml.constructor.ConstructorError):
+    """A scalar whose resolved type cannot hold it (`0x_`, a 13th month): PyYAML raises a bare
+    ValueError, which would escape as a traceback; this carries the scalar's place."""
+
+
+class Loader(_Base):  # type: ignore[misc, valid-type]
+    """libyaml's safe loader, with the same results for less Python work per node.
+
+    The composer asks the (pure-Python) resolver for the tag of every scalar: the answer depends
+    only on (kind, value, implicit) since a safe loader has no path resolvers, so it is
+    memoised per short value (keys and labels repeat thousands of times in a large tree).
+    The path-resolver hooks it calls around every node are no-ops without path resolvers."""
+
+    _tags: dict[tuple[Any, Any, Any], str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        try:
+            return self._tags[kind, value, implicit]
+        except KeyError:
+            tag = str(super().resolve(kind, value, implicit))
+            if value is None or len(value) <= 64:  # keys, labels, small values repeat
+                if len(self._tags) > 100_000:  # bounded: a hostile file of distinct keys
+                    self._tags.clear()
+                self._tags[kind, value, implicit] = tag
+            return tag
+
+    # Path resolvers are the only use of these two hooks and a safe loader has none (checked
+    # below): builtins taking the same arguments and doing nothing spare two Python calls a node.
+    descend_resolver = staticmethod({}.get)  # type: ignore[var-annotated]
+    ascend_resolver = staticmethod(tuple)
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as e:
+            raise _BadValue(None, None, _bad_value(node, e), node.start_mark) from None
+
+
+assert not _Base.yaml_path_resolvers  # else the two no-op hooks above would be wrong
+
+
+def _bad_value(node: Any, err: Exception) -> str:
+    what = str(node.tag).rsplit(":", 1)[-1]
+    shown = node.value if isinstance(node.value, str) else "the value"
+    return (f"'{shown[:80]}' is read as {what} but is not a valid one ({err}); quote it if it "
+            "is meant as text")
 
 # What YAML 1.1 lets a stream hold; libyaml's "control characters are not allowed" names no line.
 _NOT_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -66,7 +114,7 @@ def read_bytes(path: str | os.PathLike[str], display: str) -> bytes:
     """The bytes of a regular file no larger than the file limit."""
     where = Position(display, 1, 1)
     try:
-        cap = limits.current().max_file_bytes
+        cap = limits.max_file_bytes()
     except limits.LimitError as e:
         raise InputError(where, f"not read: {e}") from None
     try:
@@ -124,6 +172,46 @@ def _offset_position(text: str, offset: int, display: str) -> Position:
 
 def _mark_position(display: str, mark: Any) -> Position:
     return Position(display, mark.line + 1, mark.column + 1)
+
+
+_Scalar, _Mapping, _Sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+
+
+def _plainly_fine(root: Any) -> bool:
+    """True when a document without aliases has no duplicate key and no nesting near the limit.
+
+    The common case, answered with one cheap pass over the collections; anything else (False)
+    goes to check_node, which finds the exact problem and place. Only for text without `*`:
+    with no alias no node is shared, so nothing needs remembering."""
+    if type(root) is _Scalar:
+        return True
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    pop, push = stack.pop, stack.append
+    for_limit = limits.MAX_DEPTH - 1
+    while stack:
+        node, depth = pop()
+        if depth >= for_limit:
+            return False
+        depth += 1
+        if type(node) is _Mapping:
+            keys: set[str] = set()
+            for k, v in node.value:
+                if type(k) is _Scalar:
+                    kv = k.value
+                    if kv in keys:
+                        return False  # (`<<` twice included: check_node decides)
+                    keys.add(kv)
+                else:
+                    push((k, depth))
+                if type(v) is not _Scalar:
+                    push((v, depth))
+        elif type(node) is _Sequence:
+            for item in node.value:
+                if type(item) is not _Scalar:
+                    push((item, depth))
+        else:
+            return False  # a node type of its own: let check_node look at it
+    return True
 
 
 def check_node(root: Any, display: str) -> None:
@@ -191,11 +279,62 @@ def _expanded(root: Any, stop: int) -> int:
     return size[id(root)]
 
 
+class _Unusual(Exception):
+    """A node _construct leaves to PyYAML's constructor (a tag, key or shape it does not do)."""
+
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+# Scalar tags built by calling PyYAML's own function for them directly (no aliases: no memo).
+_SCALARS = ("tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+            "tag:yaml.org,2002:float")
+
+
+def _construct(loader: Any, root: Any) -> Any:
+    """What loader.construct_document(root) returns, for a document without aliases.
+
+    PyYAML's constructor costs a few Python calls and a generator per node; Kubernetes
+    manifests hold only strings, numbers, booleans, nulls, maps and lists, which are built
+    here in one call a node. Anything else (merge keys, `=` keys, timestamps, binary, sets,
+    custom tags, non-scalar keys, a value its type cannot hold) is left to PyYAML for the
+    whole document, so the result, and any error, are PyYAML's."""
+    try:
+        return _build(root, loader, {tag: loader.yaml_constructors[tag] for tag in _SCALARS})
+    except (_Unusual, ValueError, OverflowError, RecursionError):
+        return loader.construct_document(root)
+
+
+def _build(node: Any, loader: Any, scalar: dict[str, Any]) -> Any:
+    # A module function, not a closure: a recursive closure is a reference cycle, and check
+    # runs with the cyclic collector off, so each document would keep its loader alive.
+    t = type(node)
+    tag = node.tag
+    if t is _Scalar:
+        if tag == _STR:
+            return node.value
+        f = scalar.get(tag)
+        if f is None:
+            raise _Unusual
+        return f(loader, node)
+    if t is _Mapping and tag == _MAP:
+        out: dict[Any, Any] = {}
+        for k, v in node.value:
+            if type(k) is not _Scalar or (k.tag != _STR and k.tag not in scalar):
+                raise _Unusual  # merge `<<`, `=`, a mapping or list as a key...
+            out[_build(k, loader, scalar)] = _build(v, loader, scalar)
+        return out
+    if t is _Sequence and tag == _SEQ:
+        return [_build(item, loader, scalar) for item in node.value]
+    raise _Unusual
+
+
 def documents(text: str, display: str, construct: bool = True,
               guard: bool = True) -> Iterator[tuple[int, Any, Any]]:
     """(index, composed node, constructed value or None) for every non-empty document, each
     checked before it is constructed. Syntax problems are InputError with the parser's position."""
     loader = Loader(text)
+    plain = "*" not in text  # no alias anywhere: no node is shared, cheaper paths are exact
     doc = -1
     try:
         while loader.check_node():
@@ -203,9 +342,15 @@ def documents(text: str, display: str, construct: bool = True,
             doc += 1
             if node is None:
                 continue
-            if guard:  # off only for text a checked build wrote (kustomize's output)
+            if guard and not (plain and _plainly_fine(node)):  # off only for kustomize's output
                 check_node(node, display)
-            yield doc, node, loader.construct_document(node) if construct else None
+            if not construct:
+                yield doc, node, None
+            else:
+                yield doc, node, _construct(loader, node) if plain else loader.construct_document(node)
+    except _BadValue as e:
+        where = _mark_position(display, e.problem_mark) if e.problem_mark else Position(display, 1, 1)
+        raise InputError(where, str(e.problem)) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = _mark_position(display, mark) if mark else Position(display, 1, 1)

@@ -41,9 +41,15 @@ class SourceIndex:
     def files(self) -> list[Path]:
         if self._files is None:
             seen: set[Path] = set()
+            walked: set[str] = set()
             files: list[Path] = []
             for d in self.dirs:
-                for f in self.sources.yaml_files(d):
+                # A referenced directory inside the root was listed by the root's walk already:
+                # again it would find the same files under other names, which lookups, taking
+                # the first file that declares an object, never reach.
+                if str(d) in walked:
+                    continue
+                for f in self.sources.yaml_files(d, walked):
                     if f not in seen:
                         seen.add(f)
                         files.append(f)
