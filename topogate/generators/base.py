@@ -52,9 +52,10 @@ def dump_yaml(docs: tuple[Any, ...] | list[Any]) -> str:
     return yamlout.dump(docs)
 
 
-def serialise(inv: Inventory, f: OutputFile) -> bytes:
+def serialise(inv: Inventory, f: OutputFile, head: str | None = None) -> bytes:
+    """The file's bytes; `head` is `header(inv)` when the caller has it (one per tree)."""
     body = f.text if f.text is not None else dump_yaml(f.docs)
     if f.path.endswith(".json"):
         # JSON has no comments; the header travels as a top-level field the generator sets.
         return body.encode()
-    return (header(inv) + body).encode()
+    return ((header(inv) if head is None else head) + body).encode()

@@ -8,8 +8,8 @@ mapping not indented, `{}`/`[]` for empty collections, `---` between documents).
 
 Only what is certain is written here; everything else goes to libyaml:
 - a string made of "quiet" characters (letters, digits and `_./:, ()=+@-`, no leading or
-  trailing space, no `: `) is written plain, or in single quotes when YAML would read the
-  plain form as something else (`'23456'`, `'true'`); PyYAML's own resolver decides that;
+  trailing space) is written plain, or in single quotes when YAML would read the plain form
+  as something else (`'23456'`, `'true'`, `'a: b'`); PyYAML's own resolver decides that;
 - any other single-line scalar or key (a float, an empty string, a string with a quote, a tab
   or a non-ASCII letter) takes libyaml's form for it, asked once per distinct string;
 - anything else (a multi-line or very long string, a key libyaml writes as a complex key,
@@ -72,8 +72,10 @@ def _resolves_to_str(s: str) -> bool:
 
 def _quiet(s: str) -> str | None:
     """The plain or single-quoted form of a quiet string, else None."""
-    if not _QUIET.match(s) or s[-1] in " :" or ": " in s:
+    if not _QUIET.match(s) or s[-1] == " ":
         return None
+    if ": " in s or s[-1] == ":":
+        return f"'{s}'"  # `: ` (or a final `:`) would start a mapping: quoted, as libyaml does
     return s if _resolves_to_str(s) else f"'{s}'"
 
 
