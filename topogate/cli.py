@@ -45,13 +45,14 @@ def main() -> None:
 def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> None:
     """Generate CiliumNetworkPolicies and Kustomize overlays from INVENTORY into OUT."""
     from topogate import writer
+    from topogate.gctune import bulk
     from topogate.generators import render_tree
 
     if show_diff and not check_only:
         click.echo("topogate: --diff goes with --check (generate writes the tree otherwise)", err=True)
         sys.exit(2)
     try:
-        with progress.shown("topogate generate", progress.wanted()):
+        with progress.shown("topogate generate", progress.wanted()), bulk():
             inv = load_inventory(inventory)
             progress.note("rendering")
             files = render_tree(inv, os.path.realpath(out))
@@ -96,9 +97,9 @@ def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> Non
 
 
 def _formats() -> list[str]:
-    from topogate.report import REPORTERS
+    from topogate.report import FORMATS
 
-    return ["auto", *REPORTERS]
+    return ["auto", *FORMATS]
 
 
 @main.command()

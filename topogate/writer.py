@@ -26,7 +26,6 @@ inventory, so a re-run is the recovery.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
@@ -267,6 +266,8 @@ def _locked(root: Path) -> Iterator[None]:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two directory entries atomically; False where renameat2 or the flag is missing."""
+    import ctypes  # here: a first run (no OUT yet to swap with) never needs it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2

@@ -47,4 +47,5 @@ def render_tree(inv: Inventory, out_dir: str) -> dict[str, bytes]:
     `out_dir` is where the tree will be written; only the overlays' relative path to each
     workload's base depends on it.
     """
-    return {f.path: base.serialise(inv, f) for f in render_files(inv, out_dir)}
+    head = base.header(inv)
+    return {f.path: base.serialise(inv, f, head) for f in render_files(inv, out_dir)}

@@ -8,19 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from topogate.generators import yamlout
+from topogate.generators.yamlout import Dumper as _Dumper
 from topogate.inventory.model import NOWHERE, Inventory, Position
 
-_Base: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: same bytes, faster
-
-
-class _Dumper(_Base):  # type: ignore[misc,valid-type]
-    """Never anchors and aliases: a generator that reuses one dict in two places must still
-    write plain YAML that every reader (and every human) takes as it is."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
+__all__ = ["OutputFile", "_Dumper", "dump_yaml", "header", "inv_label", "serialise"]
 
 
 @dataclass(frozen=True)
@@ -56,15 +48,14 @@ def inv_label(inv: Inventory) -> str:
 
 
 def dump_yaml(docs: tuple[Any, ...] | list[Any]) -> str:
-    return yaml.dump_all(
-        list(docs), Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-        explicit_start=len(docs) > 1, width=4096, allow_unicode=True,
-    )
+    """Block YAML, byte for byte libyaml's dump (generators/yamlout.py says how)."""
+    return yamlout.dump(docs)
 
 
-def serialise(inv: Inventory, f: OutputFile) -> bytes:
+def serialise(inv: Inventory, f: OutputFile, head: str | None = None) -> bytes:
+    """The file's bytes; `head` is `header(inv)` when the caller has it (one per tree)."""
     body = f.text if f.text is not None else dump_yaml(f.docs)
     if f.path.endswith(".json"):
         # JSON has no comments; the header travels as a top-level field the generator sets.
         return body.encode()
-    return (header(inv) + body).encode()
+    return ((header(inv) if head is None else head) + body).encode()

@@ -81,20 +81,117 @@ def _walk(node: Any, depth: int, memo: dict[int, int]) -> int:
     return n
 
 
-def parse_base_text(text: str, f: Path) -> tuple[list[Any], list[tuple[Position, str]]]:
-    """Documents of a base manifest, or no documents and the one problem that stopped reading."""
+class _Slow(Exception):
+    """Something `_build` leaves to the walk and PyYAML's constructor (the reference path)."""
+
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_PLAIN_SCALARS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
+                  "tag:yaml.org,2002:null"}
+
+
+class _Builder:
+    """`_walk`'s checks and PyYAML's SafeConstructor in one pass, for the plain documents that
+    bases are: no alias (the text has no `*`), only maps, sequences, strings, numbers, booleans
+    and nulls, keys that are scalars and no merge keys. Anything else raises _Slow before a
+    value is returned, and the document goes the reference way (walk, then construct), so the
+    result and the first problem reported are the same either way: without aliases the walk
+    visits the nodes in this order and counts each once."""
+
+    def __init__(self, loader: Any):
+        self.loader = loader
+        self.count = 0
+
+    def scalar(self, node: Any, depth: int) -> Any:
+        if depth > MAX_BASE_DEPTH:
+            raise _Refused(node.start_mark, "a base manifest is nested too deeply")
+        tag = node.tag
+        if tag == _STR:
+            return node.value
+        if tag not in _PLAIN_SCALARS:
+            raise _Slow
+        try:
+            return self.loader.yaml_constructors[tag](self.loader, node)
+        except Exception:  # noqa: BLE001 - the reference path says what is wrong
+            raise _Slow from None
+
+    def build(self, node: Any, depth: int) -> Any:
+        self.count += 1
+        if self.count > MAX_EXPANDED_NODES:
+            raise _Slow
+        cls = type(node)
+        if cls is yaml.ScalarNode:
+            return self.scalar(node, depth)
+        if depth > MAX_BASE_DEPTH:
+            raise _Refused(node.start_mark, "a base manifest is nested too deeply")
+        if cls is yaml.MappingNode:
+            if node.tag != _MAP:
+                raise _Slow
+            seen: set[Any] = set()
+            out: dict[Any, Any] = {}
+            for k, v in node.value:
+                if type(k) is not yaml.ScalarNode or k.tag not in _KEY_TAGS:
+                    raise _Slow
+                kv = k.value
+                if kv == "<<":
+                    raise _Slow
+                if kv in seen:
+                    raise _Refused(k.start_mark, (
+                        f"duplicate key '{kv}' in a base manifest; kustomize rejects it: remove one"))
+                seen.add(kv)
+                self.count += 1
+                key = self.scalar(k, depth + 1)
+                out[key] = self.build(v, depth + 1)
+            return out
+        if cls is yaml.SequenceNode:
+            if node.tag != _SEQ:
+                raise _Slow
+            return [self.build(item, depth + 1) for item in node.value]
+        raise _Slow
+
+
+_KEY_TAGS = {_STR} | _PLAIN_SCALARS
+
+
+def _document(loader: Any, node: Any, plain: bool) -> Any:
+    """One document: built in one pass when it is plain, else walked and constructed."""
+    if plain:
+        try:
+            return _Builder(loader).build(node, 0)
+        except _Slow:
+            pass
+    if _walk(node, 0, {}) > MAX_EXPANDED_NODES:
+        raise _Bomb(node)
+    return loader.construct_document(node)
+
+
+class _Bomb(Exception):
+    def __init__(self, node: Any):
+        super().__init__("alias bomb")
+        self.node = node
+
+
+def parse_base_text(text: str, f: Path, one_pass: bool = True,
+                    ) -> tuple[list[Any], list[tuple[Position, str]]]:
+    """Documents of a base manifest, or no documents and the one problem that stopped reading.
+
+    `one_pass=False` takes the reference path for every document (tests compare the two)."""
     loader = _Loader(text)
     out: list[Any] = []
+    plain = one_pass and "*" not in text  # no alias can be written without it
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
-            if _walk(node, 0, {}) > MAX_EXPANDED_NODES:
+            try:
+                out.append(_document(loader, node, plain))
+            except _Bomb:
                 return [], [(mark_at(f, node.start_mark), (
                     f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "
                     "refusing to expand this base manifest"))]
-            out.append(loader.construct_document(node))
     except _Refused as e:
         return [], [(mark_at(f, e.mark), e.message)]
     except yaml.MarkedYAMLError as e:

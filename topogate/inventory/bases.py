@@ -39,7 +39,7 @@ def _read_base(chk: Checker, path: YPath, rel: str) -> tuple[str, tuple[Any, ...
     if os.path.isabs(rel):
         chk.err(path, f"base '{rel}' must be a path relative to the inventory file")
         return "", ()
-    target = (chk.inv_dir / rel).resolve()
+    target = chk.resolve_under(chk.inv_dir, rel)
     try:
         target.relative_to(chk.repo)
     except ValueError:
@@ -76,7 +76,7 @@ def _read_base(chk: Checker, path: YPath, rel: str) -> tuple[str, tuple[Any, ...
                 f"resource '{res}' of base '{rel}' is remote: generate would depend on the "
                 "network and on what that URL serves today; vendor it into the repository")))
             continue
-        f = (target / res).resolve()
+        f = chk.resolve_under(target, res)
         if f.is_file():
             try:
                 f.relative_to(target)

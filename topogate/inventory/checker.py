@@ -4,6 +4,7 @@ paths the schema already complained about. The checks are functions taking the c
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from topogate.inventory.problems import Problem
@@ -28,6 +29,29 @@ class Checker:
         self.problems: list[Problem] = []
         self.bad_paths: set[YPath] = set()  # paths the schema already complained about
         self.cluster_index: dict[str, int] = {}
+        self._real: dict[str, Path] = {}  # resolved directory entries, for resolve_under
+
+    def resolve_under(self, real_dir: Path, rel: str) -> Path:
+        """`(real_dir / rel).resolve()` for a `real_dir` that is already resolved.
+
+        Two thousand bases under one `bases/` directory: resolving each path from the root
+        looked up every ancestor again. Here an entry of a resolved directory that is not a
+        symlink is its own real path, so only entries that are links are resolved (fully, by
+        pathlib), and each entry is looked at once. A path with an empty, `.` or `..` part,
+        or a NUL, goes to pathlib whole."""
+        parts = rel.split("/")
+        if "\0" in rel or any(p in ("", ".", "..") for p in parts):
+            return (real_dir / rel).resolve()
+        cur = real_dir
+        for part in parts:
+            entry = cur / part
+            key = str(entry)
+            real = self._real.get(key)
+            if real is None:
+                real = entry.resolve() if os.path.islink(entry) else entry
+                self._real[key] = real
+            cur = real
+        return cur
 
     def err(self, path: YPath, msg: str, key: bool = False) -> None:
         self.problems.append(Problem(self.loc.key_at(path) if key else self.loc.at(path), msg))

@@ -155,8 +155,10 @@ def _gitops(chk: Checker, data: dict[str, Any]) -> GitOps | None:
 
 def _digest(data: dict[str, Any], workloads: list[Workload]) -> str:
     """The inventory's digest: its data and its workloads' bases, in canonical form."""
+    # The bases keep their list order, and json's sort_keys sorts their keys exactly as
+    # _canonical(sets=False) would (items sorted, the same TypeError on mixed key types): only
+    # the inventory, whose lists are sets, needs the canonical copy.
     canon = {"inventory": _canonical(data),
-             "bases": {f"{w.cluster}/{w.namespace}/{w.name}": _canonical(list(w.base_docs), sets=False)
-                       for w in workloads}}
+             "bases": {f"{w.cluster}/{w.namespace}/{w.name}": list(w.base_docs) for w in workloads}}
     return hashlib.sha256(
         json.dumps(canon, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()

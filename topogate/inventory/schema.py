@@ -8,9 +8,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import jsonschema
-
 from topogate.inventory.problems import Problem
+from topogate.inventory.quickschema import Check, compile_schema
 from topogate.inventory.yamlpos import Located, YPath
 
 
@@ -19,6 +18,11 @@ def inventory_schema() -> dict[str, Any]:
     text = resources.files("topogate.schemas").joinpath("inventory.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
+
+
+@lru_cache(maxsize=1)
+def _quick() -> Check:
+    return compile_schema(inventory_schema())
 
 
 def describe(value: Any) -> str:
@@ -45,6 +49,10 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
 
 
 def schema_problems(loc: Located, bad_paths: set[YPath]) -> list[Problem]:
+    if _quick()(loc.data) is True:
+        return []  # certain to pass: jsonschema would say nothing (quickschema.py)
+    import jsonschema  # only for an inventory with a problem to word: it is slow to import
+
     validator = jsonschema.Draft202012Validator(inventory_schema())
     out: list[Problem] = []
     for err in validator.iter_errors(loc.data):

@@ -7,21 +7,52 @@ parsing a format (click.Choice(["auto", *REPORTERS])) stays separate from render
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from topogate.report.base import Reporter
-from topogate.report.github import GithubReporter
-from topogate.report.json import JsonReporter
-from topogate.report.markdown import MarkdownReporter
-from topogate.report.sarif import SarifReporter
-from topogate.report.text import TextReporter
+if TYPE_CHECKING:
+    from topogate.report.base import Reporter
 
-REPORTERS: dict[str, type[Reporter]] = {
-    "text": TextReporter,
-    "json": JsonReporter,
-    "sarif": SarifReporter,
-    "github": GithubReporter,
-    "markdown": MarkdownReporter,
-}
+# The names, in registry order, known without importing a reporter: the CLI offers them as
+# `--format` choices when it starts, and importing the reporters (with the analysis result
+# types they render) would make every command pay for them, `generate` included, and any
+# command that imports report.escape. `REPORTERS` (below) imports them on first use.
+FORMATS: tuple[str, ...] = ("text", "json", "sarif", "github", "markdown")
+
+REPORTERS: dict[str, type[Reporter]]  # bound on first access, by __getattr__
+
+
+def _registry() -> dict[str, type[Reporter]]:
+    from topogate.report.github import GithubReporter
+    from topogate.report.json import JsonReporter
+    from topogate.report.markdown import MarkdownReporter
+    from topogate.report.sarif import SarifReporter
+    from topogate.report.text import TextReporter
+
+    return {
+        "text": TextReporter,
+        "json": JsonReporter,
+        "sarif": SarifReporter,
+        "github": GithubReporter,
+        "markdown": MarkdownReporter,
+    }
+
+
+def _reporters() -> dict[str, type[Reporter]]:
+    found: dict[str, type[Reporter]] | None = globals().get("REPORTERS")
+    if found is None:
+        found = globals()["REPORTERS"] = _registry()
+    return found
+
+
+def __getattr__(name: str) -> Any:
+    if name == "REPORTERS":
+        return _reporters()
+    if name == "Reporter":
+        from topogate.report.base import Reporter
+
+        return Reporter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 AUTO = "auto"
 
@@ -38,8 +69,8 @@ def resolve_format(fmt: str, env: Mapping[str, str], isatty: bool) -> str:
     del isatty  # see docstring: deliberately not a factor yet
     if fmt == AUTO:
         return "github" if env.get("GITHUB_ACTIONS") == "true" else "text"
-    if fmt not in REPORTERS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join([AUTO, *REPORTERS])}")
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join([AUTO, *FORMATS])}")
     return fmt
 
 
@@ -47,8 +78,10 @@ def get_reporter(fmt: str, *, strict: bool = False, verbosity: int = 0) -> Repor
     """A reporter for a concrete (already resolved) format; `verbosity` (-1 quiet, 0, 1 -v)
     decides how many workload summaries the text format lists."""
     if fmt == "text":
+        from topogate.report.text import TextReporter
+
         return TextReporter(strict=strict, verbosity=verbosity)
-    return REPORTERS[fmt](strict=strict)
+    return _reporters()[fmt](strict=strict)
 
 
-__all__ = ["AUTO", "REPORTERS", "Reporter", "get_reporter", "resolve_format"]
+__all__ = ["AUTO", "FORMATS", "REPORTERS", "Reporter", "get_reporter", "resolve_format"]
