@@ -50,14 +50,22 @@ class _Refused(Exception):
         self.message = message
 
 
+_ACTIVE = -1  # memo value of a node whose walk has not finished: meeting it again is a cycle
+
+
 def _walk(node: Any, depth: int, memo: dict[int, int]) -> int:
-    """Expanded size of node; raises _Refused on a duplicate key, nesting or an alias bomb."""
+    """Expanded size of node; raises _Refused on a duplicate key, nesting, an alias bomb or an
+    alias inside its own anchor (libyaml composes that into a cycle no later step survives)."""
     key = id(node)
+    if memo.get(key) == _ACTIVE:
+        raise _Refused(node.start_mark, (
+            "an alias refers to a node that contains it (a recursive alias); Kubernetes objects "
+            "are trees: remove the alias"))
     if key in memo:
         return memo[key]
     if depth > MAX_BASE_DEPTH:
         raise _Refused(node.start_mark, "a base manifest is nested too deeply")
-    memo[key] = 1  # a cycle counts once; the composer cannot build one, but be safe
+    memo[key] = _ACTIVE
     n = 1
     value = node.value
     if isinstance(node, yaml.MappingNode):
