@@ -39,7 +39,7 @@ LABEL_VALUES = st.sampled_from(["", "gpu", "a", "A_b.c-d", "v" * 63, "0", "prese
 ODD_TEXT = st.sampled_from(["x", "us-east-1", "a b", "ünïcode", "x:y", "#not-a-comment", "- item",
                             "{a: b}", "*", "&anchor", "'quoted'", '"dq"', "\\", "line1\nline2",
                             "tab\there", "v1.2.3", "feature/x", "refs/heads/main", "0", "true",
-                            "null", "~", "y" * 300, "%", "@", "!tag", "é/ü", "²"])
+                            "null", "~", "y" * 300, "%", "@", "!tag", "é/ü", "²", "a\x05b", "\x89"])
 PORTS = st.one_of(st.sampled_from([1, 22, 53, 443, 2049, 8080, 65535]), st.integers(1, 65535))
 
 

@@ -164,6 +164,10 @@ def job_problems(job: dict[str, Any], where: str) -> list[str]:
 
 def built_problems(obj: dict[str, Any], where: str) -> list[str]:
     """An object `kubectl kustomize` built from the tree."""
+    if obj.get("kind") == "TrainingRuntime":
+        # A base may hold its runtime. No TrainingRuntime CRD is pinned here; the Trainer
+        # declares it with the very schema of ClusterTrainingRuntime (only the scope differs).
+        obj = {**obj, "kind": "ClusterTrainingRuntime"}
     return job_problems(obj, where) if obj.get("kind") in kinds.KINDS else object_problems(obj, where)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from topogate.inventory.model import Position
+from topogate.inventory.printable import message, unprintable
 from topogate.inventory.yamlpos import MAX_EXPANDED_NODES
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -53,9 +54,10 @@ class _Refused(Exception):
 _ACTIVE = -1  # memo value of a node whose walk has not finished: meeting it again is a cycle
 
 
-def _walk(node: Any, depth: int, memo: dict[int, int]) -> int:
+def _walk(node: Any, depth: int, memo: dict[int, int], escapes: bool = False) -> int:
     """Expanded size of node; raises _Refused on a duplicate key, nesting, an alias bomb or an
-    alias inside its own anchor (libyaml composes that into a cycle no later step survives)."""
+    alias inside its own anchor (libyaml composes that into a cycle no later step survives), and
+    with `escapes` (the text holds a backslash) a character kustomize refuses."""
     key = id(node)
     if memo.get(key) == _ACTIVE:
         raise _Refused(node.start_mark, (
@@ -68,6 +70,10 @@ def _walk(node: Any, depth: int, memo: dict[int, int]) -> int:
     memo[key] = _ACTIVE
     n = 1
     value = node.value
+    if escapes and isinstance(node, yaml.ScalarNode):
+        c = unprintable(value)
+        if c:
+            raise _Refused(node.start_mark, f"in a base manifest, {message(c)}")
     if isinstance(node, yaml.MappingNode):
         seen: set[Any] = set()
         for k, v in value:
@@ -77,12 +83,12 @@ def _walk(node: Any, depth: int, memo: dict[int, int]) -> int:
                     raise _Refused(k.start_mark, (
                         f"duplicate key '{kv}' in a base manifest; kustomize rejects it: remove one"))
                 seen.add(kv)
-            n += _walk(k, depth + 1, memo) + _walk(v, depth + 1, memo)
+            n += _walk(k, depth + 1, memo, escapes) + _walk(v, depth + 1, memo, escapes)
             if n > MAX_EXPANDED_NODES:
                 break
     elif isinstance(node, yaml.SequenceNode):
         for item in value:
-            n += _walk(item, depth + 1, memo)
+            n += _walk(item, depth + 1, memo, escapes)
             if n > MAX_EXPANDED_NODES:
                 break
     memo[key] = n
@@ -98,7 +104,7 @@ def parse_base_text(text: str, f: Path) -> tuple[list[Any], list[tuple[Position,
             node = loader.get_node()
             if node is None:
                 continue
-            if _walk(node, 0, {}) > MAX_EXPANDED_NODES:
+            if _walk(node, 0, {}, "\\" in text) > MAX_EXPANDED_NODES:
                 return [], [(mark_at(f, node.start_mark), (
                     f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "
                     "refusing to expand this base manifest"))]
