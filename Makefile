@@ -69,10 +69,13 @@ test: $(STAMP) promtool
 	$(VENV)/bin/mypy topogate
 	$(VENV)/bin/ruff check topogate tests benchmarks
 
-# Long fuzz run (tests/test_fuzz.py); failures are kept in fixtures/fuzz-corpus/.
+# Long fuzz run: mutated manifests, kustomizations, inventories and bases (tests/test_fuzz.py) and
+# the property over generated inventories (tests/test_inventory_property.py); failures are kept
+# in fixtures/fuzz-corpus/.
 fuzz: $(STAMP)
 	TOPOGATE_FUZZ_EXAMPLES=$${TOPOGATE_FUZZ_EXAMPLES:-2000} TOPOGATE_FUZZ_SAVE=1 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
-	  $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py -k "not corpus"
+	  $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py tests/test_inventory_property.py \
+	  -k "mutated or accepted_inventories"
 
 rules-doc: $(STAMP)
 	$(VENV)/bin/topogate rules --format markdown > docs/rules.md

@@ -14,22 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import cel
-import yaml
-from conftest import require_crds
+from conftest import crd_schemas
 
 
-@functools.cache
 def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for f in sorted(require_crds().rglob("*.yaml")):
-        for doc in yaml.load_all(f.read_text(), Loader=yaml.CSafeLoader):
-            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                spec = doc["spec"]
-                for v in spec["versions"]:
-                    if v.get("served") and "schema" in v:
-                        key = (f"{spec['group']}/{v['name']}", spec["names"]["kind"])
-                        out[key] = v["schema"]["openAPIV3Schema"]
-    return out
+    return crd_schemas()  # conftest's, parsed once per session (the CRD files take seconds)
 
 
 @functools.cache

@@ -9,9 +9,11 @@ whose files tests/test_fuzz.py replays on every run.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import re
+import shutil
 import time
 import traceback
 from dataclasses import dataclass
@@ -97,14 +99,21 @@ _VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)), max_leaves=8)
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def _paths(node: Any, prefix: tuple[Any, ...] = (), seen: set[int] | None = None) -> list[tuple[Any, ...]]:
+    """Paths to every node; a subtree shared through an alias is walked once (an alias bomb
+    loads as a few shared lists, which a plain walk would expand)."""
+    seen = set() if seen is None else seen
     out = [prefix]
+    if isinstance(node, (dict, list)):
+        if id(node) in seen or len(prefix) > 60:
+            return out
+        seen.add(id(node))
     if isinstance(node, dict):
         for k, v in node.items():
-            out.extend(_paths(v, (*prefix, k)))
+            out.extend(_paths(v, (*prefix, k), seen))
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            out.extend(_paths(v, (*prefix, i)))
+            out.extend(_paths(v, (*prefix, i), seen))
     return out
 
 
@@ -263,3 +272,192 @@ def _keep(kind: str, text: str, e: BaseException) -> None:
         return
     CORPUS.mkdir(exist_ok=True)
     path.write_bytes(data)
+
+
+# ---------------------------------------------------------------- inventories and their bases
+#
+# The bundled inventories (seeds) and the base files they name are mutated too, and run through
+# `generate` (then `generate --check` on what it wrote: same inventory, same tree). A mutant of a
+# seed's inventory.yaml is kept as fixtures/fuzz-corpus/inventory-<seed>-*.yaml; a mutant of one
+# of its base files as base-<seed>-*.yaml, whose first line names the file it replaces.
+
+INVENTORY_SEEDS = {"lab": ROOT / "fixtures" / "lab", "multi": ROOT / "fixtures" / "multi",
+                   "audit": ROOT / "fixtures" / "audit", "eks": ROOT / "fixtures" / "live" / "eks",
+                   "trace": ROOT / "fixtures" / "trace" / "two-clusters"}
+TARGET_LINE = "# fuzz-target: "
+
+
+def base_files(seed: str) -> list[str]:
+    """The seed's base files (relative to its directory) that its inventory names."""
+    root = INVENTORY_SEEDS[seed]
+    inv = yaml.safe_load((root / "inventory.yaml").read_text())
+    out = []
+    for w in inv.get("workloads") or []:
+        out += [str(f.relative_to(root)) for f in sorted((root / w["base"]).iterdir()) if f.is_file()]
+    return sorted(set(out))
+
+
+# Scalars that have broken readers of typed fields: a superscript digit (`isdigit` true, `int`
+# fails), huge and float-y numbers, text where a number goes, names that are paths.
+_ODD_SCALARS = st.sampled_from(["²", "٣", "1e400", "0x1F", "0o17", "+1", "1_000", ".inf", "-0", "NaN",
+                                2**64, -(2**63), 2**200, 1.5, -1, 0, True, "",
+                                "\x07", "a\nb", "::error::x", "../..", "/", "\u202e", "kustomization"])
+
+
+def _deep_alias(levels: int) -> Any:
+    """A value that dumps as a few lines of anchors but expands 9**levels times."""
+    v: Any = ["lol"] * 9
+    for _ in range(levels):
+        v = [v] * 9
+    return v
+
+
+@st.composite
+def _structure_mutation(draw: st.DrawFn, text: str) -> str:
+    """Type swaps, deletions, duplications, shared subtrees (aliases), renames to a name used
+    elsewhere: the mutations that reach the checks behind the schema."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if not isinstance(doc, (dict, list)):
+        return text
+    paths = _paths(doc)
+    path = draw(st.sampled_from(paths))
+    how = draw(st.sampled_from(["swap", "odd", "delete", "dup", "alias", "bomb", "rename"]))
+    if how in ("delete", "dup") and path:
+        parent = _get(doc, path[:-1])
+        if how == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent, list):
+            parent.insert(int(path[-1]), copy.deepcopy(parent[path[-1]]))
+        else:
+            return _dup_key(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), str(path[-1]))
+    elif how == "alias":
+        other = draw(st.sampled_from(paths))
+        doc = _set(doc, path, _get(doc, other)) if other[:len(path)] != path else doc
+    elif how == "bomb":
+        doc = _set(doc, path, _deep_alias(draw(st.integers(2, 8))))
+    elif how == "rename":
+        names = sorted({v for p in paths for v in [_get(doc, p)] if isinstance(v, str)})
+        doc = _set(doc, path, draw(st.sampled_from(names))) if names else doc
+    elif how == "odd":
+        doc = _set(doc, path, draw(_ODD_SCALARS))
+    else:
+        doc = _set(doc, path, draw(_VALUES))
+    try:
+        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    except (yaml.YAMLError, RecursionError):
+        return text
+
+
+def _dup_key(text: str, key: str) -> str:
+    """The text with the first line that sets `key` written twice: a duplicate key, which a
+    dict cannot hold but a file can."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.lstrip(" -").startswith(f"{key}:"):
+            indent = len(line) - len(line.lstrip(" -"))
+            lines.insert(i + 1, " " * indent + line[indent:])
+            break
+    return "\n".join(lines)
+
+
+@st.composite
+def inventory_mutant(draw: st.DrawFn) -> tuple[str, str, str]:
+    """(seed, file relative to the seed, mutated text): the seed's inventory or a base file."""
+    seed = draw(st.sampled_from(sorted(INVENTORY_SEEDS)))
+    target = draw(st.sampled_from(["inventory.yaml"] * 3 + base_files(seed)))
+    text = (INVENTORY_SEEDS[seed] / target).read_text()
+    for _ in range(draw(st.integers(1, 4))):
+        text = draw(st.one_of(_text_mutation(text), _tree_mutation(text), _structure_mutation(text),
+                              _structure_mutation(text)))
+    return seed, target, text
+
+
+class InventorySandbox:
+    """One scratch repository per seed (with .git); a mutant replaces one file for one run."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def repo(self, seed: str) -> Path:
+        repo = self.root / seed
+        if not repo.exists():
+            shutil.copytree(INVENTORY_SEEDS[seed], repo, symlinks=True)
+            (repo / ".git").mkdir()
+        return repo
+
+
+_SUMMARY = re.compile(r"^topogate: (\d+) problems? in the inventory; nothing was written\.$")
+_PROBLEM = re.compile(r"^(.+?):(\d+):(\d+): \S")
+
+
+def _check_generate_errors(err: str, cwd: Path) -> None:
+    """On exit 2: one line per problem, each naming an existing file with :line:column, then the
+    summary that counts them; or one line for a problem that is not the inventory's."""
+    lines = err.rstrip("\n").split("\n")
+    m = _SUMMARY.match(lines[-1])
+    if m is None:
+        assert len(lines) == 1 and lines[0].strip(), err
+        return
+    assert int(m.group(1)) == len(lines) - 1 >= 1, err
+    for line in lines[:-1]:
+        p = _PROBLEM.match(line)
+        assert p, f"no file:line:column: {line}"
+        assert (cwd / p.group(1)).is_file(), f"names no file: {line}"
+        assert int(p.group(2)) >= 1 and int(p.group(3)) >= 1, line
+
+
+def _timed(*args: str) -> tuple[int, str, str]:
+    start = time.monotonic()
+    code, out, err = invoke(*args)
+    took = time.monotonic() - start
+    assert "Traceback" not in err
+    assert took < SECONDS, f"{took:.1f} s for {args[0]}"
+    return code, out, err
+
+
+def check_inventory_property(sandbox: InventorySandbox, seed: str, target: str, text: str) -> None:
+    """Write the mutant over `target` in the seed's scratch repository and run `generate`; when
+    it wrote a tree, `generate --check` must find it up to date and `check` must build and
+    analyse it (exit 0 or 1). The seed's file is restored afterwards."""
+    repo = sandbox.repo(seed)
+    victim = repo / target
+    original = (INVENTORY_SEEDS[seed] / target).read_bytes()
+    out = repo.parent / f"{seed}-out"
+    inventory = str(repo / "inventory.yaml")
+    shutil.rmtree(out, ignore_errors=True)
+    victim.write_text(text, encoding="utf-8", errors="surrogatepass")
+    try:
+        code, _, err = _timed("generate", inventory, "-o", str(out))
+        assert code in (0, 2), (code, err)
+        if code == 2:
+            _check_generate_errors(err, Path.cwd())
+            assert not out.exists(), "a refused inventory must write nothing"
+            return
+        code, stdout, _ = _timed("generate", inventory, "-o", str(out), "--check")
+        assert code == 0, f"generate wrote a tree that --check does not find up to date: {stdout}"
+        # What generate wrote must build and be analysed: findings are fine, bad input is not.
+        code, _, err = _timed("check", inventory, "--rendered", str(out), "--format", "json")
+        assert code in (0, 1), (code, err)
+    except Exception as e:  # not KeyboardInterrupt: the input of an interrupted run did not fail
+        if os.environ.get("TOPOGATE_FUZZ_SAVE") == "1":
+            kind = "inventory" if target == "inventory.yaml" else "base"
+            head = "" if kind == "inventory" else f"{TARGET_LINE}{target}\n"
+            _keep(f"{kind}-{seed}", head + text, e)
+        raise
+    finally:
+        victim.write_bytes(original)
+
+
+def corpus_inventory_case(case: Path) -> tuple[str, str, str]:
+    """(seed, target, text) of a corpus file named inventory-<seed>-* or base-<seed>-*."""
+    kind, seed = case.name.split("-")[:2]
+    assert seed in INVENTORY_SEEDS, f"{case.name}: the seed after '{kind}-' must be one of {sorted(INVENTORY_SEEDS)}"
+    text = read_case(case)
+    if kind == "inventory":
+        return seed, "inventory.yaml", text
+    first, _, rest = text.partition("\n")
+    assert first.startswith(TARGET_LINE), f"{case.name}: the first line must be '{TARGET_LINE}<file>'"
+    return seed, first[len(TARGET_LINE):], rest

@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from topogate import kinds
 from topogate.generators import cilium, kueue
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import (
@@ -56,6 +57,10 @@ _REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 # (apiGroup, resource) the policy matches, per kind.
 _RESOURCES = {"PyTorchJob": ("kubeflow.org", "pytorchjobs"), "MPIJob": ("kubeflow.org", "mpijobs"),
               "JobSet": ("jobset.x-k8s.io", "jobsets"), "TrainJob": ("trainer.kubeflow.org", "trainjobs")}
+# The other training-operator v1 kinds: matched and checked only on a cluster that runs one (the
+# four above always are), so a policy grows only where those kinds are in use.
+_V1_RESOURCES = {"TFJob": ("kubeflow.org", "tfjobs"), "XGBoostJob": ("kubeflow.org", "xgboostjobs"),
+                 "PaddleJob": ("kubeflow.org", "paddlejobs"), "JAXJob": ("kubeflow.org", "jaxjobs")}
 
 
 def admission_dir(cluster: str) -> str:
@@ -143,8 +148,8 @@ class _Replicas:
 
     def __init__(self, kind: str):
         self.kind = kind
-        if kind in ("PyTorchJob", "MPIJob"):
-            field = "pytorchReplicaSpecs" if kind == "PyTorchJob" else "mpiReplicaSpecs"
+        if kind in kinds.REPLICA_SPECS:
+            field = kinds.REPLICA_SPECS[kind]
             self.present = f"has(object.spec) && has(object.spec.{field})"
             self.where = f"spec.{field}.<replica>.template"
             self._list, self._var = f"object.spec.{field}", "n"
@@ -226,16 +231,18 @@ def _train_job_patches() -> str:
 
 
 def policy(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
-    kinds_here = sorted({w.kind for w in inv.workloads_of(cluster.name)} | set(_RESOURCES))
+    extra = sorted({w.kind for w in inv.workloads_of(cluster.name)} & set(_V1_RESOURCES))
+    kinds_here = sorted(set(_RESOURCES) | set(extra))
     groups: dict[str, list[str]] = {}
     for k in kinds_here:
-        g, r = _RESOURCES[k]
+        g, r = {**_RESOURCES, **_V1_RESOURCES}[k]
         groups.setdefault(g, []).append(r)
     rules = [{"apiGroups": [g], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
               "resources": sorted(rs)} for g, rs in sorted(groups.items())]
     zones = ", ".join(f"{_lit(n.name)}: [{', '.join(_lit(z) for z in n.zones)}]"
                       for n in cluster.network_zones)
-    validations = [v for k in ("PyTorchJob", "MPIJob", "JobSet", "TrainJob") for v in _validations(cluster, k)]
+    validations = [v for k in ("PyTorchJob", "MPIJob", "JobSet", "TrainJob", *extra)
+                   for v in _validations(cluster, k)]
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",

@@ -189,7 +189,12 @@ def _patch_template(pb: PatchBuilder, at: Path, inv: Inventory, cluster: Cluster
     if w.placement == "follow":
         pb.extend_list(at + ("spec", "affinity", "podAffinity", _REQ), [_follow_term(cluster, w)])
     pb.extend_list(at + ("spec", "tolerations"), tolerations(cluster, zones, _max_gpus(w)))
-    pb.extend_list(at + ("spec", "topologySpreadConstraints"), [_spread(w)])
+    spreads = pb.get(at + ("spec", "topologySpreadConstraints"))
+    if not any(isinstance(t, dict) and t.get("topologyKey") == HOSTNAME
+               and t.get("whenUnsatisfiable") == "ScheduleAnyway" for t in spreads or []):
+        # The API server refuses two spreads with one (topologyKey, whenUnsatisfiable): a base
+        # that already spreads per hostname keeps its own.
+        pb.extend_list(at + ("spec", "topologySpreadConstraints"), [_spread(w)])
 
 
 def runtime_groups(job: dict[str, Any], docs: tuple[Any, ...]) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from topogate.inventory.model import Position
+from topogate.inventory.printable import message, unprintable
 from topogate.inventory.yamlpos import MAX_EXPANDED_NODES
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -50,16 +51,29 @@ class _Refused(Exception):
         self.message = message
 
 
-def _walk(node: Any, depth: int, memo: dict[int, int]) -> int:
-    """Expanded size of node; raises _Refused on a duplicate key, nesting or an alias bomb."""
+_ACTIVE = -1  # memo value of a node whose walk has not finished: meeting it again is a cycle
+
+
+def _walk(node: Any, depth: int, memo: dict[int, int], escapes: bool = False) -> int:
+    """Expanded size of node; raises _Refused on a duplicate key, nesting, an alias bomb or an
+    alias inside its own anchor (libyaml composes that into a cycle no later step survives), and
+    with `escapes` (the text holds a backslash) a character kustomize refuses."""
     key = id(node)
+    if memo.get(key) == _ACTIVE:
+        raise _Refused(node.start_mark, (
+            "an alias refers to a node that contains it (a recursive alias); Kubernetes objects "
+            "are trees: remove the alias"))
     if key in memo:
         return memo[key]
     if depth > MAX_BASE_DEPTH:
         raise _Refused(node.start_mark, "a base manifest is nested too deeply")
-    memo[key] = 1  # a cycle counts once; the composer cannot build one, but be safe
+    memo[key] = _ACTIVE
     n = 1
     value = node.value
+    if escapes and isinstance(node, yaml.ScalarNode):
+        c = unprintable(value)
+        if c:
+            raise _Refused(node.start_mark, f"in a base manifest, {message(c)}")
     if isinstance(node, yaml.MappingNode):
         seen: set[Any] = set()
         for k, v in value:
@@ -69,12 +83,12 @@ def _walk(node: Any, depth: int, memo: dict[int, int]) -> int:
                     raise _Refused(k.start_mark, (
                         f"duplicate key '{kv}' in a base manifest; kustomize rejects it: remove one"))
                 seen.add(kv)
-            n += _walk(k, depth + 1, memo) + _walk(v, depth + 1, memo)
+            n += _walk(k, depth + 1, memo, escapes) + _walk(v, depth + 1, memo, escapes)
             if n > MAX_EXPANDED_NODES:
                 break
     elif isinstance(node, yaml.SequenceNode):
         for item in value:
-            n += _walk(item, depth + 1, memo)
+            n += _walk(item, depth + 1, memo, escapes)
             if n > MAX_EXPANDED_NODES:
                 break
     memo[key] = n
@@ -155,14 +169,14 @@ class _Builder:
 _KEY_TAGS = {_STR} | _PLAIN_SCALARS
 
 
-def _document(loader: Any, node: Any, plain: bool) -> Any:
+def _document(loader: Any, node: Any, plain: bool, escapes: bool) -> Any:
     """One document: built in one pass when it is plain, else walked and constructed."""
     if plain:
         try:
             return _Builder(loader).build(node, 0)
         except _Slow:
             pass
-    if _walk(node, 0, {}) > MAX_EXPANDED_NODES:
+    if _walk(node, 0, {}, escapes) > MAX_EXPANDED_NODES:
         raise _Bomb(node)
     return loader.construct_document(node)
 
@@ -180,14 +194,17 @@ def parse_base_text(text: str, f: Path, one_pass: bool = True,
     `one_pass=False` takes the reference path for every document (tests compare the two)."""
     loader = _Loader(text)
     out: list[Any] = []
-    plain = one_pass and "*" not in text  # no alias can be written without it
+    # No alias can be written without `*`, and no escaped control character without `\`:
+    # without either, one pass builds the document; with them, the walk checks them first.
+    escapes = "\\" in text
+    plain = one_pass and "*" not in text and not escapes
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
             try:
-                out.append(_document(loader, node, plain))
+                out.append(_document(loader, node, plain, escapes))
             except _Bomb:
                 return [], [(mark_at(f, node.start_mark), (
                     f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "

@@ -59,6 +59,8 @@ def _read_base(chk: Checker, path: YPath, rel: str) -> tuple[str, tuple[Any, ...
     ktext = read_base_text(chk, kfile) or ""
     kdocs = _parse(chk, ktext, kfile) if ktext else []
     kdoc = kdocs[0] if kdocs and isinstance(kdocs[0], dict) else {}
+    if not _kustomization_header_ok(chk, kdoc, ktext, kfile, rel):
+        return "", ()
     resources = kdoc.get("resources", [])
     if not isinstance(resources, list):
         chk.problems.append(Problem(line_of(ktext, kfile, "resources"), (
@@ -122,9 +124,28 @@ def build_base(chk: Checker, path: YPath, target: Path, rel: str) -> list[Any] |
     return [d for d in _parse(chk, proc.stdout, target / "kustomization.yaml") if d is not None]
 
 
+_KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
+
+
+def _kustomization_header_ok(chk: Checker, kdoc: dict[str, Any], ktext: str, kfile: Path, rel: str) -> bool:
+    """What kustomize checks before anything else: a base is a Kustomization of its one API
+    version (both may be left out) with mapping metadata; anything else fails every build."""
+    for key, want in (("kind", "Kustomization"), ("apiVersion", _KUSTOMIZE_API)):
+        if key in kdoc and kdoc[key] != want:
+            chk.problems.append(Problem(line_of(ktext, kfile, f"{key}:"), (
+                f"`{key}` of base '{rel}' must be {want}; kustomize cannot build it otherwise")))
+            return False
+    if not isinstance(kdoc.get("metadata", {}), dict):
+        chk.problems.append(Problem(line_of(ktext, kfile, "metadata:"), (
+            f"`metadata` of base '{rel}' must be a mapping; kustomize cannot build it otherwise")))
+        return False
+    return True
+
+
 def one_job_per_base(chk: Checker, path: YPath, docs: list[Any], rel: str) -> bool:
     """The overlay carries everything in its base: a second job would ride along unpatched."""
-    jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") in kinds.KINDS]
+    jobs = [d for d in docs
+            if isinstance(d, dict) and isinstance(d.get("kind"), str) and d["kind"] in kinds.KINDS]
     ids = [f"{d.get('kind')}/{as_map(d.get('metadata')).get('name')}" for d in jobs]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:

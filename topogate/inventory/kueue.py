@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topogate.inventory.model import AdmissionConfig, Cluster, KueueConfig, Workload, Zone, kueue_groupable
+from topogate.inventory.model import (
+    DEFAULT_ZONE_LABEL,
+    AdmissionConfig,
+    Cluster,
+    KueueConfig,
+    Workload,
+    Zone,
+    kueue_groupable,
+)
+from topogate.inventory.problems import Problem
 
 if TYPE_CHECKING:
     from topogate.inventory.checker import Checker
@@ -26,7 +35,43 @@ def read_kueue(chk: Checker, base: YPath, c: dict[str, Any], zones: list[Zone]) 
                 f"cluster '{c.get('name')}' uses Kueue and declares {what} on {', '.join(have)} "
                 f"but not on every pool; its ClusterQueue covers a resource for all pools or "
                 f"none: declare {what} on every pool or on none"))
+    _check_flavors(chk, base, c, zones)
     return KueueConfig(k["queue"], chk.loc.at(base + ("kueue",)))
+
+
+# Limits of Kueue's v1beta2 CRDs: a resource group holds 1-64 flavors, a ResourceFlavor at most
+# 8 nodeLabels and 8 tolerations. Refused here, at the pool, not by the API server after merge.
+_MAX_FLAVORS, _MAX_NODE_LABELS, _MAX_TOLERATIONS = 64, 8, 8
+
+
+def _check_flavors(chk: Checker, base: YPath, c: dict[str, Any], zones: list[Zone]) -> None:
+    """Each pool becomes a ResourceFlavor `<zone>-<pool>` in the cluster's ClusterQueue."""
+    name = c.get("name")
+    pools = [(z, p) for z in zones for p in z.pools]
+    if not pools or len(pools) > _MAX_FLAVORS:
+        chk.err(base + ("kueue",), (
+            f"cluster '{name}' uses Kueue but has {len(pools)} node pools; its ClusterQueue "
+            f"takes 1 to {_MAX_FLAVORS} (one ResourceFlavor per pool): "
+            + ("declare the pools under `zones:`" if not pools else "merge pools or remove `kueue:`")))
+        return
+    zone_label = c.get("zoneLabel") if isinstance(c.get("zoneLabel"), str) else DEFAULT_ZONE_LABEL
+    seen: dict[str, str] = {}
+    for z, p in pools:
+        flavor = f"{z.name}-{p.name}"
+        if flavor in seen:
+            chk.problems.append(Problem(p.pos, (
+                f"pool '{p.name}' of zone '{z.name}' and pool {seen[flavor]} both become Kueue "
+                f"ResourceFlavor '{flavor}'; rename one of the pools")))
+        seen.setdefault(flavor, f"'{p.name}' of zone '{z.name}'")
+        n_labels = len({k for k, _ in p.labels} | {zone_label})
+        if n_labels > _MAX_NODE_LABELS:
+            chk.problems.append(Problem(p.pos, (
+                f"pool '{p.name}' of zone '{z.name}' has {n_labels} node labels with the zone "
+                f"label; a Kueue ResourceFlavor takes at most {_MAX_NODE_LABELS}: remove labels")))
+        if len(p.taints) > _MAX_TOLERATIONS:
+            chk.problems.append(Problem(p.pos, (
+                f"pool '{p.name}' of zone '{z.name}' has {len(p.taints)} taints; a Kueue "
+                f"ResourceFlavor tolerates at most {_MAX_TOLERATIONS}: remove taints")))
 
 
 def read_admission(chk: Checker, base: YPath, c: dict[str, Any]) -> AdmissionConfig | None:

@@ -21,6 +21,7 @@ from topogate.inventory.checker import Checker
 from topogate.inventory.clusters import read_cluster
 from topogate.inventory.doors import read_doors
 from topogate.inventory.model import Cluster, GitOps, Inventory, Position, Waiver, Workload
+from topogate.inventory.printable import message, unprintable_paths
 from topogate.inventory.problems import InventoryError, Problem
 from topogate.inventory.schema import inventory_schema, schema_problems
 from topogate.inventory.values import as_map, dicts, seq
@@ -75,6 +76,9 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
     inv_dir = Path(file).resolve().parent
     chk = Checker(loc, file, inv_dir, read_bases)
     problems += schema_problems(loc, chk.bad_paths)
+    if "\\" in text:  # only an escape can put a control character in a string
+        problems += [Problem(loc.key_at(p) if is_key else loc.at(p), message(c))
+                     for p, is_key, c in unprintable_paths(data)]
     cluster_index = {str(c.get("name")): i for i, c in enumerate(seq(data.get("clusters")))
                      if isinstance(c, dict)}
     chk.cluster_index = cluster_index

@@ -4,6 +4,7 @@ job can ever fit in the GPUs the placement allows."""
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import TYPE_CHECKING, Any
 
 from topogate import kinds
@@ -59,6 +60,10 @@ def read_workload(chk: Checker, i: int, w: dict[str, Any], clusters: dict[str, C
             f"workload '{name}' uses placement 'follow', which chooses the zone at run time; "
             "remove `zone:` or use `placement: pin`"))
 
+    if kind == "TrainJob" and DNS.match(name) and not _RFC1035.match(name):
+        chk.err(base + ("name",), (
+            f"workload '{name}' is a TrainJob, whose name the Trainer's CRD requires to start "
+            "with a letter (an RFC 1035 label): rename the job and the workload"))
     base_rel = w.get("base")
     base_dir, docs = "", ()
     groups: tuple[ReplicaGroup, ...] = ()
@@ -87,6 +92,9 @@ def read_workload(chk: Checker, i: int, w: dict[str, Any], clusters: dict[str, C
             and not chk.has_problem_under(("clusters", chk.cluster_index.get(cluster.name, -1)))):
         capacity(chk, base, wl, cluster, nz)
     return wl
+
+
+_RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def _egress(chk: Checker, base: YPath, w: dict[str, Any]) -> tuple[EgressRule, ...]:
@@ -122,7 +130,15 @@ def _egress(chk: Checker, base: YPath, w: dict[str, Any]) -> tuple[EgressRule, .
 
 def capacity(chk: Checker, base: YPath, w: Workload, c: Cluster, nz: NetworkZone) -> None:
     # A co-located job must fit in ONE zone: that is what pin and follow both guarantee.
-    if w.placement == "follow" and not follow_zones(c, nz, w) and w.gpus:
+    if w.placement == "follow" and not follow_zones(c, nz, w) and not w.gpus:
+        # Even a job without GPUs needs a node: with no zone to follow into, generate would
+        # have no zone to write into the job's affinity.
+        chk.err(base, (
+            f"workload '{w.name}' uses placement 'follow' but no zone of network zone "
+            f"'{nz.name}' has a node (no pool, or pools of 0 nodes); the job can never start: "
+            "add nodes to a pool of the network zone"))
+        return
+    if w.placement == "follow" and not follow_zones(c, nz, w):
         chk.err(base, (
             f"workload '{w.name}' uses placement 'follow' but no zone of network zone "
             f"'{nz.name}' has both a node with {plural(max(g.gpus_per_pod for g in w.groups), 'GPU')} "
