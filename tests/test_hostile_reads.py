@@ -113,6 +113,15 @@ def test_alias_bomb_in_a_kustomization_resource_never_reaches_kubectl(tmp_path: 
     assert time.monotonic() - start < 10
 
 
+def test_recursive_alias_in_a_manifest_is_refused_at_its_place(tmp_path: Path) -> None:
+    # libyaml composes an alias inside its own anchor into a cycle: an infinite object that
+    # every later step would recurse into.
+    repo = make_repo(tmp_path)
+    (repo / "loop.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: &m\n  name: a\n  labels: {self: *m}\n")
+    assert "loop.yaml:3:11: this anchor is aliased from inside itself" in refused(repo, repo / "loop.yaml")
+
+
 def test_small_aliases_are_fine(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     (repo / "cm.yaml").write_text(

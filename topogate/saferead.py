@@ -248,10 +248,43 @@ def check_node(root: Any, display: str) -> None:
                 stack.append((v, depth + 1))
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((item, depth + 1) for item in node.value)
+    cycle = _cycle(root) if aliased else None
+    if cycle is not None:
+        raise InputError(_mark_position(display, cycle.start_mark), (
+            "this anchor is aliased from inside itself (a recursive alias); Kubernetes objects "
+            "are trees: remove the alias"))
     if aliased and _expanded(root, written + limits.MAX_ALIAS_GROWTH) > written + limits.MAX_ALIAS_GROWTH:
         raise InputError(_mark_position(display, root.start_mark), (
             f"aliases expand this document by more than {limits.MAX_ALIAS_GROWTH} values "
             "(an alias bomb?); refusing to expand it: write the values out"))
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, yaml.MappingNode):
+        return [x for kv in node.value for x in kv]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _cycle(root: Any) -> Any | None:
+    """A node reached again from inside itself (libyaml composes an alias within its own
+    anchor into a cycle, which would make the object infinite), or None."""
+    state: dict[int, bool] = {}  # id -> True while on the current path, False once done
+    stack: list[tuple[Any, Iterator[Any]]] = [(root, iter(_children(root)))]
+    state[id(root)] = True
+    while stack:
+        node, todo = stack[-1]
+        child = next(todo, None)
+        if child is None:
+            state[id(node)] = False
+            stack.pop()
+        elif state.get(id(child)) is True:
+            return child
+        elif id(child) not in state:
+            state[id(child)] = True
+            stack.append((child, iter(_children(child))))
+    return None
 
 
 def _expanded(root: Any, stop: int) -> int:
