@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from topogate import gctune
 from topogate.analysis.context import Context, Drift
 from topogate.analysis.coverage import ungrouped_templates
 from topogate.analysis.netpolicy import PolicyError
@@ -23,7 +24,7 @@ from topogate.analysis.result import CheckResult
 from topogate.engine import all_rules, evaluate, run_rules
 from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.model import Inventory, Position
-from topogate.manifests import K8sObject, ManifestError, collect
+from topogate.manifests import Collecting, K8sObject, ManifestError, collect
 from topogate.narrow import Narrowing
 
 
@@ -97,14 +98,19 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
 
 
 def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
-                  inventory_path: str, narrowing: Narrowing | None = None) -> tuple[K8sObject, ...]:
+                  inventory_path: str, narrowing: Narrowing | None = None,
+                  started: Collecting | None = None) -> tuple[K8sObject, ...]:
     """Every object of every PATH, built together (concurrently); a PATH that holds no
     Kubernetes object at all (an empty directory, a values file) is a usage error, like a
-    linter given nothing to lint. Helm templates met in directories land in ``skipped``."""
+    linter given nothing to lint. Helm templates met in directories land in ``skipped``.
+    `started`: the same collection begun earlier, whose builds have been running meanwhile."""
     empty: list[str] = []
     try:
-        objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty,
-                          keep=narrowing.keep if narrowing is not None else None)
+        if started is not None:
+            objects = started.result(skipped, empty)
+        else:
+            objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty,
+                              keep=narrowing.keep if narrowing is not None else None)
     except ManifestError as err:
         raise CheckInputError(str(err)) from None
     if empty:
@@ -137,22 +143,28 @@ def run_check(
     strict: bool = False,
     changed_since: str | None = None,
 ) -> CheckOutcome:
-    from topogate.analysis.map import build_map
-
     today = today or dt.date.today()
-    rules = all_rules()
+    # With PATHs, the kustomize trees are checked and their builds started first, so kubectl
+    # runs while the inventory is read and the rendered tree compared (each waits on neither).
+    # A narrowed run must read the inventory before it knows which roots to build.
+    early = Collecting(paths, [inventory_path]) if paths and changed_since is None else None
+    with early if early is not None else contextlib.nullcontext(), gctune.bulk():
+        return _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early)
+
+
+def _load(inventory_path: str, cluster: str | None, rendered: str | None,
+          today: dt.date) -> tuple[Inventory, tuple[Drift, ...]] | CheckOutcome:
+    """The inventory and the drift of --rendered, or the outcome of an unreadable inventory."""
     try:
         inv = load_inventory(inventory_path)
     except InventoryError as err:
         ctx = Context(None, inventory_path, inventory_problems=tuple(err.problems), today=today)
         findings = run_rules(ctx, only={"TG001"})
-        return CheckOutcome(CheckResult(findings, (), rules, inventory_path), 2, None)
-
+        return CheckOutcome(CheckResult(findings, (), all_rules(), inventory_path), 2, None)
     if cluster is not None and inv.cluster(cluster) is None:
         raise CheckInputError(
             f"{inventory_path}: --cluster {cluster}: no such cluster in the inventory "
             f"(known: {', '.join(c.name for c in inv.clusters)})")
-
     drifted: tuple[Drift, ...] = ()
     if rendered is not None:
         if not Path(rendered).is_dir():
@@ -162,7 +174,18 @@ def run_check(
                 f"--rendered {rendered}: no such directory; give the directory `topogate generate "
                 f"{inventory_path} -o DIR` wrote, or leave --rendered out")
         drifted = drift(inv, rendered)
+    return inv, drifted
 
+
+def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, cluster: str | None,
+               today: dt.date, strict: bool, changed_since: str | None,
+               early: Collecting | None) -> CheckOutcome:
+    from topogate.analysis.map import build_map
+
+    loaded = _load(inventory_path, cluster, rendered, today)
+    if isinstance(loaded, CheckOutcome):
+        return loaded
+    inv, drifted = loaded
     with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp, _no_gc():
         targets = list(paths)
         if not targets:
@@ -170,7 +193,7 @@ def run_check(
         skipped: list[ManifestError] = []
         narrowing = (Narrowing(changed_since, inventory_path, inv, cluster, paths, None if paths else targets[0])
                      if changed_since is not None else None)
-        objects = _collect_each(targets, skipped, inventory_path, narrowing)
+        objects = _collect_each(targets, skipped, inventory_path, narrowing, early)
         if narrowing is not None and narrowing.escaped(objects):  # read everything after all
             skipped.clear()
             objects = _collect_each(targets, skipped, inventory_path)
@@ -192,7 +215,7 @@ def run_check(
             kueue_concerns=facts.kueue_concerns,
         )
         ran = evaluate(ctx)
-    result = CheckResult(ran.findings, tuple(jobs), rules, inventory_path, waived=ran.waived,
+    result = CheckResult(ran.findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
                          scope=narrowing.scope() if narrowing is not None else None)
     failing = result.errors + (result.warnings if strict else 0)
     return CheckOutcome(result, 1 if failing else 0, inv, objects)
