@@ -22,6 +22,7 @@ tests/test_yamlout.py compares the two on every golden file and on random docume
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -94,14 +95,7 @@ def _value(v: Any) -> str:
     t = type(v)
     if t is str:
         form = _values.get(v)
-        if form is None:
-            form = _quiet(v) if len(v) <= _MAX_SCALAR else None
-            if form is None:
-                form = _libyaml_scalar(v)
-            if len(_values) > 200_000:
-                _values.clear()
-            _values[v] = form
-        return form
+        return form if form is not None else _remember(_values, v, _MAX_SCALAR, _libyaml_scalar)
     if t is int:
         return str(v)
     if t is bool:
@@ -127,13 +121,18 @@ def _key(k: Any) -> str:
     if type(k) is not str:
         return _libyaml_key(k)  # not cached: True, 1 and 1.0 are one dict key
     form = _keys.get(k)
+    return form if form is not None else _remember(_keys, k, _MAX_KEY, _libyaml_key)
+
+
+def _remember(cache: dict[str, str], s: str, longest: int, slow: Callable[[str], str]) -> str:
+    """The written form of a string (quiet when it can be, else libyaml's), kept in `cache`
+    (bounded: a hostile tree of distinct strings must not grow it without end)."""
+    form = _quiet(s) if len(s) <= longest else None
     if form is None:
-        form = _quiet(k) if len(k) <= _MAX_KEY else None
-        if form is None:
-            form = _libyaml_key(k)
-        if len(_keys) > 200_000:
-            _keys.clear()
-        _keys[k] = form
+        form = slow(s)
+    if len(cache) > 200_000:
+        cache.clear()
+    cache[s] = form
     return form
 
 

@@ -16,7 +16,7 @@ verdict with jsonschema's on every fixture inventory and on random mutations of 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 Verdict = bool | None
@@ -27,28 +27,25 @@ _ANNOTATIONS = {"description", "default", "title", "$schema", "$id", "$defs", "$
 _JSON_TYPES = (dict, list, str, int, float, bool, type(None))
 
 
-def _all(checks: list[Check], value: Any) -> Verdict:
-    """Every check passes: False as soon as one fails for sure, None if one is unsure."""
+def _combine(verdicts: Iterable[Verdict]) -> Verdict:
+    """False as soon as one verdict is False for sure, else None if one is unsure, else True."""
     unsure = False
-    for c in checks:
-        v = c(value)
+    for v in verdicts:
         if v is False:
             return False
         if v is None:
             unsure = True
     return None if unsure else True
+
+
+def _all(checks: list[Check], value: Any) -> Verdict:
+    """Every check passes for the value."""
+    return _combine(c(value) for c in checks)
 
 
 def _each(check: Check, values: Any) -> Verdict:
     """`check` passes for every value (same answer as `_all`, one check many values)."""
-    unsure = False
-    for x in values:
-        v = check(x)
-        if v is False:
-            return False
-        if v is None:
-            unsure = True
-    return None if unsure else True
+    return _combine(check(x) for x in values)
 
 
 def _is_type(name: str, v: Any) -> Verdict:
