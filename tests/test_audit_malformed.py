@@ -286,12 +286,12 @@ def test_a_loader_crash_is_exit_70_never_1(monkeypatch: pytest.MonkeyPatch) -> N
     """FAULT INJECTION: no inventory is known that crashes the loader with read_bases=False
     any more (issue 10 item 6 listed several); a crash there must still not exit 1, which a
     scheduler reads as "over budget"."""
-    import topogate.cli as cli
+    import topogate.commands.audit as audit_commands
 
     def crash(*_: Any, **__: Any) -> Any:
         raise TypeError("'list' object has no attribute 'get'")
 
-    monkeypatch.setattr(cli, "load_inventory", crash)
+    monkeypatch.setattr(audit_commands, "load_inventory", crash)
     code, out, err = _cli("text")
     assert code == 70 and out == ""
     (line,) = err.strip().splitlines()

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from topogate import cli
+from topogate.commands import audit as audit_commands
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_support import AUDIT_FIXTURES, aws_test_env  # noqa: E402
@@ -25,7 +26,7 @@ def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append(inventory)
         return {}
 
-    monkeypatch.setattr(cli, "_may_split", record)
+    monkeypatch.setattr(audit_commands, "_may_split", record)
     return calls
 
 

@@ -1,0 +1,1 @@
+"""Command groups that live beside cli.py: `audit` and the live-cluster commands."""
