@@ -291,7 +291,6 @@ class _WorkloadIndex:
 class Inventory:
     name: str
     path: str  # the inventory file as given (used in headers and findings)
-    digest: str  # sha256 of the canonical data
     clusters: tuple[Cluster, ...] = ()
     workloads: tuple[Workload, ...] = ()
     waivers: tuple[Waiver, ...] = ()
