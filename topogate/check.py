@@ -11,7 +11,7 @@ import datetime as dt
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,19 +40,25 @@ class CheckOutcome:
 
 
 def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
+    from topogate import writer
     from topogate.generators import render_tree
     from topogate.treediff import file_diffs
 
     files = render_tree(inv, os.path.realpath(out))
-    _refuse_special_files(out, files)
+    # One walk of OUT: its entries' lstat serves the refusal below and the comparison.
+    entries = writer.tree_entries(out)
+    _refuse_special_files(out, files, entries)
     return tuple(
-        Drift(d.status, d.path, str(Path(out) / d.path), d.line, d.diff) for d in file_diffs(out, files)
-    )
+        Drift(d.status, d.path, str(Path(out) / d.path), d.line, d.diff)
+        for d in file_diffs(out, files, entries=entries))
 
 
-def _refuse_special_files(out: str, files: Iterable[str]) -> None:
+def _refuse_special_files(out: str, files: Iterable[str],
+                          entries: Mapping[str, os.DirEntry[str]] | None = None) -> None:
     """The comparison reads OUT's copy of every file generate writes: a FIFO there would block
-    it forever, a symlink to /dev/zero never end it. Refused before anything is read."""
+    it forever, a symlink to /dev/zero never end it. Refused before anything is read.
+    `entries` (writer.tree_entries of OUT) saves an lstat per file; a path not among them (below
+    a symlinked or unlistable directory) is looked up itself."""
     from topogate import limits
     from topogate.saferead import one_line
 
@@ -60,13 +66,15 @@ def _refuse_special_files(out: str, files: Iterable[str]) -> None:
         cap = limits.current().max_file_bytes
     except limits.LimitError as e:
         raise CheckInputError(str(e)) from None
+    known = entries if entries is not None else {}
     for rel in files:
-        p = Path(out) / rel
+        entry = known.get(rel)
         try:
-            st = os.lstat(p)
+            st = entry.stat(follow_symlinks=False) if entry is not None else os.lstat(os.path.join(out, rel))
         except OSError:
             continue  # missing (added) or unreadable: the comparison reports it
         if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+            p = Path(out) / rel
             what = ("a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
                     if not stat.S_ISREG(st.st_mode) else f"larger than {cap // limits.MiB} MB")
             raise CheckInputError(one_line(
