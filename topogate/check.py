@@ -142,7 +142,9 @@ def run_check(
     # runs while the inventory is read and the rendered tree compared (each waits on neither).
     # A narrowed run must read the inventory before it knows which roots to build.
     early = Collecting(paths, [inventory_path]) if paths and changed_since is None else None
-    with early if early is not None else contextlib.nullcontext(), gctune.bulk():
+    # No cyclic collection from the first read to the result: the inventory, the rendered tree
+    # and the parsed builds stay alive to the end, and a collection in between would rescan them.
+    with early if early is not None else contextlib.nullcontext(), gctune.paused():
         return _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early)
 
 
@@ -180,7 +182,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
     if isinstance(loaded, CheckOutcome):
         return loaded
     inv, drifted = loaded
-    with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp, gctune.paused():
+    with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp:
         targets = list(paths)
         if not targets:
             targets = [_render_to_temp(inv, tmp)]

@@ -13,9 +13,14 @@ what a program computes.
 
 from __future__ import annotations
 
+import atexit
 import gc
+import os
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 _BULK = (10_000, 50, 1_000)
 
@@ -44,3 +49,43 @@ def paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def one_shot(entry: object) -> bool:
+    """Whether this process is the command line itself, which ends when its command does:
+    `topogate ...` (the console script imports `main` into `__main__`) or `python -m
+    topogate.cli`. Not a test or a program that calls the command in-process."""
+    return entry is not None and getattr(sys.modules.get("__main__"), "main", None) is entry
+
+
+def hold() -> None:
+    """No cyclic collection for the rest of a one-shot command.
+
+    A check at 10,000 jobs ends with a heap of about 1 GB built with the collector paused; the
+    first collection after the pause walked all of it (6.3 s, seen in the reporter's sort).
+    What the command still allocates after that is the report, freed by reference counting."""
+    gc.disable()
+
+
+def exit_now(code: int) -> NoReturn:
+    """End a one-shot command without freeing its heap object by object.
+
+    At interpreter exit every object is deallocated in turn, seconds for a large check, after
+    the report is printed. Output is flushed and the atexit handlers run (they stop kubectl
+    children and remove temporary directories) as on a normal exit; then the process ends.
+    Anything unusual (a stream that cannot be flushed, a thread still running) takes the normal
+    exit, so the interpreter reports and waits exactly as it always has."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)
+    if threading.active_count() > 1:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        os._exit(120)  # what the interpreter exits with when it cannot flush at exit
+    os._exit(code)
