@@ -48,10 +48,27 @@ def test_exit_now_waits_for_a_running_thread_like_a_normal_exit() -> None:
     assert (p.returncode, p.stdout) == (1, "thread done\n")
 
 
-def test_only_the_command_line_process_is_one_shot() -> None:
+def test_only_the_command_line_process_is_one_shot(tmp_path: Path) -> None:
     assert not gctune.one_shot(main)  # pytest's process
-    p = _python("from topogate.cli import main\nfrom topogate import gctune\nprint(gctune.one_shot(main))")
+    probe = "from topogate.cli import main\nfrom topogate import gctune\nprint(gctune.one_shot(main))\n"
+    # A program that imports main and calls it in-process is not the command line...
+    assert _python(probe).stdout == "False\n"
+    # ...a file named as the console script is (here with the probe's body instead of main()).
+    script = tmp_path / "topogate"
+    script.write_text(probe)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert p.stdout == "True\n"
+    # ...and so is python -m topogate.cli (run as runpy runs it for -m), whose check ends in
+    # exit_now, as long as its streams are the process's own.
+    p = _python(
+        "import runpy, sys\n"
+        f"sys.argv = ['cli.py', 'check', {str(LAB)!r}, {str(INCIDENT / 'broken')!r}, '--quiet']\n"
+        "import topogate.gctune as g\n"
+        "real = g.exit_now\n"
+        "g.exit_now = lambda code: (print('one-shot exit', code), real(code))\n"
+        "runpy.run_module('topogate.cli', run_name='__main__', alter_sys=True)\n")
+    assert p.returncode == 1 and p.stdout.endswith("one-shot exit 1\n"), p.stderr
 
 
 def test_cli_process_writes_report_file_and_exit_code(tmp_path: Path) -> None:

@@ -53,9 +53,19 @@ def paused() -> Iterator[None]:
 
 def one_shot(entry: object) -> bool:
     """Whether this process is the command line itself, which ends when its command does:
-    `topogate ...` (the console script imports `main` into `__main__`) or `python -m
-    topogate.cli`. Not a test or a program that calls the command in-process."""
-    return entry is not None and getattr(sys.modules.get("__main__"), "main", None) is entry
+    `python -m topogate.cli`, or the `topogate` console script (a file of that name that
+    imports `main` and calls it). Not a test, nor a program that calls `main` in-process
+    (CliRunner replaces the standard streams; a program of its own has another name)."""
+    m = sys.modules.get("__main__")
+    if entry is None or getattr(m, "main", None) is not entry:
+        return False
+    if sys.stdout is not sys.__stdout__ or sys.stderr is not sys.__stderr__:
+        return False
+    spec = getattr(m, "__spec__", None)
+    if spec is not None:
+        return bool(spec.name == "topogate.cli")
+    name = os.path.basename(str(getattr(m, "__file__", "") or ""))
+    return name.removesuffix(".exe").removesuffix("-script.py") == "topogate"
 
 
 def hold() -> None:
