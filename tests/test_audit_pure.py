@@ -31,7 +31,7 @@ KEY = "topogate.dev/cluster"
 
 
 def inv(*clusters: Cluster) -> Inventory:
-    return Inventory(name="t", path="t.yaml", digest="0", clusters=clusters)
+    return Inventory(name="t", path="t.yaml", clusters=clusters)
 
 
 def aws(name: str, region: str = "us-east-1", key: str | None = KEY, value: str | None = "",

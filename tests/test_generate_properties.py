@@ -148,7 +148,7 @@ def inventories(draw: st.DrawFn) -> Inventory:
                 placement, zone, metrics, egress, groups, f"/repo/bases/{c.name}-{name}", docs))
     # The loader refuses duplicate cluster/namespace/name; so do the random inventories.
     uniq = {(w.cluster, w.namespace, w.name): w for w in workloads}
-    return Inventory("inv", "/repo/inventory.yaml", "0" * 64, tuple(clusters),
+    return Inventory("inv", "/repo/inventory.yaml", tuple(clusters),
                      tuple(sorted(uniq.values(), key=lambda w: (w.cluster, w.namespace, w.name))))
 
 

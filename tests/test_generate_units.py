@@ -33,7 +33,7 @@ def _inv(job: dict, groups: tuple[ReplicaGroup, ...]) -> tuple[Inventory, Worklo
     c = Cluster("c", "aws", "r", zones=(Zone("z1"),), network_zones=(NetworkZone("n", ("z1",)),))
     w = Workload("j", "ns", "c", "TrainJob", "b", "n", "pin", "z1", groups=groups, base_dir="/b",
                  base_docs=(job,))
-    return Inventory("i", "i.yaml", "0", (c,), (w,)), w
+    return Inventory("i", "i.yaml", (c,), (w,)), w
 
 
 def test_trainjob_entry_is_replaced_not_duplicated_and_other_managers_kept() -> None:
@@ -77,7 +77,7 @@ def test_follow_offers_only_zones_where_the_whole_job_fits() -> None:
         network_zones=(NZ("all", ("za", "zb", "zc")),))
     w = W("pt", "ml", "c", "PyTorchJob", "b", "all", "follow",
           groups=(RG("Master", 1, 0), RG("Worker", 3, 1)))
-    inv = Inv("i", "inventory.yaml", "0" * 64, (cluster,), (w,))
+    inv = Inv("i", "inventory.yaml", (cluster,), (w,))
     assert inv.pin_zones(w) == ("za",)  # zb has no GPU node, zc only 2 GPUs for a 3-GPU job
     bigger = W("pt", "ml", "c", "PyTorchJob", "b", "all", "follow", groups=(RG("Worker", 2, 1),))
     assert inv.pin_zones(bigger) == ("za", "zc")
@@ -111,7 +111,7 @@ def test_empty_node_selector_term_stays_empty() -> None:
                         network_zones=(m.NetworkZone("nz", ("za",)),))
     w = m.Workload("pt", "ml", "c", "PyTorchJob", "b", "nz", "pin", groups=(m.ReplicaGroup("Worker", 1, 0),),
                    base_dir="/b", base_docs=(job,))
-    inv = m.Inventory("i", "inventory.yaml", "0" * 64, (cluster,), (w,))
+    inv = m.Inventory("i", "inventory.yaml", (cluster,), (w,))
     ops = placement_ops(inv, w)
     term_ops = [o["path"] for o in ops if "nodeSelectorTerms/" in o["path"]]
     assert term_ops == ["/spec/pytorchReplicaSpecs/Worker/template/spec/affinity/nodeAffinity/"

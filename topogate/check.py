@@ -8,11 +8,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import gc
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,19 +40,25 @@ class CheckOutcome:
 
 
 def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
+    from topogate import writer
     from topogate.generators import render_tree
     from topogate.treediff import file_diffs
 
     files = render_tree(inv, os.path.realpath(out))
-    _refuse_special_files(out, files)
+    # One walk of OUT: its entries' lstat serves the refusal below and the comparison.
+    entries = writer.tree_entries(out)
+    _refuse_special_files(out, files, entries)
     return tuple(
-        Drift(d.status, d.path, str(Path(out) / d.path), d.line, d.diff) for d in file_diffs(out, files)
-    )
+        Drift(d.status, d.path, str(Path(out) / d.path), d.line, d.diff)
+        for d in file_diffs(out, files, entries=entries))
 
 
-def _refuse_special_files(out: str, files: Iterable[str]) -> None:
+def _refuse_special_files(out: str, files: Iterable[str],
+                          entries: Mapping[str, os.DirEntry[str]] | None = None) -> None:
     """The comparison reads OUT's copy of every file generate writes: a FIFO there would block
-    it forever, a symlink to /dev/zero never end it. Refused before anything is read."""
+    it forever, a symlink to /dev/zero never end it. Refused before anything is read.
+    `entries` (writer.tree_entries of OUT) saves an lstat per file; a path not among them (below
+    a symlinked or unlistable directory) is looked up itself."""
     from topogate import limits
     from topogate.saferead import one_line
 
@@ -61,13 +66,15 @@ def _refuse_special_files(out: str, files: Iterable[str]) -> None:
         cap = limits.current().max_file_bytes
     except limits.LimitError as e:
         raise CheckInputError(str(e)) from None
+    known = entries if entries is not None else {}
     for rel in files:
-        p = Path(out) / rel
+        entry = known.get(rel)
         try:
-            st = os.lstat(p)
+            st = entry.stat(follow_symlinks=False) if entry is not None else os.lstat(os.path.join(out, rel))
         except OSError:
             continue  # missing (added) or unreadable: the comparison reports it
         if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+            p = Path(out) / rel
             what = ("a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
                     if not stat.S_ISREG(st.st_mode) else f"larger than {cap // limits.MiB} MB")
             raise CheckInputError(one_line(
@@ -121,19 +128,6 @@ def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
     return tuple(objects)
 
 
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """Parsing keeps every node and object alive; the cyclic collector would rescan that growing
-    heap again and again (measured: 3x the parse time). Collect once at the end instead."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def run_check(
     inventory_path: str,
     paths: Sequence[str] = (),
@@ -148,7 +142,9 @@ def run_check(
     # runs while the inventory is read and the rendered tree compared (each waits on neither).
     # A narrowed run must read the inventory before it knows which roots to build.
     early = Collecting(paths, [inventory_path]) if paths and changed_since is None else None
-    with early if early is not None else contextlib.nullcontext(), gctune.bulk():
+    # No cyclic collection from the first read to the result: the inventory, the rendered tree
+    # and the parsed builds stay alive to the end, and a collection in between would rescan them.
+    with early if early is not None else contextlib.nullcontext(), gctune.paused():
         return _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early)
 
 
@@ -186,7 +182,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
     if isinstance(loaded, CheckOutcome):
         return loaded
     inv, drifted = loaded
-    with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp, _no_gc():
+    with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp:
         targets = list(paths)
         if not targets:
             targets = [_render_to_temp(inv, tmp)]

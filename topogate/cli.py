@@ -36,7 +36,7 @@ def main() -> None:
               help="With --check: also print a unified diff of each file (committed -> generated).")
 def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> None:
     """Generate CiliumNetworkPolicies and Kustomize overlays from INVENTORY into OUT."""
-    from topogate import writer
+    from topogate import gctune, writer
     from topogate.gctune import bulk
     from topogate.generators import render_tree
 
@@ -83,6 +83,8 @@ def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> Non
     from topogate.summary import summarise
 
     click.echo(summarise(inv, files, out))
+    if gctune.one_shot(main):
+        gctune.exit_now(0)  # the written tree's bytes and the model need not be freed one by one
 
 
 # --- check / explain / rules commands (analysis) ---
@@ -129,11 +131,15 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
     kustomize). Without PATHs the inventory's own generated tree is checked.
     """
+    from topogate import gctune
     from topogate.check import CheckInputError, run_check
     from topogate.report import get_reporter, resolve_format
     from topogate.report.output import output_format as _output_format
     from topogate.selection import select_outcome
 
+    one_shot = gctune.one_shot(main)
+    if one_shot:
+        gctune.hold()
     name = resolve_format(fmt, os.environ, sys.stdout.isatty())
     out_format = _output_format(output_format, output or "", name)
     if live or context or kubeconfig or from_file:
@@ -179,6 +185,8 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
         if problem:
             click.echo(one_line(f"topogate: -o {output}: {problem}"), err=True)
             sys.exit(2)
+    if one_shot:
+        gctune.exit_now(outcome.exit_code)
     sys.exit(outcome.exit_code)
 
 

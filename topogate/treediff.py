@@ -8,6 +8,7 @@ from the committed file to the one `generate` writes.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,11 +68,13 @@ def unified(path: str, out: str, old: list[str], new: list[str], limit: int | No
     return "".join(lines)
 
 
-def file_diffs(out: str, files: Mapping[str, bytes], limit: int | None = MAX_DIFF_LINES) -> list[FileDiff]:
-    """Every file of OUT that differs from `files`, sorted by path, with its first line and diff."""
+def file_diffs(out: str, files: Mapping[str, bytes], limit: int | None = MAX_DIFF_LINES,
+               entries: Mapping[str, os.DirEntry[str]] | None = None) -> list[FileDiff]:
+    """Every file of OUT that differs from `files`, sorted by path, with its first line and diff.
+    `entries`: `writer.tree_entries(out)` when the caller has it already."""
     root = Path(out)
     result: list[FileDiff] = []
-    for status, path in writer.diff_tree(out, files):
+    for status, path in writer.diff_tree(out, files, entries):
         old = _lines(_read(root / path)) if status != "added" else []
         new = _lines(files.get(path))
         line = first_difference(old, new) if status == "changed" else 1

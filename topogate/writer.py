@@ -71,23 +71,40 @@ def _walk(out: Path, errors: list[str] | None = None) -> list[str]:
 
     A directory that cannot be listed is reported in `errors` (os.walk would skip it silently,
     which is how an unreadable directory once slipped past the foreign-file check)."""
-    found: list[str] = []
+    return sorted(tree_entries(out, errors))
 
-    def failed(e: OSError) -> None:
-        if errors is not None:
-            errors.append(f"{Path(e.filename or out).relative_to(out).as_posix()}: "
-                          f"{e.strerror or e}")
 
-    for dirpath, dirnames, filenames in os.walk(out, onerror=failed):
-        rel = Path(dirpath).relative_to(out)
-        # A symlinked directory is listed, not followed: it is not ours either way.
-        for d in list(dirnames):
-            if os.path.islink(os.path.join(dirpath, d)):
-                dirnames.remove(d)
-                filenames.append(d)
-        for f in filenames:
-            found.append((rel / f).as_posix())
-    return sorted(found)
+def tree_entries(out: str | os.PathLike[str], errors: list[str] | None = None) -> dict[str, os.DirEntry[str]]:
+    """Every file under `out` (the paths `_walk` lists) with its directory entry, whose
+    `stat(follow_symlinks=False)` is the file's lstat, made once and kept.
+
+    One scandir per directory and no pathlib per file: `check --rendered` lists, lstats and
+    reads every file of a tree of tens of thousands. A symlinked directory is listed, not
+    followed: it is not ours either way. Iterative, so no depth of directories exhausts the
+    stack."""
+    root = Path(out)
+    found: dict[str, os.DirEntry[str]] = {}
+    todo = [(str(root), "")]
+    while todo:
+        path, rel = todo.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except OSError as e:
+            if errors is not None:
+                errors.append(f"{Path(e.filename or root).relative_to(root).as_posix()}: "
+                              f"{e.strerror or e}")
+            continue
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir and not entry.is_symlink():
+                todo.append((entry.path, f"{rel}{entry.name}/"))
+            else:
+                found[f"{rel}{entry.name}"] = entry
+    return found
 
 
 def foreign_files(out: str | os.PathLike[str]) -> list[str]:
@@ -129,25 +146,28 @@ def _check_paths(files: Mapping[str, bytes]) -> None:
             raise WriteError(f"refusing to write {p!r}: not a clean relative path")
 
 
-def diff_tree(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> list[tuple[str, str]]:
+def diff_tree(out: str | os.PathLike[str], files: Mapping[str, bytes],
+              entries: Mapping[str, os.DirEntry[str]] | None = None) -> list[tuple[str, str]]:
     """What `write_tree(out, files)` would change: (status, path), status added/changed/removed,
-    sorted by path."""
+    sorted by path. `entries`: `tree_entries(out)` when the caller has it already."""
     root = Path(out)
-    on_disk = set(_walk(root)) if root.is_dir() else set()
+    on_disk = entries if entries is not None else tree_entries(root) if root.is_dir() else {}
     result: list[tuple[str, str]] = []
-    for p in sorted(on_disk | set(files)):
+    for p in sorted(on_disk.keys() | files.keys()):
         if p not in files:
             result.append(("removed", p))
         elif p not in on_disk:
             result.append(("added", p))
         else:
             same = False
+            entry = on_disk[p]
             try:
-                st = os.lstat(root / p)
+                st = entry.stat(follow_symlinks=False)
                 # Only a regular file of the right size is read: a FIFO would hang the run, a
                 # link to /dev/zero would never end, and a large file cannot be equal anyway.
                 if stat.S_ISREG(st.st_mode) and st.st_size == len(files[p]):
-                    same = (root / p).read_bytes() == files[p]
+                    with open(entry.path, "rb") as fh:
+                        same = fh.read() == files[p]
             except OSError:
                 pass
             if not same:

@@ -9,14 +9,12 @@ Semantic checks run on whatever parts are well-typed so one bad field does not h
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-from topogate import progress
+from topogate import gctune, progress
 from topogate.inventory.checker import Checker
 from topogate.inventory.clusters import read_cluster
 from topogate.inventory.doors import read_doors
@@ -37,28 +35,19 @@ __all__ = ["InventoryError", "Problem", "inventory_schema", "load_inventory"]
 _GIT_URL = re.compile(r"^(https?|ssh)://[^\s/@]+(@[^\s/]+)?(/[^\s]*)?$")
 
 
-def _canonical(data: Any, sets: bool = True) -> Any:
-    """Data in a canonical form: mapping keys sorted and, for the inventory (`sets`), every list
-    sorted too: no list in an inventory has a meaningful order (zones, pools, taints, FQDNs,
-    ports), so reordering one keeps the digest. Base manifests keep their list order
-    (containers, args)."""
-    if isinstance(data, dict):
-        return {k: _canonical(v, sets) for k, v in sorted(data.items())}
-    if isinstance(data, list):
-        items = [_canonical(x, sets) for x in data]
-        if sets:
-            items.sort(key=lambda x: json.dumps(x, sort_keys=True, default=str))
-        return items
-    return data
-
-
 def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inventory:
     """Read, validate and build the inventory; raise InventoryError with every problem found.
 
     `read_bases=False` skips the workloads' base manifests (and what depends on them: replica
     groups, GPU demand): for commands that need only clusters, such as the cost audit running
     where only the inventory file is mounted."""
-    file = str(path)
+    # The model is built in one go and frees almost nothing: a cyclic collection would only
+    # rescan the growing heap, more often the larger the inventory (gctune.paused).
+    with gctune.paused():
+        return _load(str(path), read_bases)
+
+
+def _load(file: str, read_bases: bool) -> Inventory:
     try:
         text = Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -113,10 +102,9 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inv
     if problems:
         raise InventoryError(problems)
 
-    digest = _digest(data, workloads)
     md = as_map(data.get("metadata"))
     return Inventory(
-        str(md.get("name", "")), file, digest,
+        str(md.get("name", "")), file,
         tuple(sorted(clusters, key=lambda c: c.name)),
         tuple(sorted(workloads, key=lambda w: (w.cluster, w.namespace, w.name))),
         tuple(waivers), gitops, str(inv_dir), loc.at(()), doors)
@@ -155,14 +143,3 @@ def _gitops(chk: Checker, data: dict[str, Any]) -> GitOps | None:
             str(g["fluxSecretRef"]) if isinstance(g.get("fluxSecretRef"), str) else None,
             chk.loc.at(("gitops",)))
     return gitops
-
-
-def _digest(data: dict[str, Any], workloads: list[Workload]) -> str:
-    """The inventory's digest: its data and its workloads' bases, in canonical form."""
-    # The bases keep their list order, and json's sort_keys sorts their keys exactly as
-    # _canonical(sets=False) would (items sorted, the same TypeError on mixed key types): only
-    # the inventory, whose lists are sets, needs the canonical copy.
-    canon = {"inventory": _canonical(data),
-             "bases": {f"{w.cluster}/{w.namespace}/{w.name}": list(w.base_docs) for w in workloads}}
-    return hashlib.sha256(
-        json.dumps(canon, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()

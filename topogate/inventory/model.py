@@ -291,7 +291,6 @@ class _WorkloadIndex:
 class Inventory:
     name: str
     path: str  # the inventory file as given (used in headers and findings)
-    digest: str  # sha256 of the canonical data
     clusters: tuple[Cluster, ...] = ()
     workloads: tuple[Workload, ...] = ()
     waivers: tuple[Waiver, ...] = ()
@@ -301,7 +300,13 @@ class Inventory:
     doors: tuple[Door, ...] = ()
 
     def cluster(self, name: str) -> Cluster | None:
-        return next((c for c in self.clusters if c.name == name), None)
+        return self._clusters_by_name.get(name)
+
+    @functools.cached_property
+    def _clusters_by_name(self) -> dict[str, Cluster]:
+        # Asked for every workload by every generator: a scan of the clusters each time. The
+        # first of a name wins, as the scan's did (reversed, so it is written last).
+        return {c.name: c for c in reversed(self.clusters)}
 
     def workloads_of(self, cluster: str) -> tuple[Workload, ...]:
         return self._index.by_cluster.get(cluster, ())

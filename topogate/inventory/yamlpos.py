@@ -25,7 +25,7 @@ from topogate.inventory.model import Position
 # An inventory has hundreds of values, a large one tens of thousands; a billion-laughs
 # document expands to billions. Anything past this is refused before it is expanded.
 MAX_EXPANDED_NODES = 200_000
-# An inventory is a few levels deep; every later step (schema validation, the digest) recurses,
+# An inventory is a few levels deep; every later step (schema validation, the checks) recurses,
 # so depth is refused here, once, with a position, rather than as a crash somewhere later.
 MAX_DEPTH = 64
 TOO_DEEP = "the document is nested too deeply to read; an inventory is a few levels deep"
