@@ -99,25 +99,28 @@ def _scalars(node: Any) -> Iterator[Any]:
 
 def _references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]]:
     """(field, path as written, position) of every file or directory the kustomization names."""
+    # The root's fields looked up once, not one scan of it per field asked about below; the
+    # first of a repeated key wins, as in _get (the guard refused repeats anyway).
+    fields = {k.value: v for k, v in reversed(root_node.value) if isinstance(k, yaml.ScalarNode)}
     for key in _HELM:
-        if _get(root_node, key) is not None:
-            raise InputError(_pos(kfile, _get(root_node, key)), (
+        if fields.get(key) is not None:
+            raise InputError(_pos(kfile, fields[key]), (
                 f"`{key}` needs helm and the network, which topogate does not run: render the "
                 "chart into the repository and list the files under `resources`"))
     for key in _PATH_LISTS:
-        for n in _scalars(_get(root_node, key)):
+        for n in _scalars(fields.get(key)):
             if "\n" not in n.value and not n.value.lstrip().startswith("{"):  # else inline YAML
                 yield key, n.value, _pos(kfile, n)
     for key in _PATH_ITEMS:
-        items = _get(root_node, key)
+        items = fields.get(key)
         for item in items.value if isinstance(items, yaml.SequenceNode) else ():
             for n in _scalars(_get(item, "path")):
                 yield key, n.value, _pos(kfile, n)
-    openapi = _get(root_node, "openapi")
+    openapi = fields.get("openapi")
     for n in _scalars(_get(openapi, "path")):
         yield "openapi", n.value, _pos(kfile, n)
     for key in _GENERATORS:
-        gens = _get(root_node, key)
+        gens = fields.get(key)
         for gen in gens.value if isinstance(gens, yaml.SequenceNode) else ():
             for n in _scalars(_get(gen, "files")):
                 yield f"{key} files", n.value.split("=", 1)[-1], _pos(kfile, n)
