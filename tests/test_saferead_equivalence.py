@@ -144,11 +144,34 @@ def test_mutated_manifests_read_the_same(text: str) -> None:
     assert _difference(text) is None
 
 
-def test_resolver_memo_is_bounded_and_exact() -> None:
-    saferead.Loader._tags.clear()
+def test_resolver_memo_is_bounded_and_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = [f"k{i}: {v}\n" for i, v in enumerate(["1", "1.5", "yes", "null", "x"] * 30_000)]
     for t in texts[:200]:
         assert _fast(t) == _slow(t)
-    big = "".join(f"k{i}: v{i}\n" for i in range(120_000))
+    monkeypatch.setattr(saferead, "_TAG_CACHE_TEXT", 1 << 20)
+    big = "".join(f"k{i}: v{i}\n" for i in range(120_000))  # 1.6 MB of distinct values
     list(documents(big, "big.yaml"))
-    assert len(saferead.Loader._tags) <= 100_001
+    list(documents("a: b\n", "small.yaml"))  # past the size: the memo is emptied first
+    assert saferead._tag.cache_info().currsize <= 3  # the mapping, `a` and `b`
+
+
+# Values spanning every first character the implicit resolvers key on, and none.
+_VALUES = ["", "~", "null", "Null", "NULL", "nul", "y", "Y", "yes", "no", "n", "on", "Off", "true",
+           "True", "tRue", "false", "1", "-1", "+1", "0x1F", "0o17", "0b11", "1_000", "1:30",
+           "1.5", "-.inf", ".NaN", ".nan", ".", "2020-01-01", "2001-12-14t21:59:43.10-05:00",
+           "<<", "<", "=", "==", "!", "&", "*", "x", "job-1", "k8s:app", "0.0.0.0/0", "-", "+",
+           "é", "1e3", "1.0e+3", "6.8523015e+5", "685.230_15e+03", "190:20:30.15", "0755"]
+
+
+@pytest.mark.parametrize("value", _VALUES)
+def test_memoised_resolver_answers_as_pyyaml(value: str) -> None:
+    # The C-level memo in front of the resolver must give PyYAML's own resolver's tag for
+    # every kind and implicit flag the composer passes, asked twice (miss, then hit).
+    plain = yaml.resolver.Resolver()
+    for _ in range(2):
+        for implicit in ((True, False), (False, True), (False, False), (True, True)):
+            want = plain.resolve(yaml.ScalarNode, value, implicit)
+            assert saferead.Loader.resolve(yaml.ScalarNode, value, implicit) == want
+        for kind in (yaml.SequenceNode, yaml.MappingNode):
+            for flag in (True, False):
+                assert saferead.Loader.resolve(kind, None, flag) == plain.resolve(kind, None, flag)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ import yaml
 
 from topogate import subproc
 from topogate.inventory.model import Position
-from topogate.repopaths import Roots, display, kustomization_file
+from topogate.repopaths import KUSTOMIZATION_FILES, Roots, display, kustomization_file
 from topogate.saferead import InputError, documents, read_bytes, read_text
 
 # Fields holding paths (files, or directories with a kustomization) that kustomize reads.
@@ -98,25 +99,28 @@ def _scalars(node: Any) -> Iterator[Any]:
 
 def _references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]]:
     """(field, path as written, position) of every file or directory the kustomization names."""
+    # The root's fields looked up once, not one scan of it per field asked about below; the
+    # first of a repeated key wins, as in _get (the guard refused repeats anyway).
+    fields = {k.value: v for k, v in reversed(root_node.value) if isinstance(k, yaml.ScalarNode)}
     for key in _HELM:
-        if _get(root_node, key) is not None:
-            raise InputError(_pos(kfile, _get(root_node, key)), (
+        if fields.get(key) is not None:
+            raise InputError(_pos(kfile, fields[key]), (
                 f"`{key}` needs helm and the network, which topogate does not run: render the "
                 "chart into the repository and list the files under `resources`"))
     for key in _PATH_LISTS:
-        for n in _scalars(_get(root_node, key)):
+        for n in _scalars(fields.get(key)):
             if "\n" not in n.value and not n.value.lstrip().startswith("{"):  # else inline YAML
                 yield key, n.value, _pos(kfile, n)
     for key in _PATH_ITEMS:
-        items = _get(root_node, key)
+        items = fields.get(key)
         for item in items.value if isinstance(items, yaml.SequenceNode) else ():
             for n in _scalars(_get(item, "path")):
                 yield key, n.value, _pos(kfile, n)
-    openapi = _get(root_node, "openapi")
+    openapi = fields.get("openapi")
     for n in _scalars(_get(openapi, "path")):
         yield "openapi", n.value, _pos(kfile, n)
     for key in _GENERATORS:
-        gens = _get(root_node, key)
+        gens = fields.get(key)
         for gen in gens.value if isinstance(gens, yaml.SequenceNode) else ():
             for n in _scalars(_get(gen, "files")):
                 yield f"{key} files", n.value.split("=", 1)[-1], _pos(kfile, n)
@@ -129,52 +133,72 @@ def _yaml_field(field: str) -> bool:
     return not field.startswith(_GENERATORS)
 
 
-def check_tree(d: Path, roots: Roots, checked: dict[Path, bool] | None = None) -> Tree:
+def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) -> Tree:
     """Every file the build of d will read, checked (see the module doc); InputError on the
     first that fails. `checked` (real path -> True) spares re-reading files shared by trees."""
     checked = {} if checked is None else checked
-    order: list[Path] = []
-    done: set[Path] = set()
-    stack = [d]
+    order: list[str] = []
+    done: set[str] = set()
+    stack = [str(d)]
     while stack:  # iterative: a chain of a thousand bases must not exhaust the stack
         cur = stack.pop()
-        real_dir = Path(roots.realpath(cur))
+        real_dir = roots.real_dir(cur)  # remembered: its kustomization file resolves from it
         if real_dir in done:
             continue
         done.add(real_dir)
         order.append(real_dir)
-        kfile = kustomization_file(cur)
-        if kfile is None:
-            raise InputError(Position(display(cur), 1, 1), (
-                "a directory named as a base or resource has no kustomization.yaml"))
-        kshown = display(kfile)
-        roots.check(kfile, Position(kshown, 1, 1), kshown)
-        text = read_text(kfile, kshown)
-        nodes = [node for _, node, _ in documents(text, kshown, construct=False)]
-        if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
-            raise InputError(Position(kshown, 1, 1), "a kustomization must be one YAML mapping")
-        subdirs: list[Path] = []
-        for field, ref, where in _references(kshown, nodes[0]):
-            if _REMOTE.search(ref):
-                raise InputError(where, (
-                    f"{field} entry '{ref}' is remote: the build would depend on the network and "
-                    "on what it serves today; vendor it into the repository"))
-            target = cur / ref
-            if not os.path.lexists(target):
-                raise InputError(where, f"{field} entry '{ref}' does not exist")
-            real = roots.check(target, where, f"{field} entry '{ref}'")
-            if real.is_dir():
-                subdirs.append(target)
-            elif real not in checked:
-                shown = os.path.normpath(os.path.join(os.path.dirname(kshown), ref))
-                if _yaml_field(field):
-                    for _ in documents(read_text(target, shown), shown, construct=False):
-                        pass
-                else:
-                    read_bytes(target, shown)
-                checked[real] = True
-        stack.extend(reversed(subdirs))
-    return Tree(Path(os.path.realpath(d)), tuple(order[1:]))
+        stack.extend(reversed(_check_dir(cur, roots, checked)))
+    return Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]))
+
+
+def _check_dir(cur: str, roots: Roots, checked: dict[str, bool]) -> list[str]:
+    """Check one kustomization directory (a Path's text) and the files it names; the
+    directories it names, as Path texts, to check next.
+
+    Paths are kept as text here: a tree of thousands of overlays would otherwise build and
+    hash several Path objects for every file it names."""
+    kfile = next((f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f)), None)
+    if kfile is None:
+        raise InputError(Position(display(Path(cur)), 1, 1), (
+            "a directory named as a base or resource has no kustomization.yaml"))
+    kshown = display(Path(kfile))
+    roots.check_text(kfile, Position(kshown, 1, 1), kshown)
+    text = read_text(kfile, kshown)
+    nodes = [node for _, node, _ in documents(text, kshown, construct=False)]
+    if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
+        raise InputError(Position(kshown, 1, 1), "a kustomization must be one YAML mapping")
+    subdirs: list[str] = []
+    for field, ref, where in _references(kshown, nodes[0]):
+        if _REMOTE.search(ref):
+            raise InputError(where, (
+                f"{field} entry '{ref}' is remote: the build would depend on the network and "
+                "on what it serves today; vendor it into the repository"))
+        target = _join(cur, ref)
+        if not os.path.lexists(target):
+            raise InputError(where, f"{field} entry '{ref}' does not exist")
+        real, mode = roots.check_text(target, where, f"{field} entry '{ref}'")
+        # the mode is of the real path's lstat, and it is no symlink: as a stat of it would say
+        if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(real):
+            subdirs.append(target)
+        elif real not in checked:
+            shown = os.path.normpath(os.path.join(os.path.dirname(kshown), ref))
+            if _yaml_field(field):
+                for _ in documents(read_text(target, shown), shown, construct=False):
+                    pass
+            else:
+                read_bytes(target, shown)
+            checked[real] = True
+    return subdirs
+
+
+def _join(cur: str, ref: str) -> str:
+    """str(Path(cur) / ref), for a `cur` that is such a text: in the common case (a relative
+    `ref` with no empty or `.` part) without building Paths. The same text matters, not just
+    the same file: `file.yaml/` names no file, but Path drops the slash."""
+    if (ref and ref[0] != "/" and ref[-1] != "/" and cur != "." and cur[-1:] != "/" and "//" not in ref
+            and ref != "." and not ref.startswith("./") and "/./" not in ref and not ref.endswith("/.")):
+        return f"{cur}/{ref}"
+    return str(Path(cur) / ref)
 
 
 def build(d: Path) -> str:

@@ -401,7 +401,7 @@ class Collecting:
             kept = keep([u for _, us in self.per_path for u in us], self.roots)
             self.per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in self.per_path
                              if not us or any(u.path in kept for u in us)]
-        checked: dict[Path, bool] = {}
+        checked: dict[str, bool] = {}
         for _, us in self.per_path:  # every tree checked before any output is read, each before its build
             for u in us:
                 if u.kustomization and u.path not in self.trees:

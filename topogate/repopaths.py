@@ -78,31 +78,50 @@ class Roots:
         """os.path.realpath(path), resolving each directory once per collect (a tree of
         thousands of kustomizations names the same parents thousands of times, each component
         a stat). realpath(dir/name) is realpath(realpath(dir)/name): the components resolve in
-        order, so only the last one is new."""
-        text = os.fspath(path)
+        order, so only the last one is new; and realpath(dir/..) is the parent of
+        realpath(dir) (`..` applies to what came before it, resolved: `base: ../../bases/x`
+        costs no stat of each parent again)."""
+        return self.real_mode(os.fspath(path))[0]
+
+    def real_mode(self, text: str) -> tuple[str, int | None]:
+        """(realpath(text), the st_mode of its last component when that was looked at here and
+        is no symlink, else None): spares the caller a second stat to tell a directory."""
         head, name = os.path.split(text)
-        if not head or head == text or not name or name in (".", ".."):
-            return os.path.realpath(text)
-        cache = self._real_dirs
-        real_head = cache.get(head)
-        if real_head is None:
-            real_head = cache[head] = self.realpath(head)
+        if not head or head == text or not name:
+            return os.path.realpath(text), None
+        real_head = self.real_dir(head)
+        if name == ".":
+            return real_head, None
+        if name == "..":
+            return os.path.dirname(real_head), None
         joined = os.path.join(real_head, name)
         try:
-            link = stat.S_ISLNK(os.lstat(joined).st_mode)
+            mode = os.lstat(joined).st_mode
         except OSError:
-            link = False  # as realpath: a missing component is kept as written
-        return os.path.realpath(joined) if link else joined
+            return joined, None  # as realpath: a missing component is kept as written
+        return (os.path.realpath(joined), None) if stat.S_ISLNK(mode) else (joined, mode)
+
+    def real_dir(self, text: str) -> str:
+        """realpath(text) of a directory, remembered: the paths below it resolve from it."""
+        cache = self._real_dirs
+        real = cache.get(text)
+        if real is None:
+            real = cache[text] = self.real_mode(text)[0]
+        return real
 
     def check(self, path: Path, where: Position, what: str) -> Path:
         """The real path of `path`, or InputError if it lies outside every root."""
-        real = Path(self.realpath(path))
+        return Path(self.check_text(os.fspath(path), where, what)[0])
+
+    def check_text(self, text: str, where: Position, what: str) -> tuple[str, int | None]:
+        """check() without Paths: (real path, st_mode or None as real_mode gives it)."""
+        real, mode = self.real_mode(text)
         if not self.holds(real):
             shown = ", ".join(str(d) for d in self.dirs)
             raise InputError(where, (
                 f"{what} resolves to {real}, outside the repository ({shown}); topogate reads "
                 "nothing outside it: vendor the file into the repository"))
-        return real
+        return real, mode
 
 
 def kustomization_file(d: Path) -> Path | None:

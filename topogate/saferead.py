@@ -14,6 +14,7 @@ Problems are InputError: a position (file:line:column) and what to do.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -34,26 +35,32 @@ class _BadValue(yaml.constructor.ConstructorError):
     ValueError, which would escape as a traceback; this carries the scalar's place."""
 
 
+# What a safe loader's resolver answers depends only on (kind, value, implicit): it has no path
+# resolvers (asserted below) and its implicit resolvers are class-wide. One plain resolver
+# answers for every Loader.
+_RESOLVER = yaml.resolver.Resolver()
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _tag(kind: Any, value: Any, implicit: Any) -> str:
+    return str(_RESOLVER.resolve(kind, value, implicit))
+
+
+# lru_cache keeps every value it was asked about, short or long: emptied once the texts read
+# since it was last emptied pass this size, so what it holds stays bounded by input just read.
+_TAG_CACHE_TEXT = 64 << 20
+_tag_cache_text = [0]
+
+
 class Loader(_Base):  # type: ignore[misc, valid-type]
     """libyaml's safe loader, with the same results for less Python work per node.
 
-    The composer asks the (pure-Python) resolver for the tag of every scalar: the answer depends
-    only on (kind, value, implicit) since a safe loader has no path resolvers, so it is
-    memoised per short value (keys and labels repeat thousands of times in a large tree).
+    The composer asks the (pure-Python) resolver for the tag of every scalar and collection:
+    here that question goes to a C-level memo (functools.lru_cache) of the same resolver's
+    answer, so a repeated key or label costs no Python frame at all.
     The path-resolver hooks it calls around every node are no-ops without path resolvers."""
 
-    _tags: dict[tuple[Any, Any, Any], str] = {}
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        try:
-            return self._tags[kind, value, implicit]
-        except KeyError:
-            tag = str(super().resolve(kind, value, implicit))
-            if value is None or len(value) <= 64:  # keys, labels, small values repeat
-                if len(self._tags) > 100_000:  # bounded: a hostile file of distinct keys
-                    self._tags.clear()
-                self._tags[kind, value, implicit] = tag
-            return tag
+    resolve = staticmethod(_tag)
 
     # Path resolvers are the only use of these two hooks and a safe loader has none (checked
     # below): builtins taking the same arguments and doing nothing spare two Python calls a node.
@@ -68,6 +75,8 @@ class Loader(_Base):  # type: ignore[misc, valid-type]
 
 
 assert not _Base.yaml_path_resolvers  # else the two no-op hooks above would be wrong
+# else _RESOLVER would not answer as the loader's own resolver does
+assert _Base.yaml_implicit_resolvers is yaml.resolver.Resolver.yaml_implicit_resolvers
 
 
 def _bad_value(node: Any, err: Exception) -> str:
@@ -366,6 +375,10 @@ def documents(text: str, display: str, construct: bool = True,
               guard: bool = True) -> Iterator[tuple[int, Any, Any]]:
     """(index, composed node, constructed value or None) for every non-empty document, each
     checked before it is constructed. Syntax problems are InputError with the parser's position."""
+    _tag_cache_text[0] += len(text)
+    if _tag_cache_text[0] > _TAG_CACHE_TEXT:
+        _tag.cache_clear()
+        _tag_cache_text[0] = len(text)
     loader = Loader(text)
     plain = "*" not in text  # no alias anywhere: no node is shared, cheaper paths are exact
     doc = -1

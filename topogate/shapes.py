@@ -109,8 +109,45 @@ def _leaf_ok(leaf: str, v: Any) -> bool:
     return False
 
 
+def _fine(value: Any, shape: Shape) -> bool:
+    """Whether value has shape: _problem's walk over the same fields, without the order and
+    the paths that only the first problem needs (every object collected is checked; almost
+    all are fine)."""
+    stack: list[tuple[Any, Shape]] = [(value, shape)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v, s = pop()
+        if v is None:
+            continue
+        if type(s) is dict:
+            if not isinstance(v, dict):
+                return False
+            star = s.get("*")
+            for k, x in v.items():
+                sub = s.get(k if type(k) is str else str(k), star)
+                if sub is not None:
+                    push((x, sub))
+        elif type(s) is list:
+            if not isinstance(v, list):
+                return False
+            sub = s[0]
+            stack.extend((item, sub) for item in v)
+        elif not _leaf_ok(s, v):
+            return False
+    return True
+
+
 def _problem(value: Any, shape: Shape, path: Path_) -> tuple[Path_, str] | None:
     """The first place where value does not have shape: (path, what was expected there)."""
+    try:
+        if _fine(value, shape):
+            return None
+    except ValueError:
+        pass  # (an integer text too long for int()): the ordered walk decides, as it did
+    return _first_problem(value, shape, path)
+
+
+def _first_problem(value: Any, shape: Shape, path: Path_) -> tuple[Path_, str] | None:
     stack: list[tuple[Any, Shape, Path_]] = [(value, shape, path)]
     while stack:
         v, s, p = stack.pop()
