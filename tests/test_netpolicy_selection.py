@@ -166,3 +166,20 @@ def test_selects_calls_per_pod_class_do_not_grow_with_the_policies(monkeypatch: 
     # 16x the policies per namespace, the same work per pod class (the scan asked 3 + 25 units
     # per class at 50 jobs, 3 + 400 at 800).
     assert large == small <= 3
+
+
+def test_a_pod_class_keeps_its_hash_but_a_copy_computes_its_own() -> None:
+    """PodClass caches its hash (every evaluator cache is keyed by pod classes); equal classes
+    still hash alike, and a copy (another process would seed string hashes differently) does
+    not carry the cached value over."""
+    import copy
+    import dataclasses
+    import pickle
+
+    p = PodClass("a", (("app", "x"),), (("team", "t"),), (("http", 80, "TCP"),), "sa")
+    same = PodClass("a", (("app", "x"),), (("team", "t"),), (("http", 80, "TCP"),), "sa")
+    assert hash(p) == hash(same) and {p: 1}[same] == 1
+    for twin in (copy.copy(p), pickle.loads(pickle.dumps(p))):
+        assert "_hash" not in twin.__dict__ and twin == p and hash(twin) == hash(p)
+    other = dataclasses.replace(p, labels=(("app", "y"),))
+    assert other != p and {p: 1}.get(other) is None

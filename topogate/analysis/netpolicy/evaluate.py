@@ -349,12 +349,10 @@ class PolicySet:
         rules: list[_Rule] = []
         if isinstance(src, PodClass):
             for u in self._units_for(src):
-                rules += [r for r in u.deny_rules[_EGRESS] + u.rules[_EGRESS]
-                          if any(m.matches(dst, ctx) for m in r.peers)]
+                rules += [r for r in u.deny_rules[_EGRESS] + u.rules[_EGRESS] if r.names(dst, ctx)]
         if isinstance(dst, PodClass):
             for u in self._units_for(dst):
-                rules += [r for r in u.deny_rules[_INGRESS] + u.rules[_INGRESS]
-                          if any(m.matches(src, ctx) for m in r.peers)]
+                rules += [r for r in u.deny_rules[_INGRESS] + u.rules[_INGRESS] if r.names(src, ctx)]
         out: list[PortRange] = []
         for proto in (p.upper() for p in protocols):
             cuts = {1, _MAX_PORT + 1}
@@ -379,8 +377,11 @@ class PolicySet:
         if not enforced_by:
             return False
         ctx = self._ctx
-        return not any(any(m.matches(peer, ctx) for m in r.peers)
-                       for u in self._units_for(pod) for r in u.rules[direction])
+        for u in self._units_for(pod):
+            for r in u.rules[direction]:
+                if r.names(peer, ctx):
+                    return False
+        return True
 
     def open_ranges(self, src: Peer, dst: Peer,
                     protocols: Sequence[str] = L4_PROTOCOLS) -> list[PortRange]:
