@@ -5,7 +5,7 @@ and a zone-key topologySpreadConstraint that splits, strands or may one day spli
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +41,10 @@ class SpreadSplit:
     effect: str = "splits"  # today: "splits" the group, "strands" pods Pending, or "latent"
 
 
-def policy_keys(policies: Iterable[K8sObject]) -> dict[str, set[str]]:
-    """Label key -> refs of the policies whose selectors name it."""
+def policy_keys(policies: Iterable[K8sObject]) -> dict[str, tuple[str, ...]]:
+    """Label key -> refs of the policies whose selectors name it, sorted: sorted once here, as
+    every group of every job asks for its keys (a fleet's policies name the same few keys, so
+    sorting per group would be quadratic in jobs)."""
     out: dict[str, set[str]] = {}
     for o in policies:
         keys: set[str] = set()
@@ -50,7 +52,7 @@ def policy_keys(policies: Iterable[K8sObject]) -> dict[str, set[str]]:
         _selector_keys(o.obj.get("specs") or [], keys)
         for k in keys:
             out.setdefault(k, set()).add(o.ref)
-    return out
+    return {k: tuple(sorted(refs)) for k, refs in out.items()}
 
 
 def _selector_keys(obj: Any, out: set[str]) -> None:
@@ -75,13 +77,14 @@ def _strip(key: str) -> str:
     return key
 
 
-def label_lies(cluster: Cluster, keys: dict[str, set[str]], jm: JobMap) -> list[LabelLie]:
+def label_lies(cluster: Cluster, keys: Mapping[str, tuple[str, ...]], jm: JobMap) -> list[LabelLie]:
+    """`keys`: from `policy_keys`."""
     out: list[LabelLie] = []
     zone_keys = {cluster.zone_label, *WELL_KNOWN_ZONE_KEYS}
     zone_names = {z.name for z in cluster.zones}
     for g in jm.groups:
         for key, value in g.labels:
-            used_by = tuple(sorted(keys.get(key, ())))
+            used_by = keys.get(key, ())
             if not used_by or not g.zones:
                 continue
             if key == NETWORK_ZONE_LABEL:

@@ -45,6 +45,7 @@ from topogate.analysis.netpolicy.rules import (
     _sort_key,
     _Unit,
 )
+from topogate.analysis.netpolicy.scope import _Scope
 
 # ---------------------------------------------------------------------------------------------
 # The policy set
@@ -85,6 +86,7 @@ class PolicySet:
         self._label_cache: dict[PodClass, dict[str, str]] = {}
         self._nslabel_cache: dict[PodClass, dict[str, str]] = {}
         self._units_cache: dict[PodClass, tuple[_Unit, ...]] = {}
+        self._scopes: dict[str, _Scope] = {}
         self._side_cache: dict[_SideKey, SideVerdict] = {}
         self._rules_cache: dict[tuple[PodClass, Peer, Peer, str], tuple[_FirstMatch, _FirstMatch, _FirstMatch]] = {}
         self._selection_cache: dict[tuple[PodClass, str], tuple[tuple[PolicyRef, ...], tuple[PolicyRef, ...]]] = {}
@@ -185,9 +187,12 @@ class PolicySet:
     def _units_for(self, pod: PodClass) -> tuple[_Unit, ...]:
         got = self._units_cache.get(pod)
         if got is None:
-            # Only the clusterwide policies and those of the pod's own namespace can select it.
-            cands = self._clusterwide + self._by_ns.get(pod.namespace, [])
-            got = tuple(sorted((u for u in cands if u.selects(pod, self._ctx)), key=lambda u: _sort_key(u.policy)))
+            scope = self._scopes.get(pod.namespace)
+            if scope is None:
+                # Only the clusterwide policies and those of the pod's own namespace can select it.
+                scope = _Scope(self._clusterwide + self._by_ns.get(pod.namespace, []))
+                self._scopes[pod.namespace] = scope
+            got = scope.selecting(pod, self._ctx)
             self._units_cache[pod] = got
         return got
 
@@ -344,12 +349,10 @@ class PolicySet:
         rules: list[_Rule] = []
         if isinstance(src, PodClass):
             for u in self._units_for(src):
-                rules += [r for r in u.deny_rules[_EGRESS] + u.rules[_EGRESS]
-                          if any(m.matches(dst, ctx) for m in r.peers)]
+                rules += [r for r in u.deny_rules[_EGRESS] + u.rules[_EGRESS] if r.names(dst, ctx)]
         if isinstance(dst, PodClass):
             for u in self._units_for(dst):
-                rules += [r for r in u.deny_rules[_INGRESS] + u.rules[_INGRESS]
-                          if any(m.matches(src, ctx) for m in r.peers)]
+                rules += [r for r in u.deny_rules[_INGRESS] + u.rules[_INGRESS] if r.names(src, ctx)]
         out: list[PortRange] = []
         for proto in (p.upper() for p in protocols):
             cuts = {1, _MAX_PORT + 1}
@@ -374,8 +377,11 @@ class PolicySet:
         if not enforced_by:
             return False
         ctx = self._ctx
-        return not any(any(m.matches(peer, ctx) for m in r.peers)
-                       for u in self._units_for(pod) for r in u.rules[direction])
+        for u in self._units_for(pod):
+            for r in u.rules[direction]:
+                if r.names(peer, ctx):
+                    return False
+        return True
 
     def open_ranges(self, src: Peer, dst: Peer,
                     protocols: Sequence[str] = L4_PROTOCOLS) -> list[PortRange]:

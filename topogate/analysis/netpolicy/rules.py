@@ -58,7 +58,10 @@ class _Rule:
 
     def names(self, peer: Peer, ctx: _Ctx) -> bool:
         """Does the rule's L3 part select the peer?"""
-        return any(m.matches(peer, ctx) for m in self.peers)
+        for m in self.peers:  # a loop, not any(<generator>): asked per rule, pair and job
+            if m.matches(peer, ctx):
+                return True
+        return False
 
 
 def _meets_requirements(rule: _Rule, peer: Peer, ctx: _Ctx, requires: Sequence[_Matcher]) -> bool:

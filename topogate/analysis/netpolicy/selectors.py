@@ -53,7 +53,11 @@ class _Selector:
     text: str  # for messages
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(r.matches(labels) for r in self.reqs)
+        # A loop, not all(<generator>): asked for every pod class and peer of every job.
+        for r in self.reqs:
+            if not r.matches(labels):
+                return False
+        return True
 
     def names_namespace(self) -> bool:
         return any(r.pod_source and r.key == _NS_LABEL for r in self.reqs)
