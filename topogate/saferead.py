@@ -52,13 +52,14 @@ _TAG_CACHE_TEXT = 64 << 20
 _tag_cache_text = [0]
 
 
-class Loader(_Base):  # type: ignore[misc, valid-type]
+class TagMemoLoader(_Base):  # type: ignore[misc, valid-type]
     """libyaml's safe loader, with the same results for less Python work per node.
 
     The composer asks the (pure-Python) resolver for the tag of every scalar and collection:
     here that question goes to a C-level memo (functools.lru_cache) of the same resolver's
     answer, so a repeated key or label costs no Python frame at all.
-    The path-resolver hooks it calls around every node are no-ops without path resolvers."""
+    The path-resolver hooks it calls around every node are no-ops without path resolvers.
+    Make one with `memo_loader`, which keeps the memo bounded."""
 
     resolve = staticmethod(_tag)
 
@@ -66,6 +67,20 @@ class Loader(_Base):  # type: ignore[misc, valid-type]
     # below): builtins taking the same arguments and doing nothing spare two Python calls a node.
     descend_resolver = staticmethod({}.get)  # type: ignore[var-annotated]
     ascend_resolver = staticmethod(tuple)
+
+
+def memo_loader(text: str, cls: type[TagMemoLoader] = TagMemoLoader) -> Any:
+    """A loader of `cls` for `text`, counting the text toward the memo's bound."""
+    _tag_cache_text[0] += len(text)
+    if _tag_cache_text[0] > _TAG_CACHE_TEXT:
+        _tag.cache_clear()
+        _tag_cache_text[0] = len(text)
+    return cls(text)
+
+
+class Loader(TagMemoLoader):
+    """The memoised loader whose constructor reports a value its type cannot hold (`0x_`) as a
+    marked error, for manifests."""
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         try:
@@ -375,11 +390,7 @@ def documents(text: str, display: str, construct: bool = True,
               guard: bool = True) -> Iterator[tuple[int, Any, Any]]:
     """(index, composed node, constructed value or None) for every non-empty document, each
     checked before it is constructed. Syntax problems are InputError with the parser's position."""
-    _tag_cache_text[0] += len(text)
-    if _tag_cache_text[0] > _TAG_CACHE_TEXT:
-        _tag.cache_clear()
-        _tag_cache_text[0] = len(text)
-    loader = Loader(text)
+    loader = memo_loader(text, Loader)
     plain = "*" not in text  # no alias anywhere: no node is shared, cheaper paths are exact
     doc = -1
     try:

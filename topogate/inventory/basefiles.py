@@ -18,8 +18,8 @@ import yaml
 from topogate.inventory.model import Position
 from topogate.inventory.printable import message, unprintable
 from topogate.inventory.yamlpos import MAX_EXPANDED_NODES
+from topogate.saferead import memo_loader
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A pod template inside a JobSet inside a runtime is about 20 levels deep.
 MAX_BASE_DEPTH = 100
 
@@ -192,7 +192,7 @@ def parse_base_text(text: str, f: Path, one_pass: bool = True,
     """Documents of a base manifest, or no documents and the one problem that stopped reading.
 
     `one_pass=False` takes the reference path for every document (tests compare the two)."""
-    loader = _Loader(text)
+    loader = memo_loader(text)
     out: list[Any] = []
     # No alias can be written without `*`, and no escaped control character without `\`:
     # without either, one pass builds the document; with them, the walk checks them first.
