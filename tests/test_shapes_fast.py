@@ -39,3 +39,20 @@ _VALUES = st.recursive(_LEAVES, lambda inner: st.one_of(
 def test_fast_pass_agrees_with_the_ordered_walk(kind: str, spec: Any, metadata: Any) -> None:
     for value, shape in ((spec, shapes.SPECS[kind]), (metadata, shapes._METADATA)):
         assert shapes._fine(value, shape) == (shapes._first_problem(value, shape, ()) is None)
+
+
+def _job(replicas: Any) -> dict[str, Any]:
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "j"},
+            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": replicas}}}}
+
+
+def test_integer_texts_too_long_for_int_are_a_problem_not_a_traceback() -> None:
+    # int() refuses texts past 4,300 digits, leading zeros included: the shape check must
+    # answer for them (a field error, exit 2) instead of letting the ValueError escape.
+    where = ("spec", "pytorchReplicaSpecs", "Master", "replicas")
+    for text in ("1" * 5000, "0" * 5000 + "8", "-" + "9" * 4500):
+        found = shapes.first_problem(_job(text))
+        assert found is not None and found[0] == where, text[:20]
+    # Short texts keep their answers: leading zeros are a small number, a big one is too big.
+    assert shapes.first_problem(_job("0" * 30 + "8")) is None
+    assert shapes.first_problem(_job("2147483648")) is not None
