@@ -335,7 +335,7 @@ def test_escaped_names_the_first_reason() -> None:
 
 
 def test_files_read_follows_every_field_kustomize_reads(tmp_path: Path) -> None:
-    from topogate.narrow import _Real, _Unknown, files_read
+    from topogate.narrow import _Unknown, files_read
     from topogate.repopaths import Roots
 
     r = tmp_path / "r"
@@ -355,16 +355,45 @@ def test_files_read_follows_every_field_kustomize_reads(tmp_path: Path) -> None:
     for rel, text in files.items():
         (r / rel).parent.mkdir(parents=True, exist_ok=True)
         (r / rel).write_text(text)
-    got = files_read(r / "root", Roots((r,)), _Real())
+    got = files_read(r / "root", Roots((r,)))
     assert sorted(os.path.relpath(f, r) for f in got) == sorted(set(files) - {"root/unread.yaml"})
 
     (r / "root/kustomization.yaml").write_text("resources: [../../outside.yaml]\n")
     (tmp_path / "outside.yaml").write_text("kind: Job\n")
     with pytest.raises(_Unknown):  # what check would refuse to read is not followed either
-        files_read(r / "root", Roots((r,)), _Real())
+        files_read(r / "root", Roots((r,)))
     (r / "root/kustomization.yaml").write_text("helmCharts: [{name: x}]\n")
     with pytest.raises(_Unknown, match="helm"):
-        files_read(r / "root", Roots((r,)), _Real())
+        files_read(r / "root", Roots((r,)))
+
+
+
+def test_files_read_resolves_dot_dot_from_a_symlinked_base_as_kustomize_does(tmp_path: Path) -> None:
+    # kustomize reads a base from its real directory: `../x` inside a symlinked base is next to
+    # the link's target, not next to the link. Read lexically, the root would seem not to read
+    # the file that changed, and the narrowed check would skip the root that builds it.
+    from topogate.narrow import files_read
+    from topogate.repopaths import Roots
+
+    r = tmp_path / "r"
+    (r / ".git").mkdir(parents=True)
+    files = {
+        "vendor/team/base/kustomization.yaml": "resources: [../common]\n",
+        "vendor/team/common/kustomization.yaml": "resources: [cm.yaml]\n",
+        "vendor/team/common/cm.yaml": "kind: ConfigMap\n",
+        "root/kustomization.yaml": "resources: [../linked]\n",
+        # where `linked/../common` points when read as text: kustomize builds the other one
+        "common/kustomization.yaml": "resources: [cm.yaml]\n",
+        "common/cm.yaml": "kind: ConfigMap\n",
+    }
+    for rel, text in files.items():
+        (r / rel).parent.mkdir(parents=True, exist_ok=True)
+        (r / rel).write_text(text)
+    (r / "linked").symlink_to(r / "vendor" / "team" / "base", target_is_directory=True)
+    got = files_read(r / "root", Roots((r,)))
+    assert sorted(os.path.relpath(f, r) for f in got) == [
+        "root/kustomization.yaml", "vendor/team/base/kustomization.yaml",
+        "vendor/team/common/cm.yaml", "vendor/team/common/kustomization.yaml"]
 
 
 def test_nothing_analysed_is_for_paths_without_a_job_not_for_an_unchanged_tree(

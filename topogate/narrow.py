@@ -13,6 +13,7 @@ flag.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -33,27 +34,13 @@ class _Unknown(Exception):
     """What a unit reads cannot be told; str() says why."""
 
 
-class _Real:
-    """realpath with the directories' answers kept: 2,000 overlays name 2,000 bases."""
-
-    def __init__(self) -> None:
-        self.dirs: dict[str, str] = {}
-
-    def __call__(self, path: str) -> str:
-        norm = os.path.normpath(path)
-        head, name = os.path.split(norm)
-        if not name:
-            return norm
-        parent = self.dirs.get(head)
-        if parent is None:
-            parent = self.dirs[head] = os.path.realpath(head)
-        joined = os.path.join(parent, name)
-        return os.path.realpath(joined) if os.path.islink(joined) else joined
-
-
-def files_read(root: Path, roots: Roots, real: _Real) -> frozenset[str]:
+def files_read(root: Path, roots: Roots) -> frozenset[str]:
     """Real paths of every file building `root` reads: its kustomization files and the files
-    they name, at every depth. Raises _Unknown."""
+    they name, at every depth. Raises _Unknown.
+
+    Paths resolve as check_tree's do (Roots.realpath: each component in order, so `..` in a
+    symlinked base is next to the link's target, where kustomize reads it)."""
+    real = roots.realpath
     inside = tuple(str(d).rstrip(os.sep) + os.sep for d in roots.dirs)  # string tests: 10,000 paths
     files: set[str] = set()
     seen: set[str] = set()
@@ -84,10 +71,10 @@ def files_read(root: Path, roots: Roots, real: _Real) -> frozenset[str]:
             if _REMOTE.search(ref):
                 raise _Unknown(f"{where}: '{ref}' is remote")
             target = os.path.join(cur, ref)
-            target_real = real(target)
+            target_real, mode = roots.real_mode(target)
             if not target_real.startswith(inside):
                 raise _Unknown(f"{where}: '{ref}' is outside the repository")
-            if os.path.isdir(target_real):
+            if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(target_real):
                 stack.append(target)
             else:
                 files.add(target_real)
@@ -131,11 +118,10 @@ class Narrowing:
             return self._everything(changed.INVENTORY_CHANGED, units)
         progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
         names = [c.name for c in self.inv.clusters]
-        real = _Real()
         mine: list[changed.Unit] = []
         for u in units:
             try:
-                read = files_read(u.path, roots, real) if u.kustomization else frozenset({str(u.real)})
+                read = files_read(u.path, roots) if u.kustomization else frozenset({str(u.real)})
             except _Unknown as e:
                 return self._everything(f"cannot tell what {display(u.path)} reads ({e})", units)
             outside = next((f for f in sorted(read) if not self._seen_by_git(f, top)), None)
