@@ -189,6 +189,7 @@ def test_a_job_the_inventory_places_in_an_unchanged_cluster_widens_the_read(repo
     extra = repo / "extra" / "clusters" / "gpu-west"
     extra.mkdir(parents=True)
     (extra / "job.yaml").write_text((repo / "bases/llama-ft/job.yaml").read_text())
+    git(repo, "add", "-N", "extra")  # a new file is read once git knows of it (intent to add)
     code, out, err = check("inventory.yaml", "deploy/clusters", "extra", "--changed-since", "main")
     # gpu-west first (narrowed), then everything once the read did not hold together
     assert built(builds) == ["deploy/clusters/gpu-east", "deploy/clusters/gpu-west", "deploy/clusters/gpu-west"]
@@ -207,6 +208,7 @@ def test_a_change_no_cluster_can_claim_checks_everything(repo: Path, builds: Pat
     (shared / "ccnp.yaml").write_text(
         "apiVersion: cilium.io/v2\nkind: CiliumClusterwideNetworkPolicy\nmetadata: {name: all}\n"
         "spec:\n  endpointSelector: {}\n  egress: [{toEntities: [cluster]}]\n")
+    git(repo, "add", "-N", "shared")  # a new file is read once git knows of it (intent to add)
     code, out, err = check("inventory.yaml", "deploy/clusters", "shared", "--changed-since", "main")
     assert err == ("topogate: --changed-since main: shared/ccnp.yaml changed (itself) and is under no "
                    "clusters/<name>/ directory, so its cluster is unknown: checking everything\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,13 +99,14 @@ def test_widen_policy_opens_boundary_or_blocks(lab_tree: Path) -> None:
     cnp = lab_tree / "clusters/lab/workloads/ml-demo/train/ciliumnetworkpolicy.yaml"
     # widen: the job's policy now allows every pod of the cluster in, from any network zone
     _edit(cnp, "ingress:\n", "ingress:\n  - fromEntities: [cluster]\n")
-    etl = LAB.parent / f".test-etl-{uuid.uuid4().hex[:8]}.yaml"
+    # beside the tree, not in the checkout: a hand-written file git does not track is not read there
+    etl = Path(tempfile.mkdtemp(prefix="topogate-etl-")) / "etl.yaml"
     etl.write_text((ROOT / "fixtures/rules/TG107-opens-boundary/fail/manifests.yaml").read_text()
                    .split("---\n")[1])  # a CPU job in the other network zone (zone-b)
     try:
         code, fs, _ = findings(str(LAB), str(lab_tree / "clusters" / "lab"), str(etl))
     finally:
-        etl.unlink()
+        shutil.rmtree(etl.parent)
     assert code == 1 and "TG107" in {f["rule"] for f in fs}, fs
 
 

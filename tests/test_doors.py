@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,8 @@ def test_both_sides_are_generated_and_valid(tmp_path: Path) -> None:
 
 
 def _rendered_with(extra: str) -> tuple[int, list[dict[str, object]]]:
-    out = MULTI.parent / f".test-doors-{uuid.uuid4().hex[:8]}"
+    # outside the checkout: extra.yaml is written by hand, and git would not track it there
+    out = Path(tempfile.mkdtemp(prefix="topogate-doors-")) / "out"
     try:
         writer.write_tree(str(out), render_tree(load_inventory(MULTI), str(out)))
         # the TrainJob's runtime is installed by the platform team: pass it like a user would
@@ -88,7 +90,7 @@ def _rendered_with(extra: str) -> tuple[int, list[dict[str, object]]]:
         r = CliRunner().invoke(main, ["check", str(MULTI), *paths, "--format", "json"])
         return r.exit_code, json.loads(r.stdout)["findings"]
     finally:
-        shutil.rmtree(out)
+        shutil.rmtree(out.parent)
 
 
 def test_generated_doors_are_open_and_nothing_wider() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,9 +29,10 @@ GRP = "kueue.x-k8s.io/podset-group-name"
 
 
 @pytest.fixture
-def multi_out() -> Iterator[Path]:
-    """`topogate generate` of the multi example, as a user runs it."""
-    out = MULTI.parent / f".test-kueue-{uuid.uuid4().hex[:8]}"
+def multi_out(tmp_path: Path) -> Iterator[Path]:
+    """`topogate generate` of the multi example, as a user runs it (outside the checkout: the
+    tests edit it by hand, and a hand-edited file git does not track is not read in one)."""
+    out = tmp_path / "out"
     r = CliRunner().invoke(main, ["generate", str(MULTI), "-o", str(out)])
     assert r.exit_code == 0, r.output
     yield out

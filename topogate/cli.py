@@ -191,15 +191,9 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
 
 
 def _log_safe(fmt: str, text: str) -> str:
-    """Stdout may be a CI log: no workflow command from a file name or a message (github's
-    own lines are commands on purpose and escape their data themselves)."""
-    from topogate.report import escape
+    from topogate.report.escape import for_log
 
-    if fmt == "github":
-        return text
-    if fmt in ("json", "sarif"):
-        return escape.json_text(text)
-    return escape.lines(text)
+    return for_log(fmt, text)
 
 
 @main.command()

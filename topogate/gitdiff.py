@@ -16,33 +16,22 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from topogate import subproc
+from topogate import gitrun
 
 
 class GitUnknown(Exception):
     """The changed files cannot be known; str() is one line saying why and what to do."""
 
 
-def _env() -> dict[str, str]:
-    # No prompt, no lock on the index (a concurrent `git status` of the user's must not fail),
-    # no protocol at all: nothing here may reach a remote.
-    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
-            "GIT_ALLOW_PROTOCOL": "none", "GIT_PAGER": "cat", "LC_ALL": "C"}
-
-
 def _git(cwd: str, *args: str) -> tuple[int, str, str]:
-    argv = ["git", "-C", cwd, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-            "-c", "diff.external=", *args]
     try:
-        proc = subproc.run(argv, _env())
-    except OSError as e:  # git not installed, or not executable
-        raise GitUnknown(f"git cannot run ({e.strerror or e})") from None
-    return proc.returncode, proc.stdout, proc.stderr.strip()
+        return gitrun.git(cwd, *args)
+    except gitrun.GitFailed as e:
+        raise GitUnknown(str(e)) from None
 
 
-def _last_line(text: str) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else "no message"
+_last_line = gitrun.last_line
+_split = gitrun.split_z
 
 
 def toplevel(where: str) -> str:
@@ -51,10 +40,6 @@ def toplevel(where: str) -> str:
     if code != 0:
         raise GitUnknown(f"{where} is not in a git work tree ({_last_line(err)})")
     return os.path.realpath(out.strip())
-
-
-def _split(out: str) -> list[str]:
-    return [p for p in out.split("\0") if p]
 
 
 def changed_files(ref: str, where: str) -> tuple[str, str, tuple[str, ...]]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from topogate import kustomization, shapes, subproc
+from topogate import kustomization, redact, shapes, subproc
 from topogate.inventory.model import Position
 from topogate.kustomization import Tree, check_tree, kubectl
 from topogate.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, Unit, display, walk
@@ -195,7 +195,7 @@ class _Sources:
         real = self.real.get(f)
         if real is None:
             real = self.roots.realpath(f)
-        return is_regular(f) and self.roots.holds(real)
+        return is_regular(f) and self.roots.holds(real) and self.roots.untracked(real) is None
 
     def text(self, f: Path) -> str | None:
         try:
@@ -299,7 +299,30 @@ def _built_objects(d: Path, tree: Tree, text: str, sources: _Sources) -> list[K8
     for o in built:
         ref = SourceRef(index, (o.kind, o.name, o.namespace), fallback)
         out.append(K8sObject(o.obj, SourcePosition(ref), str(d), source=ref, patches=patches))
+        if tree.generates and o.kind in ("ConfigMap", "Secret"):
+            redact.register(_data_values(o.obj))
     return out
+
+
+def _data_values(obj: dict[str, Any]) -> list[str]:
+    """The values of a ConfigMap's or Secret's data (a Secret's decoded too): what a generator
+    read from files, never to be echoed (topogate.redact)."""
+    import base64
+    import binascii
+
+    values: list[str] = []
+    for key in ("data", "stringData", "binaryData"):
+        data = obj.get(key)
+        for v in data.values() if isinstance(data, dict) else ():
+            if not isinstance(v, str):
+                continue
+            values.append(v)
+            if key != "stringData" and (obj.get("kind") == "Secret" or key == "binaryData"):
+                try:
+                    values.append(base64.b64decode(v, validate=False).decode("utf-8", "replace"))
+                except (binascii.Error, ValueError):
+                    pass
+    return values
 
 
 def _kfile(d: Path) -> Path:
@@ -431,7 +454,8 @@ class Collecting:
                         outputs[u.path] = self.builds.result(u.path)
                     objs.extend(_built_objects(u.path, self.trees[u.path], outputs[u.path], sources))
                 else:
-                    objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped))
+                    objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped,
+                                              roots=self.roots, real=u.real))
             if empty is not None and len(objs) == before:
                 empty.append(raw)
         for o in objs:
@@ -439,7 +463,16 @@ class Collecting:
         return objs
 
 
-def _read_or_skip(f: Path, named: bool, skipped: list[InputError] | None) -> list[K8sObject]:
+def _read_or_skip(f: Path, named: bool, skipped: list[InputError] | None,
+                  roots: Roots | None = None, real: Path | None = None) -> list[K8sObject]:
+    if roots is not None and real is not None:
+        why = roots.untracked(str(real))
+        if why is not None:
+            err = InputError(Position(display(f), 1, 1), f"{display(f)} {why}")
+            if named or skipped is None:
+                raise err
+            skipped.append(InputError(err.pos, f"not read: it {why}"))
+            return []
     try:
         return _read_file(f)
     except InputError as err:

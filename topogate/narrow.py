@@ -23,7 +23,7 @@ from topogate import changed, gitdiff, progress
 from topogate.analysis.clusters import ClusterOf
 from topogate.analysis.result import Scope
 from topogate.inventory.model import Inventory
-from topogate.kustomization import _REMOTE, _references
+from topogate.kustomization import _REMOTE, CONFIG_LISTS, _references, config_references
 from topogate.manifests import K8sObject
 from topogate.repopaths import KUSTOMIZATION_FILES, Roots, display
 from topogate.repopaths import Unit as WalkUnit
@@ -67,7 +67,9 @@ def files_read(root: Path, roots: Roots) -> frozenset[str]:
             refs = list(_references(shown, nodes[0]))
         except InputError as e:
             raise _Unknown(str(e)) from None
-        for _field, ref, where in refs:
+        refs.reverse()  # a stack, popped in order
+        while refs:
+            field, ref, where = refs.pop()
             if _REMOTE.search(ref):
                 raise _Unknown(f"{where}: '{ref}' is remote")
             target = os.path.join(cur, ref)
@@ -76,8 +78,16 @@ def files_read(root: Path, roots: Roots) -> frozenset[str]:
                 raise _Unknown(f"{where}: '{ref}' is outside the repository")
             if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(target_real):
                 stack.append(target)
-            else:
-                files.add(target_real)
+                continue
+            files.add(target_real)
+            if field in CONFIG_LISTS:
+                # a generator or transformer config names files the same build reads
+                ref_shown = os.path.normpath(os.path.join(os.path.dirname(shown), ref))
+                try:
+                    inner = list(config_references(read_text(target, ref_shown), ref_shown))
+                except InputError as e:
+                    raise _Unknown(str(e)) from None
+                refs.extend(reversed(inner))
     return frozenset(files)
 
 

@@ -16,8 +16,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from topogate import gitrun
 from topogate.inventory.model import Position
-from topogate.saferead import InputError
+from topogate.saferead import InputError, is_generated
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -121,7 +122,61 @@ class Roots:
             raise InputError(where, (
                 f"{what} resolves to {real}, outside the repository ({shown}); topogate reads "
                 "nothing outside it: vendor the file into the repository"))
+        if _in_git_dir(real):
+            raise InputError(where, (
+                f"{what} resolves to {real}, inside a .git directory, which holds the "
+                "repository's configuration and the CI job's token: nothing there is read"))
         return real, mode
+
+    @functools.cached_property
+    def _tracked(self) -> dict[str, frozenset[str] | None]:
+        return {}
+
+    def untracked(self, real: str) -> str | None:
+        """Why the file at `real` (a real path inside the roots) may not be read, or None.
+
+        In a git work tree only the files git tracks are read, and those `topogate generate`
+        wrote (they carry its header): a CI checkout also holds what earlier steps wrote beside
+        the pull request (a cloud credential, a token file), and what kustomize reads can reach
+        a report. Outside a work tree every file inside the roots is read."""
+        root = next((d for d, below in self._prefixes if real == d or real.startswith(below)), None)
+        if root is None:
+            return None
+        if root not in self._tracked:
+            try:
+                self._tracked[root] = gitrun.tracked_files(root) if _is_work_tree(root) else None
+            except gitrun.GitFailed as e:
+                return (f"cannot tell whether git tracks it: {e}; topogate reads only tracked "
+                        "files in a git work tree")
+        files = self._tracked[root]
+        if files is None or real in files or is_generated(real):
+            return None
+        return ("is not tracked by git: in a git work tree topogate and kustomize read only "
+                "tracked files (a CI checkout also holds files earlier steps wrote, such as "
+                "credentials); `git add` it (`git add -N` will do), or move it out of the tree")
+
+    def check_tracked(self, real: str, where: Position, what: str) -> None:
+        """InputError when the file at `real` is one `untracked` refuses."""
+        why = self.untracked(real)
+        if why is not None:
+            raise InputError(where, f"{what} {why}")
+
+
+def _is_work_tree(root: str) -> bool:
+    """Whether `root` holds a git repository (a .git directory with a HEAD, or a .git file
+    naming one, as a worktree or submodule has); an empty `.git` marks no repository."""
+    dot = os.path.join(root, ".git")
+    if os.path.isdir(dot):
+        return os.path.isfile(os.path.join(dot, "HEAD"))
+    try:
+        with open(dot, "rb") as fh:
+            return fh.read(8) == b"gitdir: "
+    except OSError:
+        return False
+
+
+def _in_git_dir(real: str) -> bool:
+    return "/.git" in real and (real.endswith("/.git") or "/.git/" in real)
 
 
 def kustomization_file(d: Path) -> Path | None:

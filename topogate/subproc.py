@@ -129,6 +129,17 @@ def _pump(proc: subprocess.Popen[bytes], deadline: float, cap: int) -> tuple[byt
     return b"".join(out), bytes(err), ""
 
 
+# What a child may see of our environment. Everything else (AWS keys, GITHUB_TOKEN, a
+# kubeconfig's path, proxy credentials) stays with us: kubectl kustomize and git need none of it.
+_CHILD_ENV = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "USER",
+              "LOGNAME")
+
+
+def child_env() -> dict[str, str]:
+    """The allow-listed part of os.environ, for a child's own environment to build on."""
+    return {k: os.environ[k] for k in _CHILD_ENV if k in os.environ}
+
+
 def run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run argv to completion under the limits; a stopped run is a non-zero return code whose
     stderr's last line says which limit stopped it and how to change it."""
@@ -145,8 +156,16 @@ def run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess
     pgid = proc.pid  # start_new_session: the child leads its own group
     with _LIVE_LOCK:
         _LIVE.add(pgid)
+    deadline = time.monotonic() + lim.child_timeout_s
     try:
-        out, err, stopped = _pump(proc, time.monotonic() + lim.child_timeout_s, lim.child_output_bytes)
+        out, err, stopped = _pump(proc, deadline, lim.child_output_bytes)
+        if not stopped:
+            # Both pipes at EOF: the child is exiting. Its own exit status, not the kill below
+            # racing it (which made a finished `env` or `kubectl` look killed, -9).
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                stopped = "timeout"  # it closed its pipes but lives on
     finally:
         # Done or not, nothing of the group may outlive this call.
         _kill_group(pgid)

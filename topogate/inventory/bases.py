@@ -14,6 +14,7 @@ from topogate.inventory.basefiles import shown as _shown
 from topogate.inventory.model import Position, ReplicaGroup
 from topogate.inventory.problems import Problem
 from topogate.inventory.values import as_map, seq
+from topogate.repopaths import Roots
 
 if TYPE_CHECKING:
     from topogate.inventory.checker import Checker
@@ -88,6 +89,11 @@ def _read_base(chk: Checker, path: YPath, rel: str) -> tuple[str, tuple[Any, ...
                     "kustomize refuses that (load restrictor): move it into the base or make "
                     "its directory a kustomization of its own")))
                 continue
+            why = _roots(chk).untracked(os.path.realpath(f))
+            if why is not None:
+                chk.problems.append(Problem(line_of(ktext, kfile, res), (
+                    f"resource '{res}' of base '{rel}' {why}")))
+                continue
             docs.extend(d for d in load_base_file(chk, f) if d is not None)
         elif f.is_dir():
             simple = False
@@ -107,14 +113,28 @@ def _read_base(chk: Checker, path: YPath, rel: str) -> tuple[str, tuple[Any, ...
     return str(target), tuple(docs)
 
 
+def _roots(chk: Checker) -> Roots:
+    """Where a base may read: the inventory's repository (its tracked files)."""
+    if chk.base_roots is None:
+        chk.base_roots = Roots((Path(os.path.realpath(chk.repo)),))
+    return chk.base_roots
+
+
 def build_base(chk: Checker, path: YPath, target: Path, rel: str) -> list[Any] | None:
-    from topogate.kustomization import run_kustomize
+    from topogate.kustomization import check_tree, run_kustomize
     from topogate.manifests import ManifestError, kubectl
 
     try:
         exe = kubectl()
     except ManifestError as e:
         chk.err(path, f"base '{rel}' transforms its resources, so reading it needs kubectl: {e.message}")
+        return None
+    try:
+        # Every file the build reads, checked as check's own builds are: local (no fetch of a
+        # remote base), inside the repository, tracked by git, never inside .git.
+        check_tree(target, _roots(chk))
+    except ManifestError as e:
+        chk.err(path, f"base '{rel}' cannot be built: {e.pos}: {e.message}")
         return None
     proc = run_kustomize(target, exe)  # under the time, memory and network limits
     if proc.returncode != 0:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from topogate.inventory.problems import Problem
 from topogate.inventory.yamlpos import Located, YPath
+from topogate.repopaths import Roots
 
 
 def _repo_root(start: Path) -> Path:
@@ -30,6 +31,7 @@ class Checker:
         self.bad_paths: set[YPath] = set()  # paths the schema already complained about
         self.cluster_index: dict[str, int] = {}
         self._real: dict[str, Path] = {}  # resolved directory entries, for resolve_under
+        self.base_roots: Roots | None = None  # where bases may read (inventory.bases)
 
     def resolve_under(self, real_dir: Path, rel: str) -> Path:
         """`(real_dir / rel).resolve()` for a `real_dir` that is already resolved.

@@ -19,15 +19,19 @@ def print_report(live: LiveOutcome, fmt: str, strict: bool, output: str | None =
     """The report; the header says what was compared (stdout for text, else stderr). With
     `output`, the report in `output_format` is also written there (a PR comment, an artifact)."""
     from topogate.report import get_reporter, resolve_format
+    from topogate.report.escape import for_log, lines
+    from topogate.report.output import write_report
 
     name = resolve_format(fmt, os.environ, sys.stdout.isatty())
-    click.echo(live.header, err=name != "text")
+    click.echo(lines(live.header), err=name != "text")
     if name == "text":
         click.echo()
-    click.echo(get_reporter(name, strict=strict).render(live.outcome.result), nl=False)
+    click.echo(for_log(name, get_reporter(name, strict=strict).render(live.outcome.result)), nl=False)
     if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(get_reporter(output_format, strict=strict).render(live.outcome.result))
+        problem = write_report(output, get_reporter(output_format, strict=strict).render(live.outcome.result))
+        if problem:
+            click.echo(lines(f"topogate: -o {output}: {problem}"), err=True)
+            sys.exit(2)
 
 
 def check_live(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,

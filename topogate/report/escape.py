@@ -17,11 +17,16 @@ whatever topogate prints that may hold them goes through here:
   the same string (JSON escapes control characters itself and no JSON line starts with `::`).
 
 `--format github` does its own escaping (its lines are meant to be commands).
+
+Each of these also redacts credentials and the values a run registered as secret
+(topogate.redact): whatever is printed for a CI log passes through here.
 """
 
 from __future__ import annotations
 
 import re
+
+from topogate.redact import redact
 
 _OTHERS = r"\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _CONTROL = re.compile(rf"[\x00-\x08\x0a-\x1f{_OTHERS}]")  # tabs kept
@@ -45,19 +50,30 @@ def _neutralise(text: str) -> str:
 
 def line(text: str) -> str:
     """One line topogate built: no control character, not a workflow command."""
-    return _neutralise(_CONTROL.sub(_show, text))
+    return _neutralise(_CONTROL.sub(_show, redact(text)))
 
 
 def one_line(value: str) -> str:
     """One value (a file name, a key, a message): one visible line, not a workflow command."""
-    return _neutralise(_CONTROL_OR_TAB.sub(_show, value))
+    return _neutralise(_CONTROL_OR_TAB.sub(_show, redact(value)))
 
 
 def lines(text: str) -> str:
     """Every line of `text` made safe; the line breaks themselves are kept."""
-    return "\n".join(line(x) for x in text.split("\n"))
+    return "\n".join(_neutralise(_CONTROL.sub(_show, x)) for x in redact(text).split("\n"))
 
 
 def json_text(text: str) -> str:
     """JSON output with `##[` written as `##\\u005b` (same decoded value)."""
-    return text.replace("##[", "##\\u005b")
+    return redact(text).replace("##[", "##\\u005b")
+
+
+def for_log(fmt: str, text: str) -> str:
+    """A whole report in format `fmt`, safe for standard output (which may be a CI log): no
+    workflow command from a file name or a message, no credential. github's own lines are
+    commands on purpose and escape their data themselves."""
+    if fmt == "github":
+        return redact(text)
+    if fmt in ("json", "sarif"):
+        return json_text(text)
+    return lines(text)

@@ -29,6 +29,9 @@ def write_report(path: str, text: str) -> str:
     import tempfile
 
     from topogate.oserror import reason
+    from topogate.redact import redact
+
+    text = redact(text)  # a file posted back to the pull request, as a log is
 
     directory = os.path.dirname(os.path.abspath(path))
     try:
