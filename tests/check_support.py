@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from topogate.check import CheckOutcome, run_check
+from topogate.check.run import CheckOutcome, run_check
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "fixtures" / "rules"
@@ -30,9 +30,9 @@ def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
         return command(str(inventory), source, today=today).outcome
     if spec.get("render"):
         # The tree lives beside the inventory (bases are relative to it); removed afterwards.
-        from topogate import writer
         from topogate.generators import render_tree
         from topogate.inventory.loader import load_inventory
+        from topogate.tree import writer
 
         inv = load_inventory(inventory)
         out = inventory.parent / f".rendered-{tmp.name}"

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from topogate import kinds
+from topogate.k8s import kinds
 
 KINDS = ["PyTorchJob", "MPIJob", "TrainJob", "JobSet", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"]
 assert sorted(KINDS) == sorted(kinds.KINDS)

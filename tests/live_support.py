@@ -245,7 +245,7 @@ def run(*args: str) -> tuple[int, str, str]:
     traceback fails the test instead of reading as exit 1."""
     from click.testing import CliRunner
 
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     res = CliRunner().invoke(main, list(args))
     if res.exception is not None and not isinstance(res.exception, SystemExit):

@@ -7,8 +7,8 @@ import random
 from dataclasses import replace
 
 from topogate.analysis.result import CheckResult, Flow, GroupMap, JobMap, PoolVerdict, RuleInfo
-from topogate.findings import Finding
-from topogate.inventory.model import Position
+from topogate.core.findings import Finding
+from topogate.core.position import Position
 
 RULES = (
     RuleInfo("TG101", "hard-block", "error", "A required flow is denied in some feasible placement.",

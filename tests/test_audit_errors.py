@@ -23,7 +23,8 @@ from botocore.stub import Stubber
 from click.testing import CliRunner
 
 from topogate.audit.egress import USAGE_TYPE_GROUP, default_client_factory, run_audit
-from topogate.audit.errors import AuditError, ExitCode
+from topogate.audit.errors import AuditError
+from topogate.core.exitcodes import ExitCode
 from topogate.inventory.loader import load_inventory
 
 pytest.register_assert_rewrite("audit_support")
@@ -235,7 +236,7 @@ def test_throttling_is_retried_a_bounded_number_of_times_then_exit_75(
 
 def test_cli_failure_is_one_line_on_stderr_without_traceback_or_secret(
         throttling_server: type[_Throttle]) -> None:
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--max-attempts", "2",
                                     "--start", "2026-11-24", "--end", "2026-11-27"])
@@ -248,7 +249,7 @@ def test_cli_failure_is_one_line_on_stderr_without_traceback_or_secret(
 
 
 def test_cli_no_credentials_exit_78(monkeypatch: pytest.MonkeyPatch) -> None:
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     aws_test_env(monkeypatch, "http://127.0.0.1:9")
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
@@ -270,7 +271,7 @@ def _closed_port() -> int:
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, *args])
     return res.exit_code, res.stdout, res.stderr

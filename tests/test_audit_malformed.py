@@ -106,7 +106,7 @@ MOTO_SHAPES: list[tuple[str, dict[str, Any]]] = [
 
 
 def _cli(fmt: str) -> tuple[int, str, str]:
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     # An empty manifest directory: the cause analysis has nothing to build, so each run is fast.
     res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, str(AUDIT_FIXTURES / "empty"),
@@ -286,7 +286,7 @@ def test_a_loader_crash_is_exit_70_never_1(monkeypatch: pytest.MonkeyPatch) -> N
     """FAULT INJECTION: no inventory is known that crashes the loader with read_bases=False
     any more (issue 10 item 6 listed several); a crash there must still not exit 1, which a
     scheduler reads as "over budget"."""
-    import topogate.commands.audit as audit_commands
+    import topogate.cli.audit as audit_commands
 
     def crash(*_: Any, **__: Any) -> Any:
         raise TypeError("'list' object has no attribute 'get'")
@@ -302,7 +302,7 @@ def test_a_loader_crash_is_exit_70_never_1(monkeypatch: pytest.MonkeyPatch) -> N
                                   b"{}", HTML])
 def test_a_malformed_dimension_values_answer_is_exit_75(canned: Any, body: bytes) -> None:
     # moto does not implement GetDimensionValues: the local server answers for it.
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     canned(200, body)
     res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, str(AUDIT_FIXTURES / "empty"),

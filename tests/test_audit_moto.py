@@ -105,7 +105,7 @@ def test_empty_answer_is_within_budget_all_zero_and_says_so(moto_ce: Moto) -> No
 
 
 def _seed_and_cli(moto_ce: Moto, *args: str) -> tuple[int, str, str]:
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     moto_ce.seed(*three_pages())
     res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
@@ -152,7 +152,7 @@ def test_cli_manifests_name_the_job_that_may_split(moto_ce: Moto) -> None:
 
 
 def test_cli_within_budget_exit_0(moto_ce: Moto) -> None:
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     moto_ce.seed(page([result("2026-11-24", [(f"{KEY}$gpu-east", UT, "1.00", "100")])]))
     res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
@@ -162,7 +162,7 @@ def test_cli_within_budget_exit_0(moto_ce: Moto) -> None:
 
 
 def test_cli_no_cost_tag_is_exit_78_one_line(moto_ce: Moto) -> None:
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     res = CliRunner().invoke(main, ["audit", "egress", str(AUDIT_FIXTURES / "no-cost-tag.yaml")])
     assert res.exit_code == 78, res.output
@@ -172,7 +172,7 @@ def test_cli_no_cost_tag_is_exit_78_one_line(moto_ce: Moto) -> None:
 
 
 def test_cli_end_before_start_is_exit_2(moto_ce: Moto) -> None:
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
                                     "--end", "2026-11-24"])
@@ -195,7 +195,7 @@ def test_docs_sample_report_is_what_the_moto_run_renders(moto_ce: Moto) -> None:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     res = CliRunner().invoke(main, ["audit", "egress", *args], env=env)
     return res.exit_code, res.stdout, res.stderr

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate import cli
-from topogate.commands import audit as audit_commands
+from topogate.cli import app as cli
+from topogate.cli import audit as audit_commands
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_support import AUDIT_FIXTURES, aws_test_env  # noqa: E402

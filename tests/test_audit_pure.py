@@ -22,8 +22,9 @@ from topogate.audit.egress import (
     plan_queries,
     resolve_window,
 )
-from topogate.audit.errors import ConfigError, ExitCode, InvocationError, scrub
+from topogate.audit.errors import ConfigError, InvocationError, scrub
 from topogate.audit.report import render
+from topogate.core.exitcodes import ExitCode
 from topogate.inventory.model import Cluster, CostConfig, Inventory
 
 D = dt.date.fromisoformat

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from topogate.audit.egress import default_window
-from topogate.audit.errors import ExitCode
+from topogate.core.exitcodes import ExitCode
 
 pytest.register_assert_rewrite("audit_support")
 pytest_plugins = ["audit_support"]
@@ -154,7 +154,7 @@ def test_cronjob_args_audit_with_only_the_inventory_mounted(moto_ce: Moto, tmp_p
     inventory (as the ConfigMap does): the cost is audited, the cause is not."""
     from click.testing import CliRunner
 
-    from topogate.cli import main
+    from topogate.cli.app import main
 
     _, cj = cronjob_docs()
     pod = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]

@@ -13,8 +13,8 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from topogate.cli import main
-from topogate.manifests import kubectl
+from topogate.cli.app import main
+from topogate.sources.manifests import kubectl
 
 LAB = Path(__file__).resolve().parents[1] / "fixtures" / "lab"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from topogate.cli import main
+from topogate.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fixtures" / "lab" / "inventory.yaml"

@@ -1,5 +1,5 @@
 """`check --changed-since REF`: only the clusters a change can affect are built and analysed,
-and anything unclear checks everything, saying so (topogate.changed, topogate.narrow).
+and anything unclear checks everything, saying so (topogate.check.changed, topogate.check.narrow).
 
 Real git in a scratch repository (init, commit on main, branch, change), the real `kubectl
 kustomize`, wrapped by a script that logs which directory each build was asked for: the count
@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate import writer
-from topogate.changed import Selection, Unit, escaped, select, unit_cluster
-from topogate.cli import main
+from topogate.check.changed import Selection, Unit, escaped, select, unit_cluster
+from topogate.check.gitdiff import GitUnknown, changed_files
+from topogate.cli.app import main
 from topogate.generators import render_tree
-from topogate.gitdiff import GitUnknown, changed_files
 from topogate.inventory.loader import load_inventory
-from topogate.kustomization import kubectl
+from topogate.sources.kustomization import kubectl
+from topogate.tree import writer
 
 REPO = Path(__file__).resolve().parents[1]
 MULTI = REPO / "fixtures" / "multi"  # two clusters: gpu-east (llama-ft, bert-mpi), gpu-west (resnet, gpt-sft)
@@ -337,8 +337,8 @@ def test_escaped_names_the_first_reason() -> None:
 
 
 def test_files_read_follows_every_field_kustomize_reads(tmp_path: Path) -> None:
-    from topogate.narrow import _Unknown, files_read
-    from topogate.repopaths import Roots
+    from topogate.check.narrow import _Unknown, files_read
+    from topogate.safeio.repopaths import Roots
 
     r = tmp_path / "r"
     (r / ".git").mkdir(parents=True)
@@ -374,8 +374,8 @@ def test_files_read_resolves_dot_dot_from_a_symlinked_base_as_kustomize_does(tmp
     # kustomize reads a base from its real directory: `../x` inside a symlinked base is next to
     # the link's target, not next to the link. Read lexically, the root would seem not to read
     # the file that changed, and the narrowed check would skip the root that builds it.
-    from topogate.narrow import files_read
-    from topogate.repopaths import Roots
+    from topogate.check.narrow import files_read
+    from topogate.safeio.repopaths import Roots
 
     r = tmp_path / "r"
     (r / ".git").mkdir(parents=True)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate import writer
-from topogate.cli import main
+from topogate.cli.app import main
 from topogate.generators import render_tree
 from topogate.inventory.loader import load_inventory
+from topogate.tree import writer
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fixtures" / "lab" / "inventory.yaml"

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from topogate import sourceindex, writer
-from topogate.analysis.clusters import _cluster_from_path
-from topogate.check import run_check
+from topogate.analysis.map.clusters import _cluster_from_path
+from topogate.check.run import run_check
+from topogate.core.position import Position
 from topogate.generators import render_tree
 from topogate.inventory.loader import load_inventory
-from topogate.inventory.model import Position
-from topogate.manifests import K8sObject
+from topogate.sources import sourceindex
+from topogate.sources.manifests import K8sObject
+from topogate.tree import writer
 
 ROOT = Path(__file__).resolve().parents[1]
 

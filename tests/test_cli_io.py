@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate.cli import main
-from topogate.stdin import StdinError, read_stdin
+from topogate.cli.app import main
+from topogate.safeio.stdin import StdinError, read_stdin
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = str(ROOT / "fixtures" / "lab" / "inventory.yaml")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hostile_support import make_repo
 
-from topogate import manifests
-from topogate.kustomization import kubectl
+from topogate.sources import manifests
+from topogate.sources.kustomization import kubectl
 
 
 def _roots(repo: Path, n: int) -> list[str]:

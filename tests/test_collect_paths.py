@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topogate.kustomization import _join, check_tree
-from topogate.repopaths import Roots
+from topogate.safeio.repopaths import Roots
+from topogate.sources.kustomization import _join, check_tree
 
 _PARTS = ["a", "b.yaml", ".", "..", "", "x y", ".hidden", "a\\b"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hostile_support import make_repo
 
-from topogate import manifests
+from topogate.sources import manifests
 
 
 def _overlay(repo: Path, name: str, text: str) -> str:

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from topogate import kinds
-from topogate.analysis.jobs import find_jobs
-from topogate.cli import main
+from topogate.cli.app import main
+from topogate.k8s import kinds
+from topogate.k8s.jobs import find_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fixtures" / "lab" / "inventory.yaml"

@@ -221,9 +221,9 @@ def test_file_excerpts_are_in_the_file(page: str) -> None:
 def test_argocd_wave_table_is_what_kustomize_builds(tmp_path: Path) -> None:
     from conftest import kustomize_build
 
-    from topogate import writer
     from topogate.generators import render_tree
     from topogate.inventory.loader import load_inventory
+    from topogate.tree import writer
 
     doc = (REPO / "docs" / "gitops.md").read_text()
     m = re.search(r"sorted by wave:\n\n```\n(.*?)```\n", doc, re.S)

@@ -13,12 +13,12 @@ import yaml
 from click.testing import CliRunner
 from conftest import crd_errors
 
-from topogate import writer
-from topogate.cli import main
+from topogate.cli.app import main
 from topogate.generators import render_tree
 from topogate.generators.cilium import complement_ports
 from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import PortSpec
+from topogate.tree import writer
 
 ROOT = Path(__file__).resolve().parents[1]
 MULTI = ROOT / "fixtures" / "multi" / "inventory.yaml"

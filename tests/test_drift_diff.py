@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate import writer
-from topogate.cli import main
+from topogate.cli.app import main
 from topogate.generators import render_tree
 from topogate.inventory.loader import load_inventory
-from topogate.treediff import first_difference
+from topogate.tree import writer
+from topogate.tree.treediff import first_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = "clusters/gpu-east/workloads/ml-team/bert-mpi"

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from topogate.gctune import bulk
+from topogate.core.gctune import bulk
 
 
 def test_bulk_raises_thresholds_and_restores_them() -> None:

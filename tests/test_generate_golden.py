@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, GOLDEN
 
-from topogate import writer
 from topogate.generators import render_tree
 from topogate.inventory.loader import load_inventory
+from topogate.tree import writer
 
 CASES = ["lab", "multi"]
 

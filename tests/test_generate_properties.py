@@ -24,10 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_generate_build import contains
 
-from topogate import kinds
+from topogate.core.labels import NETWORK_ZONE_LABEL
 from topogate.generators import cilium, kustomize, render_files, render_tree
 from topogate.inventory.model import (
-    NETWORK_ZONE_LABEL,
     Cluster,
     EgressRule,
     Inventory,
@@ -40,6 +39,7 @@ from topogate.inventory.model import (
     Workload,
     Zone,
 )
+from topogate.k8s import kinds
 
 NAMES = st.sampled_from(["a", "b", "c", "d", "e", "f"])
 K = cilium.K8S

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from topogate.cli import main
+from topogate.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = ROOT / "fixtures" / "incident" / "broken"

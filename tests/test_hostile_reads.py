@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hostile_support import alias_bomb, deep, invoke, make_repo
 
-from topogate.manifests import collect
+from topogate.sources.manifests import collect
 
 JOB = (Path(__file__).resolve().parents[1] / "fixtures" / "lab" / "bases" / "train" / "pytorchjob.yaml")
 
@@ -284,8 +284,8 @@ def test_helm_charts_are_refused(tmp_path: Path) -> None:
 def test_kustomization_with_many_resources_is_checked_in_linear_time(tmp_path: Path) -> None:
     # Before: 20,000 entries took 50 s (the file re-read per entry). The check before the build
     # reads each file once; the build itself is kubectl's.
-    from topogate.kustomization import check_tree
-    from topogate.repopaths import Roots
+    from topogate.safeio.repopaths import Roots
+    from topogate.sources.kustomization import check_tree
 
     repo = make_repo(tmp_path)
     d = repo / "many"
@@ -353,9 +353,9 @@ def test_a_key_with_a_newline_is_reported_on_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("make", ["fifo", "dev-zero"])
 def test_special_file_in_the_rendered_tree_is_refused(tmp_path: Path, make: str) -> None:
-    from topogate import writer
     from topogate.generators import render_tree
     from topogate.inventory.loader import load_inventory
+    from topogate.tree import writer
 
     repo = make_repo(tmp_path)
     out = repo / "out"

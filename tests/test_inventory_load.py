@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate.cli import main
+from topogate.cli.app import main
+from topogate.core.position import Position
 from topogate.inventory.loader import InventoryError, load_inventory
-from topogate.inventory.model import Position
 
 BAD = Path(__file__).resolve().parents[1] / "fixtures" / "bad"
 GOOD = """apiVersion: topogate.dev/v1alpha1

@@ -28,11 +28,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from inventory_strategies import InventoryCase, inventory_cases
 from tree_validation import built_problems, parse, tree_problems
 
-from topogate import writer
 from topogate.generators import render_tree
 from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.model import Inventory
 from topogate.inventory.schema import inventory_schema
+from topogate.tree import writer
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "fuzz-corpus"
 LONG = "TOPOGATE_FUZZ_EXAMPLES" in os.environ
@@ -199,7 +199,7 @@ _JOB = ("apiVersion: kubeflow.org/v1\nkind: {kind}\nmetadata: {{name: j}}\nspec:
 
 
 def _job(kind: str) -> str:
-    from topogate import kinds
+    from topogate.k8s import kinds
 
     return _JOB.format(kind=kind, field=kinds.REPLICA_SPECS[kind])
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate import kinds
-from topogate.cli import main
+from topogate.cli.app import main
 from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.yamlpos import YamlReadError, read_yaml
+from topogate.k8s import kinds
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fixtures" / "lab"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.jobs import find_jobs
+from topogate.k8s.jobs import find_jobs
 
 
 @dataclass(frozen=True)

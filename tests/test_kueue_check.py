@@ -16,8 +16,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from topogate.check import run_check
-from topogate.cli import main
+from topogate.check.run import run_check
+from topogate.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 MULTI = ROOT / "fixtures" / "multi" / "inventory.yaml"

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, crd_errors, kustomize_build
 
-from topogate import kinds
 from topogate.generators import kueue, render_tree
 from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import Inventory, KueueConfig
+from topogate.k8s import kinds
 
 ZONE = "topology.kubernetes.io/zone"
 JOB_KINDS = ("PyTorchJob", "MPIJob", "JobSet", "TrainJob")

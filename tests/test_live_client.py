@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from topogate.audit.errors import ExitCode
+from topogate.core.exitcodes import ExitCode
 from topogate.live.client import JOB_RESOURCES, NODES, Target, api_client, list_all
 from topogate.live.errors import LiveError
 from topogate.live.snapshot import fetch

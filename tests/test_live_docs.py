@@ -8,7 +8,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from topogate.cli import drift, main
+from topogate.cli.app import drift, main
 from topogate.live.client import JOB_RESOURCES, NODES, PODS, POLICY_RESOURCES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +91,7 @@ def test_the_cronjob_runs_drift_with_options_drift_has() -> None:
 
 
 def test_the_exit_code_table_is_the_audit_table() -> None:
-    from topogate.audit.errors import ExitCode
+    from topogate.core.exitcodes import ExitCode
 
     doc = DOC.read_text()
     for code in ExitCode:

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
 
-from topogate.cli import main
-from topogate.report import escape
+from topogate.cli.app import main
+from topogate.core import escape
 
 HOSTILE = "x\n::error file=a,line=1::pwned\n::stop-commands::tok\r\n##[error]old"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate.cli import main
+from topogate.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = str(ROOT / "fixtures" / "lab" / "inventory.yaml")
@@ -43,7 +43,7 @@ def test_boundary_probe_is_named_once_and_default_allow_says_why(tmp_path: Path)
 
 
 def test_plurals_agree() -> None:
-    from topogate.words import plural
+    from topogate.core.words import plural
 
     assert (plural(1, "GPU"), plural(2, "GPU"), plural(0, "pod")) == ("1 GPU", "2 GPUs", "0 pods")
 

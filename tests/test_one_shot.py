@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate import gctune
-from topogate.cli import main
+from topogate.cli.app import main
+from topogate.core import gctune
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fixtures" / "lab" / "inventory.yaml"
@@ -30,7 +30,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 def test_exit_now_flushes_runs_atexit_and_keeps_the_code() -> None:
     p = _python(
         "import atexit, sys\n"
-        "from topogate import gctune\n"
+        "from topogate.core import gctune\n"
         "atexit.register(lambda: print('atexit ran'))\n"
         "print('report', end='')\n"
         "sys.stderr.write('note')\n"
@@ -42,7 +42,7 @@ def test_exit_now_flushes_runs_atexit_and_keeps_the_code() -> None:
 def test_exit_now_waits_for_a_running_thread_like_a_normal_exit() -> None:
     p = _python(
         "import threading, time\n"
-        "from topogate import gctune\n"
+        "from topogate.core import gctune\n"
         "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
         "gctune.exit_now(1)\n")
     assert (p.returncode, p.stdout) == (1, "thread done\n")
@@ -50,7 +50,7 @@ def test_exit_now_waits_for_a_running_thread_like_a_normal_exit() -> None:
 
 def test_only_the_command_line_process_is_one_shot(tmp_path: Path) -> None:
     assert not gctune.one_shot(main)  # pytest's process
-    probe = "from topogate.cli import main\nfrom topogate import gctune\nprint(gctune.one_shot(main))\n"
+    probe = "from topogate.cli import main\nfrom topogate.core import gctune\nprint(gctune.one_shot(main))\n"
     # A program that imports main and calls it in-process is not the command line...
     assert _python(probe).stdout == "False\n"
     # ...a file named as the console script is (here with the probe's body instead of main()).
@@ -64,7 +64,7 @@ def test_only_the_command_line_process_is_one_shot(tmp_path: Path) -> None:
     p = _python(
         "import runpy, sys\n"
         f"sys.argv = ['cli.py', 'check', {str(LAB)!r}, {str(INCIDENT / 'broken')!r}, '--quiet']\n"
-        "import topogate.gctune as g\n"
+        "import topogate.core.gctune as g\n"
         "real = g.exit_now\n"
         "g.exit_now = lambda code: (print('one-shot exit', code), real(code))\n"
         "runpy.run_module('topogate.cli', run_name='__main__', alter_sys=True)\n")

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from topogate.cli import main
+from topogate.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = str(ROOT / "fixtures" / "lab" / "inventory.yaml")

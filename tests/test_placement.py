@@ -10,9 +10,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from topogate.analysis.jobs import TrainingJob, find_jobs
 from topogate.analysis.placement import JobPlacement, place_all, place_job
 from topogate.inventory.model import Cluster, Pool, Taint, Zone
+from topogate.k8s.jobs import TrainingJob, find_jobs
 
 ZK = "topology.kubernetes.io/zone"
 GPU_TAINT = Taint("gpu", "NoSchedule", "present")

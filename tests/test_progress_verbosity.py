@@ -12,8 +12,8 @@ from pathlib import Path
 from click.testing import CliRunner
 from report_support import BROKEN, CLEAN, FINDINGS, result
 
-from topogate import progress
-from topogate.cli import main
+from topogate.cli.app import main
+from topogate.core import progress
 from topogate.report.text import QUIET, SMALL_RUN, VERBOSE, TextReporter
 
 LAB = Path(__file__).resolve().parents[1] / "fixtures" / "lab"

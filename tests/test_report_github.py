@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from report_support import result
 
-from topogate.findings import Finding
+from topogate.core.findings import Finding
 from topogate.report.github import GithubReporter, annotation, escape_data, escape_property
 
 

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate import redact, subproc
-from topogate.cli import main
-from topogate.kustomization import _offline_env
+from topogate.cli.app import main
+from topogate.core import redact
+from topogate.safeio import subproc
+from topogate.sources.kustomization import _offline_env
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = REPO / "fixtures" / "lab"

@@ -17,8 +17,8 @@ import yaml
 from fuzz_support import mutant
 from hypothesis import HealthCheck, given, settings
 
-from topogate import saferead
-from topogate.saferead import InputError, check_node, documents
+from topogate.safeio import saferead
+from topogate.safeio.saferead import InputError, check_node, documents
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topogate import shapes
+from topogate.k8s import shapes
 
 
 def _keys(shape: Any, out: set[str]) -> set[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topogate import manifests, sourceindex
+from topogate.sources import manifests, sourceindex
 
 KUST = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n{res}"
 
@@ -54,7 +54,7 @@ def test_built_positions_read_only_the_files_asked_about(tmp_path: Path, monkeyp
 
 
 def test_lookup_agrees_with_a_full_index(tmp_path: Path) -> None:
-    from topogate.repopaths import Roots
+    from topogate.safeio.repopaths import Roots
 
     root = _tree(tmp_path)
     dirs = (root, tmp_path / "base")  # the root, then the directories its tree references

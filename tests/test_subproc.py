@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from hostile_support import alias_bomb
 
-from topogate import limits, subproc
-from topogate.kustomization import run_kustomize
+from topogate.safeio import limits, subproc
+from topogate.sources.kustomization import run_kustomize
 
 
 def _alive(pid: int) -> bool:
@@ -85,7 +85,7 @@ def test_success_passes_output_through() -> None:
 def _topogate_with_child(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int, int]:
     """A Python running subproc.run on a child that starts a grandchild; their pids."""
     child, grandchild = tmp_path / "child", tmp_path / "grandchild"
-    code = ("from topogate import subproc; "
+    code = ("from topogate.safeio import subproc; "
             f"subproc.run(['sh', '-c', 'sleep 60 & echo $! > {grandchild}; echo $$ > {child}; wait'])")
     py = subprocess.Popen([sys.executable, "-c", code], env={**os.environ})
     return py, _wait_file(child), _wait_file(grandchild)

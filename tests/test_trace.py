@@ -26,7 +26,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import require_crds
 
-from topogate.cli import main
+from topogate.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = "fixtures/trace"

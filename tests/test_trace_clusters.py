@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from topogate.analysis.clusters import ClusterOf, assign_clusters
-from topogate.cli import main
+from topogate.analysis.map.clusters import ClusterOf, assign_clusters
+from topogate.cli.app import main
 from topogate.inventory.loader import load_inventory
-from topogate.manifests import collect
+from topogate.sources.manifests import collect
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO = ROOT / "fixtures" / "trace" / "two-clusters"

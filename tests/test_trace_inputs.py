@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from topogate.cli import main
+from topogate.cli.app import main
 
 POD = """
 apiVersion: v1

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from topogate import limits, writer
-from topogate.check import CheckInputError, _refuse_special_files
+from topogate.check.run import CheckInputError, _refuse_special_files
+from topogate.safeio import limits
+from topogate.tree import writer
 
 
 def _reference_walk(out: Path, errors: list[str] | None = None) -> list[str]:

@@ -27,8 +27,8 @@ from upstream_support import (
     workloads,
 )
 
-from topogate.check import CheckInputError, run_check
-from topogate.manifests import collect
+from topogate.check.run import CheckInputError, run_check
+from topogate.sources.manifests import collect
 from topogate.trace import TraceError, trace
 
 pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="no upstream checkouts in /work/upstream")

@@ -26,9 +26,9 @@ import yaml
 from cel_support import admit, crd_rule_errors
 from conftest import crd_errors, crd_schemas
 
-from topogate import kinds
 from topogate.generators import cilium, kustomize
 from topogate.inventory.model import Inventory
+from topogate.k8s import kinds
 
 K8S_VERSION = "1.37.0"
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

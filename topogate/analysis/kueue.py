@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.inventory.model import Position
-from topogate.manifests import K8sObject
+from topogate.core.position import Position
+from topogate.sources.manifests import K8sObject
 
 GROUP = "kueue.x-k8s.io"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -8,16 +8,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from topogate.analysis.netpolicy import PolicyRef, RuleRef, SideVerdict, SourceRef
-from topogate.inventory.model import (
-    MANAGED_BY_LABEL,
-    NETWORK_ZONE_LABEL,
-    NOWHERE,
-    WORKLOAD_LABEL,
-    Cluster,
-    Inventory,
-    Position,
-)
-from topogate.manifests import K8sObject
+from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL, WORKLOAD_LABEL
+from topogate.core.position import NOWHERE, Position
+from topogate.inventory.model import Cluster, Inventory
+from topogate.sources.manifests import K8sObject
 
 
 def _pos(src: Any) -> Position:

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from topogate.findings import Finding
-from topogate.inventory.model import NOWHERE, Position
+from topogate.core.findings import Finding
+from topogate.core.position import NOWHERE, Position
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class RuleInfo:
 
 @dataclass(frozen=True)
 class Scope:
-    """What a `check --changed-since` run covered (topogate.changed), for the summary line."""
+    """What a `check --changed-since` run covered (topogate.check.changed), for the summary line."""
 
     since: str  # the git ref as given
     text: str  # e.g. "1 of 10 clusters changed (c3), 1 of 10 kustomize roots built"
@@ -134,10 +134,10 @@ class CheckResult:
     jobs: tuple[JobMap, ...]
     rules: tuple[RuleInfo, ...]
     inventory: str = ""  # inventory file as given
-    # Findings hidden by a `topogate.dev/ignore` annotation (topogate.selection.Suppression):
+    # Findings hidden by a `topogate.dev/ignore` annotation (topogate.policies.selection.Suppression):
     # reporters count them so a quiet report never hides that something was silenced.
     suppressed: tuple[Any, ...] = ()
-    # Findings hidden by an inventory waiver (topogate.engine.Waived): counted and listed for
+    # Findings hidden by an inventory waiver (topogate.policies.engine.Waived): counted and listed for
     # the same reason, and kept in SARIF as suppressed results so code scanning shows them.
     waived: tuple[Any, ...] = ()
     # (Finding, Suppression) for every finding an annotation hid: SARIF keeps them as

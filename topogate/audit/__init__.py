@@ -14,7 +14,8 @@ from topogate.audit.egress import (
     resolve_window,
     run_audit,
 )
-from topogate.audit.errors import AuditError, ExitCode
+from topogate.audit.errors import AuditError
+from topogate.core.exitcodes import ExitCode
 
 __all__ = [
     "AuditError",

@@ -8,20 +8,12 @@ EX_NOPERM, EX_CONFIG), which cron wrappers and systemd already understand.
 from __future__ import annotations
 
 import re
-from enum import IntEnum
 from typing import TYPE_CHECKING
+
+from topogate.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
     from botocore.exceptions import ClientError
-
-
-class ExitCode(IntEnum):
-    OK = 0  # every AWS cluster within its budget (or no budget set)
-    OVER_BUDGET = 1  # at least one cluster-day over its budget
-    BAD_INVOCATION = 2  # bad options, unreadable inventory, a window Cost Explorer refuses
-    TEMPORARY = 75  # throttled after retries, data not available yet, network: run again later
-    ACCESS_DENIED = 77  # the credentials work but may not call Cost Explorer
-    CONFIG = 78  # no/expired credentials, bad endpoint or region, no cost tag, usage types not found
 
 
 EXIT_CODE_DOCS: tuple[tuple[int, str], ...] = (

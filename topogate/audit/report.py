@@ -20,7 +20,7 @@ from topogate.audit.egress import (
     usd_text,
 )
 from topogate.audit.errors import redact_known, requests_phrase
-from topogate.report import escape
+from topogate.core import escape
 
 FORMATS = ("text", "json", "markdown")
 

@@ -39,16 +39,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topogate import kinds
+from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL, WORKLOAD_LABEL
 from topogate.generators import cilium, kueue
 from topogate.generators.base import OutputFile
-from topogate.inventory.model import (
-    MANAGED_BY_LABEL,
-    NETWORK_ZONE_LABEL,
-    WORKLOAD_LABEL,
-    Cluster,
-    Inventory,
-)
+from topogate.inventory.model import Cluster, Inventory
+from topogate.k8s import kinds
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")

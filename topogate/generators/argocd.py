@@ -50,9 +50,10 @@ import json
 import posixpath
 from typing import Any
 
+from topogate.core.labels import MANAGED_BY_LABEL
 from topogate.generators import admission
 from topogate.generators.base import OutputFile
-from topogate.inventory.model import MANAGED_BY_LABEL, Cluster, Inventory
+from topogate.inventory.model import Cluster, Inventory
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 # (apiVersion, kind, wave): the order in which a cluster's objects are applied.

@@ -48,19 +48,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from topogate import kinds
+from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL, REPLICA_GROUP_LABEL, WORKLOAD_LABEL
 from topogate.generators.base import OutputFile
-from topogate.inventory.model import (
-    MANAGED_BY_LABEL,
-    NETWORK_ZONE_LABEL,
-    REPLICA_GROUP_LABEL,
-    WORKLOAD_LABEL,
-    Cluster,
-    Door,
-    Inventory,
-    PortSpec,
-    Workload,
-)
+from topogate.inventory.model import Cluster, Door, Inventory, PortSpec, Workload
+from topogate.k8s import kinds
 
 API_VERSION = "cilium.io/v2"
 GROUP_LABEL = REPLICA_GROUP_LABEL

@@ -87,10 +87,11 @@ import json
 import re
 from typing import Any
 
+from topogate.core.labels import MANAGED_BY_LABEL
 from topogate.generators import admission, cilium
 from topogate.generators.argocd import repo_path
 from topogate.generators.base import OutputFile
-from topogate.inventory.model import MANAGED_BY_LABEL, Cluster, Inventory, Workload
+from topogate.inventory.model import Cluster, Inventory, Workload
 
 SOURCE_NAME = "topogate"
 INTERVAL = "10m"  # full reconcile; Git changes arrive through the GitRepository's own interval

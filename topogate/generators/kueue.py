@@ -35,9 +35,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from topogate.core.labels import MANAGED_BY_LABEL
 from topogate.generators import cilium
 from topogate.generators.base import OutputFile
-from topogate.inventory.model import MANAGED_BY_LABEL, Cluster, Inventory, Pool, Workload
+from topogate.inventory.model import Cluster, Inventory, Pool, Workload
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 GROUP = "kueue.x-k8s.io"

@@ -64,18 +64,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from topogate import kinds
+from topogate.core.labels import NETWORK_ZONE_LABEL, WORKLOAD_LABEL
 from topogate.generators import admission, cilium, kueue
 from topogate.generators.base import OutputFile
 from topogate.generators.jsonpatch import PatchBuilder, Path
-from topogate.inventory.model import (
-    NETWORK_ZONE_LABEL,
-    WORKLOAD_LABEL,
-    Cluster,
-    Inventory,
-    Workload,
-    kueue_groupable,
-)
+from topogate.inventory.model import Cluster, Inventory, Workload, kueue_groupable
+from topogate.k8s import kinds
 
 NEEDS_OUT_DIR = True  # render() takes out_dir: overlays point at the base relative to it
 PATCH_FILE = "placement-patch.yaml"

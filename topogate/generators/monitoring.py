@@ -58,8 +58,9 @@ from typing import Any
 
 import yaml
 
+from topogate.core.labels import NETWORK_ZONE_LABEL, WORKLOAD_LABEL
 from topogate.generators.base import OutputFile, _Dumper, header, inv_label
-from topogate.inventory.model import NETWORK_ZONE_LABEL, WORKLOAD_LABEL, Cluster, Inventory
+from topogate.inventory.model import Cluster, Inventory
 
 NAMESPACE = "monitoring"  # where the PrometheusRule and the dashboard ConfigMap go
 IDLE_GPU_PERCENT = 50  # "GPUs of a running job idle": the incident ran at 40%

@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from topogate.inventory.model import Position
+from topogate.core.position import Position
 from topogate.inventory.printable import message, unprintable
 from topogate.inventory.yamlpos import MAX_EXPANDED_NODES
-from topogate.saferead import memo_loader
+from topogate.safeio.saferead import memo_loader
 
 # A pod template inside a JobSet inside a runtime is about 20 levels deep.
 MAX_BASE_DEPTH = 100

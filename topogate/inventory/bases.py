@@ -8,13 +8,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from topogate import kinds
+from topogate.core.position import Position
 from topogate.inventory.basefiles import line_of, parse_base_text
 from topogate.inventory.basefiles import shown as _shown
-from topogate.inventory.model import Position, ReplicaGroup
+from topogate.inventory.model import ReplicaGroup
 from topogate.inventory.problems import Problem
 from topogate.inventory.values import as_map, seq
-from topogate.repopaths import Roots
+from topogate.k8s import kinds
+from topogate.safeio.repopaths import Roots
 
 if TYPE_CHECKING:
     from topogate.inventory.checker import Checker
@@ -121,8 +122,8 @@ def _roots(chk: Checker) -> Roots:
 
 
 def build_base(chk: Checker, path: YPath, target: Path, rel: str) -> list[Any] | None:
-    from topogate.kustomization import check_tree, run_kustomize
-    from topogate.manifests import ManifestError, kubectl
+    from topogate.sources.kustomization import check_tree, run_kustomize
+    from topogate.sources.manifests import ManifestError, kubectl
 
     try:
         exe = kubectl()
@@ -226,7 +227,7 @@ def groups_of(chk: Checker, path: YPath, docs: tuple[Any, ...], kind: str, name:
                         "cluster-scoped objects separately (a TrainingRuntime in the namespace "
                         "works in a base)"))
         return ()
-    from topogate import shapes
+    from topogate.k8s import shapes
 
     bad = shapes.first_problem(job)
     if bad is not None:

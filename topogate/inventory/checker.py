@@ -9,7 +9,7 @@ from pathlib import Path
 
 from topogate.inventory.problems import Problem
 from topogate.inventory.yamlpos import Located, YPath
-from topogate.repopaths import Roots
+from topogate.safeio.repopaths import Roots
 
 
 def _repo_root(start: Path) -> Path:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from topogate.core.labels import DEFAULT_ZONE_LABEL
 from topogate.inventory.kueue import read_admission, read_kueue
-from topogate.inventory.model import DEFAULT_ZONE_LABEL, Cluster, CostConfig, NetworkZone, Pool, Taint, Zone
+from topogate.inventory.model import Cluster, CostConfig, NetworkZone, Pool, Taint, Zone
 from topogate.inventory.values import as_int, labels, quantity, seq
 
 if TYPE_CHECKING:

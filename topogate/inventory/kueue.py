@@ -5,15 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topogate.inventory.model import (
-    DEFAULT_ZONE_LABEL,
-    AdmissionConfig,
-    Cluster,
-    KueueConfig,
-    Workload,
-    Zone,
-    kueue_groupable,
-)
+from topogate.core.labels import DEFAULT_ZONE_LABEL
+from topogate.inventory.model import AdmissionConfig, Cluster, KueueConfig, Workload, Zone, kueue_groupable
 from topogate.inventory.problems import Problem
 
 if TYPE_CHECKING:

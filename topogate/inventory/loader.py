@@ -14,18 +14,19 @@ import re
 from pathlib import Path
 from typing import Any
 
-from topogate import gctune, progress
+from topogate.core import gctune, progress
+from topogate.core.position import Position
 from topogate.inventory.checker import Checker
 from topogate.inventory.clusters import read_cluster
 from topogate.inventory.doors import read_doors
-from topogate.inventory.model import Cluster, GitOps, Inventory, Position, Waiver, Workload
+from topogate.inventory.model import Cluster, GitOps, Inventory, Waiver, Workload
 from topogate.inventory.printable import message, unprintable_paths
 from topogate.inventory.problems import InventoryError, Problem
 from topogate.inventory.schema import inventory_schema, schema_problems
 from topogate.inventory.values import as_map, dicts, seq
 from topogate.inventory.workloads import read_workload
 from topogate.inventory.yamlpos import YamlReadError, YPath, read_yaml
-from topogate.oserror import reason
+from topogate.safeio.oserror import reason
 
 # Importers use these names from here: the checks now live in the modules above.
 _Checker = Checker

@@ -12,17 +12,11 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from topogate.core.labels import DEFAULT_ZONE_LABEL, Pairs
+from topogate.core.position import NOWHERE, Position
+
 API_VERSION = "topogate.dev/v1alpha1"
 KIND = "Inventory"
-DEFAULT_ZONE_LABEL = "topology.kubernetes.io/zone"
-NETWORK_ZONE_LABEL = "topogate.dev/network-zone"
-WORKLOAD_LABEL = "topogate.dev/workload"
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-# Stamped by the overlays on every pod with its replica group (Master, Worker, ...): the
-# operators' own labels for it differ between versions, so the rendezvous rules select on ours.
-REPLICA_GROUP_LABEL = "topogate.dev/replica-group"
-# Set by users on plain Deployments/Jobs/StatefulSets that together form one training job.
-JOB_GROUP_LABEL = "topogate.dev/group"
 
 PROVIDERS = ("aws", "gcp", "azure", "other")
 KINDS = ("PyTorchJob", "MPIJob", "TrainJob", "JobSet", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
@@ -31,24 +25,6 @@ PLACEMENTS = ("pin", "follow")
 # topology-aware scheduling on top of it (docs/kueue.md).
 SCHEDULERS = ("default", "kueue")
 VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
-
-Pairs = tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, order=True)
-class Position:
-    """A 1-based place in a file."""
-
-    file: str
-    line: int
-    column: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
-
-
-NOWHERE = Position("<unknown>", 1, 1)
-
 
 @dataclass(frozen=True)
 class Taint:

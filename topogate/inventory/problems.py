@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topogate.inventory.model import Position
+from topogate.core.position import Position
 
 
 @dataclass(frozen=True, order=True)

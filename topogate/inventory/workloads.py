@@ -7,7 +7,7 @@ import ipaddress
 import re
 from typing import TYPE_CHECKING, Any
 
-from topogate import kinds
+from topogate.core.words import plural
 from topogate.inventory.bases import groups_of, read_base
 from topogate.inventory.kueue import check_kueue_workload
 from topogate.inventory.model import (
@@ -21,7 +21,7 @@ from topogate.inventory.model import (
     follow_zones,
 )
 from topogate.inventory.values import DNS, as_int, dicts, seq
-from topogate.words import plural
+from topogate.k8s import kinds
 
 if TYPE_CHECKING:
     from topogate.inventory.checker import Checker

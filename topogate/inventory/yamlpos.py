@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from topogate.inventory.model import Position
+from topogate.core.position import Position
 
 # An inventory has hundreds of values, a large one tens of thousands; a billion-laughs
 # document expands to billions. Anything past this is refused before it is expanded.

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.audit.errors import ExitCode
+from topogate.core.exitcodes import ExitCode
 from topogate.live.errors import LiveError, from_exception
 
 DEFAULT_CHUNK = 500  # kubectl's own --chunk-size

@@ -16,17 +16,17 @@ from topogate.analysis.result import CheckResult, JobMap
 
 if TYPE_CHECKING:
     from topogate.live.snapshot import Snapshot
-    from topogate.manifests import K8sObject
-from topogate.audit.errors import ExitCode
-from topogate.check import CheckOutcome
-from topogate.engine import all_rules, evaluate
+    from topogate.sources.manifests import K8sObject
+from topogate.check.run import CheckOutcome
+from topogate.core.exitcodes import ExitCode
 from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import Cluster, Inventory
 from topogate.live.client import Target
-from topogate.live.context import LiveContext
 from topogate.live.errors import LiveError
 from topogate.live.nodes import dns_label
 from topogate.live.snapshot import Snapshot, fetch, read_file
+from topogate.policies.engine import all_rules, evaluate
+from topogate.policies.live.facts import LiveContext
 
 
 @dataclass(frozen=True)
@@ -137,12 +137,12 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     which policies differ from the generated tree), and the repository's own analysis (every
     other rule) run on the job and policy objects as the API server holds them.
     """
-    from topogate.analysis.map import build_map
+    from topogate.analysis.map.build import build_map
     from topogate.analysis.netpolicy import PolicyError
     from topogate.live.nodes import parse_nodes
     from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts, where
     from topogate.live.snapshot import POLICY_KINDS
-    from topogate.manifests import K8sObject
+    from topogate.sources.manifests import K8sObject
 
     inv = load_inventory(inventory_path)  # with bases: the generated policies are compared
     c = pick_cluster(inv, cluster)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from topogate.inventory.model import Cluster, Pool, Position, Taint
-from topogate.live.context import GPUS, POOL_SIZE, SCHEDULING, UNDESCRIBED, ZONE, LiveFact
+from topogate.core.position import Position
+from topogate.inventory.model import Cluster, Pool, Taint
 from topogate.live.nodes import LiveNode, dns_label
+from topogate.policies.live.facts import GPUS, POOL_SIZE, SCHEDULING, UNDESCRIBED, ZONE, LiveFact
 
 SHOWN = 5  # node names listed in one message; the rest are counted
 

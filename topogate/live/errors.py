@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topogate.audit.errors import ExitCode, scrub
+from topogate.audit.errors import scrub
+from topogate.core.exitcodes import ExitCode
 
 RBAC_HINT = "examples/rbac-topogate-live.yaml"
 

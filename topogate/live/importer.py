@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.audit.errors import ExitCode
-from topogate.inventory.model import API_VERSION, DEFAULT_ZONE_LABEL, KIND, Taint
+from topogate.core.exitcodes import ExitCode
+from topogate.core.labels import DEFAULT_ZONE_LABEL
+from topogate.inventory.model import API_VERSION, KIND, Taint
 from topogate.live.errors import LiveError
 from topogate.live.nodes import LiveNode, PoolGroup, dns_label, group_pools, parse_nodes
 from topogate.live.snapshot import Snapshot

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.result import GroupMap, JobMap
-from topogate.inventory.model import Cluster, Inventory, Position
-from topogate.live.context import DIFFERS, PENDING, SPLIT, UNMANAGED, LiveFact
+from topogate.core.position import Position
+from topogate.inventory.model import Cluster, Inventory
 from topogate.live.nodes import GPU_RESOURCES
 from topogate.live.snapshot import JOB_KINDS, Snapshot
+from topogate.policies.live.facts import DIFFERS, PENDING, SPLIT, UNMANAGED, LiveFact
 
 SHOWN_PODS = 20
 _OPERATORS = {"pytorchjob-controller": "PyTorchJob", "mpi-operator": "MPIJob",

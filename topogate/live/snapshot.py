@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from topogate.audit.errors import ExitCode
-from topogate.inventory.model import Position
+from topogate.core.exitcodes import ExitCode
+from topogate.core.position import Position
 from topogate.live.client import (
     JOB_RESOURCES,
     NODES,

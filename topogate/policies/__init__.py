@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from topogate.policies import (
+from topogate.policies.coverage import (
+    tg120_not_modelled,
+    tg121_no_pods,
+    tg122_runtime_missing,
+    tg123_skipped_file,
+)
+from topogate.policies.inputs import (
     tg001_inventory_invalid,
     tg002_drift,
     tg003_waiver_expired,
@@ -15,6 +21,8 @@ from topogate.policies import (
     tg005_ungrouped_pods,
     tg006_nothing_analysed,
     tg010_suppression_invalid,
+)
+from topogate.policies.jobs import (
     tg101_hard_block,
     tg102_may_split,
     tg103_unschedulable,
@@ -29,10 +37,17 @@ from topogate.policies import (
     tg112_job_open_ingress,
     tg113_door_closed,
     tg114_fqdn_wildcard_apex,
-    tg120_not_modelled,
-    tg121_no_pods,
-    tg122_runtime_missing,
-    tg123_skipped_file,
+)
+from topogate.policies.kueue import (
+    tg301_kueue_no_queue,
+    tg302_kueue_flavor_without_topology,
+    tg303_kueue_unknown_level,
+    tg304_kueue_preferred_topology,
+    tg305_kueue_podset_left_out,
+    tg306_kueue_invalid_group,
+    tg307_kueue_queue_unverified,
+)
+from topogate.policies.live import (
     tg201_zone_drift,
     tg202_pool_size_drift,
     tg203_pool_scheduling_drift,
@@ -42,13 +57,6 @@ from topogate.policies import (
     tg207_pending_no_fit,
     tg208_unmanaged_policy,
     tg209_policy_differs,
-    tg301_kueue_no_queue,
-    tg302_kueue_flavor_without_topology,
-    tg303_kueue_unknown_level,
-    tg304_kueue_preferred_topology,
-    tg305_kueue_podset_left_out,
-    tg306_kueue_invalid_group,
-    tg307_kueue_queue_unverified,
 )
 
 REGISTRY: dict[str, ModuleType] = {

@@ -10,8 +10,9 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from topogate.analysis.result import CheckResult, Flow, JobMap
-from topogate.findings import Finding
-from topogate.inventory.model import NOWHERE, Waiver
+from topogate.core.findings import Finding
+from topogate.core.position import NOWHERE
+from topogate.inventory.model import Waiver
 
 UNKNOWN_FILE = NOWHERE.file
 

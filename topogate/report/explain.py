@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from topogate.analysis.result import Flow, GroupMap, JobMap
-from topogate.inventory.model import NOWHERE, Position
+from topogate.core.position import NOWHERE, Position
+from topogate.core.words import plural
 from topogate.report.base import flow_key, port_text, zone_choice, zone_choice_text
-from topogate.words import plural
 
 
 def _pos(p: Position) -> dict[str, Any] | None:

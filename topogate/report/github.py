@@ -8,7 +8,7 @@ properties.
 from __future__ import annotations
 
 from topogate.analysis.result import CheckResult
-from topogate.findings import Finding
+from topogate.core.findings import Finding
 from topogate.report.base import Reporter, counts_line, has_file, sorted_findings
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from topogate.analysis.result import CheckResult, JobMap
-from topogate.findings import Finding
+from topogate.core.findings import Finding
 from topogate.report.base import (
     Reporter,
     counts_line,

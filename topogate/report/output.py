@@ -28,8 +28,8 @@ def write_report(path: str, text: str) -> str:
     import os
     import tempfile
 
-    from topogate.oserror import reason
-    from topogate.redact import redact
+    from topogate.core.redact import redact
+    from topogate.safeio.oserror import reason
 
     text = redact(text)  # a file posted back to the pull request, as a log is
 

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from topogate.analysis.result import CheckResult, RuleInfo
-from topogate.findings import Finding
+from topogate.core.findings import Finding
 from topogate.report.base import Reporter, has_file, sorted_findings
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

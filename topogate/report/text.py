@@ -9,7 +9,7 @@ schedulable" bury the one that is not; none with `--quiet` (findings and the cou
 from __future__ import annotations
 
 from topogate.analysis.result import CheckResult, Flow, GroupMap, JobMap
-from topogate.findings import Finding
+from topogate.core.findings import Finding
 from topogate.report.base import (
     Reporter,
     counts_line,

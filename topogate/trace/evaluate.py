@@ -16,7 +16,7 @@ from topogate.analysis.netpolicy import (
     SourceRef,
     Verdict,
 )
-from topogate.manifests import K8sObject, ManifestError, collect
+from topogate.sources.manifests import K8sObject, ManifestError, collect
 from topogate.trace.model import DEFAULT_NAMESPACE, SideSummary, TraceError, TraceResult
 from topogate.trace.resolve import _load_inventory, _port_query, _resolve, _scope
 from topogate.trace.spec import _parse_spec, parse_port

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topogate.analysis.netpolicy import Peer, PodClass, PolicyRef, PortRange, SourceRef
-from topogate.inventory.model import Position
+from topogate.core.position import Position
 
 DEFAULT_NAMESPACE = "default"
 

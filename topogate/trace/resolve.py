@@ -8,14 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from topogate import kinds
-from topogate.analysis.clusters import ClusterOf, path_clusters
-from topogate.analysis.jobs import GROUP_KIND, TrainingJob, find_jobs
+from topogate.analysis.map.clusters import ClusterOf, path_clusters
 from topogate.analysis.netpolicy import External, PodClass
-from topogate.inventory.model import Position
-from topogate.kinds import PLAIN_POD_TEMPLATES
-from topogate.manifests import K8sObject, ManifestError, collect
-from topogate.oserror import reason
+from topogate.core.position import Position
+from topogate.k8s import kinds
+from topogate.k8s.jobs import GROUP_KIND, TrainingJob, find_jobs
+from topogate.k8s.kinds import PLAIN_POD_TEMPLATES
+from topogate.safeio.oserror import reason
+from topogate.sources.manifests import K8sObject, ManifestError, collect
 from topogate.trace.model import DEFAULT_NAMESPACE, Endpoint, PortQuery, TraceError
 from topogate.trace.spec import _Spec, parse_port
 

@@ -7,7 +7,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from topogate.analysis.jobs import GROUP_KIND
+from topogate.k8s.jobs import GROUP_KIND
 from topogate.trace.model import TraceError
 
 ENTITIES = (

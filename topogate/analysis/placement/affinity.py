@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from topogate.analysis.jobs import JobGroup
 from topogate.analysis.placement.terms import _required_terms, _Term, _term_namespaces
 from topogate.analysis.scheduling import HOSTNAME_LABEL, selector_matches, with_label_keys
+from topogate.k8s.jobs import JobGroup
 
 if TYPE_CHECKING:
     from topogate.analysis.placement.plan import _Plan

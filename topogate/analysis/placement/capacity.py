@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from topogate.analysis.placement.model import Capacity, _fmt
 from topogate.analysis.scheduling import PoolFit
-from topogate.words import plural
+from topogate.core.words import plural
 
 if TYPE_CHECKING:
     from topogate.analysis.placement.plan import _Plan

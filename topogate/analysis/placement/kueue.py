@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.jobs import JobGroup, TrainingJob
 from topogate.analysis.kueue import (
     GROUP_NAME,
     PREFERRED_TOPOLOGY,
@@ -41,7 +40,8 @@ from topogate.analysis.kueue import (
 )
 from topogate.analysis.locate import _pos
 from topogate.analysis.scheduling import HOSTNAME_LABEL, NodeClass, PoolFit, Removal, fit_pools
-from topogate.inventory.model import Position
+from topogate.core.position import Position
+from topogate.k8s.jobs import JobGroup, TrainingJob
 
 # Kinds whose Kueue webhook refuses a PodSet group it cannot fit (docs/kueue.md); for the others
 # the webhook lets the job in and the scheduler's handling of such a group is not specified.

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.jobs import TrainingJob
 from topogate.analysis.placement.model import JobPlacement, Pairs
 from topogate.analysis.scheduling import selector_matches
+from topogate.k8s.jobs import TrainingJob
 
 # ---------------------------------------------------------------------------------------------
 # Peers: pods outside the job that affinity selectors may match

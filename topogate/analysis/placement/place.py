@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from topogate.analysis.jobs import TrainingJob
 from topogate.analysis.placement.affinity import resolve_affinity, resolve_anti_affinity
 from topogate.analysis.placement.capacity import group_capacity, job_capacity, unit_capacity
 from topogate.analysis.placement.feasible import deadlocks, node_and_affinity_reasons, pending_risks
@@ -20,6 +19,7 @@ from topogate.analysis.placement.terms import _matches_peers
 from topogate.analysis.placement.units import narrow_zones_and_units
 from topogate.analysis.scheduling import NodeClass, PoolFit, node_classes
 from topogate.inventory.model import Cluster
+from topogate.k8s.jobs import TrainingJob
 
 
 def place_job(

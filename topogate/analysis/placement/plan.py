@@ -10,12 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from topogate.analysis.jobs import JobGroup, TrainingJob
 from topogate.analysis.placement.peers import PeerIndex
 from topogate.analysis.placement.terms import _Term
 from topogate.analysis.placement.units import _Units
 from topogate.analysis.scheduling import NodeClass, PoolFit, fit_pools, node_classes
 from topogate.inventory.model import Cluster
+from topogate.k8s.jobs import JobGroup, TrainingJob
 
 
 @dataclass

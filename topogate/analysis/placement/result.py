@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from topogate.analysis.jobs import TrainingJob
 from topogate.analysis.placement.model import Capacity, GroupPlacement, JobPlacement, _fmt
 from topogate.analysis.placement.terms import _Term
-from topogate.kinds import KINDS
+from topogate.k8s.jobs import TrainingJob
+from topogate.k8s.kinds import KINDS
 
 if TYPE_CHECKING:
     from topogate.analysis.placement.plan import _Plan

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topogate.analysis.jobs import JobGroup
 from topogate.analysis.placement.model import _fmt
 from topogate.analysis.scheduling import selector_matches, with_label_keys
-from topogate.words import plural
+from topogate.core.words import plural
+from topogate.k8s.jobs import JobGroup
 
 if TYPE_CHECKING:
     from topogate.analysis.placement.plan import _Plan

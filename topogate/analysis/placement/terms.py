@@ -7,10 +7,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.jobs import TrainingJob
 from topogate.analysis.placement.model import NAMESPACE_NAME_LABEL
 from topogate.analysis.placement.peers import Peer, PeerIndex
 from topogate.analysis.scheduling import selector_matches, with_label_keys
+from topogate.k8s.jobs import TrainingJob
 
 # ---------------------------------------------------------------------------------------------
 # Terms

@@ -19,9 +19,9 @@ from topogate.analysis.scheduling.taints import (
     taint_str,
     untolerated_taints,
 )
+from topogate.core.words import plural
 from topogate.inventory.model import Cluster
-from topogate.kinds import pod_gpus
-from topogate.words import plural
+from topogate.k8s.kinds import pod_gpus
 
 
 def fit_pool(spec: Mapping[str, Any], node: NodeClass, gpus: int | None = None) -> PoolFit:

@@ -1,0 +1,197 @@
+"""The single map: for every training job found, where its groups can land and which of the
+flows it needs get through. Computed once; rules only read the result.
+
+Cost: each group is one label class (a Cilium identity, a scheduler pod class), so the work per
+job is groups x groups flows plus groups x pools fits; nothing iterates over pods or over pairs
+of jobs. The boundary probe compares each job with one representative of every other network
+zone, which keeps it linear in jobs.
+
+One cluster's jobs and flows: ``analysis.clustermap`` (flows: ``analysis.flows``; label lies and
+spread splits: ``analysis.labels``). Which cluster a manifest belongs to: ``analysis.clusters``.
+Where findings point: ``analysis.locate``. The boundary probe: ``analysis.boundary``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from topogate.analysis.kueue import KINDS as KUEUE_KINDS
+from topogate.analysis.locate import _pos, inventory_source
+from topogate.analysis.map.cluster import POLICY_KINDS, _ClusterMap
+from topogate.analysis.map.clusters import assign_clusters
+from topogate.analysis.map.labels import LabelLie, SpreadSplit
+from topogate.analysis.map.pods import _pod_class, _pod_template
+from topogate.analysis.netpolicy import PodClass, PolicySet
+from topogate.analysis.placement.kueue import Concern
+from topogate.analysis.proofs.boundary import BoundaryProof, Opening
+from topogate.analysis.proofs.doors import ClosedDoor, DoorRules, closed_doors, target_members
+from topogate.analysis.proofs.flows import KUBE_DNS
+from topogate.analysis.proofs.ingress import OpenIngress, open_ingress
+from topogate.analysis.result import JobMap
+from topogate.core.position import Position
+from topogate.inventory.model import Cluster, Inventory
+from topogate.k8s.jobs import RUNTIME_KINDS, find_jobs
+from topogate.sources.manifests import K8sObject
+
+__all__ = ["LabelLie", "MapFacts", "SpreadSplit", "_ClusterMap", "build_map"]
+
+
+@dataclass
+class MapFacts:
+    policies: dict[str, PolicySet] = field(default_factory=dict)
+    policy_selects: tuple[tuple[str, int, Position], ...] = ()
+    boundary_openings: tuple[Opening, ...] = ()
+    zone_label_lies: tuple[LabelLie, ...] = ()
+    spread_splits: tuple[SpreadSplit, ...] = ()
+    unprotected: tuple[tuple[str, Position], ...] = ()
+    unassigned: tuple[tuple[str, Position], ...] = ()
+    open_ingress: tuple[OpenIngress, ...] = ()
+    closed_doors: tuple[ClosedDoor, ...] = ()
+    # (policy, construct, message, where): constructs the evaluator does not model (TG120)
+    not_modelled: tuple[tuple[str, str, str, Position], ...] = ()
+    kueue_concerns: tuple[Concern, ...] = ()
+
+
+@dataclass
+class _Gathered:
+    """What every cluster adds to the map, in cluster order."""
+
+    jobs: list[JobMap] = field(default_factory=list)
+    lies: list[LabelLie] = field(default_factory=list)
+    spreads: list[SpreadSplit] = field(default_factory=list)
+    openings: list[Opening] = field(default_factory=list)
+    ingress: list[OpenIngress] = field(default_factory=list)
+    shut: list[ClosedDoor] = field(default_factory=list)
+    selects: list[tuple[str, int, Position]] = field(default_factory=list)
+    shared_selects: dict[str, tuple[int, Position]] = field(default_factory=dict)
+    unprotected: list[tuple[str, Position]] = field(default_factory=list)
+    not_modelled: dict[tuple[str, str, str, Position], None] = field(default_factory=dict)
+    kueue_concerns: list[Concern] = field(default_factory=list)
+
+
+def _who_gets_in(cm: _ClusterMap, inv: Inventory, cluster: Cluster,
+                 cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]], managed_ns: set[str],
+                 doors: DoorRules) -> tuple[list[Opening], list[OpenIngress], list[ClosedDoor]]:
+    """The boundary proof (TG107), the jobs' own ingress (TG112) and the declared doors (TG113)
+    of one cluster: all three ask the same pods, so they share the proof's label index."""
+    proof = BoundaryProof(cm, cluster, doors)
+    openings = proof.run(cluster_jobs, sorted(managed_ns), target_members(cm, doors.doors))
+    ingress: list[OpenIngress] = []
+    for jm, classes in cluster_jobs:
+        wl = inv.workload_at(cluster.name, jm.namespace, jm.name, jm.kind)
+        oi = open_ingress(cm, cluster, jm, classes, wl, doors, proof.named_sources)
+        if oi is not None:
+            ingress.append(oi)
+    reps = {nz: r for (nz, _ns), r in sorted(proof.reps.items())}
+    return openings, ingress, closed_doors(cm, doors, proof.members, reps)
+
+
+
+def _map_jobs(cm: _ClusterMap, managed_ns: set[str], selected: dict[str, int],
+              acc: _Gathered) -> list[tuple[JobMap, dict[str, PodClass]]]:
+    """Every job of the cluster: its map, what it claims about zones, and the policies that
+    select its groups (a job in a managed namespace that none selects is unprotected)."""
+    cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]] = []
+    for job in cm.jobs:
+        jm, classes, _ = cm.job_map(job)
+        acc.jobs.append(jm)
+        cluster_jobs.append((jm, classes))
+        acc.lies.extend(cm.label_lies(jm))
+        acc.spreads.extend(cm.spread_splits(job, jm))
+        acc.kueue_concerns.extend(cm.kueue_concerns(jm))
+        any_policy = False
+        host_net = {g.name for g in job.groups if g.spec.get("hostNetwork") is True}
+        for name, pc in classes.items():
+            if name in host_net:  # not an endpoint: no policy selects it
+                continue
+            for pref in cm.pset.policies_selecting(pc):
+                selected[str(pref)] += 1
+                any_policy = True
+        if not any_policy and job.namespace in managed_ns and any(g.pods for g in job.groups):
+            acc.unprotected.append((jm.object, jm.pos))
+    return cluster_jobs
+
+
+def _other_selections(cm: _ClusterMap, objs: list[K8sObject], doors: DoorRules,
+                      selected: dict[str, int]) -> None:
+    """Pods that are not part of a job still make a policy non-dangling."""
+    for o in objs:
+        tpl = _pod_template(o)
+        if tpl is not None:
+            labels = (tpl.get("metadata") or {}).get("labels") or {}
+            pc = _pod_class(o.namespace or "default", ((str(k), str(v)) for k, v in labels.items()),
+                            tpl.get("spec") or {}, cm.pset)
+            for pref in cm.pset.policies_selecting(pc):
+                selected[str(pref)] += 1
+    for pref in cm.pset.policies_selecting(KUBE_DNS):  # kube-dns is a peer of every job
+        selected[str(pref)] += 1
+    for m in target_members(cm, doors.doors):  # a declared door's service is known to exist
+        for pref in cm.pset.policies_selecting(m.pod):
+            selected[str(pref)] += 1
+
+
+def _policy_selects(inv: Inventory, cluster: Cluster, cm: _ClusterMap, shared_ids: set[int],
+                    selected: dict[str, int], acc: _Gathered) -> None:
+    """How many pod classes each namespaced policy of the cluster selects (TG109 dangling-policy)."""
+    for o in cm.policy_objs:
+        if o.kind in ("CiliumNetworkPolicy", "NetworkPolicy"):
+            ref = f"{o.kind}/{o.namespace or 'default'}/{o.name}"
+            if id(o) in shared_ids:  # judged once, over every cluster it applies to
+                acc.shared_selects[ref] = (acc.shared_selects.get(ref, (0, o.pos))[0]
+                                           + selected.get(ref, 0), o.pos)
+            else:
+                acc.selects.append((ref, selected.get(ref, 0),
+                                    inventory_source(inv, cluster, o) or o.pos))
+
+
+def _map_cluster(inv: Inventory, cluster: Cluster, objs: list[K8sObject], shared: list[K8sObject],
+                 acc: _Gathered) -> PolicySet:
+    cm = _ClusterMap(inv, cluster, objs, shared)
+    for n in cm.pset.not_modelled:  # a shared policy is compiled once per cluster: keep one
+        pobj = cm.locate_rule.by_ref.get(str(n.policy))
+        where = pobj.locate(n.path) if pobj is not None else _pos(n.policy.source)
+        acc.not_modelled[(str(n.policy), n.construct, n.message, where)] = None
+    managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
+    selected: dict[str, int] = defaultdict(int)
+    doors = DoorRules(inv, cluster.name)
+    cluster_jobs = _map_jobs(cm, managed_ns, selected, acc)
+    _other_selections(cm, objs, doors, selected)
+    _policy_selects(inv, cluster, cm, {id(o) for o in shared}, selected, acc)
+    got_open, got_in, got_shut = _who_gets_in(cm, inv, cluster, cluster_jobs, managed_ns, doors)
+    acc.openings += got_open
+    acc.ingress += got_in
+    acc.shut += got_shut
+    return cm.pset
+
+
+def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None = None,
+              only: Collection[str] | None = None) -> tuple[list[JobMap], MapFacts]:
+    """`only`: analyse just these clusters (check --changed-since; topogate.check.changed)."""
+    by_cluster = assign_clusters(inv, objects, override)
+    shared = [o for o in by_cluster.get(None, [])
+              if o.kind in (*POLICY_KINDS, "Namespace", *RUNTIME_KINDS, *KUEUE_KINDS)]
+    facts = MapFacts()
+    acc = _Gathered()
+    unassigned = [(j.object_id, _pos(j.source)) for j in find_jobs(
+        (o.obj, o.pos, o.locate) for o in by_cluster.get(None, []))]
+    for cluster in inv.clusters:
+        objs = by_cluster.get(cluster.name, [])
+        if (objs or shared) and (only is None or cluster.name in only):
+            facts.policies[cluster.name] = _map_cluster(inv, cluster, objs, shared, acc)
+    facts.zone_label_lies = tuple(acc.lies)
+    facts.spread_splits = tuple(acc.spreads)
+    facts.boundary_openings = tuple(acc.openings)
+    facts.open_ingress = tuple(acc.ingress)
+    facts.closed_doors = tuple(acc.shut)
+    selects = acc.selects
+    # With jobs whose cluster is unknown, a shared policy may well select them: no verdict.
+    if not unassigned and only is None:  # a narrowed run saw a shared policy in some clusters only
+        selects.extend((ref, n, pos) for ref, (n, pos) in sorted(acc.shared_selects.items()))
+    facts.policy_selects = tuple(selects)
+    facts.unprotected = tuple(acc.unprotected)
+    facts.unassigned = tuple(unassigned)
+    facts.not_modelled = tuple(acc.not_modelled)
+    facts.kueue_concerns = tuple(dict.fromkeys(acc.kueue_concerns))
+    return sorted(acc.jobs, key=lambda j: (j.cluster, j.object)), facts

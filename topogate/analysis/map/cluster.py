@@ -1,0 +1,195 @@
+"""One cluster's part of the map: its policies compiled once, its jobs found and placed, and
+for each job the JobMap (where each group can land, and the verdict of every flow it needs).
+
+`analysis.map` runs it per cluster and gathers the facts rules read; the boundary proof, the
+jobs' ingress and the declared doors ask its PolicySet (`pset`) and rule locator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from topogate.analysis import placement as placement_mod
+from topogate.analysis.kueue import KINDS as KUEUE_KINDS
+from topogate.analysis.kueue import KueueConfig
+from topogate.analysis.locate import RuleLocator, _LazySource, _pos
+from topogate.analysis.map.labels import (
+    WELL_KNOWN_ZONE_KEYS,
+    LabelLie,
+    SpreadSplit,
+    label_lies,
+    policy_keys,
+    spread_splits,
+)
+from topogate.analysis.map.pods import _pod_class
+from topogate.analysis.netpolicy import External, Peer, PodClass, PolicySet
+from topogate.analysis.placement import JobPlacement
+from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
+from topogate.analysis.proofs.flows import job_flows
+from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
+from topogate.analysis.scheduling import selector_matches
+from topogate.core.position import NOWHERE, Position
+from topogate.inventory.model import Cluster, Inventory
+from topogate.k8s.jobs import RUNTIME_KINDS, TrainingJob, find_jobs
+from topogate.sources.manifests import K8sObject
+
+POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
+HOST_NETWORK_PEER = External(entity="remote-node")
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+
+
+def _first_mover(spec: dict[str, Any], labels: dict[str, str], zone_key: str) -> bool:
+    """Can a pod of this group be the first of its co-location unit? Only when every required
+    zone-key podAffinity term it has selects its own labels (a pod that matches its own selector
+    may be placed anywhere it fits when no matching pod exists yet)."""
+    terms = ((spec.get("affinity") or {}).get("podAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or []
+    zone_terms = [t for t in terms if isinstance(t, dict) and t.get("topologyKey") == zone_key]
+    return all(selector_matches(t.get("labelSelector"), labels) for t in zone_terms)
+
+
+def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str,
+                  kueue_held: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Schedule orders the feasible-placement view hides: the first pod of a self-following unit
+    lands in a zone its partners cannot use, and every later pod must join it there. (Not for
+    groups Kueue admits: it picks the unit's zone before any of its pods exists.)"""
+    risks: list[str] = []
+    for g in job.groups:
+        gp = plc.group(g.name)
+        if g.name in kueue_held or gp is None or gp.pods <= 0 or gp.unit < 0 or not _first_mover(g.spec, g.label_map, zone_key):
+            continue
+        mates = [m for h in job.groups if h.name != g.name
+                 and (m := plc.group(h.name)) is not None and m.unit == gp.unit and m.pods > 0]
+        for z in gp.node_zones:
+            stuck = [m.name for m in mates if z not in m.node_zones]
+            if stuck:
+                risks.append(f"{g.name} may be scheduled first in {z}, where {', '.join(stuck)} cannot "
+                             "run; everything that follows it waits Pending")
+    return risks
+
+
+
+class _ClusterMap:
+    def __init__(self, inv: Inventory, cluster: Cluster, objects: list[K8sObject],
+                 shared_policies: list[K8sObject]):
+        self.inv = inv
+        self.cluster = cluster
+        self.objects = objects
+        policy_objs = [o for o in objects + shared_policies if o.kind in (*POLICY_KINDS, "Namespace")]
+        self.policy_objs = policy_objs
+        self.pset = PolicySet.from_objects(
+            ((o.obj, _LazySource(o.pos)) for o in policy_objs),
+            cluster_name=cluster.name)
+        self.by_ref = {(o.kind, o.namespace or "default", o.name): o for o in objects}
+        self.locate_rule = RuleLocator((o for o in policy_objs if o.kind in POLICY_KINDS), inv, cluster)
+        # A runtime no cluster claims (installed cluster-wide by the platform team, passed from
+        # outside clusters/<name>/) serves the TrainJobs of every cluster, like a shared policy.
+        runtimes = [o for o in shared_policies if o.kind in RUNTIME_KINDS]
+        self.jobs = find_jobs((o.obj, o.pos, o.locate) for o in objects + runtimes)
+        ns_labels = {o.name: {str(k): str(v) for k, v in ((o.obj.get("metadata") or {}).get("labels")
+                                                           or {}).items()}
+                     for o in policy_objs if o.kind == "Namespace"}
+        self.kueue = self._kueue([o for o in objects + shared_policies if o.kind in KUEUE_KINDS])
+        self.placements = placement_mod.place_all(
+            self.jobs, lambda _j: cluster, ns_labels, self.kueue)
+        self.policy_keys = policy_keys(o for o in policy_objs if o.kind in POLICY_KINDS)
+
+    def _kueue(self, kueue_objects: list[K8sObject]) -> dict[str, KueueJob]:
+        """How Kueue places each job (only jobs it has something to do with)."""
+        cfg = KueueConfig(kueue_objects)
+        out: dict[str, KueueJob] = {}
+        for job in self.jobs:
+            o = self.by_ref.get((job.kind, job.namespace, job.name))
+            md = o.obj.get("metadata") if o is not None else None
+            labels = (md.get("labels") or {}) if isinstance(md, dict) else {}
+            kj = analyse(job, labels if isinstance(labels, dict) else {}, cfg, self.cluster.zone_label,
+                         where_in(self.by_ref, job), _pos(job.source))
+            if kj is not None:
+                out[job.object_id] = kj
+        return out
+
+    def kueue_concerns(self, jm: JobMap) -> list[Concern]:
+        kj = self.kueue.get(jm.object)
+        if kj is None:
+            return []
+        return [c for c in kj.concerns if not (c.needs_colocation and jm.colocated)]
+
+    def inventory_pos(self, job: TrainingJob) -> Position:
+        w = self.inv.workload_of(job.kind, job.namespace, job.name)
+        return w.pos if w is not None else NOWHERE
+
+    def job_map(self, job: TrainingJob) -> tuple[JobMap, dict[str, PodClass], JobPlacement]:
+        plc = self.placements[job.object_id]
+        classes = {g.name: _pod_class(job.namespace, g.labels, g.spec, self.pset) for g in job.groups}
+        groups: list[GroupMap] = []
+        for g in job.groups:
+            gp = plc.group(g.name)
+            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "; ".join(f.notes) if f.fits else f.reason)
+                          for f in gp.fits) if gp else ()
+            groups.append(GroupMap(
+                g.name, g.pods, g.gpus_per_pod, tuple(gp.zones) if gp else (), pools,
+                _pos(g.source), g.labels, bool(gp and gp.splits), g.spec.get("hostNetwork") is True))
+        # A hostNetwork pod is no Cilium endpoint: it has the node's identity (remote-node seen
+        # from its peers' nodes), so no CNP selects it and peers reach it as that entity.
+        peers: dict[str, Peer] = {g.name: HOST_NETWORK_PEER if g.spec.get("hostNetwork") is True else classes[g.name]
+                                  for g in job.groups}
+        flows = self.flows(job, peers, plc)
+        src = job.source
+        cap = plc.capacity
+        kj = self.kueue.get(job.object_id) or KueueJob()
+        kueue_held = {n for u in kj.units for n in u}
+        split = tuple(plc.may_split_reasons) + ((kj.split_note,) if kj.split_note and not plc.colocated else ())
+        jm = JobMap(
+            job.object_id, self.cluster.name, job.kind, job.namespace, job.name, tuple(groups),
+            plc.colocated, plc.schedulable and not kj.blocked, split,
+            tuple(plc.unschedulable_reasons) + ((kj.blocked,) if kj.blocked else ()),
+            tuple(flows), _pos(src),
+            self.inventory_pos(job),
+            {"needs": cap.requested, "has": cap.zone_gpus if cap.zone else cap.available,
+             "zone": cap.zone, "fits": cap.fits, "message": cap.message},
+            tuple(dict.fromkeys((*plc.pending_risks,
+                                 *_strand_risks(job, plc, self.cluster.zone_label, kueue_held)))),
+            tuple(job.problems),
+            kj.summary,
+        )
+        if not any(g.pods for g in job.groups):
+            # No pod to place: nothing can split (an empty JobSet is not "split across zones ()").
+            jm = dataclasses.replace(jm, colocated=True, split_reasons=())
+        return self._exclusive_topology(job, jm), classes, plc
+
+    def _exclusive_topology(self, job: TrainingJob, jm: JobMap) -> JobMap:
+        """JobSet's exclusive-topology annotation on the zone key gives every child Job a zone
+        of its own: more than one child Job means the JobSet spans zones by design."""
+        if job.kind != "JobSet":
+            return jm
+        o = self.by_ref.get((job.kind, job.namespace, job.name))
+        md = o.obj.get("metadata") if o is not None else None
+        ann = (md.get("annotations") or {}) if isinstance(md, dict) else {}
+        if ann.get(EXCLUSIVE_TOPOLOGY) not in {self.cluster.zone_label, *WELL_KNOWN_ZONE_KEYS}:
+            return jm
+        spec = o.obj.get("spec") if o is not None else None
+        rjobs = spec.get("replicatedJobs") if isinstance(spec, dict) else None
+        children = sum(int(r.get("replicas", 1) or 1) for r in rjobs or [] if isinstance(r, dict))
+        if children < 2:
+            return jm
+        zones = {z for g in jm.groups for z in g.zones}
+        why = (f"{EXCLUSIVE_TOPOLOGY} on the zone key gives each of its {children} child Jobs a "
+               f"zone of its own")
+        unsched = jm.unschedulable_reasons
+        schedulable = jm.schedulable
+        if len(zones) < children:
+            schedulable = False
+            unsched = (*unsched, f"{why}, but its pods can use only {len(zones)} zone(s) "
+                                 f"({', '.join(sorted(zones)) or 'none'}): the other child Jobs stay Pending")
+        return dataclasses.replace(jm, colocated=False, schedulable=schedulable,
+                                   split_reasons=(*jm.split_reasons, why), unschedulable_reasons=unsched)
+
+    def flows(self, job: TrainingJob, classes: dict[str, Peer], plc: JobPlacement) -> list[Flow]:
+        return job_flows(self.pset, self.locate_rule, job, classes, plc)
+
+    def label_lies(self, jm: JobMap) -> list[LabelLie]:
+        return label_lies(self.cluster, self.policy_keys, jm)
+
+    def spread_splits(self, job: TrainingJob, jm: JobMap) -> list[SpreadSplit]:
+        return spread_splits(self.cluster, self.by_ref.get((job.kind, job.namespace, job.name)), job, jm)

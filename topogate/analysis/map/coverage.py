@@ -1,0 +1,90 @@
+"""What the analysis did not look at: pod templates that belong to no training job.
+
+`check` analyses training jobs (the kinds in ``kinds.KINDS``, TrainJobs through their runtimes,
+and plain workloads grouped by the ``topogate.dev/group`` pod-template label). Every other pod
+template among the manifests is invisible to placement and reachability, so an "ok" says
+nothing about it. This module lists them, so the report can say so and how to group them.
+
+A pod template is found where the kind is known (Deployment, StatefulSet, ReplicaSet,
+DaemonSet, Job, CronJob, Pod) and, for any other kind, wherever a ``template`` holds a pod spec
+with ``containers`` (an Argo Rollout, a RayJob, a training kind topogate does not know).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from topogate.core.position import Position
+from topogate.k8s.jobs import GROUP_LABEL, GROUPABLE_KINDS, RUNTIME_KINDS
+from topogate.k8s.kinds import KINDS, PLAIN_POD_TEMPLATES, Path, dig
+from topogate.sources.manifests import K8sObject
+
+# Objects that hold pod templates but run nothing themselves.
+_NOT_RUN = ("PodTemplate", *RUNTIME_KINDS)
+_SEARCH_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Ungrouped:
+    """A pod template that belongs to no training job."""
+
+    object: str  # Kind/namespace/name
+    kind: str
+    pos: Position
+    groupable: bool  # can the topogate.dev/group label make it part of a job?
+
+
+def _has_pod_spec(tpl: Any) -> bool:
+    spec = tpl.get("spec") if isinstance(tpl, dict) else None
+    return isinstance(spec, dict) and isinstance(spec.get("containers"), list)
+
+
+def _generic_templates(obj: Any, path: Path = (), depth: int = 0) -> Iterator[Path]:
+    """Paths of every ``template`` holding a pod spec inside an object of an unknown kind."""
+    if depth > _SEARCH_DEPTH:
+        return
+    if isinstance(obj, dict):
+        for k in sorted(obj, key=str):
+            v = obj[k]
+            if k == "template" and _has_pod_spec(v):
+                yield (*path, str(k))
+            else:
+                yield from _generic_templates(v, (*path, str(k)), depth + 1)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _generic_templates(v, (*path, i), depth + 1)
+
+
+def _template_paths(o: K8sObject) -> list[Path]:
+    if o.kind in PLAIN_POD_TEMPLATES:
+        path = PLAIN_POD_TEMPLATES[o.kind]
+        tpl = dig(o.obj, path) if path else o.obj
+        return [path] if _has_pod_spec(tpl) else []
+    return list(_generic_templates(o.obj.get("spec"), ("spec",)))
+
+
+def _grouped(o: K8sObject, path: Path) -> bool:
+    tpl = dig(o.obj, path) if path else o.obj
+    md = tpl.get("metadata") if isinstance(tpl, dict) else None
+    labels = md.get("labels") if isinstance(md, dict) else None
+    return isinstance(labels, dict) and bool(labels.get(GROUP_LABEL))
+
+
+def ungrouped_templates(objects: Iterable[K8sObject]) -> tuple[Ungrouped, ...]:
+    """Every object with a pod template that no training job includes, once per object."""
+    seen: dict[str, Ungrouped] = {}
+    for o in objects:
+        if o.kind in KINDS or o.kind in _NOT_RUN:
+            continue
+        paths = _template_paths(o)
+        if not paths:
+            continue
+        groupable = o.kind in GROUPABLE_KINDS
+        if groupable and _grouped(o, paths[0]):
+            continue
+        oid = f"{o.kind}/{o.namespace or 'default'}/{o.name}"
+        pos = o.locate(paths[0]) if paths[0] else o.pos
+        seen.setdefault(oid, Ungrouped(oid, o.kind, pos, groupable))
+    return tuple(seen[k] for k in sorted(seen))

@@ -1,0 +1,3 @@
+"""The proofs over every pod: network-zone boundaries, declared doors, who may reach a job, and
+the flows a job needs.
+"""

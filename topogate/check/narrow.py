@@ -1,0 +1,193 @@
+"""`check --changed-since REF` in practice: ask git, learn what each unit reads, keep the units
+topogate.check.changed selects, and afterwards confirm the narrowed read holds together.
+
+What a kustomization root reads is found by following its kustomization files only (the same
+fields topogate.sources.kustomization checks before a build: resources, bases, components, patches,
+generators' files, ...), without reading the files they name: for 2,000 job overlays that is
+a fraction of one build. Reading stays inside the repository, like every read of `check`;
+anything that cannot be followed (a file that does not parse, a remote base) makes the answer
+unknown, and everything is checked, where the same problem is reported as it is without the
+flag.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import yaml
+
+from topogate.analysis.map.clusters import ClusterOf
+from topogate.analysis.result import Scope
+from topogate.check import changed, gitdiff
+from topogate.core import progress
+from topogate.inventory.model import Inventory
+from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display
+from topogate.safeio.repopaths import Unit as WalkUnit
+from topogate.safeio.saferead import InputError, documents, read_text
+from topogate.sources.kustomization import _REMOTE, CONFIG_LISTS, _references, config_references
+from topogate.sources.manifests import K8sObject
+
+
+class _Unknown(Exception):
+    """What a unit reads cannot be told; str() says why."""
+
+
+def files_read(root: Path, roots: Roots) -> frozenset[str]:
+    """Real paths of every file building `root` reads: its kustomization files and the files
+    they name, at every depth. Raises _Unknown.
+
+    Paths resolve as check_tree's do (Roots.realpath: each component in order, so `..` in a
+    symlinked base is next to the link's target, where kustomize reads it)."""
+    real = roots.realpath
+    inside = tuple(str(d).rstrip(os.sep) + os.sep for d in roots.dirs)  # string tests: 10,000 paths
+    files: set[str] = set()
+    seen: set[str] = set()
+    stack = [str(root)]
+    while stack:
+        cur = stack.pop()
+        here = real(cur)
+        if here in seen:
+            continue
+        seen.add(here)
+        kfile = next((os.path.join(cur, n) for n in KUSTOMIZATION_FILES
+                      if os.path.lexists(os.path.join(cur, n))), None)
+        if kfile is None:
+            raise _Unknown(f"{display(cur)} is named as a base but holds no kustomization")
+        kreal = real(kfile)
+        if not kreal.startswith(inside):
+            raise _Unknown(f"{display(kfile)} is outside the repository")
+        files.add(kreal)
+        shown = display(kfile)
+        try:
+            nodes = [n for _, n, _ in documents(read_text(kfile, shown), shown, construct=False)]
+            if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
+                raise _Unknown(f"{shown} is not one YAML mapping")
+            refs = list(_references(shown, nodes[0]))
+        except InputError as e:
+            raise _Unknown(str(e)) from None
+        refs.reverse()  # a stack, popped in order
+        while refs:
+            field, ref, where = refs.pop()
+            if _REMOTE.search(ref):
+                raise _Unknown(f"{where}: '{ref}' is remote")
+            target = os.path.join(cur, ref)
+            target_real, mode = roots.real_mode(target)
+            if not target_real.startswith(inside):
+                raise _Unknown(f"{where}: '{ref}' is outside the repository")
+            if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(target_real):
+                stack.append(target)
+                continue
+            files.add(target_real)
+            if field in CONFIG_LISTS:
+                # a generator or transformer config names files the same build reads
+                ref_shown = os.path.normpath(os.path.join(os.path.dirname(shown), ref))
+                try:
+                    inner = list(config_references(read_text(target, ref_shown), ref_shown))
+                except InputError as e:
+                    raise _Unknown(str(e)) from None
+                refs.extend(reversed(inner))
+    return frozenset(files)
+
+
+class Narrowing:
+    """One --changed-since run: `keep` is collect's filter, `escaped` the check after it."""
+
+    def __init__(self, since: str, inventory_path: str, inv: Inventory, override: str | None,
+                 paths: Sequence[str] = (), generated: str | None = None):
+        self.since = since
+        self.inventory_path = inventory_path
+        self.inv = inv
+        self.override = override
+        self.stdin = "-" in paths
+        self.generated = os.path.realpath(generated) if generated else None  # check's scratch tree
+        self.selection = changed.Selection(since, True, "not started")
+        self.unit_cluster: dict[str, str | None] = {}
+        self.units = 0  # walked, read or not
+
+    def _everything(self, why: str, units: Sequence[WalkUnit] = ()) -> Collection[Path]:
+        roots = sum(1 for u in units if u.kustomization) or self.selection.roots
+        self.selection = changed.Selection(self.since, True, why, self.selection.changed,
+                                           all_clusters=len(self.inv.clusters), built=roots, roots=roots)
+        return {u.path for u in units}
+
+    def keep(self, units: Sequence[WalkUnit], roots: Roots) -> Collection[Path]:
+        """The units to read (collect's `keep`)."""
+        self.units = len(units)
+        if self.stdin:
+            return self._everything("standard input cannot be compared with a git ref", units)
+        try:
+            top, _base, files = gitdiff.changed_files(
+                self.since, os.path.dirname(os.path.abspath(self.inventory_path)))
+        except gitdiff.GitUnknown as e:
+            return self._everything(str(e), units)
+        inventory = os.path.realpath(self.inventory_path)
+        if inventory in files:
+            self.selection = changed.Selection(self.since, changed=len(files))
+            return self._everything(changed.INVENTORY_CHANGED, units)
+        progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
+        names = [c.name for c in self.inv.clusters]
+        mine: list[changed.Unit] = []
+        for u in units:
+            try:
+                read = files_read(u.path, roots) if u.kustomization else frozenset({str(u.real)})
+            except _Unknown as e:
+                return self._everything(f"cannot tell what {display(u.path)} reads ({e})", units)
+            outside = next((f for f in sorted(read) if not self._seen_by_git(f, top)), None)
+            if outside is not None:
+                return self._everything(f"{display(outside)} is outside the git repository {top}", units)
+            cluster = changed.unit_cluster(str(u.path), names, self.override)
+            self.unit_cluster[str(u.path)] = cluster
+            mine.append(changed.Unit(str(u.path), display(u.path), cluster, read, u.kustomization))
+        self.selection = changed.select(self.since, files, mine, inventory, len(names))
+        return {u.path for u in units if str(u.path) in self.selection.keep}
+
+    def _seen_by_git(self, f: str, top: str) -> bool:
+        return (f.startswith(top + os.sep) or (self.generated is not None
+                                               and f.startswith(self.generated + os.sep)))
+
+    def escaped(self, objects: Sequence[K8sObject]) -> bool:
+        """After a narrowed read: when it does not hold together (topogate.check.changed.escaped),
+        the selection becomes "everything" and the caller reads everything again."""
+        sel = self.selection
+        if sel.everything:
+            return False
+        of = ClusterOf(self.inv)
+        read: list[tuple[str, str | None, str | None]] = []
+        found: list[str] = []
+        for o in objects:
+            # The inventory's word only (the path's is the unit's): asking ClusterOf for the
+            # path would resolve every object's position, reading its source files again.
+            w = of.by_id.get((o.kind, o.namespace or "default", o.name))
+            if w is None and not o.namespace and len(of.by_name.get((o.kind, o.name), [])) == 1:
+                w = of.by_name[(o.kind, o.name)][0]
+            ref = f"{w.kind}/{w.namespace}/{w.name}" if w is not None else o.ref
+            owner = w.cluster if w is not None else None
+            if self.override is not None and owner != self.override:
+                owner = None  # not analysed under --cluster (topogate.analysis.map.clusters)
+            read.append((ref, self.unit_cluster.get(o.built_from or o.src_file), owner))
+            found.append(ref)
+        touched = set(sel.clusters)
+        # A workload missing from what was read can only hide in a unit that was not read.
+        expected = [f"{w.kind}/{w.namespace}/{w.name}" for w in self.inv.workloads
+                    if w.cluster in touched and (self.override is None or w.cluster == self.override)
+                    ] if len(sel.keep) < self.units else []
+        why = changed.escaped(sel, read, expected, found)
+        if why:
+            self._everything(why)
+        return bool(why)
+
+    @property
+    def only(self) -> Collection[str] | None:
+        """The clusters to analyse (None: all)."""
+        return None if self.selection.everything else self.selection.clusters
+
+    def scope(self) -> Scope:
+        sel = self.selection
+        checked = "everything" if sel.everything else "nothing" if sel.nothing else "changed"
+        return Scope(self.since, sel.summary(), checked, sel.note())
+
+
+__all__ = ["Narrowing", "files_read"]

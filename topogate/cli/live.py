@@ -1,0 +1,109 @@
+"""`topogate import` and `topogate drift`: the live-cluster commands (click only here; the
+kubernetes client is imported only when a command runs)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import click
+
+from topogate.cli.common import fail_inventory, formats
+from topogate.inventory.loader import InventoryError
+
+
+def _live_source(f: Callable[..., None]) -> Callable[..., None]:
+    """The options every live command shares: which cluster, or a file instead."""
+    for opt in reversed([
+        click.option("--context", help="kubeconfig context (default: the current context)."),
+        click.option("--kubeconfig", type=click.Path(dir_okay=False),
+                     help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)."),
+        click.option("--from-file", "from_file", type=click.Path(dir_okay=False),
+                     help="Read a `kubectl get ... -o json` file instead of the cluster."),
+        click.option("--chunk-size", type=click.IntRange(1, 10000), default=500, show_default=True,
+                     help="Objects per list request (limit/continue paging)."),
+        click.option("--request-timeout", type=click.FloatRange(0.1, 600), default=30.0,
+                     show_default=True, help="Seconds to connect and to wait for each response."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _source(from_file: str | None, context: str | None, kubeconfig: str | None, chunk: int,
+            timeout: float) -> object:
+    from topogate.live.client import Target
+    from topogate.live.commands import Source
+
+    if from_file and (context or kubeconfig):
+        raise click.UsageError("--from-file reads no cluster: drop --context/--kubeconfig")
+    return Source(from_file, Target(kubeconfig, context, timeout, chunk))
+
+
+@click.command("import")
+@_live_source
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False),
+              help="The inventory file to write.")
+@click.option("--cluster-name", help="Name of the cluster in the inventory (default: --context, "
+                                     "else the file's name, else 'imported').")
+@click.option("--pool-label", metavar="KEY", help="The node label that names pools (default: EKS, "
+                                                  "Karpenter, GKE and AKS node-group labels).")
+@click.option("--zone-label", default="topology.kubernetes.io/zone", show_default=True)
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+def import_(context: str | None, kubeconfig: str | None, from_file: str | None, chunk_size: int,
+            request_timeout: float, out: str, cluster_name: str | None, pool_label: str | None,
+            zone_label: str, force: bool) -> None:
+    """Write an inventory skeleton (zones, pools, taints, labels, GPUs) from a cluster's nodes.
+
+    Exit codes: 0 written, 2 bad invocation or input (OUT exists without --force), 75 temporary
+    (API unreachable, 5xx, timeouts), 77 access denied (RBAC), 78 configuration (kubeconfig,
+    rejected credentials). Read-only: see examples/rbac-topogate-live.yaml.
+    """
+    from topogate.live.commands import Source, run_import
+    from topogate.live.errors import LiveError
+
+    source = _source(from_file, context, kubeconfig, chunk_size, request_timeout)
+    assert isinstance(source, Source)
+    try:
+        outcome = run_import(source, out, cluster=cluster_name, pool_label=pool_label,
+                             zone_label=zone_label, force=force)
+    except LiveError as err:
+        click.echo(err.line("import"), err=True)
+        sys.exit(int(err.code))
+    click.echo("\n".join(outcome.lines))
+    sys.exit(outcome.exit_code)
+
+
+@click.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@_live_source
+@click.option("--cluster", help="The inventory cluster this context or file shows (default: the only one).")
+@click.option("--pool-label", metavar="KEY", help="The node label that names pools (default: EKS, "
+                                                  "Karpenter, GKE and AKS node-group labels).")
+@click.option("--format", "fmt", type=click.Choice(formats()), default="auto", show_default=True,
+              help="auto: github under GitHub Actions, else text.")
+@click.option("--strict", is_flag=True, help="Warnings fail too.")
+def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file: str | None,
+          chunk_size: int, request_timeout: float, cluster: str | None, pool_label: str | None,
+          fmt: str, strict: bool) -> None:
+    """Compare INVENTORY's zones and pools with the cluster's nodes (rules TG201-TG205).
+
+    Exit codes: 0 no drift, 1 drift, 2 bad invocation or input, 75 temporary, 77 access
+    denied, 78 configuration: the table of `audit egress`.
+    """
+    from topogate.live.commands import Source, run_drift
+    from topogate.live.errors import LiveError
+
+    source = _source(from_file, context, kubeconfig, chunk_size, request_timeout)
+    assert isinstance(source, Source)
+    try:
+        live = run_drift(inventory, source, cluster=cluster, pool_label=pool_label, strict=strict)
+    except InventoryError as err:
+        fail_inventory(err)
+        return
+    except LiveError as err:
+        click.echo(err.line("drift"), err=True)
+        sys.exit(int(err.code))
+    from topogate.cli.check_live import print_report
+
+    print_report(live, fmt, strict)
+    sys.exit(live.outcome.exit_code)

@@ -1,1 +1,0 @@
-"""Command groups that live beside cli.py: `audit` and the live-cluster commands."""

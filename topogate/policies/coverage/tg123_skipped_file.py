@@ -1,0 +1,32 @@
+"""TG123 skipped-file: a file among the PATHs was not read (a Helm template), so nothing in it was checked.
+
+Walking a directory, `check` reads every `.yaml`/`.yml` file. A Helm chart's `templates/` hold
+`{{ ... }}` expressions that are not YAML until `helm template` renders them; one such file used
+to make the whole directory unreadable (exit 2). It is now skipped and named here, so the rest
+of the directory is checked and the gap is visible. A template given explicitly as a PATH is
+still an error (exit 2): there is nothing else to check.
+
+Why: a chart beside the manifests is common; failing everything hides the checkable part, and
+skipping silently would hide the chart.
+
+Failing example: `manifests/` holding `job.yaml` and `chart/templates/deployment.yaml` with
+`replicas: {{ .Values.replicas }}`.
+
+Passing example: the chart rendered first (`helm template chart > rendered/chart.yaml`) and
+`rendered/` checked instead of `chart/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topogate.core.findings import Issue
+from topogate.policies.context import Context
+
+NAME = "skipped-file"
+SEVERITY = "warning"
+
+
+def check(ctx: Context) -> Iterator[Issue]:
+    for pos, why in ctx.skipped:
+        yield Issue(f"File/{pos.file}", f"{pos.file}: {why}.", pos)

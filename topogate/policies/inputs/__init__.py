@@ -1,0 +1,2 @@
+"""TG0xx: the inputs themselves (inventory, drift, waivers, clusters, coverage of PATHs, suppressions).
+"""

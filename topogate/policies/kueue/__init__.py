@@ -1,0 +1,2 @@
+"""TG3xx: Kueue's topology-aware scheduling holds each job together.
+"""

@@ -1,0 +1,2 @@
+"""TG2xx: the inventory against the live cluster (check --live, drift).
+"""

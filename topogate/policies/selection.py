@@ -1,0 +1,182 @@
+"""Which findings a check reports: `--select/--ignore` and per-object suppression annotations.
+
+Both act after the rules ran, on the finished result, so the analysis is the same whatever is
+selected and `explain` (which shows the whole map) is unaffected.
+
+`--select` and `--ignore` take comma-separated rule IDs (TG101), ID prefixes (TG1: every TG1xx
+rule) or names (hard-block), as ruff does. `--ignore` wins over `--select`.
+
+An object suppresses one rule's findings on itself with an annotation that says why:
+
+    metadata:
+      annotations:
+        topogate.dev/ignore: "TG102: the nightly smoke job runs on one node"
+
+Several rules: one `RULE: reason` per line. On a member of a job made of several objects (a
+`topogate.dev/group`), the annotation covers that job's findings too. A suppression without a reason is not honoured
+(the finding stays and TG010 says what to write): a reason is what a reviewer reads.
+Suppressions are counted in the report's summary, next to where waivers are explained, so a
+quiet report never hides that something was silenced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from topogate.analysis.result import CheckResult, RuleInfo
+from topogate.core.findings import Finding
+from topogate.core.position import Position
+from topogate.sources.manifests import K8sObject
+
+if TYPE_CHECKING:
+    from topogate.check.run import CheckOutcome
+
+ANNOTATION = "topogate.dev/ignore"
+# Findings about the suppressions themselves must never be hidden by them.
+UNSUPPRESSIBLE = ("TG001", "TG010")
+
+
+class SelectionError(Exception):
+    """A --select/--ignore value naming no rule (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Suppression:
+    object: str  # Kind/namespace/name
+    rule: str  # rule ID
+    reason: str
+    pos: Position
+
+
+def resolve_rules(spec: Sequence[str], rules: Iterable[RuleInfo], option: str) -> frozenset[str]:
+    """Rule IDs named by comma-separated IDs, ID prefixes or names; unknown values are an error."""
+    infos = tuple(rules)
+    out: set[str] = set()
+    unknown: list[str] = []
+    for raw in spec:
+        for item in (s.strip() for s in raw.split(",")):
+            if not item:
+                continue
+            hit = {r.id for r in infos
+                   if r.id.upper().startswith(item.upper()) or r.name == item.lower()}
+            if not hit:
+                unknown.append(item)
+            out |= hit
+    if unknown:
+        known = ", ".join(f"{r.id} ({r.name})" for r in infos)
+        raise SelectionError(f"{option} {','.join(unknown)}: no such rule; known rules: {known}")
+    return frozenset(out)
+
+
+def parse_annotation(value: object, known: Mapping[str, str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(rule ID, reason) pairs of one annotation value, and the problems with it (TG010).
+
+    `known` maps rule IDs to names."""
+    pairs: list[tuple[str, str]] = []
+    problems: list[str] = []
+    if not isinstance(value, str):
+        return pairs, [f"{ANNOTATION} must be a string of `RULE: reason` lines"]
+    for line in (ln.strip() for ln in value.splitlines()):
+        if not line:
+            continue
+        rule, sep, reason = line.partition(":")
+        rule, reason = rule.strip(), reason.strip()
+        ids = [rid for rid, name in sorted(known.items()) if rid == rule.upper() or name == rule.lower()]
+        if not ids:
+            problems.append(f"{ANNOTATION}: '{rule}' is not a rule ID or name (see `topogate rules`)")
+        elif not sep or not reason:
+            problems.append(f"{ANNOTATION}: {ids[0]} has no reason; write `{ids[0]}: why it is safe`")
+        elif ids[0] in UNSUPPRESSIBLE:
+            problems.append(f"{ANNOTATION}: {ids[0]} cannot be suppressed")
+        else:
+            pairs.append((ids[0], reason))
+    return pairs, problems
+
+
+def object_annotations(o: K8sObject) -> dict[str, object]:
+    md = o.obj.get("metadata")
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    return ann if isinstance(ann, dict) else {}
+
+
+def suppressions(objects: Iterable[K8sObject], known: Mapping[str, str]) -> tuple[Suppression, ...]:
+    """Every honoured suppression (the malformed ones are TG010's findings)."""
+    found: list[Suppression] = []
+    for o in objects:
+        value = object_annotations(o).get(ANNOTATION)
+        if value is None:
+            continue
+        pairs, _ = parse_annotation(value, known)
+        pos = o.locate(("metadata", "annotations", ANNOTATION))
+        found += [Suppression(o.ref, rid, reason, pos) for rid, reason in pairs]
+    return tuple(sorted(set(found), key=lambda s: (s.object, s.rule)))
+
+
+def _owners(result: CheckResult) -> dict[str, list[str]]:
+    """Member object -> the jobs it belongs to: findings of a job made of several objects
+    (a `topogate.dev/group`) name the group, and the annotation sits on one of its members."""
+    out: dict[str, list[str]] = {}
+    for job in result.jobs:
+        for g in job.groups:
+            kind, _, name = g.name.partition("/")
+            if name and "/" not in name:
+                out.setdefault(f"{kind}/{job.namespace}/{name}", []).append(job.object)
+    return out
+
+
+def _keep(f: Finding, select: frozenset[str] | None, ignore: frozenset[str]) -> bool:
+    if f.rule in ignore:
+        return False
+    return select is None or f.rule in select
+
+
+def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[str] | None,
+          ignore: frozenset[str]) -> CheckResult:
+    """The result with unselected findings dropped and annotated ones moved to `suppressed`."""
+    honoured = suppressions(objects, {r.id: r.name for r in result.rules})
+    owners = _owners(result)
+    by_key = {(owner, s.rule): s for s in honoured for owner in (s.object, *owners.get(s.object, ()))}
+    kept: list[Finding] = []
+    hidden: list[tuple[Finding, Suppression]] = []
+    used: set[tuple[str, str]] = set()
+    for f in result.findings:
+        if not _keep(f, select, ignore):
+            continue
+        hit = by_key.get((f.object, f.rule))
+        if hit is not None:
+            used.add((hit.object, hit.rule))
+            hidden.append((f, hit))
+            continue
+        kept.append(f)
+    applied = tuple(s for s in honoured if (s.object, s.rule) in used)
+    waived = tuple(w for w in result.waived if _keep(w.finding, select, ignore))
+    return dataclasses.replace(result, findings=tuple(sorted(set(kept))), suppressed=applied, waived=waived,
+                               annotated=tuple(sorted(hidden, key=lambda h: h[0])))
+
+
+def exit_code(result: CheckResult, strict: bool, previous: int) -> int:
+    """The check's exit code after selection; 2 (unreadable input) is never lowered."""
+    if previous == 2:
+        return 2
+    return 1 if result.errors + (result.warnings if strict else 0) else 0
+
+
+def select_outcome(outcome: CheckOutcome, select: Sequence[str], ignore: Sequence[str],
+                   strict: bool) -> CheckOutcome:
+    """`check`'s outcome after --select/--ignore and the objects' suppression annotations."""
+    from topogate.check.run import CheckInputError
+
+    rules = outcome.result.rules
+    try:
+        chosen = resolve_rules(select, rules, "--select") if select else None
+        dropped = resolve_rules(ignore, rules, "--ignore") if ignore else frozenset()
+    except SelectionError as err:
+        raise CheckInputError(str(err)) from None
+    if outcome.inventory is None:
+        return outcome  # the inventory did not load: its problems are never selected away
+    result = apply(outcome.result, outcome.objects, chosen, dropped)
+    return dataclasses.replace(outcome, result=result,
+                               exit_code=exit_code(result, strict, outcome.exit_code))

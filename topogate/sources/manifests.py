@@ -1,0 +1,514 @@
+"""Find every Kubernetes object among PATHs, each with the place it was written.
+
+Plain YAML files are parsed with libyaml (bulk manifests are large; ruamel would be ~20x slower)
+keeping the composed node of each document so positions of nested fields can be looked up
+lazily. A directory holding a kustomization is built once with the real `kubectl kustomize`
+(never one process per overlay: only the top-most kustomization of each tree is built), and each
+built object is traced back to the source file that declares it when one does.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topogate.core import redact
+from topogate.core.position import Position
+from topogate.k8s import shapes
+from topogate.safeio import subproc
+from topogate.safeio.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, Unit, display, walk
+from topogate.safeio.saferead import InputError, Loader, documents, is_regular, read_text
+from topogate.sources import kustomization
+from topogate.sources.kustomization import Tree, check_tree, kubectl
+from topogate.sources.sourceindex import NestedPosition, SourceIndex, SourcePosition, SourceRef, _Deferred
+
+_Loader = Loader
+ManifestError = InputError  # the name the rest of topogate catches
+
+Path_ = tuple[str | int, ...]
+
+
+class LazyPosition(_Deferred):
+    """A position inside an object, found by re-reading its file only when someone asks.
+
+    Keeping every composed node alive to answer the few position questions findings ask would
+    double the memory of a large check; re-composing one file on demand costs milliseconds.
+    Behaves as a Position (it is one); falls back to the object's start if the path is gone.
+    """
+
+    def __init__(self, src_file: str, doc: int, path: Path_, display: str, fallback: Position):
+        super().__init__()
+        object.__setattr__(self, "_args", (src_file, doc, path, display, fallback))
+
+    def compute(self) -> Position:
+        return _resolve(*object.__getattribute__(self, "_args"))
+
+
+# Text with no file to re-read (standard input), by the name its objects use as src_file.
+_IN_MEMORY: dict[str, str] = {}
+
+
+@functools.lru_cache(maxsize=32)
+def _composed(src_file: str) -> dict[int, Any]:
+    text = _IN_MEMORY[src_file] if src_file in _IN_MEMORY else read_text(src_file, src_file)
+    return {i: node for i, node, _ in documents(text, src_file, construct=False)}
+
+
+def _resolve(src_file: str, doc: int, path: Path_, display: str, fallback: Position) -> Position:
+    try:
+        node = _composed(src_file)[doc]
+    except (KeyError, InputError):
+        return Position(fallback.file, fallback.line, fallback.column)
+    return node_position(node, path, display)
+
+
+def node_position(node: Any, path: Path_, display: str) -> Position:
+    """Where the nearest existing node on `path` below `node` starts (1-based)."""
+    best = Position(display, node.start_mark.line + 1, node.start_mark.column + 1)
+    for step in path:
+        nxt = None
+        if isinstance(node, yaml.MappingNode) and isinstance(step, str):
+            nxt = next((v for k, v in node.value if k.value == step), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+            nxt = node.value[step]
+        if nxt is None:
+            break
+        node = nxt
+        best = Position(display, node.start_mark.line + 1, node.start_mark.column + 1)
+    return best
+
+
+@dataclass
+class K8sObject:
+    obj: dict[str, Any]
+    pos: Position  # where the object starts (file as shown in findings)
+    built_from: str = ""  # kustomization directory it was built from, if any
+    src_file: str = ""  # the readable path of the file that declares it, for nested positions
+    doc: int = -1  # index of its document in that file
+    prefix: Path_ = ()  # path of the object inside its document (items of a List)
+    # for built objects: where in the sources it was declared, looked up when first asked
+    source: SourceRef | None = None
+    # for built objects: the patches of the tree it was built from, so findings about parts a
+    # patch changed point at the patch, not at the untouched base (overlay_blame); lazy
+    patches: _TreePatches | None = None
+    _blamed: tuple[tuple[Path_, Position], ...] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind", ""))
+
+    def blamed(self) -> tuple[tuple[Path_, Position], ...]:
+        """(path inside the object, patch position) for the parts an overlay's patch changed
+        from the base; worked out on the first position question, never for a clean run."""
+        if self._blamed is None:
+            self._blamed = ()
+            src = self.source.found() if self.source is not None else None
+            if src is not None and self.patches is not None and src.obj != self.obj:
+                from topogate.sources.overlay_blame import blame, changed_paths
+
+                patches = self.patches.get()
+                if patches:
+                    self._blamed = tuple(blame(patches, self.kind, (self.name, src.name),
+                                               changed_paths(src.obj, self.obj), display))
+        return self._blamed
+
+    @property
+    def api_version(self) -> str:
+        return str(self.obj.get("apiVersion", ""))
+
+    @property
+    def name(self) -> str:
+        md = self.obj.get("metadata")
+        return str(md.get("name", "")) if isinstance(md, dict) else ""
+
+    @property
+    def namespace(self) -> str:
+        md = self.obj.get("metadata")
+        ns = md.get("namespace") if isinstance(md, dict) else None
+        return str(ns) if ns else ""
+
+    @property
+    def ref(self) -> str:
+        ns = self.namespace
+        return f"{self.kind}/{ns}/{self.name}" if ns else f"{self.kind}/{self.name}"
+
+    def locate(self, path: Path_) -> Position:
+        """Position of the value at path inside this object (nearest existing ancestor), lazily."""
+        if self.source is not None:
+            nested = NestedPosition(self.source, path, self.pos)
+            return _PatchedPosition(self, tuple(path), nested) if self.patches is not None else nested
+        if self.doc < 0 or not self.src_file:
+            return self.pos
+        return LazyPosition(self.src_file, self.doc, (*self.prefix, *path), self.pos.file, self.pos)
+
+
+def parse_yaml(text: str, file: str, src_file: str = "", guard: bool = True) -> Iterator[K8sObject]:
+    """Objects of one YAML stream; nodes are dropped as soon as each object is built.
+
+    `guard=False` skips the alias/depth/duplicate-key checks, for kustomize's own output: it
+    writes no aliases or duplicates, and its inputs were checked before it ran."""
+    for doc, node, obj in documents(text, file, guard=guard):
+        m = node.start_mark
+        pos = Position(file, m.line + 1, m.column + 1)
+        if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
+            items = node_value(node, "items")
+            for i, item in enumerate(obj["items"]):
+                inode = items.value[i] if isinstance(items, yaml.SequenceNode) else None
+                ipos = Position(file, inode.start_mark.line + 1, inode.start_mark.column + 1) if inode else pos
+                if isinstance(item, dict):
+                    yield K8sObject(item, ipos, "", src_file, doc, ("items", i))
+        elif isinstance(obj, dict) and "kind" in obj:
+            yield K8sObject(obj, pos, "", src_file, doc)
+
+
+def node_value(node: Any, key: str) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if k.value == key:
+                return v
+    return None
+
+
+def is_kustomization_dir(d: Path) -> bool:
+    return any((d / n).is_file() for n in KUSTOMIZATION_FILES)
+
+
+def kustomize_build(d: Path) -> str:
+    return kustomization.build(d)
+
+
+@dataclass
+class _Sources:
+    """Source files of one collect: read only inside the roots, only regular files, each
+    parsed at most once however many trees ask about it."""
+
+    roots: Roots
+    files: dict[str, list[K8sObject]]
+    # real path of every file a walk below listed, worked out from its directory's
+    real: dict[Path, str] = field(default_factory=dict)
+
+    def usable(self, f: Path) -> bool:
+        real = self.real.get(f)
+        if real is None:
+            real = self.roots.realpath(f)
+        return is_regular(f) and self.roots.holds(real) and self.roots.untracked(real) is None
+
+    def text(self, f: Path) -> str | None:
+        try:
+            return read_text(f, display(f)) if self.usable(f) else None
+        except InputError:
+            return None
+
+    def objects(self, f: Path) -> list[K8sObject]:
+        key = str(f)
+        if key not in self.files:
+            self.files[key] = []
+            try:
+                if self.usable(f):
+                    shown = display(f)
+                    self.files[key] = list(parse_yaml(read_text(f, shown), shown, str(f)))
+            except InputError:
+                pass  # not a manifest the build could have used: no positions from it
+        return self.files[key]
+
+    def yaml_files(self, d: Path, walked: set[str] | None = None) -> list[Path]:
+        """YAML files under d, as os.walk lists them (real paths of the directories listed go
+        to `walked`): symlinked directories are not followed
+        (as Path.rglob), symlinked files are, but `usable` reads them only inside the roots.
+
+        One scandir a directory; a file's real path is its directory's plus its name unless
+        it is a symlink (resolving every file again costs a stat per path component)."""
+        found: list[Path] = []
+        stack = [(str(d), os.path.realpath(d))]
+        while stack:
+            top, top_real = stack.pop()
+            try:
+                with os.scandir(top) as it:
+                    entries = list(it)
+            except OSError:
+                continue  # as os.walk: a directory that cannot be listed is skipped
+            if walked is not None:
+                walked.add(top_real)
+            for e in entries:
+                try:
+                    is_dir = e.is_dir()
+                except OSError:
+                    is_dir = False
+                try:
+                    is_link = e.is_symlink()
+                except OSError:
+                    is_link = False
+                if is_dir:
+                    if not is_link:
+                        stack.append((e.path, os.path.join(top_real, e.name)))
+                    continue
+                f = Path(e.path)
+                if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES:
+                    found.append(f)
+                    if not is_link:
+                        self.real[f] = os.path.join(top_real, e.name)
+        return sorted(found)
+
+
+class _PatchedPosition(_Deferred):
+    """A field of a built object: at the overlay patch that changed it, else in its source;
+    worked out only when read (a clean run never reads it)."""
+
+    def __init__(self, obj: K8sObject, path: Path_, nested: NestedPosition):
+        super().__init__()
+        object.__setattr__(self, "_args", (obj, path, nested))
+
+    def compute(self) -> Position:
+        obj, path, nested = object.__getattribute__(self, "_args")
+        for changed, pos in obj.blamed():
+            n = min(len(changed), len(path))
+            if changed[:n] == path[:n]:
+                return Position(pos.file, pos.line, pos.column)
+        return nested.resolve()
+
+
+class _TreePatches:
+    """The patches of one kustomization tree, read on first use (a finding's position)."""
+
+    def __init__(self, dirs: Sequence[Path]):
+        self.dirs = list(dirs)
+        self._patches: list[Any] | None = None
+
+    def get(self) -> list[Any]:
+        if self._patches is None:
+            from topogate.sources.overlay_blame import patches_of
+
+            self._patches = patches_of(self.dirs)
+        return self._patches
+
+
+def _built_objects(d: Path, tree: Tree, text: str, sources: _Sources) -> list[K8sObject]:
+    built = parse_yaml(text, f"{display(d)} (kustomize build)", guard=False)  # no file to re-read
+    # Each built object is traced back to its source (the overlay dir and the bases it
+    # references) only when someone asks where it is: a finding, or a report naming it.
+    # Nested positions then come from the source document: a field a patch added resolves to
+    # its nearest ancestor that the source has, such as the pod template.
+    index = SourceIndex((d, *tree.dirs), sources)
+    fallback = Position(display(_kfile(d)), 1, 1)
+    patches = _TreePatches([d, *tree.dirs])
+    out: list[K8sObject] = []
+    for o in built:
+        ref = SourceRef(index, (o.kind, o.name, o.namespace), fallback)
+        out.append(K8sObject(o.obj, SourcePosition(ref), str(d), source=ref, patches=patches))
+        if tree.generates and o.kind in ("ConfigMap", "Secret"):
+            redact.register(_data_values(o.obj))
+    return out
+
+
+def _data_values(obj: dict[str, Any]) -> list[str]:
+    """The values of a ConfigMap's or Secret's data (a Secret's decoded too): what a generator
+    read from files, never to be echoed (topogate.core.redact)."""
+    import base64
+    import binascii
+
+    values: list[str] = []
+    for key in ("data", "stringData", "binaryData"):
+        data = obj.get(key)
+        for v in data.values() if isinstance(data, dict) else ():
+            if not isinstance(v, str):
+                continue
+            values.append(v)
+            if key != "stringData" and (obj.get("kind") == "Secret" or key == "binaryData"):
+                try:
+                    values.append(base64.b64decode(v, validate=False).decode("utf-8", "replace"))
+                except (binascii.Error, ValueError):
+                    pass
+    return values
+
+
+def _kfile(d: Path) -> Path:
+    return next(d / n for n in KUSTOMIZATION_FILES if (d / n).is_file())
+
+
+class _Builds:
+    """Kustomize builds started as soon as each tree is checked, at most one per CPU at a
+    time; results taken in the order the trees were given.
+
+    Checking the next tree and reading the output of a finished build (Python) then overlap
+    the builds still running (kubectl), instead of each phase waiting for the one before."""
+
+    def __init__(self) -> None:
+        self.pool: ThreadPoolExecutor | None = None
+        self.workers = os.cpu_count() or 1
+        self.pending: dict[Path, Future[str | InputError] | Path] = {}
+
+    def __enter__(self) -> _Builds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # After a failed check or an error while reading: builds not started are dropped,
+        # running ones are waited for (their children are ours to reap).
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def start(self, d: Path) -> None:
+        """Build d (already checked) when a worker is free; with one CPU, at its `result`."""
+        if self.workers == 1:
+            self.pending[d] = d
+            return
+        if self.pool is None:
+            subproc.install_handlers()  # from the main thread, before any worker starts a child
+            self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kustomize")
+        self.pending[d] = self.pool.submit(_build_one, d)
+
+    def result(self, d: Path) -> str:
+        job = self.pending.pop(d)
+        out = _build_one(job) if isinstance(job, Path) else job.result()
+        if isinstance(out, InputError):
+            raise out
+        return out
+
+
+def _build_one(d: Path) -> str | InputError:
+    try:
+        return kustomization.build(d)
+    except InputError as e:
+        return e
+
+
+def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
+            skipped: list[InputError] | None = None,
+            empty: list[str] | None = None,
+            keep: Callable[[list[Unit], Roots], Collection[Path]] | None = None) -> list[K8sObject]:
+    """Every object in PATHs: files, directories (walked), kustomization directories (built).
+
+    Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
+    tree) is read, and every kustomization tree is checked completely before it is built (and
+    all of them before any output is read, so a refusal comes before a build's failure).
+    A Helm template met while walking a directory is not YAML until Helm renders it: with
+    `skipped` given it is reported there instead of failing the whole directory (a file named
+    explicitly is never skipped). `empty` receives the PATHs that held no object at all.
+    `keep` (check --changed-since, topogate.check.narrow) picks the units to read among all found;
+    a PATH none of whose units it keeps is left out, not reported empty."""
+    with Collecting(paths, also_inside, keep) as pending:
+        return pending.result(skipped, empty)
+
+
+class Collecting:
+    """collect() in two halves, so a caller can do other work while kustomize builds.
+
+    Creating it walks the PATHs, checks every kustomization tree and starts its build (in
+    the background, one per CPU); `result` reads the plain files and the builds' output and
+    raises the first problem, exactly as collect() would have. Use it as a context manager:
+    leaving it without `result` (the inventory was invalid, say) waits for the running builds
+    and drops the rest. For `topogate check PATH...`: start it before loading the inventory
+    and rendering the drift comparison, take the result after."""
+
+    def __init__(self, paths: Iterable[str], also_inside: Sequence[str] = (),
+                 keep: Callable[[list[Unit], Roots], Collection[Path]] | None = None):
+        self.builds = _Builds()
+        self.error: InputError | None = None
+        self.per_path: list[tuple[str, list[Unit]]] = []
+        self.trees: dict[Path, Tree] = {}
+        try:
+            self._begin(list(paths), also_inside, keep)
+        except InputError as e:  # raised by result(), where collect() raised it
+            self.error = e
+
+    def _begin(self, paths: list[str], also_inside: Sequence[str],
+               keep: Callable[[list[Unit], Roots], Collection[Path]] | None) -> None:
+        if paths.count("-") > 1:
+            raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
+        self.roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])
+        self.per_path = [(raw, [] if raw == "-" else list(walk(raw, self.roots))) for raw in paths]
+        if keep is not None:
+            kept = keep([u for _, us in self.per_path for u in us], self.roots)
+            self.per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in self.per_path
+                             if not us or any(u.path in kept for u in us)]
+        checked: dict[str, bool] = {}
+        for _, us in self.per_path:  # every tree checked before any output is read, each before its build
+            for u in us:
+                if u.kustomization and u.path not in self.trees:
+                    self.trees[u.path] = check_tree(u.path, self.roots, checked)
+                    self.builds.start(u.path)
+
+    def __enter__(self) -> Collecting:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.builds.__exit__()
+
+    def result(self, skipped: list[InputError] | None = None,
+               empty: list[str] | None = None) -> list[K8sObject]:
+        if self.error is not None:
+            raise self.error
+        outputs: dict[Path, str] = {}
+        sources = _Sources(self.roots, {})
+        objs: list[K8sObject] = []
+        for raw, us in self.per_path:
+            before = len(objs)
+            if raw == "-":
+                objs.extend(_read_stdin())
+            for u in us:
+                if u.kustomization:
+                    if u.path not in outputs:
+                        outputs[u.path] = self.builds.result(u.path)
+                    objs.extend(_built_objects(u.path, self.trees[u.path], outputs[u.path], sources))
+                else:
+                    objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped,
+                                              roots=self.roots, real=u.real))
+            if empty is not None and len(objs) == before:
+                empty.append(raw)
+        for o in objs:
+            shapes.check(o)  # before any analysis reads a field of the wrong type
+        return objs
+
+
+def _read_or_skip(f: Path, named: bool, skipped: list[InputError] | None,
+                  roots: Roots | None = None, real: Path | None = None) -> list[K8sObject]:
+    if roots is not None and real is not None:
+        why = roots.untracked(str(real))
+        if why is not None:
+            err = InputError(Position(display(f), 1, 1), f"{display(f)} {why}")
+            if named or skipped is None:
+                raise err
+            skipped.append(InputError(err.pos, f"not read: it {why}"))
+            return []
+    try:
+        return _read_file(f)
+    except InputError as err:
+        if named or skipped is None or not _is_helm_template(f):
+            raise
+        skipped.append(InputError(err.pos, (
+            "a Helm template (it holds {{ ... }}), not YAML until `helm template` renders "
+            "it: skipped, so nothing in it was checked; pass the rendered output instead")))
+        return []
+
+
+def _is_helm_template(f: Path) -> bool:
+    try:
+        return "{{" in read_text(f, display(f))
+    except InputError:
+        return False
+
+
+def _read_stdin() -> list[K8sObject]:
+    from topogate.safeio.stdin import DISPLAY, StdinError, read_stdin
+
+    try:
+        text = read_stdin()
+    except StdinError as e:
+        raise InputError(e.pos, str(e)) from None
+    _IN_MEMORY[DISPLAY] = text
+    _composed.cache_clear()
+    return list(parse_yaml(text, DISPLAY, DISPLAY))
+
+
+def _read_file(f: Path) -> list[K8sObject]:
+    shown = display(f)
+    return list(parse_yaml(read_text(f, shown), shown, str(f)))
+
+
+__all__ = ["Collecting", "K8sObject", "ManifestError", "collect", "kubectl", "kustomize_build", "parse_yaml"]
