@@ -31,7 +31,7 @@ def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
     if spec.get("render"):
         # The tree lives beside the inventory (bases are relative to it); removed afterwards.
         from topogate.generators import render_tree
-        from topogate.inventory.loader import load_inventory
+        from topogate.sources.inventory import load_inventory
         from topogate.tree import writer
 
         inv = load_inventory(inventory)

@@ -22,8 +22,8 @@ from cel_support import admit, evaluate, matches
 from conftest import FIXTURES, kustomize_build
 
 from topogate.generators import admission, render_tree
-from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import AdmissionConfig, Inventory, KueueConfig
+from topogate.sources.inventory import load_inventory
 
 JOB_KINDS = ("PyTorchJob", "MPIJob", "JobSet", "TrainJob")
 NZ = "topogate.dev/network-zone"

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from topogate.audit.egress import USAGE_TYPE_GROUP, default_client_factory, run_audit
 from topogate.audit.errors import AuditError
 from topogate.core.exitcodes import ExitCode
-from topogate.inventory.loader import load_inventory
+from topogate.sources.inventory import load_inventory
 
 pytest.register_assert_rewrite("audit_support")
 pytest_plugins = ["audit_support"]

@@ -23,7 +23,7 @@ from topogate.audit.egress import (
     cost_and_usage_request,
     run_audit,
 )
-from topogate.inventory.loader import load_inventory
+from topogate.sources.inventory import load_inventory
 
 # The moto_server fixtures live in tests/audit_support.py (conftest.py is shared).
 pytest.register_assert_rewrite("audit_support")

@@ -20,7 +20,7 @@ from topogate.check.changed import Selection, Unit, escaped, select, unit_cluste
 from topogate.check.gitdiff import GitUnknown, changed_files
 from topogate.cli.app import main
 from topogate.generators import render_tree
-from topogate.inventory.loader import load_inventory
+from topogate.sources.inventory import load_inventory
 from topogate.sources.kustomization import kubectl
 from topogate.tree import writer
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from topogate.cli.app import main
 from topogate.generators import render_tree
-from topogate.inventory.loader import load_inventory
+from topogate.sources.inventory import load_inventory
 from topogate.tree import writer
 
 ROOT = Path(__file__).resolve().parents[1]

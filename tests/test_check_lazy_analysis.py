@@ -14,8 +14,8 @@ from topogate.analysis.map.clusters import _cluster_from_path
 from topogate.check.run import run_check
 from topogate.core.position import Position
 from topogate.generators import render_tree
-from topogate.inventory.loader import load_inventory
 from topogate.sources import sourceindex
+from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import K8sObject
 from topogate.tree import writer
 
@@ -54,7 +54,7 @@ def test_clean_check_traces_no_source(tmp_path: Path, monkeypatch: pytest.Monkey
     assert asked == []
 
 
-class _Unread(sourceindex._Deferred):
+class _Unread(sourceindex.Deferred):
     """A lazy position (as built objects have) that fails the test when read."""
 
     def compute(self) -> Position:

@@ -222,7 +222,7 @@ def test_argocd_wave_table_is_what_kustomize_builds(tmp_path: Path) -> None:
     from conftest import kustomize_build
 
     from topogate.generators import render_tree
-    from topogate.inventory.loader import load_inventory
+    from topogate.sources.inventory import load_inventory
     from topogate.tree import writer
 
     doc = (REPO / "docs" / "gitops.md").read_text()

@@ -16,8 +16,8 @@ from conftest import crd_errors
 from topogate.cli.app import main
 from topogate.generators import render_tree
 from topogate.generators.cilium import complement_ports
-from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import PortSpec
+from topogate.sources.inventory import load_inventory
 from topogate.tree import writer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from topogate.cli.app import main
 from topogate.generators import render_tree
-from topogate.inventory.loader import load_inventory
+from topogate.sources.inventory import load_inventory
 from topogate.tree import writer
 from topogate.tree.treediff import first_difference
 

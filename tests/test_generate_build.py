@@ -18,9 +18,9 @@ from conftest import FIXTURES, crd_errors, kustomize_build
 
 from topogate.core.labels import NETWORK_ZONE_LABEL, WORKLOAD_LABEL
 from topogate.generators import cilium, kustomize, render_tree
-from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import Inventory, Workload
 from topogate.k8s import kinds
+from topogate.sources.inventory import load_inventory
 from topogate.tree import writer
 
 K8S_VERSION = "1.37.0"  # a version kubernetes-validate ships schemas for

@@ -13,7 +13,7 @@ import pytest
 from conftest import FIXTURES, GOLDEN
 
 from topogate.generators import render_tree
-from topogate.inventory.loader import load_inventory
+from topogate.sources.inventory import load_inventory
 from topogate.tree import writer
 
 CASES = ["lab", "multi"]

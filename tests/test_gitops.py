@@ -20,8 +20,8 @@ import yaml
 from conftest import FIXTURES, REPO, crd_errors, kubectl, kustomize_build
 
 from topogate.generators import admission, argocd, flux, kueue, render_files, render_tree
-from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import GitOps, Inventory
+from topogate.sources.inventory import load_inventory
 
 WAVE = argocd.SYNC_WAVE
 # Kinds the GitOps and monitoring trees create: each must be checked against an upstream CRD.

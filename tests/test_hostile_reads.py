@@ -354,7 +354,7 @@ def test_a_key_with_a_newline_is_reported_on_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("make", ["fifo", "dev-zero"])
 def test_special_file_in_the_rendered_tree_is_refused(tmp_path: Path, make: str) -> None:
     from topogate.generators import render_tree
-    from topogate.inventory.loader import load_inventory
+    from topogate.sources.inventory import load_inventory
     from topogate.tree import writer
 
     repo = make_repo(tmp_path)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.inventory.loader import InventoryError
+from topogate.sources.inventory import load_inventory
 
 BAD = Path(__file__).resolve().parents[1] / "fixtures" / "bad"
 CASES = sorted(p.name for p in BAD.iterdir() if p.is_dir() and not p.name.startswith("_"))

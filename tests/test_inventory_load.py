@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from topogate.cli.app import main
 from topogate.core.position import Position
-from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.inventory.loader import InventoryError
+from topogate.sources.inventory import load_inventory
 
 BAD = Path(__file__).resolve().parents[1] / "fixtures" / "bad"
 GOOD = """apiVersion: topogate.dev/v1alpha1

@@ -29,9 +29,10 @@ from inventory_strategies import InventoryCase, inventory_cases
 from tree_validation import built_problems, parse, tree_problems
 
 from topogate.generators import render_tree
-from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
 from topogate.inventory.schema import inventory_schema
+from topogate.sources.inventory import load_inventory
 from topogate.tree import writer
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "fuzz-corpus"

@@ -12,9 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from topogate.cli.app import main
-from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.inventory.loader import InventoryError
 from topogate.inventory.yamlpos import YamlReadError, read_yaml
 from topogate.k8s import kinds
+from topogate.sources.inventory import load_inventory
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fixtures" / "lab"

@@ -14,8 +14,8 @@ from cel_support import crd_rule_errors
 from conftest import FIXTURES, crd_errors, kustomize_build
 
 from topogate.generators import kueue, render_tree
-from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import Inventory, KueueConfig
+from topogate.sources.inventory import load_inventory
 
 
 def _write(inv: Inventory, out: Path) -> None:

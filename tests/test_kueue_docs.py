@@ -14,8 +14,8 @@ from cel_support import admit
 from conftest import FIXTURES, REPO, kustomize_build
 
 from topogate.generators import render_tree
-from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import AdmissionConfig
+from topogate.sources.inventory import load_inventory
 
 DOCS = ("kueue.md", "admission.md")
 NZ = "topogate.dev/network-zone"

@@ -9,7 +9,8 @@ import pytest
 import yaml
 from conftest import FIXTURES
 
-from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.inventory.loader import InventoryError
+from topogate.sources.inventory import load_inventory
 
 
 def _lab(tmp_path: Path, edit: dict) -> Path:

@@ -20,9 +20,9 @@ import pytest
 from conftest import FIXTURES, crd_errors, kustomize_build
 
 from topogate.generators import kueue, render_tree
-from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import Inventory, KueueConfig
 from topogate.k8s import kinds
+from topogate.sources.inventory import load_inventory
 
 ZONE = "topology.kubernetes.io/zone"
 JOB_KINDS = ("PyTorchJob", "MPIJob", "JobSet", "TrainJob")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from topogate.inventory.loader import load_inventory
 from topogate.live.running import first_difference, job_key
+from topogate.sources.inventory import load_inventory
 
 pytest.register_assert_rewrite("live_support")
 pytest_plugins = ["live_support"]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from topogate.inventory.loader import load_inventory
 from topogate.live.drift import compare
 from topogate.live.nodes import parse_node
 from topogate.report import REPORTERS
+from topogate.sources.inventory import load_inventory
 
 pytest.register_assert_rewrite("live_support")
 pytest_plugins = ["live_support"]

@@ -31,8 +31,8 @@ from conftest import FIXTURES, REPO, crd_errors, kustomize_build
 
 from topogate.generators import monitoring
 from topogate.generators.base import serialise
-from topogate.inventory.loader import load_inventory
 from topogate.inventory.model import Inventory
+from topogate.sources.inventory import load_inventory
 
 INCIDENT = FIXTURES / "monitoring" / "incident.test.yaml"
 ZONE_LABEL = FIXTURES / "monitoring" / "zone-label.test.yaml"

@@ -60,7 +60,7 @@ def test_lookup_agrees_with_a_full_index(tmp_path: Path) -> None:
     dirs = (root, tmp_path / "base")  # the root, then the directories its tree references
 
     def index() -> sourceindex.SourceIndex:
-        return sourceindex.SourceIndex(dirs, manifests._Sources(Roots.of([str(root)]), {}))
+        return sourceindex.SourceIndex(dirs, manifests.Sources(Roots.of([str(root)]), {}))
 
     lazy, full = index(), index()
     full._full_index()

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from topogate.analysis.map.clusters import ClusterOf, assign_clusters
 from topogate.cli.app import main
-from topogate.inventory.loader import load_inventory
+from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import collect
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from topogate.check.run import CheckInputError, _refuse_special_files
+from topogate.check.drift import refuse_special_files
+from topogate.check.errors import CheckInputError
 from topogate.safeio import limits
 from topogate.tree import writer
 
@@ -125,7 +126,7 @@ def test_tree_entries_compare_as_the_walk_did(tmp_path: Path, seed: int) -> None
     while True:
         want = _reference_refusal(out, left)
         try:
-            _refuse_special_files(str(out), left, entries)
+            refuse_special_files(str(out), left, entries)
             got = None
         except CheckInputError as e:
             got = str(e).split(": is ", 1)[0]

@@ -27,7 +27,8 @@ from upstream_support import (
     workloads,
 )
 
-from topogate.check.run import CheckInputError, run_check
+from topogate.check.errors import CheckInputError
+from topogate.check.run import run_check
 from topogate.sources.manifests import collect
 from topogate.trace import TraceError, trace
 

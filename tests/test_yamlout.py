@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topogate.generators import render_files, yamlout
-from topogate.inventory.loader import load_inventory
+from topogate.sources.inventory import load_inventory
 
 INVENTORIES = sorted(p for p in FIXTURES.rglob("inventory.yaml") if "bad" not in p.parts)
 

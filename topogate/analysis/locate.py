@@ -14,7 +14,7 @@ from topogate.inventory.model import Cluster, Inventory
 from topogate.sources.manifests import K8sObject
 
 
-def _pos(src: Any) -> Position:
+def position_of(src: Any) -> Position:
     """Positions stay lazy (resolved only for findings); foreign ones are copied."""
     if src is None:
         return NOWHERE
@@ -38,7 +38,7 @@ def inventory_source(inv: Inventory, cluster: Cluster, o: K8sObject) -> Position
     return nz.pos if nz is not None else None
 
 
-class _LazySource(SourceRef):
+class LazySource(SourceRef):
     """A SourceRef resolved from its (lazy) Position only when read: the evaluator asks for the
     position of every rule it compiles, findings read a handful."""
 
@@ -72,7 +72,7 @@ class Located(Mapping[tuple[str | int, ...], SourceRef]):
         self._obj = obj
 
     def __getitem__(self, path: tuple[str | int, ...]) -> SourceRef:
-        return _LazySource(self._obj.locate(path))
+        return LazySource(self._obj.locate(path))
 
     def __iter__(self) -> Iterator[tuple[str | int, ...]]:
         return iter(())
@@ -137,3 +137,5 @@ def side_reason(side: SideVerdict, direction: str, locator: RuleLocator) -> str:
         names = ", ".join(f"{p} ({locator.section(p, direction)})" for p in side.enforced_by)
         return f"default deny: no rule of {names} allows it"
     return side.reason
+
+__all__ = ["Located", "RuleLocator", "inventory_source", "side_reason"]

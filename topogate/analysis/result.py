@@ -152,3 +152,5 @@ class CheckResult:
     @property
     def warnings(self) -> int:
         return sum(1 for f in self.findings if f.severity == "warning")
+
+__all__ = ["CheckResult", "Flow", "GroupMap", "JobMap", "PoolVerdict", "RuleInfo", "Scope"]

@@ -262,3 +262,7 @@ def _client_error(exc: ClientError, requests: int, attempts: int) -> AuditError:
     if 400 <= status < 500:
         return InvocationError(f"Cost Explorer rejected the request ({detail})", requests=requests)
     return TemporaryError(f"Cost Explorer failed ({detail}); run again later", requests=requests)
+
+__all__ = ["AccessDeniedError", "AuditError", "ConfigError", "EXIT_CODE_DOCS", "InvocationError",
+           "MIN_SECRET_CHARS", "TemporaryError", "classify", "redact_known",
+           "register_environment_secrets", "register_secrets", "requests_phrase", "scrub"]

@@ -285,3 +285,6 @@ def render(r: AuditResult, fmt: str) -> str:
         return escape.json_text(redact_known(render_json(r)))
     body = render_markdown(r) if fmt == "markdown" else render_text(r)
     return escape.lines(redact_known(body))
+
+__all__ = ["FORMATS", "ROUNDING_NOTE", "render", "render_json", "render_markdown", "render_text",
+           "to_dict"]

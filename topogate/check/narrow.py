@@ -27,7 +27,7 @@ from topogate.inventory.model import Inventory
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display
 from topogate.safeio.repopaths import Unit as WalkUnit
 from topogate.safeio.saferead import InputError, documents, read_text
-from topogate.sources.kustomization import _REMOTE, CONFIG_LISTS, _references, config_references
+from topogate.sources.kustomization import CONFIG_LISTS, REMOTE, config_references, references
 from topogate.sources.manifests import K8sObject
 
 
@@ -65,13 +65,13 @@ def files_read(root: Path, roots: Roots) -> frozenset[str]:
             nodes = [n for _, n, _ in documents(read_text(kfile, shown), shown, construct=False)]
             if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
                 raise _Unknown(f"{shown} is not one YAML mapping")
-            refs = list(_references(shown, nodes[0]))
+            refs = list(references(shown, nodes[0]))
         except InputError as e:
             raise _Unknown(str(e)) from None
         refs.reverse()  # a stack, popped in order
         while refs:
             field, ref, where = refs.pop()
-            if _REMOTE.search(ref):
+            if REMOTE.search(ref):
                 raise _Unknown(f"{where}: '{ref}' is remote")
             target = os.path.join(cur, ref)
             target_real, mode = roots.real_mode(target)

@@ -9,27 +9,28 @@ import contextlib
 import dataclasses
 import datetime as dt
 import os
-import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from topogate.analysis.map.coverage import ungrouped_templates
+from topogate.analysis.map.build import build_map
 from topogate.analysis.netpolicy import PolicyError
 from topogate.analysis.result import CheckResult
+from topogate.check.drift import drift
+from topogate.check.errors import CheckInputError
 from topogate.check.narrow import Narrowing
 from topogate.core import gctune
+from topogate.core.exitcodes import exit_for
 from topogate.core.position import Position
-from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.generators import render_tree
+from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
-from topogate.policies.context import Context, Drift
+from topogate.policies.context import Context, Drift, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
+from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import Collecting, K8sObject, ManifestError, collect
-
-
-class CheckInputError(Exception):
-    """Input that cannot be read at all (exit 2), with a position to print."""
+from topogate.tree import writer
 
 
 @dataclass(frozen=True)
@@ -40,56 +41,10 @@ class CheckOutcome:
     objects: tuple[K8sObject, ...] = ()
 
 
-def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
-    from topogate.generators import render_tree
-    from topogate.tree import writer
-    from topogate.tree.treediff import file_diffs
-
-    files = render_tree(inv, os.path.realpath(out))
-    # One walk of OUT: its entries' lstat serves the refusal below and the comparison.
-    entries = writer.tree_entries(out)
-    _refuse_special_files(out, files, entries)
-    return tuple(
-        Drift(d.status, d.path, str(Path(out) / d.path), d.line, d.diff)
-        for d in file_diffs(out, files, entries=entries))
-
-
-def _refuse_special_files(out: str, files: Iterable[str],
-                          entries: Mapping[str, os.DirEntry[str]] | None = None) -> None:
-    """The comparison reads OUT's copy of every file generate writes: a FIFO there would block
-    it forever, a symlink to /dev/zero never end it. Refused before anything is read.
-    `entries` (writer.tree_entries of OUT) saves an lstat per file; a path not among them (below
-    a symlinked or unlistable directory) is looked up itself."""
-    from topogate.safeio import limits
-    from topogate.safeio.saferead import one_line
-
-    try:
-        cap = limits.current().max_file_bytes
-    except limits.LimitError as e:
-        raise CheckInputError(str(e)) from None
-    known = entries if entries is not None else {}
-    for rel in files:
-        entry = known.get(rel)
-        try:
-            st = entry.stat(follow_symlinks=False) if entry is not None else os.lstat(os.path.join(out, rel))
-        except OSError:
-            continue  # missing (added) or unreadable: the comparison reports it
-        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode) or st.st_size > cap:
-            p = Path(out) / rel
-            what = ("a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-                    if not stat.S_ISREG(st.st_mode) else f"larger than {cap // limits.MiB} MB")
-            raise CheckInputError(one_line(
-                f"{p}: is {what}, where generate writes a regular file; --rendered OUT must be a "
-                "tree topogate generated: remove it and run topogate generate"))
-
-
 def _render_to_temp(inv: Inventory, tmp: str) -> str:
     """Render the inventory into a scratch tree so `check INVENTORY` alone has manifests to read.
 
     Rendered for its own location, so the overlays' relative paths reach the bases from there."""
-    from topogate.generators import render_tree
-    from topogate.tree import writer
-
     out = str(Path(tmp) / "rendered")
     writer.write_tree(out, render_tree(inv, os.path.realpath(out)))
     return out
@@ -177,8 +132,6 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
 def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, cluster: str | None,
                today: dt.date, strict: bool, changed_since: str | None,
                early: Collecting | None) -> CheckOutcome:
-    from topogate.analysis.map.build import build_map
-
     loaded = _load(inventory_path, cluster, rendered, today)
     if isinstance(loaded, CheckOutcome):
         return loaded
@@ -201,18 +154,11 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         except PolicyError as err:
             raise CheckInputError(str(err)) from None
         # Rules run while the scratch tree exists: positions are resolved lazily from it.
-        ctx = Context(
-            inv, inventory_path, objects, tuple(jobs), facts.policies, drift=drifted,
-            rendered=rendered, today=today, policy_selects=facts.policy_selects,
-            boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
-            spread_splits=facts.spread_splits, unprotected=facts.unprotected,
-            unassigned=facts.unassigned, open_ingress=facts.open_ingress,
-            closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects),
-            not_modelled=facts.not_modelled, skipped=tuple((e.pos, e.message) for e in skipped),
-            kueue_concerns=facts.kueue_concerns,
-        )
+        ctx = analysed(inv, inventory_path, objects, tuple(jobs), facts, today=today, drift=drifted,
+                       rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped))
         ran = evaluate(ctx)
     result = CheckResult(ran.findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
                          scope=narrowing.scope() if narrowing is not None else None)
-    failing = result.errors + (result.warnings if strict else 0)
-    return CheckOutcome(result, 1 if failing else 0, inv, objects)
+    return CheckOutcome(result, exit_for(result.errors, result.warnings, strict), inv, objects)
+
+__all__ = ["CheckInputError", "CheckOutcome", "drift", "run_check"]

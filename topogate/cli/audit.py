@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
 from topogate.cli.common import fail_inventory
-from topogate.inventory.loader import InventoryError, load_inventory
+from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
+from topogate.sources.inventory import load_inventory
 
 
 def _may_split(inventory: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
@@ -118,12 +118,11 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
         inv = load_inventory(inventory, read_bases=False)
     except InventoryError as err:
         fail_inventory(err)
-        return
     except Exception as err:  # noqa: BLE001 - a traceback would exit 1, read as "over budget"
         click.echo(safe_line(f"topogate audit: internal error reading the inventory "
                              f"({type(err).__name__}: {scrub(str(err))}); please report it "
                              "[exit 70]"), err=True)
-        sys.exit(70)
+        raise click.exceptions.Exit(70) from None
     try:
         assert start is None or isinstance(start, dt.date)
         assert end is None or isinstance(end, dt.date)
@@ -140,13 +139,13 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
                            may_split, verify=verify_usage_types, analysis_error=cause_error)
     except AuditError as err:
         click.echo(safe_line(err.line()), err=True)
-        sys.exit(int(err.code))
+        raise click.exceptions.Exit(int(err.code)) from None
     except Exception as err:  # noqa: BLE001 - one line, never a traceback, in a nightly job
         click.echo(safe_line(f"topogate audit: internal error ({type(err).__name__}: "
                              f"{scrub(str(err))}); please report it [exit 70]"), err=True)
-        sys.exit(70)
+        raise click.exceptions.Exit(70) from None
     if cause_error is not None:
         # After the audit succeeded, so a failed audit still prints exactly one line.
         click.echo(safe_line(f"topogate audit: cause not analysed: {cause_error}"), err=True)
     click.echo(render(result, fmt), nl=False)
-    sys.exit(result.exit_code)
+    raise click.exceptions.Exit(result.exit_code)

@@ -3,7 +3,6 @@ kubernetes client is imported only when a command runs)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 import click
@@ -68,9 +67,9 @@ def import_(context: str | None, kubeconfig: str | None, from_file: str | None, 
                              zone_label=zone_label, force=force)
     except LiveError as err:
         click.echo(err.line("import"), err=True)
-        sys.exit(int(err.code))
+        raise click.exceptions.Exit(int(err.code)) from None
     click.echo("\n".join(outcome.lines))
-    sys.exit(outcome.exit_code)
+    raise click.exceptions.Exit(outcome.exit_code)
 
 
 @click.command()
@@ -99,11 +98,10 @@ def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file
         live = run_drift(inventory, source, cluster=cluster, pool_label=pool_label, strict=strict)
     except InventoryError as err:
         fail_inventory(err)
-        return
     except LiveError as err:
         click.echo(err.line("drift"), err=True)
-        sys.exit(int(err.code))
+        raise click.exceptions.Exit(int(err.code)) from None
     from topogate.cli.check_live import print_report
 
     print_report(live, fmt, strict)
-    sys.exit(live.outcome.exit_code)
+    raise click.exceptions.Exit(live.outcome.exit_code)

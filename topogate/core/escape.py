@@ -77,3 +77,5 @@ def for_log(fmt: str, text: str) -> str:
     if fmt in ("json", "sarif"):
         return json_text(text)
     return lines(text)
+
+__all__ = ["for_log", "json_text", "line", "lines", "one_line"]

@@ -41,3 +41,5 @@ class Finding:
             "rule": self.rule, "name": self.name, "severity": self.severity, "object": self.object,
             "file": self.file, "line": self.line, "column": self.column, "message": self.message,
         }
+
+__all__ = ["Finding", "Issue", "SEVERITIES"]

@@ -99,3 +99,5 @@ def exit_now(code: int) -> NoReturn:
     except (OSError, ValueError):
         os._exit(120)  # what the interpreter exits with when it cannot flush at exit
     os._exit(code)
+
+__all__ = ["bulk", "exit_now", "hold", "one_shot", "paused"]

@@ -6,3 +6,5 @@ from __future__ import annotations
 def plural(n: int, word: str, many: str = "") -> str:
     """`n word` with the noun agreeing with n (`many` for irregular plurals)."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+__all__ = ["plural"]

@@ -49,3 +49,5 @@ def render_tree(inv: Inventory, out_dir: str) -> dict[str, bytes]:
     """
     head = base.header(inv)
     return {f.path: base.serialise(inv, f, head) for f in render_files(inv, out_dir)}
+
+__all__ = ["GENERATORS", "PathConflictError", "render_files", "render_tree"]

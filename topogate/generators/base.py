@@ -10,10 +10,9 @@ from typing import Any
 
 from topogate.core.position import NOWHERE, Position
 from topogate.generators import yamlout
-from topogate.generators.yamlout import Dumper as _Dumper
 from topogate.inventory.model import Inventory
 
-__all__ = ["OutputFile", "_Dumper", "dump_yaml", "header", "inv_label", "serialise"]
+__all__ = ["OutputFile", "dump_yaml", "header", "inv_label", "serialise"]
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,8 @@ from typing import Any
 import yaml
 
 from topogate.core.labels import NETWORK_ZONE_LABEL, WORKLOAD_LABEL
-from topogate.generators.base import OutputFile, _Dumper, header, inv_label
+from topogate.generators.base import OutputFile, header, inv_label
+from topogate.generators.yamlout import Dumper
 from topogate.inventory.model import Cluster, Inventory
 
 NAMESPACE = "monitoring"  # where the PrometheusRule and the dashboard ConfigMap go
@@ -99,7 +100,7 @@ ALERTS = ("TopogateTrainingJobSpansZones", "TopogateTrainingGPUsIdle", "Topogate
 POLICY_DROP_REASONS = ("POLICY_DENIED", "POLICY_DENY")
 
 
-class _BlockDumper(_Dumper):  # type: ignore[misc, valid-type]
+class _BlockDumper(Dumper):  # type: ignore[misc, valid-type]
     """The shared dumper, except that multi-line strings (PromQL) come out as literal blocks.
 
     A reviewer reads a rule change in a PR diff; the default double-quoted style with `\\n`

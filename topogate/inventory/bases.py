@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from topogate.core.position import Position
 from topogate.inventory.basefiles import line_of, parse_base_text
@@ -121,28 +121,38 @@ def _roots(chk: Checker) -> Roots:
     return chk.base_roots
 
 
-def build_base(chk: Checker, path: YPath, target: Path, rel: str) -> list[Any] | None:
-    from topogate.sources.kustomization import check_tree, run_kustomize
-    from topogate.sources.manifests import ManifestError, kubectl
+class BaseBuildError(Exception):
+    """Why a base could not be built: `kind` is "kubectl" (no kubectl to build with), "refused"
+    (a file the build would read is refused: remote, outside the repository, untracked) or
+    "failed" (kubectl kustomize failed); str() is the detail."""
 
-    try:
-        exe = kubectl()
-    except ManifestError as e:
-        chk.err(path, f"base '{rel}' transforms its resources, so reading it needs kubectl: {e.message}")
+    def __init__(self, kind: str, detail: str):
+        super().__init__(detail)
+        self.kind = kind
+
+
+class BaseBuilder(Protocol):
+    """Builds a base's kustomization directory (`kubectl kustomize`, under the same checks and
+    limits as check's own builds): the output YAML, or BaseBuildError. The inventory does not
+    run kubectl itself; the loader's caller hands it the builder (topogate.sources.inventory)."""
+
+    def __call__(self, target: Path, roots: Roots) -> str: ...
+
+
+def build_base(chk: Checker, path: YPath, target: Path, rel: str) -> list[Any] | None:
+    if chk.build is None:
+        chk.err(path, f"base '{rel}' transforms its resources, so reading it needs kubectl "
+                      "kustomize, which this command does not run")
         return None
     try:
-        # Every file the build reads, checked as check's own builds are: local (no fetch of a
-        # remote base), inside the repository, tracked by git, never inside .git.
-        check_tree(target, _roots(chk))
-    except ManifestError as e:
-        chk.err(path, f"base '{rel}' cannot be built: {e.pos}: {e.message}")
+        out = chk.build(target, _roots(chk))
+    except BaseBuildError as e:
+        chk.err(path, {
+            "kubectl": f"base '{rel}' transforms its resources, so reading it needs kubectl: {e}",
+            "refused": f"base '{rel}' cannot be built: {e}",
+        }.get(e.kind, f"kubectl kustomize cannot build base '{rel}': {e}"))
         return None
-    proc = run_kustomize(target, exe)  # under the time, memory and network limits
-    if proc.returncode != 0:
-        last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "build failed"
-        chk.err(path, f"kubectl kustomize cannot build base '{rel}': {last}")
-        return None
-    return [d for d in _parse(chk, proc.stdout, target / "kustomization.yaml") if d is not None]
+    return [d for d in _parse(chk, out, target / "kustomization.yaml") if d is not None]
 
 
 _KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"

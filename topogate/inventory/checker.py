@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from topogate.inventory.problems import Problem
 from topogate.inventory.yamlpos import Located, YPath
 from topogate.safeio.repopaths import Roots
+
+if TYPE_CHECKING:
+    from topogate.inventory.bases import BaseBuilder
 
 
 def _repo_root(start: Path) -> Path:
@@ -21,8 +25,10 @@ def _repo_root(start: Path) -> Path:
 
 
 class Checker:
-    def __init__(self, loc: Located, file: str, inv_dir: Path, read_bases: bool = True):
+    def __init__(self, loc: Located, file: str, inv_dir: Path, read_bases: bool = True,
+                 build: BaseBuilder | None = None):
         self.read_bases = read_bases
+        self.build = build  # builds a base's kustomization (inventory.bases.BaseBuilder)
         self.loc = loc
         self.file = file
         self.inv_dir = inv_dir

@@ -16,6 +16,7 @@ from typing import Any
 
 from topogate.core import gctune, progress
 from topogate.core.position import Position
+from topogate.inventory.bases import BaseBuilder
 from topogate.inventory.checker import Checker
 from topogate.inventory.clusters import read_cluster
 from topogate.inventory.doors import read_doors
@@ -36,19 +37,22 @@ __all__ = ["InventoryError", "Problem", "inventory_schema", "load_inventory"]
 _GIT_URL = re.compile(r"^(https?|ssh)://[^\s/@]+(@[^\s/]+)?(/[^\s]*)?$")
 
 
-def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inventory:
+def load_inventory(path: str | os.PathLike[str], read_bases: bool = True,
+                   build: BaseBuilder | None = None) -> Inventory:
     """Read, validate and build the inventory; raise InventoryError with every problem found.
 
     `read_bases=False` skips the workloads' base manifests (and what depends on them: replica
     groups, GPU demand): for commands that need only clusters, such as the cost audit running
-    where only the inventory file is mounted."""
+    where only the inventory file is mounted. `build` builds the bases that transform their
+    resources (topogate.sources.inventory passes the kustomize builder); without it such a
+    base is a problem."""
     # The model is built in one go and frees almost nothing: a cyclic collection would only
     # rescan the growing heap, more often the larger the inventory (gctune.paused).
     with gctune.paused():
-        return _load(str(path), read_bases)
+        return _load(str(path), read_bases, build)
 
 
-def _load(file: str, read_bases: bool) -> Inventory:
+def _load(file: str, read_bases: bool, build: BaseBuilder | None = None) -> Inventory:
     try:
         text = Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -64,7 +68,7 @@ def _load(file: str, read_bases: bool) -> Inventory:
             "kind: Inventory"))])
     data = loc.data
     inv_dir = Path(file).resolve().parent
-    chk = Checker(loc, file, inv_dir, read_bases)
+    chk = Checker(loc, file, inv_dir, read_bases, build)
     problems += schema_problems(loc, chk.bad_paths)
     if "\\" in text:  # only an escape can put a control character in a string
         problems += [Problem(loc.key_at(p) if is_key else loc.at(p), message(c))

@@ -366,3 +366,9 @@ def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
     if len(groups) == 1:
         return True
     return len(groups) == 2 and min(g.replicas for g in groups) == 1
+
+__all__ = ["API_VERSION", "AdmissionConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
+           "EgressRule", "GitOps", "Inventory", "KIND", "KINDS", "KueueConfig", "Metrics",
+           "NetworkZone", "PLACEMENTS", "PROVIDERS", "Pool", "PortSpec", "ReplicaGroup",
+           "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
+           "follow_zones", "kueue_groupable"]

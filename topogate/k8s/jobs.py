@@ -452,3 +452,7 @@ def group_ref(group: JobGroup) -> GroupRef:
     """The kinds.GroupRef view of a group (for code written against kinds.replica_groups)."""
     labels = dict(group.labels)
     return GroupRef(group.name, group.pods, group.template_path, {"metadata": {"labels": labels}, "spec": group.spec})
+
+__all__ = ["DEFAULT_NAMESPACE", "GROUPABLE_KINDS", "GROUP_KIND", "GROUP_LABEL", "JobGroup",
+           "Locate", "ManifestItem", "Pairs", "RUNTIME_KINDS", "SourceLike",
+           "TRAINER_ANCESTOR_LABEL", "TRAINER_GROUP", "TrainingJob", "find_jobs", "group_ref"]

@@ -257,3 +257,7 @@ def controller_labels(kind: str, job: str, group: str, api_version: str = "") ->
         # A TrainJob's pods belong to the JobSet of the same name that the trainer creates.
         return {"jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": group}
     return {}
+
+__all__ = ["GPU_RESOURCES", "GroupRef", "KINDS", "KindInfo", "PLAIN_POD_TEMPLATES", "Path",
+           "REPLICA_SPECS", "TRAINJOB_DEFAULT_GROUPS", "container_gpus", "controller_labels", "dig",
+           "find_job", "pod_gpus", "replica_groups"]

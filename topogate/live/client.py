@@ -189,3 +189,7 @@ def list_all(api: Any, res: Resource, server: str, chunk: int = DEFAULT_CHUNK,
         cont = (doc.get("metadata") or {}).get("continue") or None
         if not cont:
             return Listed(tuple(items), requests, restarted)
+
+__all__ = ["DEFAULT_CHUNK", "DEFAULT_TIMEOUT", "JOB_RESOURCES", "Listed", "NETWORK_POLICIES",
+           "NODES", "PODS", "POLICY_RESOURCES", "Resource", "Target", "api_client", "list_all",
+           "slim_pod"]

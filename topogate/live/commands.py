@@ -18,15 +18,16 @@ if TYPE_CHECKING:
     from topogate.live.snapshot import Snapshot
     from topogate.sources.manifests import K8sObject
 from topogate.check.run import CheckOutcome
-from topogate.core.exitcodes import ExitCode
-from topogate.inventory.loader import load_inventory
+from topogate.core.exitcodes import ExitCode, exit_for
 from topogate.inventory.model import Cluster, Inventory
 from topogate.live.client import Target
 from topogate.live.errors import LiveError
 from topogate.live.nodes import dns_label
 from topogate.live.snapshot import Snapshot, fetch, read_file
+from topogate.policies.context import Context
+from topogate.policies.context import analysed as analysed_context
 from topogate.policies.engine import all_rules, evaluate
-from topogate.policies.live.facts import LiveContext
+from topogate.sources.inventory import load_inventory
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,11 @@ class LiveOutcome:
     header: str  # what was compared, for people: an "ok" says what it is about
 
 
-def _result(inv: Inventory, inventory_path: str, ctx: LiveContext, only: Sequence[str] | None,
+def _result(inv: Inventory, inventory_path: str, ctx: Context, only: Sequence[str] | None,
             strict: bool, jobs: tuple[JobMap, ...] = ()) -> CheckOutcome:
     ran = evaluate(ctx, only=only)
     result = CheckResult(ran.findings, jobs, all_rules(), inventory_path, waived=ran.waived)
-    failing = result.errors + (result.warnings if strict else 0)
-    return CheckOutcome(result, 1 if failing else 0, inv)
+    return CheckOutcome(result, exit_for(result.errors, result.warnings, strict), inv)
 
 
 def run_drift(inventory_path: str, source: Source, *, cluster: str | None = None,
@@ -121,7 +121,7 @@ def run_drift(inventory_path: str, source: Source, *, cluster: str | None = None
     snapshot = source.read(workloads=False)
     nodes = parse_nodes(snapshot.nodes, c.zone_label, pool_label)
     facts = compare(c, nodes)
-    ctx = LiveContext(inv, inventory_path, today=today or dt.date.today(), live=facts)
+    ctx = Context(inv, inventory_path, today=today or dt.date.today(), live=facts)
     pools = sum(len(z.pools) for z in c.zones)
     header = (f"drift of cluster {c.name} against {snapshot.source}: {len(nodes)} nodes in "
               f"{len({n.zone for n in nodes})} zones compared with {pools} pools in "
@@ -162,11 +162,8 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     except PolicyError as err:
         raise LiveError(f"{snapshot.source}: a policy in the cluster cannot be analysed: {err}",
                         ExitCode.BAD_INVOCATION) from None
-    ctx = LiveContext(
-        inv, inventory_path, objects, tuple(analysed), mf.policies, today=today or dt.date.today(),
-        policy_selects=mf.policy_selects, boundary_openings=mf.boundary_openings,
-        zone_label_lies=mf.zone_label_lies, spread_splits=mf.spread_splits,
-        unprotected=mf.unprotected, unassigned=mf.unassigned, live=tuple(sorted(facts)))
+    ctx = analysed_context(inv, inventory_path, objects, tuple(analysed), mf,
+                           today=today or dt.date.today(), live=tuple(sorted(facts)))
     pods = sum(len(j.pods) for j in jobs)
     header = (f"live check of cluster {c.name} against {snapshot.source}: {len(jobs)} training "
               f"job(s) with {pods} pod(s) on {len(nodes)} nodes; {len(in_scope)} network "
@@ -184,3 +181,6 @@ def _snapshot_object(make: type[K8sObject], snapshot: Snapshot, obj: dict[str, A
     if inside is None:
         return make(obj, snapshot.position(obj))
     return make(obj, snapshot.position(obj), "", snapshot.source, 0, inside)
+
+__all__ = ["DRIFT_RULES", "ImportOutcome", "LiveOutcome", "Source", "pick_cluster", "run_drift",
+           "run_import", "run_live_check"]

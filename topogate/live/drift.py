@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from topogate.core.position import Position
 from topogate.inventory.model import Cluster, Pool, Taint
 from topogate.live.nodes import LiveNode, dns_label
-from topogate.policies.live.facts import GPUS, POOL_SIZE, SCHEDULING, UNDESCRIBED, ZONE, LiveFact
+from topogate.policies.context import LiveFact
+from topogate.policies.live.facts import GPUS, POOL_SIZE, SCHEDULING, UNDESCRIBED, ZONE
 
 SHOWN = 5  # node names listed in one message; the rest are counted
 

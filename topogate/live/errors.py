@@ -85,3 +85,5 @@ def from_exception(exc: BaseException, what: str, server: str) -> LiveError:
     # Anything else is the client's own failure: still one line, named by its class only.
     return LiveError(f"the kubernetes client failed while listing {what} ({type(exc).__name__}); "
                      "run again, and report it if it persists", ExitCode.TEMPORARY)
+
+__all__ = ["LiveError", "RBAC_HINT", "from_api_status", "from_exception"]

@@ -167,7 +167,8 @@ def schema_ref_for(out: str) -> str:
 
 def write(imported: Imported, out: str, force: bool) -> None:
     """Write atomically, never over an existing file without `force`, only if it loads back."""
-    from topogate.inventory.loader import InventoryError, load_inventory
+    from topogate.inventory.loader import InventoryError
+    from topogate.sources.inventory import load_inventory
 
     if os.path.lexists(out) and not force:
         raise LiveError(f"{out} exists; pass --force to replace it", ExitCode.BAD_INVOCATION)

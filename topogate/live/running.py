@@ -19,7 +19,8 @@ from topogate.core.position import Position
 from topogate.inventory.model import Cluster, Inventory
 from topogate.live.nodes import GPU_RESOURCES
 from topogate.live.snapshot import JOB_KINDS, Snapshot
-from topogate.policies.live.facts import DIFFERS, PENDING, SPLIT, UNMANAGED, LiveFact
+from topogate.policies.context import LiveFact
+from topogate.policies.live.facts import DIFFERS, PENDING, SPLIT, UNMANAGED
 
 SHOWN_PODS = 20
 _OPERATORS = {"pytorchjob-controller": "PyTorchJob", "mpi-operator": "MPIJob",

@@ -1,14 +1,28 @@
-"""Everything the rules may read, computed once before any rule runs."""
+"""The rule context: everything the rules may read, computed once before any rule runs.
+
+One home: `analysed()` is the only place a context is built from the map, for `check`,
+`check --live` and any other command that runs the rules, so no command can leave a fact out
+(the live check once ran without six of them and was silent on TG112, TG113, TG120 and TG3xx).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from topogate.analysis.map.build import MapFacts
+from topogate.analysis.map.coverage import Ungrouped, ungrouped_templates
+from topogate.analysis.map.labels import LabelLie, SpreadSplit
+from topogate.analysis.netpolicy import PolicySet
+from topogate.analysis.placement.kueue import Concern
+from topogate.analysis.proofs.boundary import Opening
+from topogate.analysis.proofs.doors import ClosedDoor
+from topogate.analysis.proofs.ingress import OpenIngress
 from topogate.analysis.result import JobMap
-from topogate.inventory.loader import Problem
+from topogate.core.position import Position
 from topogate.inventory.model import Inventory
+from topogate.inventory.problems import Problem
 from topogate.sources.manifests import K8sObject
 
 
@@ -21,27 +35,70 @@ class Drift:
     diff: str = ""  # unified diff, committed -> what generate writes
 
 
+@dataclass(frozen=True, order=True)
+class LiveFact:
+    """A fact about the live cluster (check --live, drift), one kind per TG2xx rule."""
+
+    kind: str
+    object: str
+    message: str
+    pos: Position
+
+
+@dataclass(frozen=True)
+class PolicySelects:
+    """How many pod classes of the map a policy selects (TG109 reports the ones with none)."""
+
+    policy: str
+    selected: int
+    pos: Position
+
+
 @dataclass(frozen=True)
 class Context:
     inventory: Inventory | None
     inventory_file: str
     objects: tuple[K8sObject, ...] = ()
     jobs: tuple[JobMap, ...] = ()
-    policies: Any = None  # topogate.analysis.netpolicy.PolicySet
+    policies: Mapping[str, PolicySet] = field(default_factory=dict)  # per cluster analysed
     inventory_problems: tuple[Problem, ...] = ()
     drift: tuple[Drift, ...] = ()
     rendered: str | None = None
     today: dt.date = field(default_factory=lambda: dt.date(1970, 1, 1))
-    # per-policy facts computed by the map builder: policy ref -> number of pod classes selected
-    policy_selects: tuple[tuple[str, int, Any], ...] = ()  # (ref, pod classes selected, Position)
-    boundary_openings: tuple[Any, ...] = ()  # analysis.map.Opening
-    zone_label_lies: tuple[Any, ...] = ()  # analysis.map.LabelLie
-    spread_splits: tuple[Any, ...] = ()  # analysis.map.SpreadSplit
-    unprotected: tuple[tuple[str, Any], ...] = ()  # (object, Position)
-    unassigned: tuple[tuple[str, Any], ...] = ()  # (object, Position): jobs with no known cluster
-    open_ingress: tuple[Any, ...] = ()  # analysis.ingress.OpenIngress
-    closed_doors: tuple[Any, ...] = ()  # analysis.doors.ClosedDoor
-    ungrouped: tuple[Any, ...] = ()  # analysis.coverage.Ungrouped: pod templates of no job
-    not_modelled: tuple[tuple[str, str, str, Any], ...] = ()  # (policy, construct, message, Position)
-    skipped: tuple[tuple[Any, str], ...] = ()  # (Position, why): files among PATHs not read
-    kueue_concerns: tuple[Any, ...] = ()  # analysis.placement.kueue.Concern
+    policy_selects: tuple[PolicySelects, ...] = ()
+    boundary_openings: tuple[Opening, ...] = ()
+    zone_label_lies: tuple[LabelLie, ...] = ()
+    spread_splits: tuple[SpreadSplit, ...] = ()
+    unprotected: tuple[tuple[str, Position], ...] = ()  # (object, where)
+    unassigned: tuple[tuple[str, Position], ...] = ()  # (object, where): jobs with no known cluster
+    open_ingress: tuple[OpenIngress, ...] = ()
+    closed_doors: tuple[ClosedDoor, ...] = ()
+    ungrouped: tuple[Ungrouped, ...] = ()  # pod templates of no job
+    not_modelled: tuple[tuple[str, str, str, Position], ...] = ()  # (policy, construct, message, where)
+    skipped: tuple[tuple[Position, str], ...] = ()  # (where, why): files among PATHs not read
+    kueue_concerns: tuple[Concern, ...] = ()
+    live: tuple[LiveFact, ...] = ()  # check --live and drift only
+    # The rules that exist (ID -> name), set by the engine before any rule runs: a suppression
+    # annotation naming no rule is a finding (TG010).
+    known_rules: tuple[tuple[str, str], ...] = ()
+
+
+def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...],
+             jobs: tuple[JobMap, ...], facts: MapFacts, *, today: dt.date,
+             drift: tuple[Drift, ...] = (), rendered: str | None = None,
+             skipped: tuple[tuple[Position, str], ...] = (),
+             live: tuple[LiveFact, ...] = ()) -> Context:
+    """The context of a run that built the map (analysis.map.build_map) over `objects`."""
+    return Context(
+        inv, inventory_file, objects, jobs, facts.policies, drift=drift, rendered=rendered,
+        today=today,
+        policy_selects=tuple(PolicySelects(ref, n, pos) for ref, n, pos in facts.policy_selects),
+        boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
+        spread_splits=facts.spread_splits, unprotected=facts.unprotected,
+        unassigned=facts.unassigned, open_ingress=facts.open_ingress,
+        closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects),
+        not_modelled=facts.not_modelled, skipped=skipped, kueue_concerns=facts.kueue_concerns,
+        live=live)
+
+
+__all__ = ["Context", "Drift", "LiveFact", "PolicySelects", "analysed"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ def _waiver_for(f: Finding, waivers: Iterable[Waiver], ctx: Context) -> Waiver |
 def evaluate(ctx: Context, only: Iterable[str] | None = None) -> RuleRun:
     """Every selected rule's findings, split into those shown and those a waiver hides."""
     selected = set(only) if only is not None else None
+    ctx = dataclasses.replace(ctx, known_rules=tuple((rid, mod.NAME) for rid, mod in sorted(REGISTRY.items())))
     findings: list[Finding] = []
     for rid, mod in sorted(REGISTRY.items()):
         if selected is not None and rid not in selected:
@@ -81,3 +83,5 @@ def evaluate(ctx: Context, only: Iterable[str] | None = None) -> RuleRun:
 
 def run_rules(ctx: Context, only: Iterable[str] | None = None) -> tuple[Finding, ...]:
     return evaluate(ctx, only).findings
+
+__all__ = ["RuleRun", "WAIVER_RULE", "Waived", "all_rules", "evaluate", "rule_info", "run_rules"]

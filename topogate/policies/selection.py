@@ -24,15 +24,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from topogate.analysis.result import CheckResult, RuleInfo
 from topogate.core.findings import Finding
 from topogate.core.position import Position
 from topogate.sources.manifests import K8sObject
-
-if TYPE_CHECKING:
-    from topogate.check.run import CheckOutcome
 
 ANNOTATION = "topogate.dev/ignore"
 # Findings about the suppressions themselves must never be hidden by them.
@@ -157,26 +153,5 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
                                annotated=tuple(sorted(hidden, key=lambda h: h[0])))
 
 
-def exit_code(result: CheckResult, strict: bool, previous: int) -> int:
-    """The check's exit code after selection; 2 (unreadable input) is never lowered."""
-    if previous == 2:
-        return 2
-    return 1 if result.errors + (result.warnings if strict else 0) else 0
-
-
-def select_outcome(outcome: CheckOutcome, select: Sequence[str], ignore: Sequence[str],
-                   strict: bool) -> CheckOutcome:
-    """`check`'s outcome after --select/--ignore and the objects' suppression annotations."""
-    from topogate.check.run import CheckInputError
-
-    rules = outcome.result.rules
-    try:
-        chosen = resolve_rules(select, rules, "--select") if select else None
-        dropped = resolve_rules(ignore, rules, "--ignore") if ignore else frozenset()
-    except SelectionError as err:
-        raise CheckInputError(str(err)) from None
-    if outcome.inventory is None:
-        return outcome  # the inventory did not load: its problems are never selected away
-    result = apply(outcome.result, outcome.objects, chosen, dropped)
-    return dataclasses.replace(outcome, result=result,
-                               exit_code=exit_code(result, strict, outcome.exit_code))
+__all__ = ["ANNOTATION", "UNSUPPRESSIBLE", "SelectionError", "Suppression", "apply", "object_annotations",
+           "parse_annotation", "resolve_rules", "suppressions"]

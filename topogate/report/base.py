@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from topogate.analysis.result import CheckResult, Flow, JobMap
+from topogate.core.exitcodes import exit_for
 from topogate.core.findings import Finding
 from topogate.core.position import NOWHERE
 from topogate.inventory.model import Waiver
@@ -33,7 +34,7 @@ class Reporter(ABC):
         """The whole report, ending with a newline (or empty when the format has nothing)."""
 
     def failed(self, result: CheckResult) -> bool:
-        return result.errors > 0 or (self.strict and result.warnings > 0)
+        return exit_for(result.errors, result.warnings, self.strict) != 0
 
 
 def sorted_findings(result: CheckResult) -> list[Finding]:

@@ -32,3 +32,5 @@ def colorize(text: str) -> str:
     for pattern, code in _RULES:
         text = pattern.sub(f"{code}\\g<0>{RESET}", text)
     return text
+
+__all__ = ["colorize", "use_color"]

@@ -120,3 +120,5 @@ def explain_json(job: JobMap) -> dict[str, Any]:
         } for f in sorted(job.flows, key=flow_key)],
         "blocked": len(job.blocked),
     }
+
+__all__ = ["explain_json", "explain_text"]

@@ -126,3 +126,5 @@ def job_diagram(job: JobMap) -> str:
     if blocked:
         lines.append(f"  linkStyle {','.join(blocked)} {BLOCKED_STYLE}")
     return "\n".join(lines) + "\n"
+
+__all__ = ["BLOCKED_STYLE", "escape_label", "job_diagram"]

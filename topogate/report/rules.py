@@ -32,3 +32,5 @@ def one_rule(infos: Sequence[RuleInfo], wanted: str, fmt: str) -> tuple[str, int
     sev = f"\n\nSeverity: {r.severity}" if fmt == "markdown" else ""
     summary = r.summary.split(": ", 1)[-1]
     return f"{head}{sev}\n\n{summary[:1].upper()}{summary[1:]}\n\n{body}", 0
+
+__all__ = ["one_rule", "rule_dict", "rules_json"]

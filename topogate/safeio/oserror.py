@@ -21,3 +21,5 @@ def with_path(e: BaseException) -> str:
     """The reason and the file it is about: "Permission denied: out/a.yaml"."""
     name = getattr(e, "filename", None)
     return f"{reason(e)}: {name}" if name else reason(e)
+
+__all__ = ["reason", "with_path"]

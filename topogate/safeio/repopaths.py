@@ -255,3 +255,6 @@ def walk(raw: str, roots: Roots) -> Iterator[Unit]:
         elif child_real not in seen:
             seen.add(child_real)
             yield Unit(child, child_real, False)
+
+__all__ = ["KUSTOMIZATION_FILES", "Roots", "Unit", "YAML_SUFFIXES", "display", "kustomization_file",
+           "repo_root", "walk"]

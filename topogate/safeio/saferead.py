@@ -463,3 +463,7 @@ def is_regular(p: Path) -> bool:
         return stat.S_ISREG(p.stat().st_mode)
     except OSError:
         return False
+
+__all__ = ["GENERATED_MARKER", "InputError", "Loader", "TagMemoLoader", "check_node", "decode",
+           "documents", "is_generated", "is_regular", "load_all", "memo_loader", "one_line",
+           "read_bytes", "read_text"]

@@ -33,3 +33,5 @@ def read_stdin(stream: BinaryIO | None = None, limit: int = MAX_BYTES) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise StdinError(f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+
+__all__ = ["DISPLAY", "MAX_BYTES", "STDIN", "StdinError", "read_stdin"]

@@ -36,7 +36,7 @@ _PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "ge
 _PATH_ITEMS = ("patches", "patchesJson6902", "replacements")
 _GENERATORS = ("configMapGenerator", "secretGenerator")
 _HELM = ("helmCharts", "helmChartInflationGenerator", "helmGlobals")
-_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|ssh:|(?:github|gitlab|bitbucket)\.(?:com|org)/)"
+REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|ssh:|(?:github|gitlab|bitbucket)\.(?:com|org)/)"
                      r"|\?ref=|\?version=|//", re.IGNORECASE)
 
 
@@ -101,7 +101,7 @@ def _scalars(node: Any) -> Iterator[Any]:
         yield node
 
 
-def _references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]]:
+def references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]]:
     """(field, path as written, position) of every file or directory the kustomization names,
     the paths inside inline generator and transformer configs included."""
     # The root's fields looked up once, not one scan of it per field asked about below; the
@@ -236,10 +236,10 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool]) -> tuple[list[s
         raise InputError(Position(kshown, 1, 1), "a kustomization must be one YAML mapping")
     subdirs: list[str] = []
     generates = False
-    refs = list(reversed(list(_references(kshown, nodes[0]))))  # a stack, popped in order
+    refs = list(reversed(list(references(kshown, nodes[0]))))  # a stack, popped in order
     while refs:
         field, ref, where = refs.pop()
-        if _REMOTE.search(ref):
+        if REMOTE.search(ref):
             raise InputError(where, (
                 f"{field} entry '{ref}' is remote: the build would depend on the network and "
                 "on what it serves today; vendor it into the repository"))
@@ -287,4 +287,5 @@ def build(d: Path) -> str:
     return proc.stdout
 
 
-__all__ = ["CONFIG_LISTS", "Tree", "build", "check_tree", "config_references", "kubectl", "run_kustomize"]
+__all__ = ["CONFIG_LISTS", "Tree", "REMOTE", "references", "build", "check_tree",
+           "config_references", "kubectl", "run_kustomize"]

@@ -27,7 +27,7 @@ from topogate.safeio.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots,
 from topogate.safeio.saferead import InputError, Loader, documents, is_regular, read_text
 from topogate.sources import kustomization
 from topogate.sources.kustomization import Tree, check_tree, kubectl
-from topogate.sources.sourceindex import NestedPosition, SourceIndex, SourcePosition, SourceRef, _Deferred
+from topogate.sources.sourceindex import Deferred, NestedPosition, SourceIndex, SourcePosition, SourceRef
 
 _Loader = Loader
 ManifestError = InputError  # the name the rest of topogate catches
@@ -35,7 +35,7 @@ ManifestError = InputError  # the name the rest of topogate catches
 Path_ = tuple[str | int, ...]
 
 
-class LazyPosition(_Deferred):
+class LazyPosition(Deferred):
     """A position inside an object, found by re-reading its file only when someone asks.
 
     Keeping every composed node alive to answer the few position questions findings ask would
@@ -48,7 +48,7 @@ class LazyPosition(_Deferred):
         object.__setattr__(self, "_args", (src_file, doc, path, display, fallback))
 
     def compute(self) -> Position:
-        return _resolve(*object.__getattribute__(self, "_args"))
+        return resolve_position(*object.__getattribute__(self, "_args"))
 
 
 # Text with no file to re-read (standard input), by the name its objects use as src_file.
@@ -61,7 +61,7 @@ def _composed(src_file: str) -> dict[int, Any]:
     return {i: node for i, node, _ in documents(text, src_file, construct=False)}
 
 
-def _resolve(src_file: str, doc: int, path: Path_, display: str, fallback: Position) -> Position:
+def resolve_position(src_file: str, doc: int, path: Path_, display: str, fallback: Position) -> Position:
     try:
         node = _composed(src_file)[doc]
     except (KeyError, InputError):
@@ -185,7 +185,7 @@ def kustomize_build(d: Path) -> str:
 
 
 @dataclass
-class _Sources:
+class Sources:
     """Source files of one collect: read only inside the roots, only regular files, each
     parsed at most once however many trees ask about it."""
 
@@ -257,7 +257,7 @@ class _Sources:
         return sorted(found)
 
 
-class _PatchedPosition(_Deferred):
+class _PatchedPosition(Deferred):
     """A field of a built object: at the overlay patch that changed it, else in its source;
     worked out only when read (a clean run never reads it)."""
 
@@ -289,7 +289,7 @@ class _TreePatches:
         return self._patches
 
 
-def _built_objects(d: Path, tree: Tree, text: str, sources: _Sources) -> list[K8sObject]:
+def _built_objects(d: Path, tree: Tree, text: str, sources: Sources) -> list[K8sObject]:
     built = parse_yaml(text, f"{display(d)} (kustomize build)", guard=False)  # no file to re-read
     # Each built object is traced back to its source (the overlay dir and the bases it
     # references) only when someone asks where it is: a finding, or a report naming it.
@@ -445,7 +445,7 @@ class Collecting:
         if self.error is not None:
             raise self.error
         outputs: dict[Path, str] = {}
-        sources = _Sources(self.roots, {})
+        sources = Sources(self.roots, {})
         objs: list[K8sObject] = []
         for raw, us in self.per_path:
             before = len(objs)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from topogate.core.position import Position
 
 if TYPE_CHECKING:
-    from topogate.sources.manifests import K8sObject, _Sources
+    from topogate.sources.manifests import K8sObject, Sources
 
 Key = tuple[str, str, str]  # kind, name, namespace ("" when not set)
 
@@ -30,7 +30,7 @@ _NAME = re.compile(r"""name["']?[ \t]*:[ \t]*["']?([^\s"',{}\[\]#]+)""")
 class SourceIndex:
     """The sources of one kustomization root: its files, then those of the dirs it references."""
 
-    def __init__(self, dirs: Sequence[Path], sources: _Sources):
+    def __init__(self, dirs: Sequence[Path], sources: Sources):
         self.dirs = tuple(dirs)  # the root first, then the directories its tree references
         self.sources = sources  # reads only inside the repository, parses each file once
         self._files: list[Path] | None = None
@@ -123,7 +123,7 @@ class SourceRef:
         return Position(p.file, p.line, p.column)
 
 
-class _Deferred(Position):
+class Deferred(Position):
     """A Position computed on first read of file, line or column."""
 
     def __init__(self) -> None:
@@ -155,7 +155,7 @@ class _Deferred(Position):
         return f"{type(self).__name__}({self.resolve()})"
 
 
-class SourcePosition(_Deferred):
+class SourcePosition(Deferred):
     """Where a built object starts in its source, found only when someone reads it."""
 
     def __init__(self, ref: SourceRef):
@@ -167,7 +167,7 @@ class SourcePosition(_Deferred):
         return ref.position()
 
 
-class NestedPosition(_Deferred):
+class NestedPosition(Deferred):
     """A field inside a built object, in its source document (nearest ancestor the source
     has); the object's own position (`shown`, which names the file as findings show it) when
     it has no source."""
@@ -177,10 +177,10 @@ class NestedPosition(_Deferred):
         object.__setattr__(self, "_args", (ref, path, shown))
 
     def compute(self) -> Position:
-        from topogate.sources.manifests import _resolve
+        from topogate.sources.manifests import resolve_position
 
         ref, path, shown = object.__getattribute__(self, "_args")
         found = ref.found()
         if found is None or found.doc < 0 or not found.src_file:
             return Position(shown.file, shown.line, shown.column)
-        return _resolve(found.src_file, found.doc, (*found.prefix, *path), shown.file, shown)
+        return resolve_position(found.src_file, found.doc, (*found.prefix, *path), shown.file, shown)

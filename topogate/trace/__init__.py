@@ -51,14 +51,5 @@ from topogate.trace.jsonout import as_json as as_json  # for the CLI; not in __a
 from topogate.trace.model import Endpoint, PortQuery, SideSummary, TraceError, TraceResult
 from topogate.trace.spec import ENTITIES, parse_port
 
-__all__ = [
-    "ENTITIES",
-    "Endpoint",
-    "PortQuery",
-    "SideSummary",
-    "TraceError",
-    "TraceResult",
-    "parse_port",
-    "run_trace",
-    "trace",
-]
+__all__ = ["ENTITIES", "Endpoint", "PortQuery", "SideSummary", "TraceError", "TraceResult",
+           "as_json", "parse_port", "run_trace", "trace"]

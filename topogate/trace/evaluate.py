@@ -18,8 +18,8 @@ from topogate.analysis.netpolicy import (
 )
 from topogate.sources.manifests import K8sObject, ManifestError, collect
 from topogate.trace.model import DEFAULT_NAMESPACE, SideSummary, TraceError, TraceResult
-from topogate.trace.resolve import _load_inventory, _port_query, _resolve, _scope
-from topogate.trace.spec import _parse_spec, parse_port
+from topogate.trace.resolve import load_trace_inventory, port_query, resolve_endpoint, scope
+from topogate.trace.spec import parse_port, parse_spec
 
 CLASS_PROTOCOLS = ("TCP", "UDP")  # what a trace without --port answers for (issue 6)
 
@@ -47,18 +47,18 @@ def trace(
 ) -> TraceResult:
     """Trace SRC -> DST over already collected objects (the CLI collects PATHs first), with the
     policies of one cluster: ``cluster``, else the one the workloads belong to."""
-    src_s = _parse_spec(src_spec, "--from")
-    dst_s = _parse_spec(dst_spec, "--to")
-    inv = _load_inventory(inventory)
-    src = _resolve(src_s, objects, inv, "--from")
-    dst = _resolve(dst_s, objects, inv, "--to")
+    src_s = parse_spec(src_spec, "--from")
+    dst_s = parse_spec(dst_spec, "--to")
+    inv = load_trace_inventory(inventory)
+    src = resolve_endpoint(src_s, objects, inv, "--from")
+    dst = resolve_endpoint(dst_s, objects, inv, "--to")
     if not src.is_pod and not dst.is_pod:
         raise TraceError(
             f"--from {src_spec!r} and --to {dst_spec!r} are both outside the cluster's pods; "
             "no Cilium or NetworkPolicy rule applies between them"
         )
-    query = _port_query(port, dst)
-    scoped_cluster, scoped = _scope(objects, inv, cluster, (("--from", src), ("--to", dst)))
+    query = port_query(port, dst)
+    scoped_cluster, scoped = scope(objects, inv, cluster, (("--from", src), ("--to", dst)))
     cluster_name = scoped_cluster or "default"
     try:
         pset = PolicySet.from_objects(
@@ -92,8 +92,8 @@ def run_trace(
 ) -> TraceResult:
     """Collect PATHs (kustomization directories are built with kubectl) and trace."""
     # Specs first: a typo in --from should not cost a kustomize build before it is reported.
-    _parse_spec(src_spec, "--from")
-    _parse_spec(dst_spec, "--to")
+    parse_spec(src_spec, "--from")
+    parse_spec(dst_spec, "--to")
     if port is not None:
         parse_port(port)
     skipped: list[ManifestError] = []

@@ -17,7 +17,7 @@ from topogate.k8s.kinds import PLAIN_POD_TEMPLATES
 from topogate.safeio.oserror import reason
 from topogate.sources.manifests import K8sObject, ManifestError, collect
 from topogate.trace.model import DEFAULT_NAMESPACE, Endpoint, PortQuery, TraceError
-from topogate.trace.spec import _Spec, parse_port
+from topogate.trace.spec import Spec, parse_port
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,12 @@ class _Inventory:
     inventory: Any = None  # the loaded Inventory, when --inventory was given
 
 
-def _load_inventory(path: str | None) -> _Inventory:
+def load_trace_inventory(path: str | None) -> _Inventory:
     out = _Inventory()
     if path is None:
         return out
-    from topogate.inventory.loader import InventoryError, load_inventory
+    from topogate.inventory.loader import InventoryError
+    from topogate.sources.inventory import load_inventory
 
     try:
         inv = load_inventory(path)
@@ -130,7 +131,7 @@ def _workloads_found(objects: Sequence[K8sObject], inv: _Inventory) -> list[str]
     return sorted(found)
 
 
-def _lookup(spec: _Spec, kind: str, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> list[_Pods] | None:
+def _lookup(spec: Spec, kind: str, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> list[_Pods] | None:
     """Every pod group of the named workload, or None when it is not among ``objects``."""
     if kind in PLAIN_POD_TEMPLATES:
         for o in objects:
@@ -147,7 +148,7 @@ def _lookup(spec: _Spec, kind: str, objects: Sequence[K8sObject], inv: _Inventor
     return None
 
 
-def _find_pods(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> list[_Pods]:
+def _find_pods(spec: Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> list[_Pods]:
     kind = _known_kinds().get(spec.workload_kind.lower())
     if kind is None:
         raise TraceError(
@@ -172,7 +173,7 @@ def _find_pods(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag:
     raise TraceError(f"{flag}: no {kind} {spec.namespace}/{spec.name} among PATHs; workloads found: {listed}")
 
 
-def _resolve_workload(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> Endpoint:
+def _resolve_workload(spec: Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> Endpoint:
     groups = _find_pods(spec, objects, inv, flag)
     kind, ns, name = groups[0].object.split("/", 2)
     names = [g.group for g in groups if g.group is not None]
@@ -211,7 +212,7 @@ def _resolve_workload(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory
     return Endpoint(spec.text, "workload", pod, pods.object, pods.group, pods.source, tuple(notes))
 
 
-def _resolve(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> Endpoint:
+def resolve_endpoint(spec: Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: str) -> Endpoint:
     if spec.kind == "workload":
         return _resolve_workload(spec, objects, inv, flag)
     if spec.kind == "labels":
@@ -223,7 +224,7 @@ def _resolve(spec: _Spec, objects: Sequence[K8sObject], inv: _Inventory, flag: s
     return Endpoint(spec.text, "fqdn", External(fqdn=spec.value))
 
 
-def _scope(objects: Sequence[K8sObject], inv: _Inventory, cluster: str | None,
+def scope(objects: Sequence[K8sObject], inv: _Inventory, cluster: str | None,
            ends: Sequence[tuple[str, Endpoint]]) -> tuple[str | None, list[K8sObject]]:
     """The cluster the trace is about and the objects whose policies apply there, decided by
     ``analysis.clusters.ClusterOf`` exactly as `check` decides it: an object the inventory (or a
@@ -256,7 +257,7 @@ def _scope(objects: Sequence[K8sObject], inv: _Inventory, cluster: str | None,
     return chosen, [o for c, o in owned if c in (None, chosen)]
 
 
-def _port_query(text: str | None, dst: Endpoint) -> PortQuery | None:
+def port_query(text: str | None, dst: Endpoint) -> PortQuery | None:
     if text is None:
         return None
     number, name, proto = parse_port(text)

@@ -1,4 +1,4 @@
-"""Parsing ``--from``/``--to`` specs and ``--port``: text in, ``_Spec`` or a port triple out,
+"""Parsing ``--from``/``--to`` specs and ``--port``: text in, ``Spec`` or a port triple out,
 ``TraceError`` on anything malformed.  Nothing here reads manifests."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def parse_port(text: str) -> tuple[int | None, str | None, str | None]:
 
 
 @dataclass(frozen=True)
-class _Spec:
+class Spec:
     kind: str  # workload | labels | entity | cidr | fqdn
     text: str
     namespace: str = ""
@@ -61,20 +61,20 @@ class _Spec:
     value: str = ""
 
 
-def _parse_spec(text: str, flag: str) -> _Spec:
+def parse_spec(text: str, flag: str) -> Spec:
     raw = text.strip()
     if not raw:
         raise TraceError(f"{flag}: empty; expected ns/Kind/name[/group], ns:key=value, an entity or a CIDR")
     if raw in ENTITIES:
-        return _Spec("entity", raw, value=raw)
+        return Spec("entity", raw, value=raw)
     if raw.startswith("fqdn:"):
         name = raw[len("fqdn:"):].strip().lower().rstrip(".")
         if not name:
             raise TraceError(f"{flag} {text!r}: fqdn: needs a DNS name")
-        return _Spec("fqdn", raw, value=name)
+        return Spec("fqdn", raw, value=name)
     try:
         net = ipaddress.ip_network(raw, strict=False)
-        return _Spec("cidr", raw, value=str(net))
+        return Spec("cidr", raw, value=str(net))
     except ValueError:
         pass
     if "/" in raw and ":" not in raw.split("/", 1)[0]:
@@ -84,7 +84,7 @@ def _parse_spec(text: str, flag: str) -> _Spec:
         if not (len(parts) in (3, 4) or group_job) or not all(parts):
             raise TraceError(f"{flag} {text!r}: expected ns/Kind/name or ns/Kind/name/group")
         _check_namespace(parts[0], flag, text)
-        return _Spec(
+        return Spec(
             "workload", raw, namespace=parts[0], workload_kind=parts[1], name=parts[2],
             group="/".join(parts[3:]) if len(parts) > 3 else None,
         )
@@ -107,7 +107,7 @@ def _parse_spec(text: str, flag: str) -> _Spec:
                 raise TraceError(f"{flag} {text!r}: {key!r} is set by Cilium, not by a pod label; "
                                  "put the namespace before the colon")
             labels[key] = value
-        return _Spec("labels", raw, namespace=ns, labels=tuple(sorted(labels.items())))
+        return Spec("labels", raw, namespace=ns, labels=tuple(sorted(labels.items())))
     known = ", ".join(ENTITIES[:5])
     raise TraceError(
         f"{flag} {text!r}: not a workload (ns/Kind/name[/group]), a label set (ns:key=value), "

@@ -80,3 +80,5 @@ def render_trace_text(r: TraceResult) -> str:
         out.append("")
         out += [f"warning: {w}" for w in r.warnings]
     return "\n".join(out) + "\n"
+
+__all__ = ["render_trace_text"]

@@ -53,3 +53,5 @@ def summarise(inv: Inventory, files: Mapping[str, bytes], out: str) -> str:
     # Names, paths and zones come from the inventory of a pull request, and this text reaches
     # the CI log: each line is made plain text (no control character, no workflow command).
     return "\n".join(one_line(x) for x in lines)
+
+__all__ = ["LIST_FILES_UP_TO", "summarise"]

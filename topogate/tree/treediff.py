@@ -80,3 +80,5 @@ def file_diffs(out: str, files: Mapping[str, bytes], limit: int | None = MAX_DIF
         line = first_difference(old, new) if status == "changed" else 1
         result.append(FileDiff(status, path, line, unified(path, out.rstrip("/"), old, new, limit)))
     return result
+
+__all__ = ["FileDiff", "MAX_DIFF_LINES", "file_diffs", "first_difference", "unified"]

@@ -36,6 +36,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from topogate.core.redact import redact
+from topogate.safeio.oserror import reason
 from topogate.safeio.saferead import is_generated
 
 _AT_FDCWD = -100
@@ -370,3 +372,29 @@ def _check_out(root: Path) -> None:
         raise WriteError(
             f"{root} holds files topogate did not generate ({shown}); refusing to replace it. "
             "Choose an empty or new directory, or remove those files.")
+
+
+def write_file(path: str, text: str) -> str:
+    """Write one file (a report, an imported inventory) whole or not at all; "" on success,
+    else why it could not be written. Its text is redacted first (topogate.core.redact): a
+    report is posted back to the pull request, as a log is.
+
+    Written beside the target and renamed, so a reader (a CI step posting it as a comment)
+    never sees half a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".topogate-report-", dir=directory)
+    except OSError as e:
+        return f"cannot write in {directory}: {reason(e)}"
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(redact(text))
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except OSError as e:
+        os.unlink(tmp)
+        return f"cannot write: {reason(e)}"
+    return ""
+
+
+__all__ = ["WriteError", "diff_tree", "foreign_files", "tree_entries", "write_file", "write_tree"]

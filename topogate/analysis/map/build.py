@@ -14,15 +14,15 @@ Where findings point: ``analysis.locate``. The boundary probe: ``analysis.bounda
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from topogate.analysis.kueue import KINDS as KUEUE_KINDS
-from topogate.analysis.locate import _pos, inventory_source
-from topogate.analysis.map.cluster import POLICY_KINDS, _ClusterMap
+from topogate.analysis.locate import inventory_source, position_of
+from topogate.analysis.map.cluster import POLICY_KINDS, ClusterMap
 from topogate.analysis.map.clusters import assign_clusters
 from topogate.analysis.map.labels import LabelLie, SpreadSplit
-from topogate.analysis.map.pods import _pod_class, _pod_template
+from topogate.analysis.map.pods import pod_class, pod_template
 from topogate.analysis.netpolicy import PodClass, PolicySet
 from topogate.analysis.placement.kueue import Concern
 from topogate.analysis.proofs.boundary import BoundaryProof, Opening
@@ -35,12 +35,14 @@ from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import RUNTIME_KINDS, find_jobs
 from topogate.sources.manifests import K8sObject
 
-__all__ = ["LabelLie", "MapFacts", "SpreadSplit", "_ClusterMap", "build_map"]
+__all__ = ["LabelLie", "MapFacts", "SpreadSplit", "ClusterMap", "build_map"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class MapFacts:
-    policies: dict[str, PolicySet] = field(default_factory=dict)
+    """What the map found besides the jobs, for the rule context (policies.context.analysed)."""
+
+    policies: Mapping[str, PolicySet] = field(default_factory=dict)  # per cluster analysed
     policy_selects: tuple[tuple[str, int, Position], ...] = ()
     boundary_openings: tuple[Opening, ...] = ()
     zone_label_lies: tuple[LabelLie, ...] = ()
@@ -71,7 +73,7 @@ class _Gathered:
     kueue_concerns: list[Concern] = field(default_factory=list)
 
 
-def _who_gets_in(cm: _ClusterMap, inv: Inventory, cluster: Cluster,
+def _who_gets_in(cm: ClusterMap, inv: Inventory, cluster: Cluster,
                  cluster_jobs: list[tuple[JobMap, dict[str, PodClass]]], managed_ns: set[str],
                  doors: DoorRules) -> tuple[list[Opening], list[OpenIngress], list[ClosedDoor]]:
     """The boundary proof (TG107), the jobs' own ingress (TG112) and the declared doors (TG113)
@@ -89,7 +91,7 @@ def _who_gets_in(cm: _ClusterMap, inv: Inventory, cluster: Cluster,
 
 
 
-def _map_jobs(cm: _ClusterMap, managed_ns: set[str], selected: dict[str, int],
+def _map_jobs(cm: ClusterMap, managed_ns: set[str], selected: dict[str, int],
               acc: _Gathered) -> list[tuple[JobMap, dict[str, PodClass]]]:
     """Every job of the cluster: its map, what it claims about zones, and the policies that
     select its groups (a job in a managed namespace that none selects is unprotected)."""
@@ -114,14 +116,14 @@ def _map_jobs(cm: _ClusterMap, managed_ns: set[str], selected: dict[str, int],
     return cluster_jobs
 
 
-def _other_selections(cm: _ClusterMap, objs: list[K8sObject], doors: DoorRules,
+def _other_selections(cm: ClusterMap, objs: list[K8sObject], doors: DoorRules,
                       selected: dict[str, int]) -> None:
     """Pods that are not part of a job still make a policy non-dangling."""
     for o in objs:
-        tpl = _pod_template(o)
+        tpl = pod_template(o)
         if tpl is not None:
             labels = (tpl.get("metadata") or {}).get("labels") or {}
-            pc = _pod_class(o.namespace or "default", ((str(k), str(v)) for k, v in labels.items()),
+            pc = pod_class(o.namespace or "default", ((str(k), str(v)) for k, v in labels.items()),
                             tpl.get("spec") or {}, cm.pset)
             for pref in cm.pset.policies_selecting(pc):
                 selected[str(pref)] += 1
@@ -132,7 +134,7 @@ def _other_selections(cm: _ClusterMap, objs: list[K8sObject], doors: DoorRules,
             selected[str(pref)] += 1
 
 
-def _policy_selects(inv: Inventory, cluster: Cluster, cm: _ClusterMap, shared_ids: set[int],
+def _policy_selects(inv: Inventory, cluster: Cluster, cm: ClusterMap, shared_ids: set[int],
                     selected: dict[str, int], acc: _Gathered) -> None:
     """How many pod classes each namespaced policy of the cluster selects (TG109 dangling-policy)."""
     for o in cm.policy_objs:
@@ -148,10 +150,10 @@ def _policy_selects(inv: Inventory, cluster: Cluster, cm: _ClusterMap, shared_id
 
 def _map_cluster(inv: Inventory, cluster: Cluster, objs: list[K8sObject], shared: list[K8sObject],
                  acc: _Gathered) -> PolicySet:
-    cm = _ClusterMap(inv, cluster, objs, shared)
+    cm = ClusterMap(inv, cluster, objs, shared)
     for n in cm.pset.not_modelled:  # a shared policy is compiled once per cluster: keep one
         pobj = cm.locate_rule.by_ref.get(str(n.policy))
-        where = pobj.locate(n.path) if pobj is not None else _pos(n.policy.source)
+        where = pobj.locate(n.path) if pobj is not None else position_of(n.policy.source)
         acc.not_modelled[(str(n.policy), n.construct, n.message, where)] = None
     managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
     selected: dict[str, int] = defaultdict(int)
@@ -172,26 +174,22 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None
     by_cluster = assign_clusters(inv, objects, override)
     shared = [o for o in by_cluster.get(None, [])
               if o.kind in (*POLICY_KINDS, "Namespace", *RUNTIME_KINDS, *KUEUE_KINDS)]
-    facts = MapFacts()
+    policies: dict[str, PolicySet] = {}
     acc = _Gathered()
-    unassigned = [(j.object_id, _pos(j.source)) for j in find_jobs(
+    unassigned = [(j.object_id, position_of(j.source)) for j in find_jobs(
         (o.obj, o.pos, o.locate) for o in by_cluster.get(None, []))]
     for cluster in inv.clusters:
         objs = by_cluster.get(cluster.name, [])
         if (objs or shared) and (only is None or cluster.name in only):
-            facts.policies[cluster.name] = _map_cluster(inv, cluster, objs, shared, acc)
-    facts.zone_label_lies = tuple(acc.lies)
-    facts.spread_splits = tuple(acc.spreads)
-    facts.boundary_openings = tuple(acc.openings)
-    facts.open_ingress = tuple(acc.ingress)
-    facts.closed_doors = tuple(acc.shut)
+            policies[cluster.name] = _map_cluster(inv, cluster, objs, shared, acc)
     selects = acc.selects
     # With jobs whose cluster is unknown, a shared policy may well select them: no verdict.
     if not unassigned and only is None:  # a narrowed run saw a shared policy in some clusters only
         selects.extend((ref, n, pos) for ref, (n, pos) in sorted(acc.shared_selects.items()))
-    facts.policy_selects = tuple(selects)
-    facts.unprotected = tuple(acc.unprotected)
-    facts.unassigned = tuple(unassigned)
-    facts.not_modelled = tuple(acc.not_modelled)
-    facts.kueue_concerns = tuple(dict.fromkeys(acc.kueue_concerns))
+    facts = MapFacts(
+        policies=policies, policy_selects=tuple(selects), boundary_openings=tuple(acc.openings),
+        zone_label_lies=tuple(acc.lies), spread_splits=tuple(acc.spreads),
+        unprotected=tuple(acc.unprotected), unassigned=tuple(unassigned),
+        open_ingress=tuple(acc.ingress), closed_doors=tuple(acc.shut),
+        not_modelled=tuple(acc.not_modelled), kueue_concerns=tuple(dict.fromkeys(acc.kueue_concerns)))
     return sorted(acc.jobs, key=lambda j: (j.cluster, j.object)), facts

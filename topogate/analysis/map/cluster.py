@@ -13,7 +13,7 @@ from typing import Any
 from topogate.analysis import placement as placement_mod
 from topogate.analysis.kueue import KINDS as KUEUE_KINDS
 from topogate.analysis.kueue import KueueConfig
-from topogate.analysis.locate import RuleLocator, _LazySource, _pos
+from topogate.analysis.locate import LazySource, RuleLocator, position_of
 from topogate.analysis.map.labels import (
     WELL_KNOWN_ZONE_KEYS,
     LabelLie,
@@ -22,7 +22,7 @@ from topogate.analysis.map.labels import (
     policy_keys,
     spread_splits,
 )
-from topogate.analysis.map.pods import _pod_class
+from topogate.analysis.map.pods import pod_class
 from topogate.analysis.netpolicy import External, Peer, PodClass, PolicySet
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
@@ -70,7 +70,7 @@ def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str,
 
 
 
-class _ClusterMap:
+class ClusterMap:
     def __init__(self, inv: Inventory, cluster: Cluster, objects: list[K8sObject],
                  shared_policies: list[K8sObject]):
         self.inv = inv
@@ -79,7 +79,7 @@ class _ClusterMap:
         policy_objs = [o for o in objects + shared_policies if o.kind in (*POLICY_KINDS, "Namespace")]
         self.policy_objs = policy_objs
         self.pset = PolicySet.from_objects(
-            ((o.obj, _LazySource(o.pos)) for o in policy_objs),
+            ((o.obj, LazySource(o.pos)) for o in policy_objs),
             cluster_name=cluster.name)
         self.by_ref = {(o.kind, o.namespace or "default", o.name): o for o in objects}
         self.locate_rule = RuleLocator((o for o in policy_objs if o.kind in POLICY_KINDS), inv, cluster)
@@ -104,7 +104,7 @@ class _ClusterMap:
             md = o.obj.get("metadata") if o is not None else None
             labels = (md.get("labels") or {}) if isinstance(md, dict) else {}
             kj = analyse(job, labels if isinstance(labels, dict) else {}, cfg, self.cluster.zone_label,
-                         where_in(self.by_ref, job), _pos(job.source))
+                         where_in(self.by_ref, job), position_of(job.source))
             if kj is not None:
                 out[job.object_id] = kj
         return out
@@ -121,7 +121,7 @@ class _ClusterMap:
 
     def job_map(self, job: TrainingJob) -> tuple[JobMap, dict[str, PodClass], JobPlacement]:
         plc = self.placements[job.object_id]
-        classes = {g.name: _pod_class(job.namespace, g.labels, g.spec, self.pset) for g in job.groups}
+        classes = {g.name: pod_class(job.namespace, g.labels, g.spec, self.pset) for g in job.groups}
         groups: list[GroupMap] = []
         for g in job.groups:
             gp = plc.group(g.name)
@@ -129,7 +129,7 @@ class _ClusterMap:
                           for f in gp.fits) if gp else ()
             groups.append(GroupMap(
                 g.name, g.pods, g.gpus_per_pod, tuple(gp.zones) if gp else (), pools,
-                _pos(g.source), g.labels, bool(gp and gp.splits), g.spec.get("hostNetwork") is True))
+                position_of(g.source), g.labels, bool(gp and gp.splits), g.spec.get("hostNetwork") is True))
         # A hostNetwork pod is no Cilium endpoint: it has the node's identity (remote-node seen
         # from its peers' nodes), so no CNP selects it and peers reach it as that entity.
         peers: dict[str, Peer] = {g.name: HOST_NETWORK_PEER if g.spec.get("hostNetwork") is True else classes[g.name]
@@ -144,7 +144,7 @@ class _ClusterMap:
             job.object_id, self.cluster.name, job.kind, job.namespace, job.name, tuple(groups),
             plc.colocated, plc.schedulable and not kj.blocked, split,
             tuple(plc.unschedulable_reasons) + ((kj.blocked,) if kj.blocked else ()),
-            tuple(flows), _pos(src),
+            tuple(flows), position_of(src),
             self.inventory_pos(job),
             {"needs": cap.requested, "has": cap.zone_gpus if cap.zone else cap.available,
              "zone": cap.zone, "fits": cap.fits, "message": cap.message},

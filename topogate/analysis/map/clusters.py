@@ -92,3 +92,5 @@ def _in_namespace(o: K8sObject, ns: str) -> K8sObject:
     obj = dict(o.obj)
     obj["metadata"] = {**(obj.get("metadata") or {}), "namespace": ns}
     return dataclasses.replace(o, obj=obj)
+
+__all__ = ["ClusterOf", "assign_clusters", "path_clusters"]

@@ -88,3 +88,5 @@ def ungrouped_templates(objects: Iterable[K8sObject]) -> tuple[Ungrouped, ...]:
         pos = o.locate(paths[0]) if paths[0] else o.pos
         seen.setdefault(oid, Ungrouped(oid, o.kind, pos, groupable))
     return tuple(seen[k] for k in sorted(seen))
+
+__all__ = ["Ungrouped", "ungrouped_templates"]

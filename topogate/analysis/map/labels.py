@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.locate import _pos
+from topogate.analysis.locate import position_of
 from topogate.analysis.result import GroupMap, JobMap
 from topogate.core.labels import NETWORK_ZONE_LABEL
 from topogate.core.position import Position
@@ -111,7 +111,7 @@ def spread_splits(cluster: Cluster, obj: K8sObject | None, job: TrainingJob,
             if (isinstance(c, dict) and c.get("topologyKey") in zone_keys
                     and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"):
                 path = (*g.template_path, "spec", "topologySpreadConstraints", i)
-                pos = obj.locate(path) if obj is not None and g.template_path else _pos(g.source)
+                pos = obj.locate(path) if obj is not None and g.template_path else position_of(g.source)
                 gm = next((x for x in jm.groups if x.name == g.name), None)
                 out.append(SpreadSplit(job.object_id, g.name, str(c.get("topologyKey")),
                                        int(c.get("maxSkew", 1) or 1), g.pods, pos,

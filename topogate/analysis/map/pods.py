@@ -11,7 +11,7 @@ from topogate.analysis.netpolicy import PodClass, PolicySet
 from topogate.sources.manifests import K8sObject
 
 
-def _pod_class(ns: str, labels: Iterable[tuple[str, str]], spec: dict[str, Any],
+def pod_class(ns: str, labels: Iterable[tuple[str, str]], spec: dict[str, Any],
                pset: PolicySet) -> PodClass:
     ports: list[tuple[str, int, str]] = []
     for c in spec.get("containers") or []:
@@ -22,7 +22,7 @@ def _pod_class(ns: str, labels: Iterable[tuple[str, str]], spec: dict[str, Any],
                     spec.get("serviceAccountName") or None)
 
 
-def _pod_template(o: K8sObject) -> dict[str, Any] | None:
+def pod_template(o: K8sObject) -> dict[str, Any] | None:
     spec = o.obj.get("spec")
     if not isinstance(spec, dict):
         return None

@@ -38,7 +38,7 @@ from topogate.analysis.kueue import (
     Flavor,
     KueueConfig,
 )
-from topogate.analysis.locate import _pos
+from topogate.analysis.locate import position_of
 from topogate.analysis.scheduling import HOSTNAME_LABEL, NodeClass, PoolFit, Removal, fit_pools
 from topogate.core.position import Position
 from topogate.k8s.jobs import JobGroup, TrainingJob
@@ -349,7 +349,7 @@ def where_in(objects_by_ref: Mapping[tuple[str, str, str], object], job: Trainin
     def locate(g: JobGroup, key: str) -> Position:
         if key == QUEUE_LABEL:
             o = objects_by_ref.get((job.kind, job.namespace, job.name))
-            return _loc(o, ("metadata", "labels", key)) or _pos(job.source)
+            return _loc(o, ("metadata", "labels", key)) or position_of(job.source)
         parts = g.owner.split("/")
         oref = (parts[0], parts[1], parts[2]) if len(parts) == 3 else (parts[0], "default", parts[-1])
         o = objects_by_ref.get(oref)
@@ -357,7 +357,7 @@ def where_in(objects_by_ref: Mapping[tuple[str, str, str], object], job: Trainin
             found = _loc(o, (*g.template_path, "metadata", "annotations", key))
             if found is not None:
                 return found
-        return _pos(g.source)
+        return position_of(g.source)
 
     return locate
 
@@ -426,3 +426,7 @@ def shared_flavor_problem(job: TrainingJob, kueue: KueueJob, classes: Sequence[N
                        "flavor of the queue has nodes that every member can use: the job waits in the "
                        "queue and never starts")
     return out
+
+__all__ = ["BAD_GROUP", "Concern", "FLAVOR_NO_TOPOLOGY", "KUEUE_KINDS", "KueueJob", "LEFT_OUT",
+           "LOOSE", "NO_QUEUE", "STRICT_GROUP_KINDS", "UNKNOWN_LEVEL", "UNVERIFIED", "Where",
+           "analyse", "flavor_fits", "shared_flavor_problem", "where_in"]

@@ -37,19 +37,17 @@ import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from topogate.analysis.netpolicy import External, Peer, PodClass, PortRange, RuleRef
 from topogate.analysis.netpolicy.evaluate import matcher_anchor
+from topogate.analysis.proofs import ClusterView
 from topogate.analysis.result import GroupMap, JobMap
 from topogate.core.labels import NETWORK_ZONE_LABEL
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster
 from topogate.k8s.jobs import TrainingJob
 from topogate.k8s.kinds import KINDS
-
-if TYPE_CHECKING:
-    from topogate.analysis.map.build import _ClusterMap
 
 # The namespace of the unmanaged probe pod: a name no inventory manages.
 UNMANAGED_NS = "topogate-probe-unmanaged"
@@ -107,17 +105,17 @@ class Opening:
         return self.spans[0][1] if self.spans else 0
 
 
-def _network_zone_of(cluster: Cluster, jm: JobMap) -> str | None:
+def network_zone_of(cluster: Cluster, jm: JobMap) -> str | None:
     nzs = {n.name for z in jm.zones if (n := cluster.network_zone_of(z))}
     return nzs.pop() if len(nzs) == 1 else None
 
 
-def zone_rep(cm: _ClusterMap, nz: str, ns: str) -> PodClass:
+def zone_rep(cm: ClusterView, nz: str, ns: str) -> PodClass:
     """A pod of network zone `nz` in namespace `ns` that carries only topogate's label."""
     return PodClass(ns, ((NETWORK_ZONE_LABEL, nz),), cm.pset.namespace_labels(ns))
 
 
-def unmanaged_pod(cm: _ClusterMap) -> PodClass:
+def unmanaged_pod(cm: ClusterView) -> PodClass:
     return PodClass(UNMANAGED_NS, (), cm.pset.namespace_labels(UNMANAGED_NS))
 
 
@@ -176,7 +174,7 @@ DoorCheck = Callable[[Member, Member], list[Span]]
 class _Index:
     """Members by (label key, value) as peer selectors see them, for anchored matchers."""
 
-    def __init__(self, cm: _ClusterMap, members: list[Member]):
+    def __init__(self, cm: ClusterView, members: list[Member]):
         self.by_label: dict[tuple[str, str], list[Member]] = defaultdict(list)
         # No label selector names a hostNetwork pod: Cilium never gives it its labels.
         self.members = [m for m in members if not m.host_network]
@@ -197,7 +195,7 @@ class _Index:
 
 
 class BoundaryProof:
-    def __init__(self, cm: _ClusterMap, cluster: Cluster, doors: DoorCheck | None = None):
+    def __init__(self, cm: ClusterView, cluster: Cluster, doors: DoorCheck | None = None):
         self.cm = cm
         self.cluster = cluster
         self.doors = doors or (lambda _s, _d: [])
@@ -221,7 +219,7 @@ class BoundaryProof:
         self.zones = nzs
         members: list[Member] = []
         for jm, classes in jobs:
-            nz = _network_zone_of(cluster, jm)
+            nz = network_zone_of(cluster, jm)
             if nz is None:
                 continue
             for g in jm.groups:
@@ -379,4 +377,6 @@ class BoundaryProof:
             "" if host is None else "src" if host is src else "dst",
             self.host_policies if host is not None else ()))
 
-
+__all__ = ["ANY_ZONE", "BoundaryProof", "DoorCheck", "Member", "Opening", "REMOTE_NODE", "SSH_PORT",
+           "Span", "UNMANAGED_NS", "kind_ports", "span_text", "subtract", "unmanaged_pod",
+           "zone_rep"]

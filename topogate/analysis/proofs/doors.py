@@ -6,15 +6,12 @@ policies among the paths really open each door.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from topogate.analysis.netpolicy import PodClass
+from topogate.analysis.proofs import ClusterView
 from topogate.analysis.proofs.boundary import ANY_ZONE, Member, Span
 from topogate.core.position import Position
 from topogate.inventory.model import Door, Inventory
-
-if TYPE_CHECKING:
-    from topogate.analysis.map.build import _ClusterMap
 
 
 def door_spans(d: Door) -> list[Span]:
@@ -45,7 +42,7 @@ class DoorRules:
         return [s for d in self.doors if self._from(d, src) and self._to(d, dst) for s in door_spans(d)]
 
 
-def target_members(cm: _ClusterMap, doors: tuple[Door, ...]) -> list[Member]:
+def target_members(cm: ClusterView, doors: tuple[Door, ...]) -> list[Member]:
     """For each door to a service: a pod of the service, and an unlabelled pod of its namespace
     (a door names the service's pods; reaching anything else there is wider than declared)."""
     out: list[Member] = []
@@ -71,7 +68,7 @@ class ClosedDoor:
     pos: Position
 
 
-def closed_doors(cm: _ClusterMap, rules: DoorRules, members: list[Member],
+def closed_doors(cm: ClusterView, rules: DoorRules, members: list[Member],
                  zone_reps: dict[str, Member]) -> list[ClosedDoor]:
     """Doors the policies keep shut: a source job's group that cannot reach the door's target on
     a declared port. One finding per door and job."""

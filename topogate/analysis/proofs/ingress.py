@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from topogate.analysis.netpolicy import PodClass, RuleRef
+from topogate.analysis.proofs import ClusterView
 from topogate.analysis.proofs.boundary import (
     ANY_ZONE,
     Member,
     Span,
-    _network_zone_of,
+    network_zone_of,
     span_text,
     subtract,
     unmanaged_pod,
@@ -31,9 +31,6 @@ from topogate.analysis.proofs.boundary import (
 from topogate.analysis.result import JobMap
 from topogate.core.position import Position
 from topogate.inventory.model import Cluster, Workload
-
-if TYPE_CHECKING:
-    from topogate.analysis.map.build import _ClusterMap
 
 
 @dataclass(frozen=True)
@@ -54,13 +51,13 @@ def _width(spans: list[Span]) -> int:
     return sum(hi - lo + 1 for _, lo, hi in spans)
 
 
-def open_ingress(cm: _ClusterMap, cluster: Cluster, jm: JobMap, classes: dict[str, PodClass],
+def open_ingress(cm: ClusterView, cluster: Cluster, jm: JobMap, classes: dict[str, PodClass],
                  workload: Workload | None,
                  doors: Callable[[Member, Member], list[Span]],
                  named: Callable[[PodClass, str], list[Member]] | None = None) -> OpenIngress | None:
     """The ports on which pods outside the job reach its pods, beyond what is declared."""
     ns = jm.namespace
-    nz = _network_zone_of(cluster, jm) or ANY_ZONE
+    nz = network_zone_of(cluster, jm) or ANY_ZONE
     probes = [Member(unmanaged_pod(cm), ANY_ZONE, "an unlabelled pod of an unmanaged namespace", ""),
               Member(PodClass(ns, (), cm.pset.namespace_labels(ns)), ANY_ZONE,
                      f"an unlabelled pod of namespace {ns}", "")]

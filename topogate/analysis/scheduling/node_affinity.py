@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from topogate.analysis.scheduling.nodes import HOSTNAME_LABEL, UNKNOWN, LabelValue, Removal, _Unknown
+from topogate.analysis.scheduling.nodes import HOSTNAME_LABEL, UNKNOWN, LabelValue, Removal, Unknown
 from topogate.analysis.scheduling.values import as_str_list, int_or_none
 
 
@@ -75,7 +75,7 @@ def _describe_requirement(req: Mapping[str, Any]) -> str:
 def _describe_value(key: str, value: LabelValue | None) -> str:
     if value is None:
         return f"no label {key}"
-    if isinstance(value, _Unknown):
+    if isinstance(value, Unknown):
         return f"{key} is a node name, not modelled in the inventory"
     return f"{key}={value}"
 

@@ -23,15 +23,15 @@ ARCH_LABEL = "kubernetes.io/arch"
 Pairs = tuple[tuple[str, str], ...]
 
 
-class _Unknown:
+class Unknown:
     """The value of a label that every node has but whose value the inventory does not know."""
 
     def __repr__(self) -> str:
         return "<unknown>"
 
 
-UNKNOWN = _Unknown()
-LabelValue = str | _Unknown
+UNKNOWN = Unknown()
+LabelValue = str | Unknown
 
 
 @dataclass(frozen=True)

@@ -32,17 +32,14 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.selection import ANNOTATION, object_annotations, parse_annotation
 
 NAME = "suppression-invalid"
 SEVERITY = "warning"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    # Imported here: the registry imports this module, and selection reads the registry's names.
-    from topogate.policies import REGISTRY
-    from topogate.policies.selection import ANNOTATION, object_annotations, parse_annotation
-
-    known = {rid: mod.NAME for rid, mod in REGISTRY.items()}
+    known = dict(ctx.known_rules)
     for o in ctx.objects:
         value = object_annotations(o).get(ANNOTATION)
         if value is None:

@@ -27,11 +27,11 @@ SEVERITY = "warning"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for ref, count, pos in ctx.policy_selects:
-        if count == 0:
+    for sel in ctx.policy_selects:
+        if sel.selected == 0:
             yield Issue(
-                ref,
-                f"{ref} selects no pod among the manifests checked: it protects nothing here. "
+                sel.policy,
+                f"{sel.policy} selects no pod among the manifests checked: it protects nothing here. "
                 "Fix its selector, or delete it if its workload is gone.",
-                pos,
+                sel.pos,
             )

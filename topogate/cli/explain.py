@@ -1,0 +1,55 @@
+"""`topogate explain`: the map of one job, where each group can land and why, every flow."""
+
+from __future__ import annotations
+
+import click
+
+from topogate.cli.common import fail
+
+
+@click.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("workload")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--cluster", help="Analyse PATHs as manifests of this inventory cluster.")
+@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "json"]), default="text",
+              show_default=True)
+def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str | None, fmt: str) -> None:
+    """Print the map of one job: where each group can land and why, and every required flow.
+
+    WORKLOAD is `name`, `namespace/name` or `Kind/namespace/name`.
+    """
+    import json  # lazy: start-up time (the analysis loads only when a command runs)
+
+    from topogate.check.errors import CheckInputError
+    from topogate.check.run import run_check
+    from topogate.core.escape import for_log, one_line
+    from topogate.report.explain import explain_json, explain_text
+    from topogate.report.mermaid import job_diagram
+
+    try:
+        outcome = run_check(inventory, paths, None, cluster)
+    except CheckInputError as err:
+        fail(f"topogate: {err}")
+    if outcome.inventory is None:
+        for f in outcome.result.findings:
+            click.echo(one_line(f"{f.file}:{f.line}:{f.column}: {f.message}"), err=True)
+        raise click.exceptions.Exit(2)
+    matches = [j for j in outcome.result.jobs
+               if workload in (j.name, f"{j.namespace}/{j.name}", j.object)]
+    if len(matches) != 1:
+        known = ", ".join(j.object for j in outcome.result.jobs) or "none"
+        what = "no job" if not matches else "several jobs"
+        fail(f"topogate: {what} named '{workload}' found; jobs: {known}")
+    job = matches[0]
+    if fmt == "json":
+        click.echo(for_log("json", json.dumps(explain_json(job), indent=2, sort_keys=True)))
+    elif fmt == "mermaid":
+        click.echo(for_log("mermaid", job_diagram(job)))
+    else:
+        click.echo(for_log("text", explain_text(job)), nl=False)
+    findings = [f for f in outcome.result.findings if f.object == job.object and f.severity == "error"]
+    raise click.exceptions.Exit(1 if findings or job.blocked or not job.colocated or not job.schedulable else 0)
+
+
+__all__ = ["explain"]

@@ -1,0 +1,72 @@
+"""The one output path of the commands that report findings (check, check --live, drift).
+
+The report goes to standard output in the format asked for (escaped for a CI log and redacted:
+topogate.core.escape.for_log; coloured on a terminal); with `-o FILE` it is also written there,
+atomically (topogate.tree.writer.write_file), in the format its extension names. A header (what
+was compared) goes before it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import PurePath
+
+import click
+
+from topogate.analysis.result import CheckResult
+from topogate.cli.common import fail
+from topogate.core.escape import for_log, lines
+from topogate.report import get_reporter, resolve_format
+from topogate.report.color import colorize, use_color
+from topogate.tree.writer import write_file
+
+# `-o FILE` without --output-format: by the file's extension. `-o report.md` (what action.yml
+# and most users pass for a job summary) is markdown; any other name gets the format of
+# standard output.
+BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".sarif": "sarif", ".json": "json",
+             ".txt": "text"}
+
+
+def output_format(explicit: str | None, path: str, stdout_format: str) -> str:
+    """The format of `-o FILE`: `--output-format` when given, else the file's extension, else
+    the format of standard output."""
+    if explicit:
+        return explicit
+    return BY_SUFFIX.get(PurePath(path).suffix.lower(), stdout_format)
+
+
+def require_writable(output: str | None) -> None:
+    """Exit 2 before any work when `-o FILE` cannot be written (not after the report printed)."""
+    if not output:
+        return
+    parent = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        fail(f"topogate: cannot write the report to {output}: {parent} is not a writable directory")
+
+
+def stdout_format(fmt: str) -> str:
+    """The concrete format of standard output (`auto`: github under GitHub Actions)."""
+    return resolve_format(fmt, os.environ, sys.stdout.isatty())
+
+
+def emit(result: CheckResult, fmt: str, *, strict: bool, verbosity: int = 0,
+         output: str | None = None, output_format: str = "markdown", header: str | None = None) -> None:
+    """Print the report of `result` in `fmt` (concrete), and write it to `output` in
+    `output_format`. A header goes before it: on stdout for text, else on stderr."""
+    if header is not None:
+        click.echo(lines(header), err=fmt != "text")
+        if fmt == "text":
+            click.echo()
+    # Escaped for a CI log first; colour (a terminal only) after, so its escapes survive.
+    report = for_log(fmt, get_reporter(fmt, strict=strict, verbosity=verbosity).render(result))
+    if fmt == "text" and use_color(os.environ, sys.stdout.isatty()):
+        report = colorize(report)
+    click.echo(report, nl=False, color=True)
+    if output:
+        problem = write_file(output, get_reporter(output_format, strict=strict).render(result))
+        if problem:
+            fail(f"topogate: -o {output}: {problem}")
+
+
+__all__ = ["BY_SUFFIX", "emit", "output_format", "require_writable", "stdout_format"]
