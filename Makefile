@@ -69,8 +69,7 @@ cluster-bin:
 	@if [ -n "$$TOPOGATE_CLUSTER_BIN" ]; then echo "cluster-bin: using TOPOGATE_CLUSTER_BIN=$$TOPOGATE_CLUSTER_BIN"; exit 0; fi; \
 	  rc=0; dir=$$(bash tests/cluster/build.sh) || rc=$$?; \
 	  if [ $$rc = 0 ]; then echo "cluster-bin: $$dir"; \
-	  elif [ $$rc = 3 ] && [ "$${TOPOGATE_REQUIRE_CLUSTER:-0}" = 0 ]; then echo "cluster-bin: no go on PATH: the cluster tests will be skipped"; \
-	  else exit $$rc; fi
+	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_CLUSTER:-0}" != 0 ]; then exit 2; fi
 
 test: $(STAMP) promtool cluster-bin
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider
