@@ -225,10 +225,11 @@ def write_kubeconfig(path: Path, server: str, ca: Path, user: str, *, cert: Path
 # --- processes -----------------------------------------------------------------------------------
 
 def _die_with_parent() -> None:
-    """In the child: SIGTERM when the test process dies, so a killed pytest leaves no server behind."""
+    """In the child: SIGKILL when the test process dies, so a killed pytest leaves no server
+    behind. Not SIGTERM: kube-apiserver's graceful shutdown waits for an etcd that got it too."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 @dataclass
