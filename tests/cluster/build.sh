@@ -15,10 +15,11 @@ cd "$here"
 
 # The version stamps kubernetes' own build (hack/lib/version.sh) writes into both packages; no
 # build date or commit, so the recipe, and with it the key, stays the same on every machine.
-kube_version=v1.37.2
+kube_version=v1.37.2  # the k8s.io/kubernetes version of go.mod
+IFS=. read -r major minor _ <<< "${kube_version#v}"
 ldflags="-s -w"
 for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-  ldflags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=37"
+  ldflags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
   ldflags+=" -X $pkg.gitTreeState=clean"
 done
 # Two packages at a time: the machines have 2 cores and kube-apiserver's link is the peak.
