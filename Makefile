@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # promtool for the tests: $(PROMTOOL) when set, else the one `make test` extracts into the venv.
 PROMTOOL ?=
 
-.PHONY: demo test install crds promtool lint rules-doc bench fuzz clean
+.PHONY: demo test install crds promtool cluster-bin lint rules-doc bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -62,7 +62,16 @@ promtool:
 	  test -x "$(PROMTOOL)" || { echo "PROMTOOL=$(PROMTOOL) is not an executable file"; exit 2; }; \
 	else $(MAKE) --no-print-directory $(VENV)/bin/promtool; fi
 
-test: $(STAMP) promtool
+# kube-apiserver, kube-scheduler and etcd for the cluster tests, built from the Go module in
+# tests/cluster/ once per machine into a cache keyed by its go.sum (see docs/testing.md). Without
+# Go the cluster tests are skipped, unless TOPOGATE_REQUIRE_CLUSTER=1 (CI) makes that a failure.
+cluster-bin:
+	@if [ -n "$$TOPOGATE_CLUSTER_BIN" ]; then echo "cluster-bin: using TOPOGATE_CLUSTER_BIN=$$TOPOGATE_CLUSTER_BIN"; exit 0; fi; \
+	  rc=0; dir=$$(bash tests/cluster/build.sh) || rc=$$?; \
+	  if [ $$rc = 0 ]; then echo "cluster-bin: $$dir"; \
+	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_CLUSTER:-0}" != 0 ]; then exit 2; fi
+
+test: $(STAMP) promtool cluster-bin
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/topogate rules --format markdown | diff -u docs/rules.md - \
 	  || { echo "docs/rules.md is stale: run 'make rules-doc'"; exit 1; }

@@ -17,6 +17,9 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 GOLDEN = FIXTURES / "golden"
 
+# kube_cluster / kube_scheduler: the real control plane, started only for tests that ask for it.
+pytest_plugins = ["cluster_support"]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
