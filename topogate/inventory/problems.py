@@ -20,3 +20,5 @@ class InventoryError(Exception):
     def __init__(self, problems: list[Problem]):
         self.problems = sorted(set(problems))
         super().__init__("\n".join(str(p) for p in self.problems))
+
+__all__ = ["InventoryError", "Problem"]

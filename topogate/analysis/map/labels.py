@@ -125,3 +125,6 @@ def _spread_effect(jm: JobMap, gm: GroupMap | None) -> str:
     if not jm.schedulable and any("spread" in r for r in jm.unschedulable_reasons):
         return "strands"
     return "latent"
+
+__all__ = ["LabelLie", "SpreadSplit", "WELL_KNOWN_ZONE_KEYS", "label_lies", "policy_keys",
+           "spread_splits"]

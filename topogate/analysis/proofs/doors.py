@@ -100,3 +100,5 @@ def closed_doors(cm: ClusterView, rules: DoorRules, members: list[Member],
                 done.add(m.job)
                 out.append(ClosedDoor(d.name, m.object, m.group, tuple(shut), reason, d.pos))
     return out
+
+__all__ = ["ClosedDoor", "DoorRules", "closed_doors", "door_spans", "target_members"]

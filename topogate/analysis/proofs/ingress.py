@@ -94,3 +94,5 @@ def open_ingress(cm: ClusterView, cluster: Cluster, jm: JobMap, classes: dict[st
     return OpenIngress(jm.object, tuple(dict.fromkeys(groups)), tuple(dict.fromkeys(sources)),
                        tuple(dict.fromkeys(span_text(s) for s in sorted(set(spans), key=_order))),
                        str(widest), cm.locate_rule(widest))
+
+__all__ = ["OpenIngress", "open_ingress"]
