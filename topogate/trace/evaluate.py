@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from topogate.analysis.locate import Located
+from topogate.analysis.map.pods import class_of
 from topogate.analysis.netpolicy import (
     PodClass,
     PolicyError,
@@ -16,8 +17,9 @@ from topogate.analysis.netpolicy import (
     SourceRef,
     Verdict,
 )
+from topogate.k8s.pods import PodIdentity
 from topogate.sources.manifests import K8sObject, ManifestError, collect
-from topogate.trace.model import DEFAULT_NAMESPACE, SideSummary, TraceError, TraceResult
+from topogate.trace.model import DEFAULT_NAMESPACE, Endpoint, SideSummary, TraceError, TraceResult
 from topogate.trace.resolve import load_trace_inventory, port_query, resolve_endpoint, scope
 from topogate.trace.spec import parse_port, parse_spec
 
@@ -66,6 +68,9 @@ def trace(
         )
     except PolicyError as err:
         raise TraceError(str(err)) from None
+    # The pod classes `check` gives the same pods: with their namespace's labels as the
+    # policies' Namespace objects declare them (analysis.map.pods.class_of).
+    src, dst = (_in_cluster(e, pset) for e in (src, dst))
     if query is not None:
         v: Verdict = pset.evaluate(src.peer, dst.peer, query.port, query.protocol)
         classes: tuple[PortRange, ...] = (PortRange(query.protocol, query.port, query.port, v),)
@@ -106,3 +111,11 @@ def run_trace(
         notes = tuple(f"{e.pos.file}: {e.message}" for e in skipped)
         result = dataclasses.replace(result, warnings=(*notes, *result.warnings))
     return result
+
+
+def _in_cluster(e: Endpoint, pset: PolicySet) -> Endpoint:
+    if not isinstance(e.peer, PodClass):
+        return e
+    p = e.peer
+    return dataclasses.replace(e, peer=class_of(PodIdentity(p.namespace, p.labels, p.service_account or "",
+                                                            p.ports), pset))

@@ -14,6 +14,7 @@ from topogate.core.position import Position
 from topogate.k8s import kinds
 from topogate.k8s.jobs import GROUP_KIND, TrainingJob, find_jobs
 from topogate.k8s.kinds import PLAIN_POD_TEMPLATES
+from topogate.k8s.pods import DEFAULT_SERVICE_ACCOUNT, PlainTemplate, plain_template, pod_identity
 from topogate.safeio.oserror import reason
 from topogate.sources.manifests import K8sObject, ManifestError, collect
 from topogate.trace.model import DEFAULT_NAMESPACE, Endpoint, PortQuery, TraceError
@@ -30,18 +31,6 @@ class _Pods:
     spec: Mapping[str, Any]
     source: Position | None
     object_source: Position | None = None  # where the object starts, for errors about it
-
-
-def _named_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, int, str], ...]:
-    out: list[tuple[str, int, str]] = []
-    for section in ("containers", "initContainers"):
-        for c in spec.get(section) or []:
-            if not isinstance(c, dict):
-                continue
-            for p in c.get("ports") or []:
-                if isinstance(p, dict) and p.get("name") and isinstance(p.get("containerPort"), int):
-                    out.append((str(p["name"]), int(p["containerPort"]), str(p.get("protocol") or "TCP").upper()))
-    return tuple(sorted(set(out)))
 
 
 def _namespace_of(o: K8sObject, inv_ns: Mapping[tuple[str, str], str]) -> str:
@@ -70,19 +59,11 @@ def _training_jobs(objects: Sequence[K8sObject], inv_ns: Mapping[tuple[str, str]
 
 
 def _plain_pods(o: K8sObject, ns: str) -> _Pods:
-    path = PLAIN_POD_TEMPLATES[o.kind]
-    tpl = kinds.dig(o.obj, tuple(path)) if path else o.obj
-    tpl = tpl if isinstance(tpl, dict) else {}
-    meta = tpl.get("metadata") if isinstance(tpl.get("metadata"), dict) else {}
-    raw = meta.get("labels") if isinstance(meta, dict) and isinstance(meta.get("labels"), dict) else {}
-    assert isinstance(raw, dict)
-    labels = {str(k): "" if v is None else str(v) for k, v in raw.items()}
-    if o.kind == "Job":
-        # The Job controller stamps its name on its pods (kubernetes.io labels reference).
-        labels.update({"batch.kubernetes.io/job-name": o.name, "job-name": o.name})
-    spec = tpl.get("spec") if isinstance(tpl.get("spec"), dict) else {}
-    assert isinstance(spec, dict)
-    return _Pods(f"{o.kind}/{ns}/{o.name}", None, labels, spec, o.locate(path) if path else o.pos, o.pos)
+    tpl = plain_template(o.kind, o.name, o.obj)
+    if tpl is None:
+        tpl = PlainTemplate({}, {}, PLAIN_POD_TEMPLATES[o.kind])
+    return _Pods(f"{o.kind}/{ns}/{o.name}", None, tpl.labels, tpl.spec,
+                 o.locate(tpl.path) if tpl.path else o.pos, o.pos)
 
 
 @dataclass
@@ -191,8 +172,8 @@ def _resolve_workload(spec: Spec, objects: Sequence[K8sObject], inv: _Inventory,
                          f"name one, e.g. {ns}/{kind}/{name}/{names[-1]}", groups[0].object_source)
     else:
         pods = groups[0]
-    sa = pods.spec.get("serviceAccountName") or pods.spec.get("serviceAccount") or "default"
-    pod = PodClass(ns, tuple(sorted(pods.labels.items())), (), _named_ports(pods.spec), str(sa))
+    who = pod_identity(ns, pods.labels, pods.spec)
+    pod = PodClass(who.namespace, who.labels, (), who.named_ports, who.service_account)
     notes: list[str] = []
     w = inv.workloads.get((ns, kind, name))
     if w is not None:
@@ -216,7 +197,7 @@ def resolve_endpoint(spec: Spec, objects: Sequence[K8sObject], inv: _Inventory, 
     if spec.kind == "workload":
         return _resolve_workload(spec, objects, inv, flag)
     if spec.kind == "labels":
-        return Endpoint(spec.text, "labels", PodClass(spec.namespace, spec.labels, (), (), "default"))
+        return Endpoint(spec.text, "labels", PodClass(spec.namespace, spec.labels, (), (), DEFAULT_SERVICE_ACCOUNT))
     if spec.kind == "entity":
         return Endpoint(spec.text, "entity", External(entity=spec.value))
     if spec.kind == "cidr":

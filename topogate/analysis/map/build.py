@@ -122,9 +122,7 @@ def _other_selections(cm: ClusterMap, objs: list[K8sObject], doors: DoorRules,
     for o in objs:
         tpl = pod_template(o)
         if tpl is not None:
-            labels = (tpl.get("metadata") or {}).get("labels") or {}
-            pc = pod_class(o.namespace or "default", ((str(k), str(v)) for k, v in labels.items()),
-                            tpl.get("spec") or {}, cm.pset)
+            pc = pod_class(o.namespace or "default", tpl.labels, tpl.spec, cm.pset)
             for pref in cm.pset.policies_selecting(pc):
                 selected[str(pref)] += 1
     for pref in cm.pset.policies_selecting(KUBE_DNS):  # kube-dns is a peer of every job
