@@ -14,7 +14,7 @@ from topogate.analysis.map.clusters import _cluster_from_path
 from topogate.check.run import run_check
 from topogate.core.position import Position
 from topogate.generators import render_tree
-from topogate.sources import sourceindex
+from topogate.sources import positions, sourceindex
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import K8sObject
 from topogate.tree import writer
@@ -54,7 +54,7 @@ def test_clean_check_traces_no_source(tmp_path: Path, monkeypatch: pytest.Monkey
     assert asked == []
 
 
-class _Unread(sourceindex.Deferred):
+class _Unread(positions.Deferred):
     """A lazy position (as built objects have) that fails the test when read."""
 
     def compute(self) -> Position:

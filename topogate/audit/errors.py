@@ -7,6 +7,7 @@ EX_NOPERM, EX_CONFIG), which cron wrappers and systemd already understand.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -123,7 +124,6 @@ def register_secrets(*values: str | None) -> None:
 
 
 def register_environment_secrets(environ: dict[str, str] | None = None) -> None:
-    import os
 
     env = os.environ if environ is None else environ
     register_secrets(*(env.get(k) for k in _SECRET_ENV))

@@ -40,6 +40,7 @@ def default_client_factory(max_attempts: int = 4) -> ClientFactory:
     """
 
     def make() -> Any:
+        # lazy: boto3 takes about a second to import; only a run that calls AWS needs it
         import boto3
         from botocore.config import Config
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +23,7 @@ def _may_split(inventory: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
     cannot run (a base missing or not building, kubectl missing, no temp dir); the caller turns
     that into "cause not analysed", never into a failed audit.
     """
+    # lazy: start-up time: a command's own modules load only when it runs
     from topogate.check.run import run_check
 
     outcome = run_check(inventory, paths)
@@ -43,6 +46,7 @@ def _audit_preflight(inv: Inventory, factory: Callable[[], Any]) -> Callable[[],
     """Configuration before the analysis, which takes minutes on a large repository: cost tags,
     then the client (region, endpoint, profile), then whether any credentials resolve. Returns
     a factory handing out the client made here. Raises AuditError."""
+    # lazy: start-up time: a command's own modules load only when it runs
     from topogate.audit.egress import plan_queries
     from topogate.audit.errors import classify
 
@@ -50,6 +54,7 @@ def _audit_preflight(inv: Inventory, factory: Callable[[], Any]) -> Callable[[],
         return factory
     try:
         client = factory()
+        # lazy: boto3 is slow to import; only the audit needs it
         import boto3
         from botocore.exceptions import NoCredentialsError
 
@@ -61,8 +66,6 @@ def _audit_preflight(inv: Inventory, factory: Callable[[], Any]) -> Callable[[],
 
 
 def _audit_date(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
-    import datetime as dt
-    import re
 
     if value is None:
         return None
@@ -104,8 +107,8 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
     Exit codes: 0 within budget, 1 over budget, 2 bad invocation, 75 temporary (run again),
     77 access denied, 78 configuration (credentials, region, endpoint, cost tag, usage types).
     """
-    import datetime as dt
 
+    # lazy: start-up time: a command's own modules load only when it runs
     from topogate.audit import AuditError, default_client_factory, resolve_window, run_audit
     from topogate.audit.errors import register_environment_secrets, scrub
     from topogate.audit.report import render

@@ -30,6 +30,7 @@ def _live_source(f: Callable[..., None]) -> Callable[..., None]:
 
 def _source(from_file: str | None, context: str | None, kubeconfig: str | None, chunk: int,
             timeout: float) -> object:
+    # lazy: the kubernetes client loads only when a live command runs
     from topogate.live.client import Target
     from topogate.live.commands import Source
 
@@ -57,6 +58,7 @@ def import_(context: str | None, kubeconfig: str | None, from_file: str | None, 
     (API unreachable, 5xx, timeouts), 77 access denied (RBAC), 78 configuration (kubeconfig,
     rejected credentials). Read-only: see examples/rbac-topogate-live.yaml.
     """
+    # lazy: the kubernetes client loads only when a live command runs
     from topogate.live.commands import Source, run_import
     from topogate.live.errors import LiveError
 
@@ -89,6 +91,7 @@ def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file
     Exit codes: 0 no drift, 1 drift, 2 bad invocation or input, 75 temporary, 77 access
     denied, 78 configuration: the table of `audit egress`.
     """
+    # lazy: the kubernetes client loads only when a live command runs
     from topogate.live.commands import Source, run_drift
     from topogate.live.errors import LiveError
 
@@ -101,6 +104,7 @@ def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file
     except LiveError as err:
         click.echo(err.line("drift"), err=True)
         raise click.exceptions.Exit(int(err.code)) from None
+    # lazy: start-up time: a command's own modules load only when it runs
     from topogate.cli.check_live import print_report
 
     print_report(live, fmt, strict)

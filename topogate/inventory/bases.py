@@ -14,7 +14,7 @@ from topogate.inventory.basefiles import shown as _shown
 from topogate.inventory.model import ReplicaGroup
 from topogate.inventory.problems import Problem
 from topogate.inventory.values import as_map, seq
-from topogate.k8s import kinds
+from topogate.k8s import kinds, shapes
 from topogate.safeio.repopaths import Roots
 
 if TYPE_CHECKING:
@@ -237,7 +237,6 @@ def groups_of(chk: Checker, path: YPath, docs: tuple[Any, ...], kind: str, name:
                         "cluster-scoped objects separately (a TrainingRuntime in the namespace "
                         "works in a base)"))
         return ()
-    from topogate.k8s import shapes
 
     bad = shapes.first_problem(job)
     if bad is not None:

@@ -51,7 +51,7 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
 def schema_problems(loc: Located, bad_paths: set[YPath]) -> list[Problem]:
     if _quick()(loc.data) is True:
         return []  # certain to pass: jsonschema would say nothing (quickschema.py)
-    import jsonschema  # only for an inventory with a problem to word: it is slow to import
+    import jsonschema  # lazy: slow to import; only an inventory with a problem to word needs it
 
     validator = jsonschema.Draft202012Validator(inventory_schema())
     out: list[Problem] = []

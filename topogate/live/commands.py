@@ -10,24 +10,26 @@ import datetime as dt
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from topogate.analysis.map.build import build_map
+from topogate.analysis.netpolicy import PolicyError
 from topogate.analysis.result import CheckResult, JobMap
-
-if TYPE_CHECKING:
-    from topogate.live.snapshot import Snapshot
-    from topogate.sources.manifests import K8sObject
 from topogate.check.run import CheckOutcome
 from topogate.core.exitcodes import ExitCode, exit_for
 from topogate.inventory.model import Cluster, Inventory
 from topogate.live.client import Target
+from topogate.live.drift import compare
 from topogate.live.errors import LiveError
-from topogate.live.nodes import dns_label
-from topogate.live.snapshot import Snapshot, fetch, read_file
+from topogate.live.importer import build, schema_ref_for, write
+from topogate.live.nodes import dns_label, parse_nodes
+from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts, where
+from topogate.live.snapshot import POLICY_KINDS, Snapshot, fetch, read_file
 from topogate.policies.context import Context
 from topogate.policies.context import analysed as analysed_context
 from topogate.policies.engine import all_rules, evaluate
 from topogate.sources.inventory import load_inventory
+from topogate.sources.manifests import K8sObject
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,6 @@ class ImportOutcome:
 
 def run_import(source: Source, out: str, *, cluster: str | None, pool_label: str | None,
                zone_label: str, force: bool) -> ImportOutcome:
-    from topogate.live.importer import build, schema_ref_for, write
 
     snapshot = source.read(workloads=False)
     name = dns_label(cluster, "imported") if cluster else source.default_name()
@@ -113,8 +114,6 @@ def run_drift(inventory_path: str, source: Source, *, cluster: str | None = None
               pool_label: str | None = None, strict: bool = False,
               today: dt.date | None = None) -> LiveOutcome:
     """Raises InventoryError (the CLI prints the problems, exit 2) or LiveError."""
-    from topogate.live.drift import compare
-    from topogate.live.nodes import parse_nodes
 
     inv = load_inventory(inventory_path, read_bases=False)
     c = pick_cluster(inv, cluster)
@@ -137,12 +136,6 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     which policies differ from the generated tree), and the repository's own analysis (every
     other rule) run on the job and policy objects as the API server holds them.
     """
-    from topogate.analysis.map.build import build_map
-    from topogate.analysis.netpolicy import PolicyError
-    from topogate.live.nodes import parse_nodes
-    from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts, where
-    from topogate.live.snapshot import POLICY_KINDS
-    from topogate.sources.manifests import K8sObject
 
     inv = load_inventory(inventory_path)  # with bases: the generated policies are compared
     c = pick_cluster(inv, cluster)

@@ -66,6 +66,7 @@ def from_api_status(status: int, body: Any, what: str, server: str) -> LiveError
 
 def from_exception(exc: BaseException, what: str, server: str) -> LiveError:
     """Any exception of the client while listing, as a LiveError (imported lazily)."""
+    # lazy: urllib3 comes with the kubernetes client, loaded only by a live command
     import urllib3.exceptions
     from kubernetes.client.exceptions import ApiException
 

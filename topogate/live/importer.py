@@ -18,10 +18,12 @@ from typing import Any
 
 from topogate.core.exitcodes import ExitCode
 from topogate.core.labels import DEFAULT_ZONE_LABEL
+from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import API_VERSION, KIND, Taint
 from topogate.live.errors import LiveError
 from topogate.live.nodes import LiveNode, PoolGroup, dns_label, group_pools, parse_nodes
 from topogate.live.snapshot import Snapshot
+from topogate.sources.inventory import load_inventory
 
 _ZONE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _PROVIDER_HINTS = (("eks.amazonaws.com/", "aws"), ("karpenter.k8s.aws/", "aws"),
@@ -167,8 +169,6 @@ def schema_ref_for(out: str) -> str:
 
 def write(imported: Imported, out: str, force: bool) -> None:
     """Write atomically, never over an existing file without `force`, only if it loads back."""
-    from topogate.inventory.loader import InventoryError
-    from topogate.sources.inventory import load_inventory
 
     if os.path.lexists(out) and not force:
         raise LiveError(f"{out} exists; pass --force to replace it", ExitCode.BAD_INVOCATION)

@@ -16,6 +16,7 @@ from typing import Any
 
 from topogate.analysis.result import GroupMap, JobMap
 from topogate.core.position import Position
+from topogate.generators import render_files
 from topogate.inventory.model import Cluster, Inventory
 from topogate.live.nodes import GPU_RESOURCES
 from topogate.live.snapshot import JOB_KINDS, Snapshot
@@ -180,7 +181,6 @@ class Generated:
 
 def generated_policies(inv: Inventory, cluster: Cluster, policy_kinds: Sequence[str]) -> list[Generated]:
     """The policies `generate` writes for this cluster, each with its inventory source line."""
-    from topogate.generators import render_files
 
     out: list[Generated] = []
     for f in render_files(inv, "/nonexistent/topogate-live"):

@@ -22,6 +22,7 @@ REPORTERS: dict[str, type[Reporter]]  # bound on first access, by __getattr__
 
 
 def _registry() -> dict[str, type[Reporter]]:
+    # lazy: start-up time: `generate` and `--format` choices need no reporter
     from topogate.report.github import GithubReporter
     from topogate.report.json import JsonReporter
     from topogate.report.markdown import MarkdownReporter
@@ -48,6 +49,7 @@ def __getattr__(name: str) -> Any:
     if name == "REPORTERS":
         return _reporters()
     if name == "Reporter":
+        # lazy: start-up time: `generate` and `--format` choices need no reporter
         from topogate.report.base import Reporter
 
         return Reporter
@@ -78,6 +80,7 @@ def get_reporter(fmt: str, *, strict: bool = False, verbosity: int = 0) -> Repor
     """A reporter for a concrete (already resolved) format; `verbosity` (-1 quiet, 0, 1 -v)
     decides how many workload summaries the text format lists."""
     if fmt == "text":
+        # lazy: start-up time: `generate` and `--format` choices need no reporter
         from topogate.report.text import TextReporter
 
         return TextReporter(strict=strict, verbosity=verbosity)

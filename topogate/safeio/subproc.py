@@ -37,6 +37,7 @@ def _resolve_prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
+        # lazy: ctypes only where prctl exists (Linux), looked up once
         import ctypes
 
         fn: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl

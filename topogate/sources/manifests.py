@@ -9,7 +9,8 @@ built object is traced back to the source file that declares it when one does.
 
 from __future__ import annotations
 
-import functools
+import base64
+import binascii
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,64 +26,21 @@ from topogate.k8s import shapes
 from topogate.safeio import subproc
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, Unit, display, walk
 from topogate.safeio.saferead import InputError, Loader, documents, is_regular, read_text
+from topogate.safeio.stdin import DISPLAY, StdinError, read_stdin
 from topogate.sources import kustomization
 from topogate.sources.kustomization import Tree, check_tree, kubectl
-from topogate.sources.sourceindex import Deferred, NestedPosition, SourceIndex, SourcePosition, SourceRef
+from topogate.sources.overlay_blame import blame, changed_paths, patches_of
+from topogate.sources.positions import (
+    Deferred,
+    LazyPosition,
+    Path_,
+    remember_text,
+)
+from topogate.sources.sourceindex import NestedPosition, SourceIndex, SourcePosition, SourceRef
 
 _Loader = Loader
 ManifestError = InputError  # the name the rest of topogate catches
 
-Path_ = tuple[str | int, ...]
-
-
-class LazyPosition(Deferred):
-    """A position inside an object, found by re-reading its file only when someone asks.
-
-    Keeping every composed node alive to answer the few position questions findings ask would
-    double the memory of a large check; re-composing one file on demand costs milliseconds.
-    Behaves as a Position (it is one); falls back to the object's start if the path is gone.
-    """
-
-    def __init__(self, src_file: str, doc: int, path: Path_, display: str, fallback: Position):
-        super().__init__()
-        object.__setattr__(self, "_args", (src_file, doc, path, display, fallback))
-
-    def compute(self) -> Position:
-        return resolve_position(*object.__getattribute__(self, "_args"))
-
-
-# Text with no file to re-read (standard input), by the name its objects use as src_file.
-_IN_MEMORY: dict[str, str] = {}
-
-
-@functools.lru_cache(maxsize=32)
-def _composed(src_file: str) -> dict[int, Any]:
-    text = _IN_MEMORY[src_file] if src_file in _IN_MEMORY else read_text(src_file, src_file)
-    return {i: node for i, node, _ in documents(text, src_file, construct=False)}
-
-
-def resolve_position(src_file: str, doc: int, path: Path_, display: str, fallback: Position) -> Position:
-    try:
-        node = _composed(src_file)[doc]
-    except (KeyError, InputError):
-        return Position(fallback.file, fallback.line, fallback.column)
-    return node_position(node, path, display)
-
-
-def node_position(node: Any, path: Path_, display: str) -> Position:
-    """Where the nearest existing node on `path` below `node` starts (1-based)."""
-    best = Position(display, node.start_mark.line + 1, node.start_mark.column + 1)
-    for step in path:
-        nxt = None
-        if isinstance(node, yaml.MappingNode) and isinstance(step, str):
-            nxt = next((v for k, v in node.value if k.value == step), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
-            nxt = node.value[step]
-        if nxt is None:
-            break
-        node = nxt
-        best = Position(display, node.start_mark.line + 1, node.start_mark.column + 1)
-    return best
 
 
 @dataclass
@@ -111,8 +69,6 @@ class K8sObject:
             self._blamed = ()
             src = self.source.found() if self.source is not None else None
             if src is not None and self.patches is not None and src.obj != self.obj:
-                from topogate.sources.overlay_blame import blame, changed_paths
-
                 patches = self.patches.get()
                 if patches:
                     self._blamed = tuple(blame(patches, self.kind, (self.name, src.name),
@@ -283,8 +239,6 @@ class _TreePatches:
 
     def get(self) -> list[Any]:
         if self._patches is None:
-            from topogate.sources.overlay_blame import patches_of
-
             self._patches = patches_of(self.dirs)
         return self._patches
 
@@ -310,9 +264,6 @@ def _built_objects(d: Path, tree: Tree, text: str, sources: Sources) -> list[K8s
 def _data_values(obj: dict[str, Any]) -> list[str]:
     """The values of a ConfigMap's or Secret's data (a Secret's decoded too): what a generator
     read from files, never to be echoed (topogate.core.redact)."""
-    import base64
-    import binascii
-
     values: list[str] = []
     for key in ("data", "stringData", "binaryData"):
         data = obj.get(key)
@@ -495,14 +446,11 @@ def _is_helm_template(f: Path) -> bool:
 
 
 def _read_stdin() -> list[K8sObject]:
-    from topogate.safeio.stdin import DISPLAY, StdinError, read_stdin
-
     try:
         text = read_stdin()
     except StdinError as e:
         raise InputError(e.pos, str(e)) from None
-    _IN_MEMORY[DISPLAY] = text
-    _composed.cache_clear()
+    remember_text(DISPLAY, text)
     return list(parse_yaml(text, DISPLAY, DISPLAY))
 
 

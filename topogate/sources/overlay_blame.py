@@ -21,6 +21,7 @@ import yaml
 
 from topogate.core.position import Position
 from topogate.safeio.saferead import InputError, documents, load_all, read_text
+from topogate.sources.positions import node_position
 
 PathT = tuple[str | int, ...]
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -153,7 +154,5 @@ def _locate(f: Path, path: PathT, display: Any) -> Position:
         node = next((n for _, n, _ in documents(read_text(f, str(f)), str(f), construct=False)), None)
     except InputError:
         node = None
-    from topogate.sources.manifests import node_position
-
     shown = display(f)
     return Position(shown, 1, 1) if node is None else node_position(node, path, shown)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from topogate.core.position import Position
+from topogate.sources.positions import Deferred, resolve_position
 
 if TYPE_CHECKING:
     from topogate.sources.manifests import K8sObject, Sources
@@ -123,38 +124,6 @@ class SourceRef:
         return Position(p.file, p.line, p.column)
 
 
-class Deferred(Position):
-    """A Position computed on first read of file, line or column."""
-
-    def __init__(self) -> None:
-        object.__setattr__(self, "_resolved", None)
-
-    def compute(self) -> Position:
-        raise NotImplementedError
-
-    def resolve(self) -> Position:
-        done: Position | None = object.__getattribute__(self, "_resolved")
-        if done is None:
-            done = self.compute()
-            object.__setattr__(self, "_resolved", done)
-        return done
-
-    @property  # type: ignore[override]
-    def file(self) -> str:
-        return self.resolve().file
-
-    @property  # type: ignore[override]
-    def line(self) -> int:
-        return self.resolve().line
-
-    @property  # type: ignore[override]
-    def column(self) -> int:
-        return self.resolve().column
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.resolve()})"
-
-
 class SourcePosition(Deferred):
     """Where a built object starts in its source, found only when someone reads it."""
 
@@ -177,8 +146,6 @@ class NestedPosition(Deferred):
         object.__setattr__(self, "_args", (ref, path, shown))
 
     def compute(self) -> Position:
-        from topogate.sources.manifests import resolve_position
-
         ref, path, shown = object.__getattribute__(self, "_args")
         found = ref.found()
         if found is None or found.doc < 0 or not found.src_file:

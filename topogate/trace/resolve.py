@@ -11,11 +11,13 @@ from typing import Any
 from topogate.analysis.map.clusters import ClusterOf, path_clusters
 from topogate.analysis.netpolicy import External, PodClass
 from topogate.core.position import Position
+from topogate.inventory.loader import InventoryError
 from topogate.k8s import kinds
 from topogate.k8s.jobs import GROUP_KIND, TrainingJob, find_jobs
 from topogate.k8s.kinds import PLAIN_POD_TEMPLATES
 from topogate.k8s.pods import DEFAULT_SERVICE_ACCOUNT, PlainTemplate, plain_template, pod_identity
 from topogate.safeio.oserror import reason
+from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import K8sObject, ManifestError, collect
 from topogate.trace.model import DEFAULT_NAMESPACE, Endpoint, PortQuery, TraceError
 from topogate.trace.spec import Spec, parse_port
@@ -80,8 +82,6 @@ def load_trace_inventory(path: str | None) -> _Inventory:
     out = _Inventory()
     if path is None:
         return out
-    from topogate.inventory.loader import InventoryError
-    from topogate.sources.inventory import load_inventory
 
     try:
         inv = load_inventory(path)

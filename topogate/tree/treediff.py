@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from topogate.safeio.saferead import InputError, read_bytes
 from topogate.tree import writer
 
 # A diff longer than this is cut: a tree-wide change would otherwise bury the report.
@@ -39,7 +40,6 @@ def _read(path: Path) -> bytes | None:
     A FIFO in OUT would hang `generate --check --diff`, and a link to /dev/zero never ends: the
     committed tree comes from the pull request, so it is read like every other input.
     """
-    from topogate.safeio.saferead import InputError, read_bytes
 
     try:
         if not path.is_file() or path.is_symlink():

@@ -268,7 +268,7 @@ def _locked(root: Path) -> Iterator[None]:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two directory entries atomically; False where renameat2 or the flag is missing."""
-    import ctypes  # here: a first run (no OUT yet to swap with) never needs it
+    import ctypes  # lazy: a first run (no OUT yet to swap with) never needs it
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)

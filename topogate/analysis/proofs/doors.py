@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from topogate.analysis.netpolicy import PodClass
 from topogate.analysis.proofs import ClusterView
-from topogate.analysis.proofs.boundary import ANY_ZONE, Member, Span
+from topogate.analysis.proofs.boundary import ANY_ZONE, Member, Span, span_text
 from topogate.core.position import Position
 from topogate.inventory.model import Door, Inventory
 
@@ -72,8 +72,6 @@ def closed_doors(cm: ClusterView, rules: DoorRules, members: list[Member],
                  zone_reps: dict[str, Member]) -> list[ClosedDoor]:
     """Doors the policies keep shut: a source job's group that cannot reach the door's target on
     a declared port. One finding per door and job."""
-    from topogate.analysis.proofs.boundary import span_text
-
     out: list[ClosedDoor] = []
     for d in rules.doors:
         if d.target.network_zone is not None:
