@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from topogate.k8s import kinds
 
 KINDS = ["PyTorchJob", "MPIJob", "TrainJob", "JobSet", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"]
-assert sorted(KINDS) == sorted(kinds.KINDS)
+assert sorted(KINDS) == sorted(kinds.TRAINING_KINDS)
 
 # Valid DNS-1123 labels, the boundaries included.
 DNS_NAMES = st.sampled_from(["a", "b", "c", "0", "9z", "a-b", "gpu", "x" * 63, "a" + "-" * 61 + "z",
@@ -159,12 +159,12 @@ _PROTOCOLS = st.sampled_from(["TCP", "UDP", "SCTP"])
 @st.composite
 def _base_job(draw: st.DrawFn, kind: str, name: str) -> list[dict[str, Any]]:
     """The base's documents: the job, and for a TrainJob sometimes its namespaced runtime."""
-    api = kinds.KINDS[kind].api_version
+    api = kinds.TRAINING_KINDS[kind].api_version
     extras = copy.deepcopy(draw(_POD_EXTRAS))
     gpus = draw(_JOB_GPUS)
     md = {"name": name}
     if kind in kinds.REPLICA_SPECS:
-        coord = kinds.KINDS[kind].coordinator
+        coord = kinds.TRAINING_KINDS[kind].coordinator
         specs: dict[str, Any] = {"Worker": {"replicas": draw(st.integers(1, 3)),
                                             "template": _pod_template(gpus, extras)}}
         if coord and draw(st.booleans()) or kind == "MPIJob":

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topogate.check.changed import Selection, Unit, escaped, select, unit_cluster
+from topogate.check.changed import ChangeSelection, UnitReads, escaped, select, unit_cluster
 from topogate.check.gitdiff import GitUnknown, changed_files
 from topogate.cli.app import main
 from topogate.generators import render_tree
@@ -287,8 +287,8 @@ def test_a_shallow_clone_without_the_ref_is_unknown(repo: Path, tmp_path: Path) 
 # --- the selection, pure ---
 
 
-def _unit(key: str, cluster: str | None, *files: str, built: bool = True) -> Unit:
-    return Unit(key, key, cluster, frozenset(files), built)
+def _unit(key: str, cluster: str | None, *files: str, built: bool = True) -> UnitReads:
+    return UnitReads(key, key, cluster, frozenset(files), built)
 
 
 UNITS = [_unit("clusters/a", "a", "/r/clusters/a/k.yaml", "/r/bases/j1/job.yaml"),
@@ -327,7 +327,7 @@ def test_unit_cluster_follows_the_generated_layout() -> None:
 
 
 def test_escaped_names_the_first_reason() -> None:
-    sel = Selection("main", clusters=("a",))
+    sel = ChangeSelection("main", clusters=("a",))
     assert escaped(sel, [("Job/x/y", None, "b"), ("Job/x/z", "a", "a")], ["Job/x/z"], ["Job/x/z"]) == ""
     assert "cluster b, which did not change" in escaped(sel, [("Job/x/y", "a", "b")], [], [])
     assert "Job/x/w, a workload of a changed cluster" in escaped(sel, [], ["Job/x/w"], [])

@@ -123,7 +123,7 @@ def test_kubeflow_v1_kinds_are_training_jobs(kind: str, groups: dict[str, int], 
         assert labels["training.kubeflow.org/replica-type"] == g.name.lower()
         assert labels["training.kubeflow.org/job-name"] == "j"
         assert (labels.get("training.kubeflow.org/job-role") == "master") == (g.name == master)
-    assert kinds.KINDS[kind].rendezvous_port == port
+    assert kinds.TRAINING_KINDS[kind].rendezvous_port == port
 
 
 def test_tfjob_is_analysed_by_check(tmp_path: Path) -> None:

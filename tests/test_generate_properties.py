@@ -75,11 +75,11 @@ def _pod_template(draw: st.DrawFn, gpus: int) -> dict[str, Any]:
 @st.composite
 def job_doc(draw: st.DrawFn, kind: str, name: str) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
     """A base job object of `kind` plus any extra docs (a TrainJob's runtime, sometimes)."""
-    api = kinds.KINDS[kind].api_version
+    api = kinds.TRAINING_KINDS[kind].api_version
     md = {"name": name}
     if kind in kinds.REPLICA_SPECS:
         key = kinds.REPLICA_SPECS[kind]
-        coord = kinds.KINDS[kind].coordinator or "Worker"
+        coord = kinds.TRAINING_KINDS[kind].coordinator or "Worker"
         specs = {coord: {"replicas": 1, "template": _pod_template(draw, 1)},
                  "Worker": {"replicas": draw(st.integers(1, 3)), "template": _pod_template(draw, 1)}}
         return {"apiVersion": api, "kind": kind, "metadata": md, "spec": {key: specs}}, ()
@@ -129,7 +129,7 @@ def inventories(draw: st.DrawFn) -> Inventory:
             ["topology.kubernetes.io/zone", "example.com/zone"])), None, tuple(zones), nzs)
         clusters.append(c)
         for wi in range(draw(st.integers(0, 3))):
-            kind = draw(st.sampled_from(list(kinds.KINDS)))
+            kind = draw(st.sampled_from(list(kinds.TRAINING_KINDS)))
             name = f"job{wi}"
             job, extra = draw(job_doc(kind, name))
             nz = draw(st.sampled_from(nzs))

@@ -19,15 +19,16 @@ import pytest
 import yaml
 from conftest import FIXTURES, REPO, crd_errors, kubectl, kustomize_build
 
-from topogate.generators import admission, argocd, flux, kueue, render_files, render_tree
+from topogate.generators import admission, argocd, flux, render_files, render_tree
 from topogate.inventory.model import GitOps, Inventory
+from topogate.k8s.kinds import KUEUE_KINDS
 from topogate.sources.inventory import load_inventory
 
 WAVE = argocd.SYNC_WAVE
 # Kinds the GitOps and monitoring trees create: each must be checked against an upstream CRD.
 MUST_HAVE_CRD = {"Application", "GitRepository", "Kustomization", "PrometheusRule",
                  "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "PyTorchJob", "MPIJob",
-                 "JobSet", "TrainJob", *kueue.KINDS}
+                 "JobSet", "TrainJob", *KUEUE_KINDS}
 
 
 def _render(case: str, tmp: Path, gitops: GitOps | None = None, keep: bool = True) -> tuple[Inventory, Path]:
@@ -128,12 +129,12 @@ def test_argocd_waves_put_network_first(multi: tuple[Inventory, Path]) -> None:
         assert max(net) < min(cnp) and max(cnp) < min(jobs), waves
         # Kueue's objects (gpu-east only) and the admission policy (both clusters) come before
         # every job they admit: a job created before its policy would never be checked.
-        queued = [w for (k, _, _), w in waves.items() if k in kueue.KINDS]
+        queued = [w for (k, _, _), w in waves.items() if k in KUEUE_KINDS]
         assert bool(queued) == (c.kueue is not None), c.name
         assert not queued or max(queued) < min(jobs), waves
         if c.kueue is not None:
-            assert {k for k, _, _ in waves} >= set(kueue.KINDS)
-        guards = [w for (k, _, _), w in waves.items() if k in admission.KINDS]
+            assert {k for k, _, _ in waves} >= set(KUEUE_KINDS)
+        guards = [w for (k, _, _), w in waves.items() if k in admission.ADMISSION_KINDS]
         assert len(guards) == 2 and max(guards) < min(jobs), waves
 
 
@@ -228,7 +229,7 @@ def test_flux_layers(multi: tuple[Inventory, Path]) -> None:
         assert len(pol_objs) == len(inv.workloads_of(c.name))
         root = kustomize_build(out / "clusters" / c.name)
         # Kueue's and admission's layers own their objects.
-        assert not {o["kind"] for o in wl_objs} & {*kueue.KINDS, *admission.KINDS}
+        assert not {o["kind"] for o in wl_objs} & {*KUEUE_KINDS, *admission.ADMISSION_KINDS}
         layered = net_objs + pol_objs + wl_objs + opt_objs
         assert sorted(map(_key, layered)) == sorted(map(_key, root))
         assert len(set(map(_key, layered))) == len(layered)

@@ -15,6 +15,7 @@ from conftest import FIXTURES, crd_errors, kustomize_build
 
 from topogate.generators import kueue, render_tree
 from topogate.inventory.model import Inventory, KueueConfig
+from topogate.k8s.kinds import KUEUE_KINDS
 from topogate.sources.inventory import load_inventory
 
 
@@ -63,7 +64,7 @@ def test_kueue_objects_build_and_validate(multi: tuple[Inventory, Path]) -> None
     # gpu-west did not opt in: no Kueue objects there, and its root does not list them.
     assert not (out / "clusters/gpu-west/kueue").exists()
     west = kustomize_build(out / "clusters/gpu-west")
-    assert not {o["kind"] for o in west} & set(kueue.KINDS)
+    assert not {o["kind"] for o in west} & set(KUEUE_KINDS)
     # The cluster root carries them, so Argo CD and Flux apply them.
     east = {(o["kind"], o["metadata"]["name"]) for o in kustomize_build(out / "clusters/gpu-east")}
     assert {(o["kind"], o["metadata"]["name"]) for o in objs} <= east

@@ -168,7 +168,7 @@ def built_problems(obj: dict[str, Any], where: str) -> list[str]:
         # A base may hold its runtime. No TrainingRuntime CRD is pinned here; the Trainer
         # declares it with the very schema of ClusterTrainingRuntime (only the scope differs).
         obj = {**obj, "kind": "ClusterTrainingRuntime"}
-    return job_problems(obj, where) if obj.get("kind") in kinds.KINDS else object_problems(obj, where)
+    return job_problems(obj, where) if obj.get("kind") in kinds.TRAINING_KINDS else object_problems(obj, where)
 
 
 def _kustomization_problems(doc: dict[str, Any], path: str, tree: dict[str, bytes],

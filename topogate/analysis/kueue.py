@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.core.position import Position
+from topogate.k8s.kinds import KUEUE_KINDS
 from topogate.sources.manifests import K8sObject
 
 GROUP = "kueue.x-k8s.io"
@@ -32,7 +33,6 @@ UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
 TOPOLOGY_ANNOTATIONS = (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY, GROUP_NAME)
 DEFAULT_QUEUE = "default"
-KINDS = ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class Chain:
 
 
 def _is_kueue(o: K8sObject) -> bool:
-    return o.kind in KINDS and o.api_version.split("/", 1)[0] == GROUP
+    return o.kind in KUEUE_KINDS and o.api_version.split("/", 1)[0] == GROUP
 
 
 def _spec(o: K8sObject) -> dict[str, Any]:

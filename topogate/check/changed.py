@@ -27,12 +27,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from topogate.core.words import plural
+
 _SHOWN = 3  # cluster names listed in the summary before "..."
 INVENTORY_CHANGED = "the inventory changed, and it describes every cluster"
 
 
 @dataclass(frozen=True)
-class Unit:
+class UnitReads:
     """One thing `check` reads: a kustomization root (built) or a plain manifest."""
 
     key: str  # the path as reached (what collect calls it)
@@ -43,7 +45,7 @@ class Unit:
 
 
 @dataclass(frozen=True)
-class Selection:
+class ChangeSelection:
     """What a --changed-since run checks, and the words that say so."""
 
     since: str
@@ -70,15 +72,11 @@ class Selection:
         if self.everything:
             return f"everything checked: {self.why}"
         if self.nothing:
-            files = _plural(self.changed, "changed file")
+            files = plural(self.changed, "changed file")
             return f"{files}, none read by this check" if self.changed else "no file changed"
         names = ", ".join(self.clusters[:_SHOWN]) + (", ..." if len(self.clusters) > _SHOWN else "")
-        text = f"{len(self.clusters)} of {_plural(self.all_clusters, 'cluster')} changed ({names})"
-        return text + (f", {self.built} of {_plural(self.roots, 'kustomize root')} built" if self.roots else "")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
+        text = f"{len(self.clusters)} of {plural(self.all_clusters, 'cluster')} changed ({names})"
+        return text + (f", {self.built} of {plural(self.roots, 'kustomize root')} built" if self.roots else "")
 
 
 def unit_cluster(path: str, names: Sequence[str], override: str | None) -> str | None:
@@ -93,18 +91,18 @@ def unit_cluster(path: str, names: Sequence[str], override: str | None) -> str |
     return names[0] if len(names) == 1 else None
 
 
-def select(since: str, changed: Sequence[str], units: Sequence[Unit], inventory: str,
-           all_clusters: int) -> Selection:
+def select(since: str, changed: Sequence[str], units: Sequence[UnitReads], inventory: str,
+           all_clusters: int) -> ChangeSelection:
     """The units to check given the changed files (real paths) and the inventory's real path."""
     roots = sum(1 for u in units if u.built)
 
-    def everything(why: str) -> Selection:
-        return Selection(since, True, why, len(changed), all_clusters=all_clusters,
+    def everything(why: str) -> ChangeSelection:
+        return ChangeSelection(since, True, why, len(changed), all_clusters=all_clusters,
                          keep=frozenset(u.key for u in units), built=roots, roots=roots)
 
     if inventory in changed:
         return everything(INVENTORY_CHANGED)
-    readers: dict[str, list[Unit]] = {}
+    readers: dict[str, list[UnitReads]] = {}
     for u in units:
         for f in u.files:
             readers.setdefault(f, []).append(u)
@@ -119,16 +117,16 @@ def select(since: str, changed: Sequence[str], units: Sequence[Unit], inventory:
                                   "clusters/<name>/ directory, so its cluster is unknown")
             touched.add(u.cluster)
     keep = frozenset(u.key for u in units if touched and (u.cluster is None or u.cluster in touched))
-    return Selection(since, changed=len(changed), relevant=relevant, clusters=tuple(sorted(touched)),
+    return ChangeSelection(since, changed=len(changed), relevant=relevant, clusters=tuple(sorted(touched)),
                      all_clusters=all_clusters, keep=keep,
                      built=sum(1 for u in units if u.built and u.key in keep), roots=roots)
 
 
-def _short(path: str, u: Unit) -> str:
+def _short(path: str, u: UnitReads) -> str:
     return "itself" if not u.built and len(u.files) == 1 and path in u.files else path.rsplit("/", 1)[-1]
 
 
-def escaped(selection: Selection, read: Iterable[tuple[str, str | None, str | None]],
+def escaped(selection: ChangeSelection, read: Iterable[tuple[str, str | None, str | None]],
             expected: Iterable[str], found: Iterable[str]) -> str:
     """Why the narrowed read cannot stand ("" when it can). `read` holds (object, cluster of the
     unit it was read from, cluster that owns it): an object in a changed cluster's manifests that
@@ -149,4 +147,4 @@ def escaped(selection: Selection, read: Iterable[tuple[str, str | None, str | No
     return ""
 
 
-__all__ = ["Selection", "Unit", "escaped", "select", "unit_cluster"]
+__all__ = ["ChangeSelection", "UnitReads", "escaped", "select", "unit_cluster"]

@@ -25,7 +25,7 @@ from topogate.check import changed, gitdiff
 from topogate.core import progress
 from topogate.inventory.model import Inventory
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display
-from topogate.safeio.repopaths import Unit as WalkUnit
+from topogate.safeio.repopaths import WalkUnit as WalkUnit
 from topogate.safeio.saferead import InputError, documents, read_text
 from topogate.sources.kustomization import CONFIG_LISTS, REMOTE, config_references, references
 from topogate.sources.manifests import K8sObject
@@ -103,13 +103,13 @@ class Narrowing:
         self.override = override
         self.stdin = "-" in paths
         self.generated = os.path.realpath(generated) if generated else None  # check's scratch tree
-        self.selection = changed.Selection(since, True, "not started")
+        self.selection = changed.ChangeSelection(since, True, "not started")
         self.unit_cluster: dict[str, str | None] = {}
         self.units = 0  # walked, read or not
 
     def _everything(self, why: str, units: Sequence[WalkUnit] = ()) -> Collection[Path]:
         roots = sum(1 for u in units if u.kustomization) or self.selection.roots
-        self.selection = changed.Selection(self.since, True, why, self.selection.changed,
+        self.selection = changed.ChangeSelection(self.since, True, why, self.selection.changed,
                                            all_clusters=len(self.inv.clusters), built=roots, roots=roots)
         return {u.path for u in units}
 
@@ -125,11 +125,11 @@ class Narrowing:
             return self._everything(str(e), units)
         inventory = os.path.realpath(self.inventory_path)
         if inventory in files:
-            self.selection = changed.Selection(self.since, changed=len(files))
+            self.selection = changed.ChangeSelection(self.since, changed=len(files))
             return self._everything(changed.INVENTORY_CHANGED, units)
         progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
         names = [c.name for c in self.inv.clusters]
-        mine: list[changed.Unit] = []
+        mine: list[changed.UnitReads] = []
         for u in units:
             try:
                 read = files_read(u.path, roots) if u.kustomization else frozenset({str(u.real)})
@@ -140,7 +140,7 @@ class Narrowing:
                 return self._everything(f"{display(outside)} is outside the git repository {top}", units)
             cluster = changed.unit_cluster(str(u.path), names, self.override)
             self.unit_cluster[str(u.path)] = cluster
-            mine.append(changed.Unit(str(u.path), display(u.path), cluster, read, u.kustomization))
+            mine.append(changed.UnitReads(str(u.path), display(u.path), cluster, read, u.kustomization))
         self.selection = changed.select(self.since, files, mine, inventory, len(names))
         return {u.path for u in units if str(u.path) in self.selection.keep}
 

@@ -46,7 +46,7 @@ from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s import kinds
 
 API_VERSION = "admissionregistration.k8s.io/v1"
-KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+ADMISSION_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 NAME = "topogate-placement"
 _REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 # (apiGroup, resource) the policy matches, per kind.

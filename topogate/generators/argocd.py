@@ -76,7 +76,7 @@ def waves(inv: Inventory, cluster: Cluster) -> tuple[tuple[str, str, str], ...]:
         extra += tuple(("kueue.x-k8s.io/v1beta2", k, KUEUE_WAVE)
                        for k in ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue"))
     if admission.enabled(inv, cluster):
-        extra += tuple((admission.API_VERSION, k, ADMISSION_WAVE) for k in admission.KINDS)
+        extra += tuple((admission.API_VERSION, k, ADMISSION_WAVE) for k in admission.ADMISSION_KINDS)
     return extra + WAVES
 
 

@@ -169,7 +169,7 @@ def rendezvous(w: Workload) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     They add no reach beyond the all-TCP rule; they exist so a reader (and `topogate explain`)
     sees the flow the job cannot start without, and so it survives if all-TCP is ever narrowed.
     """
-    info = kinds.KINDS.get(w.kind)
+    info = kinds.TRAINING_KINDS.get(w.kind)
     groups = group_names(w)
     if info is None or info.coordinator is None:
         return [], []

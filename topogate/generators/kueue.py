@@ -42,7 +42,6 @@ from topogate.inventory.model import Cluster, Inventory, Pool, Workload
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 GROUP = "kueue.x-k8s.io"
-KINDS = ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue")
 TOPOLOGY_NAME = "topogate"
 HOSTNAME = "kubernetes.io/hostname"
 GPU_RESOURCE = "nvidia.com/gpu"

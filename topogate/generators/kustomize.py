@@ -279,7 +279,7 @@ def base_path(out_dir: str, w: Workload) -> str:
 
 
 def overlay(inv: Inventory, w: Workload, out_dir: str) -> list[OutputFile]:
-    info = kinds.KINDS[w.kind]
+    info = kinds.TRAINING_KINDS[w.kind]
     group = info.api_version.rpartition("/")[0]
     d = cilium.workload_dir(w)
     # No version in the target: a base may serve the job at another version of the same group

@@ -176,7 +176,7 @@ def _kustomization_header_ok(chk: Checker, kdoc: dict[str, Any], ktext: str, kfi
 def one_job_per_base(chk: Checker, path: YPath, docs: list[Any], rel: str) -> bool:
     """The overlay carries everything in its base: a second job would ride along unpatched."""
     jobs = [d for d in docs
-            if isinstance(d, dict) and isinstance(d.get("kind"), str) and d["kind"] in kinds.KINDS]
+            if isinstance(d, dict) and isinstance(d.get("kind"), str) and d["kind"] in kinds.TRAINING_KINDS]
     ids = [f"{d.get('kind')}/{as_map(d.get('metadata')).get('name')}" for d in jobs]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
@@ -219,7 +219,7 @@ def groups_of(chk: Checker, path: YPath, docs: tuple[Any, ...], kind: str, name:
         chk.err(path, (f"base '{rel}' has no {kind} named '{name}' among its resources; the "
                         "workload's name must be the job's metadata.name"))
         return ()
-    want_group = kinds.KINDS[kind].api_version.rpartition("/")[0]
+    want_group = kinds.TRAINING_KINDS[kind].api_version.rpartition("/")[0]
     api = str(job.get("apiVersion", ""))
     if api.rpartition("/")[0] != want_group:
         chk.err(path, (f"the {kind} '{name}' in base '{rel}' has apiVersion '{api}'; topogate "

@@ -19,7 +19,6 @@ API_VERSION = "topogate.dev/v1alpha1"
 KIND = "Inventory"
 
 PROVIDERS = ("aws", "gcp", "azure", "other")
-KINDS = ("PyTorchJob", "MPIJob", "TrainJob", "JobSet", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
 PLACEMENTS = ("pin", "follow")
 # Who places a workload's pods: kube-scheduler alone (the overlays' affinity), or Kueue's
 # topology-aware scheduling on top of it (docs/kueue.md).
@@ -368,7 +367,7 @@ def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
     return len(groups) == 2 and min(g.replicas for g in groups) == 1
 
 __all__ = ["API_VERSION", "AdmissionConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
-           "EgressRule", "GitOps", "Inventory", "KIND", "KINDS", "KueueConfig", "Metrics",
+           "EgressRule", "GitOps", "Inventory", "KIND", "KueueConfig", "Metrics",
            "NetworkZone", "PLACEMENTS", "PROVIDERS", "Pool", "PortSpec", "ReplicaGroup",
            "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
            "follow_zones", "kueue_groupable"]

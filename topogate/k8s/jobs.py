@@ -46,8 +46,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from topogate.core.labels import JOB_GROUP_LABEL
-from topogate.k8s.kinds import KINDS, GroupRef, Path, controller_labels, dig, pod_gpus, replica_groups
+from topogate.core.labels import JOB_GROUP_LABEL, Pairs
+from topogate.k8s.kinds import (
+    TRAINING_KINDS,
+    GroupRef,
+    Path,
+    controller_labels,
+    dig,
+    pod_gpus,
+    replica_groups,
+)
 
 GROUP_LABEL = JOB_GROUP_LABEL
 GROUP_KIND = "Group"
@@ -57,7 +65,6 @@ TRAINER_GROUP = "node"
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 GROUPABLE_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "Pod")
 
-Pairs = tuple[tuple[str, str], ...]
 
 
 class SourceLike(Protocol):
@@ -423,7 +430,7 @@ def find_jobs(manifests: Iterable[ManifestItem], default_namespace: str = DEFAUL
         kind = it.obj.get("kind")
         if kind == "TrainJob":
             job = _from_trainjob(it, runtimes, default_namespace)
-        elif isinstance(kind, str) and kind in KINDS:
+        elif isinstance(kind, str) and kind in TRAINING_KINDS:
             job = _from_kind(it, kind, default_namespace)
         elif kind in GROUPABLE_KINDS:
             tpl, _ = _workload_template(it.obj)

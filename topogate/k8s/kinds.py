@@ -18,6 +18,9 @@ Path = tuple[str | int, ...]
 # Plain workload kinds -> path of the pod template inside the object (() = the object itself).
 # One table for every reader of plain workloads: `trace` resolving a workload to its pods and
 # `analysis.coverage` listing the pod templates no training job includes.
+# Kueue's objects (kueue.x-k8s.io): what the analysis reads and the generators write.
+KUEUE_KINDS = ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue")
+
 PLAIN_POD_TEMPLATES: dict[str, Path] = {
     "Deployment": ("spec", "template"),
     "StatefulSet": ("spec", "template"),
@@ -38,7 +41,7 @@ class KindInfo:
     ssh_from_coordinator: bool = False  # MPIJob: launcher reaches workers on TCP 22
 
 
-KINDS: dict[str, KindInfo] = {
+TRAINING_KINDS: dict[str, KindInfo] = {
     "PyTorchJob": KindInfo("PyTorchJob", "kubeflow.org/v1", "Master", 23456),
     "MPIJob": KindInfo("MPIJob", "kubeflow.org/v2beta1", "Launcher", None, ssh_from_coordinator=True),
     "JobSet": KindInfo("JobSet", "jobset.x-k8s.io/v1alpha2", None, None),
@@ -258,6 +261,6 @@ def controller_labels(kind: str, job: str, group: str, api_version: str = "") ->
         return {"jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": group}
     return {}
 
-__all__ = ["GPU_RESOURCES", "GroupRef", "KINDS", "KindInfo", "PLAIN_POD_TEMPLATES", "Path",
+__all__ = ["GPU_RESOURCES", "GroupRef", "TRAINING_KINDS", "KUEUE_KINDS", "KindInfo", "PLAIN_POD_TEMPLATES", "Path",
            "REPLICA_SPECS", "TRAINJOB_DEFAULT_GROUPS", "container_gpus", "controller_labels", "dig",
            "find_job", "pod_gpus", "replica_groups"]

@@ -13,6 +13,7 @@ from topogate.analysis.result import CheckResult, Flow, JobMap
 from topogate.core.exitcodes import exit_for
 from topogate.core.findings import Finding
 from topogate.core.position import NOWHERE
+from topogate.core.words import plural
 from topogate.inventory.model import Waiver
 
 UNKNOWN_FILE = NOWHERE.file
@@ -59,10 +60,6 @@ def port_text(f: Flow) -> str:
 
 def has_file(file: str) -> bool:
     return bool(file) and file != UNKNOWN_FILE
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def counts_line(result: CheckResult) -> str:

@@ -184,7 +184,7 @@ def kustomization_file(d: Path) -> Path | None:
 
 
 @dataclass(frozen=True)
-class Unit:
+class WalkUnit:
     """One thing to read, in walk order: a YAML file, or a kustomization directory to build."""
 
     path: Path  # as reached (for display)
@@ -192,7 +192,7 @@ class Unit:
     kustomization: bool
 
 
-def walk(raw: str, roots: Roots) -> Iterator[Unit]:
+def walk(raw: str, roots: Roots) -> Iterator[WalkUnit]:
     """The YAML files and top-most kustomization directories of one PATH, in sorted order.
 
     Iterative (a 1,100-deep tree must not exhaust Python's stack); dot-entries are skipped."""
@@ -202,7 +202,7 @@ def walk(raw: str, roots: Roots) -> Iterator[Unit]:
         raise InputError(where, "no such file or directory")
     real = roots.check(top, where, raw)
     if not real.is_dir():
-        yield Unit(top, real, False)
+        yield WalkUnit(top, real, False)
         return
     seen: set[Path] = set()
     # Each frame: the directory's real path, its remaining entries (reversed, to pop in order)
@@ -211,7 +211,7 @@ def walk(raw: str, roots: Roots) -> Iterator[Unit]:
     # plus its name (resolving every entry again would make a deep tree quadratic).
     stack: list[tuple[Path, list[Path], frozenset[Path]]] = []
 
-    def enter(d: Path, d_real: Path, chain: frozenset[Path]) -> Unit | None:
+    def enter(d: Path, d_real: Path, chain: frozenset[Path]) -> WalkUnit | None:
         if d_real in chain:
             raise InputError(Position(display(d), 1, 1), (
                 f"symlink loop: {display(d)} leads back to {d_real}; remove the symlink"))
@@ -219,7 +219,7 @@ def walk(raw: str, roots: Roots) -> Iterator[Unit]:
             return None
         seen.add(d_real)
         if kustomization_file(d) is not None:
-            return Unit(d, d_real, True)
+            return WalkUnit(d, d_real, True)
         try:
             entries = sorted(d.iterdir())
         except OSError as e:
@@ -254,7 +254,7 @@ def walk(raw: str, roots: Roots) -> Iterator[Unit]:
                 yield unit
         elif child_real not in seen:
             seen.add(child_real)
-            yield Unit(child, child_real, False)
+            yield WalkUnit(child, child_real, False)
 
-__all__ = ["KUSTOMIZATION_FILES", "Roots", "Unit", "YAML_SUFFIXES", "display", "kustomization_file",
+__all__ = ["KUSTOMIZATION_FILES", "Roots", "WalkUnit", "YAML_SUFFIXES", "display", "kustomization_file",
            "repo_root", "walk"]

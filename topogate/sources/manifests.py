@@ -24,7 +24,7 @@ from topogate.core import redact
 from topogate.core.position import Position
 from topogate.k8s import shapes
 from topogate.safeio import subproc
-from topogate.safeio.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, Unit, display, walk
+from topogate.safeio.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, WalkUnit, display, walk
 from topogate.safeio.saferead import InputError, Loader, documents, is_regular, read_text
 from topogate.safeio.stdin import DISPLAY, StdinError, read_stdin
 from topogate.sources import kustomization
@@ -36,7 +36,7 @@ from topogate.sources.positions import (
     Path_,
     remember_text,
 )
-from topogate.sources.sourceindex import NestedPosition, SourceIndex, SourcePosition, SourceRef
+from topogate.sources.sourceindex import DeclarationRef, NestedPosition, SourceIndex, SourcePosition
 
 _Loader = Loader
 ManifestError = InputError  # the name the rest of topogate catches
@@ -52,7 +52,7 @@ class K8sObject:
     doc: int = -1  # index of its document in that file
     prefix: Path_ = ()  # path of the object inside its document (items of a List)
     # for built objects: where in the sources it was declared, looked up when first asked
-    source: SourceRef | None = None
+    source: DeclarationRef | None = None
     # for built objects: the patches of the tree it was built from, so findings about parts a
     # patch changed point at the patch, not at the untouched base (overlay_blame); lazy
     patches: _TreePatches | None = None
@@ -130,10 +130,6 @@ def node_value(node: Any, key: str) -> Any:
             if k.value == key:
                 return v
     return None
-
-
-def is_kustomization_dir(d: Path) -> bool:
-    return any((d / n).is_file() for n in KUSTOMIZATION_FILES)
 
 
 def kustomize_build(d: Path) -> str:
@@ -254,7 +250,7 @@ def _built_objects(d: Path, tree: Tree, text: str, sources: Sources) -> list[K8s
     patches = _TreePatches([d, *tree.dirs])
     out: list[K8sObject] = []
     for o in built:
-        ref = SourceRef(index, (o.kind, o.name, o.namespace), fallback)
+        ref = DeclarationRef(index, (o.kind, o.name, o.namespace), fallback)
         out.append(K8sObject(o.obj, SourcePosition(ref), str(d), source=ref, patches=patches))
         if tree.generates and o.kind in ("ConfigMap", "Secret"):
             redact.register(_data_values(o.obj))
@@ -332,7 +328,7 @@ def _build_one(d: Path) -> str | InputError:
 def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
             skipped: list[InputError] | None = None,
             empty: list[str] | None = None,
-            keep: Callable[[list[Unit], Roots], Collection[Path]] | None = None) -> list[K8sObject]:
+            keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None = None) -> list[K8sObject]:
     """Every object in PATHs: files, directories (walked), kustomization directories (built).
 
     Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
@@ -358,10 +354,10 @@ class Collecting:
     and rendering the drift comparison, take the result after."""
 
     def __init__(self, paths: Iterable[str], also_inside: Sequence[str] = (),
-                 keep: Callable[[list[Unit], Roots], Collection[Path]] | None = None):
+                 keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None = None):
         self.builds = _Builds()
         self.error: InputError | None = None
-        self.per_path: list[tuple[str, list[Unit]]] = []
+        self.per_path: list[tuple[str, list[WalkUnit]]] = []
         self.trees: dict[Path, Tree] = {}
         try:
             self._begin(list(paths), also_inside, keep)
@@ -369,7 +365,7 @@ class Collecting:
             self.error = e
 
     def _begin(self, paths: list[str], also_inside: Sequence[str],
-               keep: Callable[[list[Unit], Roots], Collection[Path]] | None) -> None:
+               keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None) -> None:
         if paths.count("-") > 1:
             raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
         self.roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])

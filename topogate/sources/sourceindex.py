@@ -100,7 +100,7 @@ class SourceIndex:
         return full.get(key) or full.get((kind, name, ""))
 
 
-class SourceRef:
+class DeclarationRef:
     """The source declaration of one built object, looked up once, on first use."""
 
     def __init__(self, index: SourceIndex, key: Key, fallback: Position):
@@ -127,12 +127,12 @@ class SourceRef:
 class SourcePosition(Deferred):
     """Where a built object starts in its source, found only when someone reads it."""
 
-    def __init__(self, ref: SourceRef):
+    def __init__(self, ref: DeclarationRef):
         super().__init__()
         object.__setattr__(self, "_ref", ref)
 
     def compute(self) -> Position:
-        ref: SourceRef = object.__getattribute__(self, "_ref")
+        ref: DeclarationRef = object.__getattribute__(self, "_ref")
         return ref.position()
 
 
@@ -141,7 +141,7 @@ class NestedPosition(Deferred):
     has); the object's own position (`shown`, which names the file as findings show it) when
     it has no source."""
 
-    def __init__(self, ref: SourceRef, path: tuple[str | int, ...], shown: Position):
+    def __init__(self, ref: DeclarationRef, path: tuple[str | int, ...], shown: Position):
         super().__init__()
         object.__setattr__(self, "_args", (ref, path, shown))
 

@@ -102,12 +102,12 @@ def load_trace_inventory(path: str | None) -> _Inventory:
 
 
 def _known_kinds() -> dict[str, str]:
-    return {k.lower(): k for k in (*kinds.KINDS, GROUP_KIND, *PLAIN_POD_TEMPLATES)}
+    return {k.lower(): k for k in (*kinds.TRAINING_KINDS, GROUP_KIND, *PLAIN_POD_TEMPLATES)}
 
 
 def _workloads_found(objects: Sequence[K8sObject], inv: _Inventory) -> list[str]:
     found = {f"{_namespace_of(o, inv.namespaces)}/{o.kind}/{o.name}"
-             for o in objects if o.kind in kinds.KINDS or o.kind in PLAIN_POD_TEMPLATES}
+             for o in objects if o.kind in kinds.TRAINING_KINDS or o.kind in PLAIN_POD_TEMPLATES}
     found |= {f"{j.namespace}/{j.kind}/{j.name}" for j in _training_jobs(objects, inv.namespaces)}
     return sorted(found)
 

@@ -17,7 +17,6 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from topogate.analysis.kueue import KINDS as KUEUE_KINDS
 from topogate.analysis.locate import inventory_source, position_of
 from topogate.analysis.map.cluster import POLICY_KINDS, ClusterMap
 from topogate.analysis.map.clusters import assign_clusters
@@ -33,6 +32,7 @@ from topogate.analysis.result import JobMap
 from topogate.core.position import Position
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import RUNTIME_KINDS, find_jobs
+from topogate.k8s.kinds import KUEUE_KINDS
 from topogate.sources.manifests import K8sObject
 
 __all__ = ["LabelLie", "MapFacts", "SpreadSplit", "ClusterMap", "build_map"]

@@ -11,7 +11,6 @@ import dataclasses
 from typing import Any
 
 from topogate.analysis import placement as placement_mod
-from topogate.analysis.kueue import KINDS as KUEUE_KINDS
 from topogate.analysis.kueue import KueueConfig
 from topogate.analysis.locate import LazySource, RuleLocator, position_of
 from topogate.analysis.map.labels import (
@@ -32,6 +31,7 @@ from topogate.analysis.scheduling import selector_matches
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import RUNTIME_KINDS, TrainingJob, find_jobs
+from topogate.k8s.kinds import KUEUE_KINDS
 from topogate.sources.manifests import K8sObject
 
 POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")

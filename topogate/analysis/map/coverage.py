@@ -18,7 +18,7 @@ from typing import Any
 
 from topogate.core.position import Position
 from topogate.k8s.jobs import GROUP_LABEL, GROUPABLE_KINDS, RUNTIME_KINDS
-from topogate.k8s.kinds import KINDS, PLAIN_POD_TEMPLATES, Path, dig
+from topogate.k8s.kinds import PLAIN_POD_TEMPLATES, TRAINING_KINDS, Path, dig
 from topogate.sources.manifests import K8sObject
 
 # Objects that hold pod templates but run nothing themselves.
@@ -76,7 +76,7 @@ def ungrouped_templates(objects: Iterable[K8sObject]) -> tuple[Ungrouped, ...]:
     """Every object with a pod template that no training job includes, once per object."""
     seen: dict[str, Ungrouped] = {}
     for o in objects:
-        if o.kind in KINDS or o.kind in _NOT_RUN:
+        if o.kind in TRAINING_KINDS or o.kind in _NOT_RUN:
             continue
         paths = _template_paths(o)
         if not paths:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from topogate.analysis.placement.model import Capacity, GroupPlacement, JobPlacement, _fmt
 from topogate.analysis.placement.terms import _Term
 from topogate.k8s.jobs import TrainingJob
-from topogate.k8s.kinds import KINDS
+from topogate.k8s.kinds import TRAINING_KINDS
 
 if TYPE_CHECKING:
     from topogate.analysis.placement.plan import _Plan
@@ -94,7 +94,7 @@ def _why_empty(n: str, nz: set[str], terms: list[_Term], A: Mapping[str, set[str
 
 def _anchor(job: TrainingJob, reps: Sequence[GroupPlacement]) -> GroupPlacement | None:
     """The group the others are compared with: the kind's coordinator, else the first group."""
-    info = KINDS.get(job.kind)
+    info = TRAINING_KINDS.get(job.kind)
     coord = info.coordinator if info else None
     for gp in reps:
         if coord and gp.name.lower() == coord.lower():

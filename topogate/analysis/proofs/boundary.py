@@ -47,7 +47,7 @@ from topogate.core.labels import NETWORK_ZONE_LABEL
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster
 from topogate.k8s.jobs import TrainingJob
-from topogate.k8s.kinds import KINDS
+from topogate.k8s.kinds import TRAINING_KINDS
 
 # The namespace of the unmanaged probe pod: a name no inventory manages.
 UNMANAGED_NS = "topogate-probe-unmanaged"
@@ -121,7 +121,7 @@ def unmanaged_pod(cm: ClusterView) -> PodClass:
 
 def kind_ports(kind: str) -> list[tuple[int, str]]:
     """The ports a job kind's own pods use, named, for the finding (NCCL's all-TCP aside)."""
-    info = KINDS.get(kind)
+    info = TRAINING_KINDS.get(kind)
     out: list[tuple[int, str]] = []
     if info and info.rendezvous_port:
         out.append((info.rendezvous_port, f"{kind} rendezvous"))

@@ -18,7 +18,7 @@ from topogate.analysis.placement import JobPlacement
 from topogate.analysis.result import Flow
 from topogate.core.position import NOWHERE
 from topogate.k8s.jobs import TrainingJob
-from topogate.k8s.kinds import KINDS
+from topogate.k8s.kinds import TRAINING_KINDS
 
 KUBE_DNS = PodClass("kube-system", (("k8s-app", "kube-dns"),))
 
@@ -68,7 +68,7 @@ def _pairs(plc: JobPlacement, a: str, b: str) -> list[tuple[str, str]]:
 
 def job_flows(pset: PolicySet, locate_rule: RuleLocator, job: TrainingJob, classes: dict[str, Peer],
               plc: JobPlacement) -> list[Flow]:
-    info = KINDS.get(job.kind)
+    info = TRAINING_KINDS.get(job.kind)
     members = [g for g in job.groups
                if not (job.kind == "TrainJob" and g.name.endswith("initializer"))]
     out: list[Flow] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from topogate.core.labels import Pairs
 from topogate.inventory.model import Cluster, Taint
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -20,7 +21,6 @@ REGION_LABEL = "topology.kubernetes.io/region"
 OS_LABEL = "kubernetes.io/os"
 ARCH_LABEL = "kubernetes.io/arch"
 
-Pairs = tuple[tuple[str, str], ...]
 
 
 class Unknown:
