@@ -200,3 +200,19 @@ def test_findings_on_a_snapshot_file_land_on_the_objects_lines() -> None:
     assert blocked and all('"template"' in lines[f["line"] - 1] for f in blocked)
     job_start = next(f["line"] for f in hits if f["rule"] == "TG102")
     assert lines[job_start].strip() == '"apiVersion": "kubeflow.org/v1",'
+
+
+def test_live_check_runs_the_families_check_runs(tmp_path: Path) -> None:
+    """check --live builds its rule context where check does (policies.context.analysed): a
+    policy that opens the job to the whole cluster is TG112 here too (the live copy of the
+    context once left out the open-ingress, door, not-modelled and Kueue facts)."""
+    snap = json.loads((REPO / OK).read_text())
+    snap["items"].append({
+        "apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "allow-cluster", "namespace": "ml-demo"},
+        "spec": {"endpointSelector": {}, "ingress": [{"fromEntities": ["cluster"]}]}})
+    f = tmp_path / "live-open.json"
+    f.write_text(json.dumps(snap))
+    code, out, _ = run("check", INV, "--live", "--from-file", str(f), "--format", "json")
+    rules = {x["rule"] for x in json.loads(out)["findings"]}
+    assert code == 1 and "TG112" in rules, rules
