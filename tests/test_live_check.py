@@ -216,3 +216,28 @@ def test_live_check_runs_the_families_check_runs(tmp_path: Path) -> None:
     code, out, _ = run("check", INV, "--live", "--from-file", str(f), "--format", "json")
     rules = {x["rule"] for x in json.loads(out)["findings"]}
     assert code == 1 and "TG112" in rules, rules
+
+
+def test_check_live_and_drift_report_through_the_one_output_path(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """check, check --live and drift print (and write -o) through cli.output.emit, so each
+    gets the CI-log escaping, the redaction and the atomic -o write."""
+    from topogate.cli import output
+
+    calls: list[str] = []
+    real = output.emit
+
+    def spy(result, fmt, **kw):  # type: ignore[no-untyped-def]
+        calls.append(fmt)
+        return real(result, fmt, **kw)
+
+    monkeypatch.setattr(output, "emit", spy)
+    import topogate.cli.check_live as check_live_mod
+
+    monkeypatch.setattr(check_live_mod, "emit", spy)
+    report = tmp_path / "live.md"
+    assert run("check", INV, "--live", "--from-file", OK, "-o", str(report))[0] == 0
+    assert "topogate check passed" in report.read_text()
+    run("drift", INV, "--from-file", str(LIVE / "eks-nodes.json"))
+    run("check", "fixtures/lab/inventory.yaml", "fixtures/incident/broken")
+    assert calls == ["text", "text", "text"]
