@@ -45,7 +45,9 @@ def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
         try:
             # `extra`: manifests checked beside the rendered tree (a runtime the platform installs)
             extra = [str((case_dir / p).resolve()) for p in spec.get("extra", [])]
-            return run_check(str(inventory), paths or [rendered, *extra], rendered, today=today)
+            # `inside`: parts of the rendered tree checked instead of the whole of it
+            inside = [str(out / p) for p in spec.get("inside", [])]
+            return run_check(str(inventory), paths or inside or [rendered, *extra], rendered, today=today)
         finally:
             shutil.rmtree(out)
     return run_check(str(inventory), paths, rendered, spec.get("cluster"), today=today)

@@ -67,8 +67,9 @@ def test_every_path_without_objects_is_named(tmp_path: Path) -> None:
 def test_policies_alone_are_objects_not_a_usage_error(tmp_path: Path) -> None:
     shutil.copy(INCIDENT / "fixed" / "policies.yaml", tmp_path / "policies.yaml")
     code, data, _ = check(str(tmp_path / "policies.yaml"))
-    # Policies alone are checked (dangling selectors, the boundary probe): not a usage error.
-    assert code == 0 and {f["rule"] for f in data["findings"]} == {"TG109"}
+    # Policies alone are checked (dangling selectors, the boundary probe): not a usage error,
+    # but the inventory declares a job and none is among the PATHs: the run fails (TG006).
+    assert code == 1 and {f["rule"] for f in data["findings"]} == {"TG109", "TG006"}
 
 
 def test_daemonset_and_unknown_kinds_are_listed(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from topogate.policies.inputs import (
     tg004_unknown_cluster,
     tg005_ungrouped_pods,
     tg006_nothing_analysed,
+    tg007_duplicate_object,
+    tg008_workload_absent,
     tg010_suppression_invalid,
 )
 from topogate.policies.jobs import (
@@ -66,6 +68,8 @@ REGISTRY: dict[str, ModuleType] = {
     "TG004": tg004_unknown_cluster,
     "TG005": tg005_ungrouped_pods,
     "TG006": tg006_nothing_analysed,
+    "TG007": tg007_duplicate_object,
+    "TG008": tg008_workload_absent,
     "TG010": tg010_suppression_invalid,
     "TG101": tg101_hard_block,
     "TG102": tg102_may_split,

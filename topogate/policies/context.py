@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from topogate.analysis.map.build import MapFacts
 from topogate.analysis.map.coverage import Ungrouped, ungrouped_templates
+from topogate.analysis.map.duplicates import Duplicate
 from topogate.analysis.map.labels import LabelLie, SpreadSplit
 from topogate.analysis.netpolicy import PolicySet
 from topogate.analysis.placement.kueue import Concern
@@ -21,7 +22,7 @@ from topogate.analysis.proofs.doors import ClosedDoor
 from topogate.analysis.proofs.ingress import OpenIngress
 from topogate.analysis.result import JobMap
 from topogate.core.position import Position
-from topogate.inventory.model import Inventory
+from topogate.inventory.model import Inventory, Workload
 from topogate.inventory.problems import Problem
 from topogate.sources.manifests import K8sObject
 
@@ -77,10 +78,24 @@ class Context:
     not_modelled: tuple[tuple[str, str, str, Position], ...] = ()  # (policy, construct, message, where)
     skipped: tuple[tuple[Position, str], ...] = ()  # (where, why): files among PATHs not read
     kueue_concerns: tuple[Concern, ...] = ()
+    duplicates: tuple[Duplicate, ...] = ()  # later copies of an object among PATHs
+    checked_clusters: tuple[str, ...] = ()  # the clusters whose manifests were analysed
     live: tuple[LiveFact, ...] = ()  # check --live and drift only
     # The rules that exist (ID -> name), set by the engine before any rule runs: a suppression
     # annotation naming no rule is a finding (TG010).
     known_rules: tuple[tuple[str, str], ...] = ()
+
+
+def declared_absent(ctx: Context) -> tuple[Workload, ...]:
+    """The inventory's workloads of the clusters checked that no analysed job is."""
+    if ctx.inventory is None:
+        return ()
+    # By namespace and name: a job written by hand as a group of plain workloads
+    # (topogate.dev/group: NAME) is that workload, under another form.
+    found = {tuple(ref.split("/")[1:3]) for ref in (*(j.object for j in ctx.jobs),
+                                                    *(obj for obj, _ in ctx.unassigned))}
+    return tuple(w for c in ctx.checked_clusters for w in ctx.inventory.workloads_of(c)
+                 if (w.namespace, w.name) not in found)
 
 
 def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...],
@@ -98,7 +113,7 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
         unassigned=facts.unassigned, open_ingress=facts.open_ingress,
         closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects),
         not_modelled=facts.not_modelled, skipped=skipped, kueue_concerns=facts.kueue_concerns,
-        live=live)
+        duplicates=facts.duplicates, checked_clusters=facts.checked_clusters, live=live)
 
 
-__all__ = ["Context", "Drift", "LiveFact", "PolicySelects", "analysed"]
+__all__ = ["Context", "Drift", "LiveFact", "PolicySelects", "analysed", "declared_absent"]

@@ -359,6 +359,7 @@ class Collecting:
         self.error: InputError | None = None
         self.per_path: list[tuple[str, list[WalkUnit]]] = []
         self.trees: dict[Path, Tree] = {}
+        self.covered: set[str] = set()  # PATHs whose units are all read through other PATHs
         try:
             self._begin(list(paths), also_inside, keep)
         except InputError as e:  # raised by result(), where collect() raised it
@@ -374,11 +375,37 @@ class Collecting:
             kept = keep([u for _, us in self.per_path for u in us], self.roots)
             self.per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in self.per_path
                              if not us or any(u.path in kept for u in us)]
+        # One input read once: a unit two PATHs both reach (a directory and a file in it, one root
+        # named twice) is read where it is first met; a PATH whose every unit is read elsewhere is
+        # not empty for that.
+        seen: set[Path] = set()
+        self.covered = set()  # raw PATHs whose units are all read through others
+        for raw, us in self.per_path:
+            fresh = [u for u in us if u.real not in seen]
+            seen.update(u.real for u in us)
+            if us and not fresh:
+                self.covered.add(raw)
+            us[:] = fresh
         checked: dict[str, bool] = {}
-        for _, us in self.per_path:  # every tree checked before any output is read, each before its build
+        for _, us in self.per_path:  # every tree checked before any output is read or built
             for u in us:
                 if u.kustomization and u.path not in self.trees:
                     self.trees[u.path] = check_tree(u.path, self.roots, checked)
+        # A root another root among the PATHs includes (the generated argocd/clusters/<c> wraps
+        # clusters/<c> to add sync waves) is read through the one that includes it: building it
+        # on its own would yield every object twice.
+        included = {str(d) for t in self.trees.values() for d in t.dirs}
+        for raw, us in self.per_path:
+            inner = [u for u in us if u.kustomization and str(u.real) in included]
+            if inner:
+                us[:] = [u for u in us if u not in inner]
+                if not us:
+                    self.covered.add(raw)
+                for u in inner:
+                    del self.trees[u.path]
+        for _, us in self.per_path:
+            for u in us:
+                if u.kustomization:
                     self.builds.start(u.path)
 
     def __enter__(self) -> Collecting:
@@ -406,7 +433,7 @@ class Collecting:
                 else:
                     objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped,
                                               roots=self.roots, real=u.real))
-            if empty is not None and len(objs) == before:
+            if empty is not None and len(objs) == before and raw not in self.covered:
                 empty.append(raw)
         for o in objs:
             shapes.check(o)  # before any analysis reads a field of the wrong type

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from topogate.analysis.locate import inventory_source, position_of
 from topogate.analysis.map.cluster import POLICY_KINDS, ClusterMap
 from topogate.analysis.map.clusters import assign_clusters
+from topogate.analysis.map.duplicates import Duplicate, without_duplicates
 from topogate.analysis.map.labels import LabelLie, SpreadSplit
 from topogate.analysis.map.pods import pod_class, pod_template
 from topogate.analysis.netpolicy import PodClass, PolicySet
@@ -54,6 +55,8 @@ class MapFacts:
     # (policy, construct, message, where): constructs the evaluator does not model (TG120)
     not_modelled: tuple[tuple[str, str, str, Position], ...] = ()
     kueue_concerns: tuple[Concern, ...] = ()
+    duplicates: tuple[Duplicate, ...] = ()  # later copies of an object, not analysed (TG007)
+    checked_clusters: tuple[str, ...] = ()  # the clusters analysed (some of their manifests read)
 
 
 @dataclass
@@ -169,7 +172,7 @@ def _map_cluster(inv: Inventory, cluster: Cluster, objs: list[K8sObject], shared
 def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None = None,
               only: Collection[str] | None = None) -> tuple[list[JobMap], MapFacts]:
     """`only`: analyse just these clusters (check --changed-since; topogate.check.changed)."""
-    by_cluster = assign_clusters(inv, objects, override)
+    by_cluster, duplicates = without_duplicates(assign_clusters(inv, objects, override))
     shared = [o for o in by_cluster.get(None, [])
               if o.kind in (*POLICY_KINDS, "Namespace", *RUNTIME_KINDS, *KUEUE_KINDS)]
     policies: dict[str, PolicySet] = {}
@@ -189,5 +192,6 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None
         zone_label_lies=tuple(acc.lies), spread_splits=tuple(acc.spreads),
         unprotected=tuple(acc.unprotected), unassigned=tuple(unassigned),
         open_ingress=tuple(acc.ingress), closed_doors=tuple(acc.shut),
-        not_modelled=tuple(acc.not_modelled), kueue_concerns=tuple(dict.fromkeys(acc.kueue_concerns)))
+        not_modelled=tuple(acc.not_modelled), kueue_concerns=tuple(dict.fromkeys(acc.kueue_concerns)),
+        duplicates=duplicates, checked_clusters=tuple(policies))
     return sorted(acc.jobs, key=lambda j: (j.cluster, j.object)), facts

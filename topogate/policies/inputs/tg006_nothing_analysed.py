@@ -1,10 +1,13 @@
-"""TG006 nothing-analysed: the manifests hold pod templates but no training job, so nothing was checked.
+"""TG006 nothing-analysed: no training job among the manifests, though they hold pod templates or the inventory declares jobs, so nothing was checked.
 
-A run that analysed zero training jobs has proven nothing, yet it would print "ok". When the
-PATHs hold pod templates (Deployments, Jobs, bare Pods, ...) and not one of them is part of a
-training job, the run fails instead: most likely the `topogate.dev/group` label was dropped or
-the job is of a kind topogate does not read. (PATHs holding no Kubernetes object at all are a
-usage error, exit 2, not a finding.)
+A run that analysed zero training jobs has proven nothing, yet it would print "ok". The run
+fails instead when the PATHs hold pod templates (Deployments, Jobs, bare Pods, ...) and not one
+of them is part of a training job (most likely the `topogate.dev/group` label was dropped or
+the job is of a kind topogate does not read), or when the inventory declares workloads in the
+clusters checked and none of them is among the PATHs (a lone ClusterTrainingRuntime, the
+`flux/` or `argocd/` part of the generated tree, a ConfigMap: pass the job's manifests, such as
+`OUT/clusters/<cluster>`). (PATHs holding no Kubernetes object at all are a usage error, exit 2,
+not a finding.)
 
 Why: a gate that analysed nothing must not pass silently.
 
@@ -20,14 +23,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topogate.core.findings import Issue
-from topogate.policies.context import Context
+from topogate.policies.context import Context, declared_absent
 
 NAME = "nothing-analysed"
 SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    if ctx.jobs or ctx.unassigned or not ctx.ungrouped:
+    if ctx.jobs or ctx.unassigned:
+        return
+    if not ctx.ungrouped:
+        absent = declared_absent(ctx)
+        if absent:
+            n = len(absent)
+            listed = ", ".join(f"{w.kind}/{w.namespace}/{w.name}" for w in absent[:5]) + (", ..." if n > 5 else "")
+            yield Issue(
+                f"{absent[0].kind}/{absent[0].namespace}/{absent[0].name}",
+                f"no training job found among the PATHs, yet the inventory declares {n} in the "
+                f"cluster(s) checked ({listed}): nothing was analysed, so an ok would mean nothing. "
+                "Fix: pass the jobs' manifests (the generated `OUT/clusters/<cluster>`, or the "
+                "directories holding them) beside what you passed.",
+                absent[0].pos,
+            )
         return
     first = ctx.ungrouped[0]
     n = len(ctx.ungrouped)
