@@ -5,6 +5,7 @@ L3 peers of every kind and L4 ``toPorts``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.netpolicy.model import (
@@ -28,6 +29,44 @@ from topogate.analysis.netpolicy.peers import (
 from topogate.analysis.netpolicy.ports import _port_spec, _PortSpec
 from topogate.analysis.netpolicy.rules import TOO_PERMISSIVE, TOO_STRICT, PathMap, _CompilerBase, _Rule, _Unit
 from topogate.analysis.netpolicy.selectors import _compile_selector, _Selector, _split_source
+
+
+@dataclass(frozen=True)
+class _SectionKeys:
+    """The CRD field names of one direction of a Cilium rule (api.IngressRule / api.EgressRule),
+    spelled out so that each one the evaluator reads is found by grep."""
+
+    direction: str
+    allow: str  # the spec's list of allow rules
+    deny: str  # the spec's list of deny rules
+    endpoints: str
+    entities: str
+    cidr: str
+    cidr_set: str
+    nodes: str
+    groups: str
+    requires: str  # Cilium 1.16-1.18; removed in 1.19
+    fqdns: str | None = None  # egress only
+    services: str | None = None  # egress only
+
+    def l3(self) -> tuple[str, ...]:
+        """The L3 peer keys of a rule of this direction, in the order their matchers are listed."""
+        keys = (self.endpoints, self.entities, self.cidr, self.cidr_set, self.nodes, self.groups)
+        return keys + tuple(k for k in (self.fqdns, self.services) if k is not None)
+
+
+_INGRESS_KEYS = _SectionKeys(
+    direction=_INGRESS, allow="ingress", deny="ingressDeny",
+    endpoints="fromEndpoints", entities="fromEntities", cidr="fromCIDR", cidr_set="fromCIDRSet",
+    nodes="fromNodes", groups="fromGroups", requires="fromRequires",
+)
+_EGRESS_KEYS = _SectionKeys(
+    direction=_EGRESS, allow="egress", deny="egressDeny",
+    endpoints="toEndpoints", entities="toEntities", cidr="toCIDR", cidr_set="toCIDRSet",
+    nodes="toNodes", groups="toGroups", requires="toRequires", fqdns="toFQDNs", services="toServices",
+)
+# enableDefaultDeny's two fields.
+_DEFAULT_DENY_KEYS = {_INGRESS: "ingress", _EGRESS: "egress"}
 
 
 class _CiliumCompiler(_CompilerBase):
@@ -73,24 +112,24 @@ class _CiliumCompiler(_CompilerBase):
                      for d in (tp["rules"].get("dns") or []) if isinstance(d, Mapping)]
         unit.dns_proxy = bool(dns_rules)
         unit.dns_names = tuple(_fqdn_regex(d.get("matchName"), d.get("matchPattern")) for d in dns_rules)
-        for direction, allow_key, deny_key in ((_INGRESS, "ingress", "ingressDeny"), (_EGRESS, "egress", "egressDeny")):
-            allow = [r for r in (spec.get(allow_key) or []) if isinstance(r, Mapping)]
-            deny = [r for r in (spec.get(deny_key) or []) if isinstance(r, Mapping)]
+        for keys in (_INGRESS_KEYS, _EGRESS_KEYS):
+            direction = keys.direction
+            allow = [r for r in (spec.get(keys.allow) or []) if isinstance(r, Mapping)]
+            deny = [r for r in (spec.get(keys.deny) or []) if isinstance(r, Mapping)]
             has = bool(allow) or bool(deny)
             unit.has_rules[direction] = has
             # enableDefaultDeny.<dir>: false opts out; unset means "true if this direction has rules".
-            unit.enforce[direction] = has and edd.get(direction) is not False
-            for section, rules, is_deny in ((allow_key, allow, False), (deny_key, deny, True)):
+            unit.enforce[direction] = has and edd.get(_DEFAULT_DENY_KEYS[direction]) is not False
+            for section, rules, is_deny in ((keys.allow, allow, False), (keys.deny, deny, True)):
                 for i, raw in enumerate(rules):
                     rref = RuleRef(pref, section, i, self._src(paths, (*base, section, i), pref.source), spec_index)
-                    rule = self._cilium_peer_rule(rref, direction, is_deny, raw, pref, (*base, section, i))
+                    rule = self._cilium_peer_rule(rref, keys, is_deny, raw, pref, (*base, section, i))
                     (unit.deny_rules if is_deny else unit.rules)[direction].append(rule)
                     # fromRequires/toRequires (Cilium 1.16-1.18; removed in 1.19) narrow the
                     # endpoint peers of every policy selecting the pod, not only this rule's.
-                    key = "fromRequires" if direction == _INGRESS else "toRequires"
-                    if isinstance(raw.get(key), list):
+                    if isinstance(raw.get(keys.requires), list):
                         (unit.requires_deny if is_deny else unit.requires)[direction].extend(
-                            _endpoint_matchers(key, raw[key], pref))
+                            _endpoint_matchers(keys.requires, raw[keys.requires], pref))
         return unit
 
     def _warn_reserved_subject(self, pref: PolicyRef, raw: Any, path: tuple[str | int, ...]) -> None:
@@ -113,10 +152,10 @@ class _CiliumCompiler(_CompilerBase):
                        f"if no policy selected it; {TOO_PERMISSIVE}")
 
     def _cilium_peer_rule(
-        self, rref: RuleRef, direction: str, deny: bool, raw: Mapping[str, Any], pref: PolicyRef,
+        self, rref: RuleRef, keys: _SectionKeys, deny: bool, raw: Mapping[str, Any], pref: PolicyRef,
         path: tuple[str | int, ...] = (),
     ) -> _Rule:
-        given = self._l3_keys(rref, direction, raw, path)
+        given = self._l3_keys(rref, keys, raw, path)
         self._rule_extras(rref, raw, path, deny)
         matchers: list[_Matcher] = []
         explicit_empty = False
@@ -126,7 +165,7 @@ class _CiliumCompiler(_CompilerBase):
                 continue
             if not items:
                 explicit_empty = True
-            matchers += self._l3_matchers(rref, k, items, pref)
+            matchers += self._l3_matchers(rref, keys, k, items, pref)
         ports, has_l4 = _to_ports(raw)
         icmp = bool(raw.get("icmps"))
         has_l4 = has_l4 or icmp
@@ -138,7 +177,7 @@ class _CiliumCompiler(_CompilerBase):
             peers = (_AnyPeer(),)  # L4-only: every L3 peer (docs layer4 "Example (L4)")
         else:
             peers = ()  # the empty rule {} allows nothing (docs layer3 "Default Deny")
-        return _Rule(rref, direction, deny, peers, tuple(ports) if has_l4 else None, icmp)
+        return _Rule(rref, keys.direction, deny, peers, tuple(ports) if has_l4 else None, icmp)
 
     def _rule_extras(self, rref: RuleRef, raw: Mapping[str, Any], path: tuple[str | int, ...], deny: bool) -> None:
         """Warnings for the parts of a rule beyond L3/L4 that the evaluator does not model."""
@@ -167,44 +206,35 @@ class _CiliumCompiler(_CompilerBase):
                            f"L7 rules ({', '.join(kinds)}) are not modelled: treated as allow-all on "
                            f"the ports of that toPorts entry; {TOO_PERMISSIVE}")
 
-    def _l3_keys(self, rref: RuleRef, direction: str, raw: Mapping[str, Any],
+    def _l3_keys(self, rref: RuleRef, keys: _SectionKeys, raw: Mapping[str, Any],
                  path: tuple[str | int, ...] = ()) -> list[str]:
         """The L3 peer keys the rule sets, warning about those not modelled."""
-        pre = "from" if direction == _INGRESS else "to"
-        l3_keys = [
-            f"{pre}Endpoints",
-            f"{pre}Entities",
-            f"{pre}CIDR",
-            f"{pre}CIDRSet",
-            f"{pre}Nodes",
-            f"{pre}Groups",
-        ]
-        if direction == _EGRESS:
-            l3_keys += ["toFQDNs", "toServices"]
-        given = [k for k in l3_keys if k in raw and raw[k] is not None]
-        for k in (f"{pre}Groups", "toServices"):
-            if k in given:
+        given = [k for k in keys.l3() if k in raw and raw[k] is not None]
+        for k in (keys.groups, keys.services):
+            if k is not None and k in given:
                 self._warn(rref, (*path, k), k, f"{k} is not modelled; it selects no peer here, so "
                                                 f"what it allows is reported denied: {TOO_STRICT}")
-        if raw.get(f"{pre}Nodes"):
-            self._warn(rref, (*path, f"{pre}Nodes"), f"{pre}Nodes",
-                       f"{pre}Nodes is matched as every node (host and remote-node): node labels are not "
+        if raw.get(keys.nodes):
+            self._warn(rref, (*path, keys.nodes), keys.nodes,
+                       f"{keys.nodes} is matched as every node (host and remote-node): node labels are not "
                        f"modelled; {TOO_PERMISSIVE}")
         return given
 
-    def _l3_matchers(self, rref: RuleRef, k: str, items: list[Any], pref: PolicyRef) -> list[_Matcher]:
-        """The matchers of one L3 key (``fromEndpoints``, ``toCIDRSet``, ...) of a rule."""
+    def _l3_matchers(self, rref: RuleRef, keys: _SectionKeys, k: str, items: list[Any],
+                     pref: PolicyRef) -> list[_Matcher]:
+        """The matchers of one L3 key (``fromEndpoints``, ``toCIDRSet``, ...) of a rule; the groups
+        and services keys give none (not modelled, warned about by `_l3_keys`)."""
         matchers: list[_Matcher] = []
-        if k.endswith("Endpoints"):
+        if k == keys.endpoints:
             matchers += _endpoint_matchers(k, items, pref)
-        elif k.endswith("Entities"):
+        elif k == keys.entities:
             matchers.append(_EntityMatcher(frozenset(str(e) for e in items)))
-        elif k.endswith("CIDR"):
+        elif k == keys.cidr:
             for c in items:
                 m = self._cidr(str(c), [], rref)
                 if m is not None:
                     matchers.append(m)
-        elif k.endswith("CIDRSet"):
+        elif k == keys.cidr_set:
             for c in items:
                 if not isinstance(c, Mapping) or "cidr" not in c:
                     self._warn(rref, (), "CIDR groups",
@@ -214,10 +244,10 @@ class _CiliumCompiler(_CompilerBase):
                 m = self._cidr(str(c["cidr"]), [str(x) for x in c.get("except") or []], rref)
                 if m is not None:
                     matchers.append(m)
-        elif k.endswith("Nodes"):
+        elif k == keys.nodes:
             if items:
                 matchers.append(_NodeMatcher())
-        elif k == "toFQDNs":
+        elif k == keys.fqdns:
             pats = tuple(
                 _fqdn_regex(f.get("matchName"), f.get("matchPattern")) for f in items if isinstance(f, Mapping)
             )

@@ -12,6 +12,12 @@ from topogate.analysis.netpolicy.ports import _port_spec, _PortSpec
 from topogate.analysis.netpolicy.rules import PathMap, _CompilerBase, _Rule, _Unit
 from topogate.analysis.netpolicy.selectors import _compile_selector
 
+# Per direction: (its rules' key in the spec, its policyTypes value, the peers' key of a rule).
+_SECTION_KEYS = (
+    (_INGRESS, "ingress", "Ingress", "from"),
+    (_EGRESS, "egress", "Egress", "to"),
+)
+
 
 class _NetpolCompiler(_CompilerBase):
     """networking.k8s.io/v1 NetworkPolicy into _Units."""
@@ -32,10 +38,7 @@ class _NetpolCompiler(_CompilerBase):
             # API defaulting: Ingress always, Egress when there are egress rules.
             types = {"Ingress"} | ({"Egress"} if spec.get("egress") else set())
         unit = _Unit(pref, ns, _compile_selector(spec.get("podSelector")), True, {})
-        for direction, key, tname, peer_key in (
-            (_INGRESS, "ingress", "Ingress", "from"),
-            (_EGRESS, "egress", "Egress", "to"),
-        ):
+        for direction, key, tname, peer_key in _SECTION_KEYS:
             isolated = tname in types
             unit.enforce[direction] = isolated
             unit.has_rules[direction] = isolated
