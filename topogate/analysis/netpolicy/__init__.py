@@ -147,6 +147,7 @@ from topogate.analysis.netpolicy.model import (
     SourceRef,
     Verdict,
 )
+from topogate.analysis.netpolicy.peers import matcher_anchor
 from topogate.analysis.netpolicy.ports import PortRange
 
 __all__ = [
@@ -164,4 +165,5 @@ __all__ = [
     "SideVerdict",
     "SourceRef",
     "Verdict",
+    "matcher_anchor",
 ]
