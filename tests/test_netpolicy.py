@@ -1044,5 +1044,5 @@ def test_scales_with_namespaces_not_policies() -> None:
         ps.evaluate(client, server, port, "TCP")
     elapsed = time.perf_counter() - t0
     # only ns5's ten policies are looked at; scanning 10,000 per call would be far slower
-    assert len(ps._units_for(server)) == len([i for i in range(10_000) if i % 1000 == 5 and i % 7 == 5])
+    assert len(ps.selection.units_for(server)) == len([i for i in range(10_000) if i % 1000 == 5 and i % 7 == 5])
     assert elapsed < 0.5, elapsed

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from test_netpolicy import CASES, Case, load, pod, pset, summary
 
 from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef
-from topogate.analysis.netpolicy.ports import _PortSet, _PortSpec
-from topogate.analysis.netpolicy.rules import _FirstMatch
+from topogate.analysis.netpolicy.ports import PolicyPort, PortSet
+from topogate.analysis.netpolicy.rules import FirstMatch
 
 T = TypeVar("T")
 
@@ -252,8 +252,8 @@ _NAMES = ("http", "dns", "metrics")
 _PROTOS = ("TCP", "UDP", "SCTP")
 
 
-def _spec(protos: frozenset[str], name: str | None, lo: int, width: int) -> _PortSpec:
-    return _PortSpec(protos, 0, 0, name) if name else _PortSpec(protos, lo, min(65535, lo + width))
+def _spec(protos: frozenset[str], name: str | None, lo: int, width: int) -> PolicyPort:
+    return PolicyPort(protos, 0, 0, name) if name else PolicyPort(protos, lo, min(65535, lo + width))
 
 
 _SPEC = st.builds(
@@ -266,7 +266,7 @@ _DST = st.lists(st.tuples(st.sampled_from(_NAMES), st.integers(1, 65535), st.sam
                 max_size=4).map(lambda ports: pod("x", "b", ports=tuple(ports)))
 
 
-def _probe_ports(specs: list[_PortSpec], dst: PodClass) -> Iterator[int]:
+def _probe_ports(specs: list[PolicyPort], dst: PodClass) -> Iterator[int]:
     yield from (0, 1, 2, 65535, 65536)
     for s in specs:
         for _, lo, hi in s.resolve(dst):
@@ -275,8 +275,8 @@ def _probe_ports(specs: list[_PortSpec], dst: PodClass) -> Iterator[int]:
 
 @settings(max_examples=100, derandomize=True, deadline=None, database=None)
 @given(specs=_SPECS, dst=_DST)
-def test_port_set_answers_as_the_scan_of_every_spec(specs: list[_PortSpec], dst: PodClass) -> None:
-    index = _PortSet(specs)
+def test_port_set_answers_as_the_scan_of_every_spec(specs: list[PolicyPort], dst: PodClass) -> None:
+    index = PortSet(specs)
     for port, proto in itertools.product(set(_probe_ports(specs, dst)), _PROTOS):
         want = any(s.matches(port, proto, dst) for s in specs)
         assert index.matches(port, proto, dst) == want, (port, proto)
@@ -284,9 +284,9 @@ def test_port_set_answers_as_the_scan_of_every_spec(specs: list[_PortSpec], dst:
 
 @settings(max_examples=40, derandomize=True, deadline=None, database=None)
 @given(specs=_SPECS, deny=_SPECS, dst=_DST)
-def test_port_classes_agree_with_the_scan_at_every_edge(specs: list[_PortSpec], deny: list[_PortSpec],
+def test_port_classes_agree_with_the_scan_at_every_edge(specs: list[PolicyPort], deny: list[PolicyPort],
                                                          dst: PodClass) -> None:
-    def entries(ss: list[_PortSpec]) -> list[dict[str, Any]]:
+    def entries(ss: list[PolicyPort]) -> list[dict[str, Any]]:
         return [({"port": s.name} if s.name else {"port": str(s.start), "endPort": s.end})
                 | {"protocol": "ANY" if len(s.protocols) == 3 else min(s.protocols)}
                 for s in ss if len(s.protocols) in (1, 3)]
@@ -300,7 +300,7 @@ def test_port_classes_agree_with_the_scan_at_every_edge(specs: list[_PortSpec], 
            "metadata": {"name": "p", "namespace": "x"}, "spec": spec}
     ps = pset_of(yaml.safe_dump(obj))
     # the scan's answer, from the specs as the compiler read them back from the YAML
-    unit = ps._units_for(dst)[0]
+    unit = ps.selection.units_for(dst)[0]
     allow_specs = unit.rules["ingress"][0].ports
     deny_specs = unit.deny_rules["ingress"][0].ports or () if deny_e else ()
 
@@ -325,7 +325,7 @@ def test_port_classes_agree_with_the_scan_at_every_edge(specs: list[_PortSpec], 
 def test_semantics_through_the_rule_index(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every evaluator case of test_netpolicy, with the first-matching-rule index always built
     (it is only built past a few rules): same verdict, decided by the same rules."""
-    monkeypatch.setattr(_FirstMatch, "_SCAN", -1)
+    monkeypatch.setattr(FirstMatch, "_SCAN", -1)
     v = pset(case.policies).evaluate(case.src, case.dst, case.port, case.proto)
     assert (v.allowed, summary(v)) == (case.allowed, case.decided), v.reason
 
@@ -336,8 +336,8 @@ _RULE_PORTS = st.none() | st.lists(_SPEC.filter(lambda s: len(s.protocols) in (1
 @settings(max_examples=40, derandomize=True, deadline=None, database=None)
 @given(allows=st.lists(_RULE_PORTS, max_size=14), denies=st.lists(_RULE_PORTS, max_size=12), dst=_DST)
 def test_many_rules_decided_by_the_first_that_admits_the_port(
-        allows: list[list[_PortSpec] | None], denies: list[list[_PortSpec] | None], dst: PodClass) -> None:
-    def rule(specs: list[_PortSpec] | None) -> dict[str, Any]:
+        allows: list[list[PolicyPort] | None], denies: list[list[PolicyPort] | None], dst: PodClass) -> None:
+    def rule(specs: list[PolicyPort] | None) -> dict[str, Any]:
         out: dict[str, Any] = {"fromEndpoints": [{}]}
         if specs is not None:
             out["toPorts"] = [{"ports": [
@@ -349,18 +349,18 @@ def test_many_rules_decided_by_the_first_that_admits_the_port(
         spec["ingressDeny"] = [rule(d) for d in denies]
     ps = pset_of(yaml.safe_dump({"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
                                  "metadata": {"name": "p", "namespace": "x"}, "spec": spec}))
-    unit = ps._units_for(dst)[0]
+    unit = ps.selection.units_for(dst)[0]
 
     def scan(port: int, proto: str) -> tuple[str, int] | None:
         for section, rules in (("ingressDeny", unit.deny_rules["ingress"]), ("ingress", unit.rules["ingress"])):
             for r in rules:
-                if r.names(XA, ps._ctx) and (r.ports is None or any(p.matches(port, proto, dst) for p in r.ports)):
+                if r.names(XA, ps.labels) and (r.ports is None or any(p.matches(port, proto, dst) for p in r.ports)):
                     return section, r.ref.index
         return None
 
     probes = [p for r in [*unit.rules["ingress"], *unit.deny_rules["ingress"]] for p in r.ports or ()]
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(_FirstMatch, "_SCAN", -1)  # the index even for a few rules
+        m.setattr(FirstMatch, "_SCAN", -1)  # the index even for a few rules
         for port in sorted({p for p in _probe_ports(probes, dst) if 1 <= p <= 65535}):
             for proto in _PROTOS:
                 d = ps.evaluate(XA, dst, port, proto).ingress.decided_by

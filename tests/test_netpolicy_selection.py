@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topogate.analysis.netpolicy import PodClass, PolicySet, SourceRef
-from topogate.analysis.netpolicy.rules import _sort_key, _Unit
+from topogate.analysis.netpolicy.rules import PolicyUnit, policy_sort_key
 
 NAMESPACES = ("a", "b")
 KEYS = ("app", "role", "topogate.dev/workload", "io.kubernetes.pod.namespace",
@@ -25,10 +25,10 @@ VALUES = ("x", "y", "a", "b", "default", "")
 PREFIXES = ("", "k8s:", "any:", "reserved:")
 
 
-def scan(ps: PolicySet, pod: PodClass) -> tuple[_Unit, ...]:
-    """What `_units_for` computed before the index: every candidate asked, then sorted."""
-    cands = ps._clusterwide + ps._by_ns.get(pod.namespace, [])
-    return tuple(sorted((u for u in cands if u.selects(pod, ps._ctx)), key=lambda u: _sort_key(u.policy)))
+def scan(ps: PolicySet, pod: PodClass) -> tuple[PolicyUnit, ...]:
+    """What `units_for` computed before the index: every candidate asked, then sorted."""
+    cands = ps.selection.clusterwide + ps.selection.by_namespace.get(pod.namespace, [])
+    return tuple(sorted((u for u in cands if u.selects(pod, ps.labels)), key=lambda u: policy_sort_key(u.policy)))
 
 
 keys = st.sampled_from(KEYS)
@@ -92,7 +92,7 @@ pods = st.builds(
 @settings(max_examples=150, deadline=None)
 @given(policy_sets(), st.lists(pods, min_size=1, max_size=6))
 def test_index_selects_what_the_scan_selected_in_the_same_order(ps: PolicySet, classes: list[PodClass]) -> None:
-    got = [ps._units_for(p) for p in classes]
+    got = [ps.selection.units_for(p) for p in classes]
     want = [scan(ps, p) for p in classes]
     # The same unit objects in the same order (units compare by identity here: specs of one
     # policy may be equal as values yet distinct).
@@ -114,7 +114,7 @@ def test_a_networkpolicy_reads_the_pod_labels_cilium_would_override() -> None:
     ps = PolicySet.from_objects(objs)
     pod = PodClass("a", (("io.kubernetes.pod.namespace", "x"),))
     assert [str(p) for p in ps.policies_selecting(pod)] == ["CiliumNetworkPolicy/a/q", "NetworkPolicy/a/p"]
-    assert ps._units_for(pod) == scan(ps, pod)
+    assert ps.selection.units_for(pod) == scan(ps, pod)
 
 
 def fleet(jobs: int, namespaces: int = 2) -> PolicySet:
@@ -142,19 +142,19 @@ def selects_per_class(jobs: int, monkeypatch: Any) -> tuple[int, list[int]]:
     """(`selects` calls per pod class, how many units selected each)."""
     ps = fleet(jobs)
     calls = 0
-    real = _Unit.selects
+    real = PolicyUnit.selects
 
-    def counting(self: _Unit, pod: PodClass, ctx: Any) -> bool:
+    def counting(self: PolicyUnit, pod: PodClass, ctx: Any) -> bool:
         nonlocal calls
         calls += 1
         return real(self, pod, ctx)
 
-    monkeypatch.setattr(_Unit, "selects", counting)
+    monkeypatch.setattr(PolicyUnit, "selects", counting)
     classes = [PodClass(f"team-{j % 2}", (("topogate.dev/network-zone", f"gpu-{j % 3}"),
                                           ("topogate.dev/replica-group", g),
                                           ("topogate.dev/workload", f"job-{j}")))
                for j in range(jobs) for g in ("Master", "Worker")]
-    sizes = [len(ps._units_for(p)) for p in classes]
+    sizes = [len(ps.selection.units_for(p)) for p in classes]
     return calls // len(classes), sizes
 
 

@@ -6,6 +6,74 @@ CiliumNetworkPolicy (CNP), CiliumClusterwideNetworkPolicy (CCNP) and Kubernetes
 NetworkPolicy (NP), over *pod classes* (one per set of identical labels, like a Cilium
 security identity) rather than over pods, so the cost grows with label classes, not pod pairs.
 
+Where each construct lives
+--------------------------
+Each construct, spelled as the upstream CRD schemas spell it (cilium.io/v2 CNP and CCNP, pinned in
+tests/crds.lock.json; networking.k8s.io/v1), and the one file that reads or decides it.
+Compiling turns each ``spec``/``specs`` entry into a unit (``rules.PolicyUnit``) of compiled
+rules (``rules.PolicyRule``) and peer matchers (``peers.py``); evaluating asks them.
+
+CiliumNetworkPolicy, CiliumClusterwideNetworkPolicy (cilium.io/v2)
+  apiVersion (refused when missing), spec, specs ................ cilium.py
+  CCNP cluster scope; a CNP without metadata.namespace: default . cilium.py
+  endpointSelector (reserved: sources warned) ................... cilium.py
+  nodeSelector (host policies, not modelled) .................... cilium.py
+  ingress, egress ............................................... cilium.py
+  ingressDeny, egressDeny ....................................... cilium.py
+  enableDefaultDeny (ingress, egress) ........................... cilium.py
+  fromEndpoints, toEndpoints (scoped to the policy's namespace) . cilium.py
+  fromEntities, toEntities ...................................... cilium.py
+  fromCIDR, toCIDR .............................................. cilium.py
+  fromCIDRSet, toCIDRSet (cidr, except) ......................... cilium.py
+  cidrGroupRef, cidrGroupSelector (not modelled) ................ cilium.py
+  toFQDNs (matchName, matchPattern) ............................. cilium.py
+  toServices, fromGroups, toGroups (not modelled) ............... cilium.py
+  fromNodes, toNodes ............................................ cilium.py
+  fromRequires, toRequires ...................................... cilium.py
+  toPorts, icmps ................................................ cilium.py
+  toPorts ports: port, endPort, protocol (ANY) .................. ports.py
+  toPorts rules: dns (the DNS proxy) ............................ cilium.py
+  toPorts rules L7 (http, ...), serverNames, listener,
+    terminatingTLS, originatingTLS (not modelled) ............... cilium.py
+  authentication.mode, and auth.type before 1.14 (not modelled) . cilium.py
+
+NetworkPolicy (networking.k8s.io/v1), Namespace (v1), List
+  podSelector, policyTypes, ingress, egress, from, to ........... kubernetes.py
+  peer podSelector, namespaceSelector, ipBlock (cidr, except) ... kubernetes.py
+  ports: port, endPort, protocol ................................ ports.py
+  Namespace metadata.labels; List items ......................... objects.py
+
+Selectors and labels
+  matchLabels, matchExpressions (In, NotIn, Exists, DoesNotExist) selectors.py
+  the k8s:, any: (and reserved:, ...) key prefixes .............. selectors.py
+  the namespace key io.kubernetes.pod.namespace and
+    io.cilium.k8s.namespace.labels.* in a selector .............. selectors.py
+  the labels a pod's identity carries (namespace, namespace
+    labels, kubernetes.io/metadata.name, io.cilium.k8s.policy.
+    serviceaccount, io.cilium.k8s.policy.cluster) ............... labels.py
+
+What a peer key matches
+  entities: all, world, cluster, host, init, ingress, unmanaged,
+    remote-node, health, kube-apiserver ......................... peers.py
+  a CIDR (inside the rule's, outside its except) ................ peers.py
+  a DNS name (matchName, matchPattern with * and **.) ........... peers.py
+  fromNodes/toNodes (host and remote-node) ...................... peers.py
+  a NetworkPolicy peer (podSelector AND namespaceSelector) ...... peers.py
+  a named port (the destination pod's container ports) .......... ports.py
+
+Decisions
+  both sides: the sender's egress AND the receiver's ingress .... evaluate.py
+  deny wins; allow-localhost; allows are a union; toFQDNs needs
+    the DNS proxy; default deny, or why it is off ............... decide.py
+  which policies select a pod and switch default deny on ........ selection.py
+  a unit's subject (CNP/NP: its namespace; CCNP: every one) ..... rules.py
+  fromRequires/toRequires applied to a rule's endpoint peers .... rules.py
+  policy order (CCNP, CNP, NP, then namespace, name, file:line)  rules.py
+  a rule's ports indexed, one bisection per port ................ ports.py
+  the first rule of a side admitting a port ..................... rules.py
+  port classes for a trace, open ranges for the boundary proof .. evaluate.py
+  what is not modelled, and how that bounds a verdict (TG120) ... compiler.py
+
 Semantics chosen, and where each non-obvious one comes from
 ----------------------------------------------------------
 Both sides.  A connection flows only if the sender's egress AND the receiver's ingress allow
@@ -147,6 +215,7 @@ from topogate.analysis.netpolicy.model import (
     SourceRef,
     Verdict,
 )
+from topogate.analysis.netpolicy.peers import matcher_anchor
 from topogate.analysis.netpolicy.ports import PortRange
 
 __all__ = [
@@ -164,4 +233,5 @@ __all__ = [
     "SideVerdict",
     "SourceRef",
     "Verdict",
+    "matcher_anchor",
 ]

@@ -5,41 +5,82 @@ L3 peers of every kind and L4 ``toPorts``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from topogate.analysis.netpolicy.compiler import TOO_PERMISSIVE, TOO_STRICT, CompilerBase, PathMap
 from topogate.analysis.netpolicy.model import (
-    _EGRESS,
-    _INGRESS,
-    _L4_PROTOCOLS,
+    DIRECTION_EGRESS,
+    DIRECTION_INGRESS,
     KIND_CCNP,
     PolicyRef,
     RuleRef,
     SourceRef,
 )
 from topogate.analysis.netpolicy.peers import (
-    _AnyPeer,
-    _EndpointMatcher,
-    _EntityMatcher,
-    _fqdn_regex,
-    _FQDNMatcher,
-    _Matcher,
-    _NodeMatcher,
+    AnyPeer,
+    EndpointMatcher,
+    EntityMatcher,
+    FQDNMatcher,
+    NodeMatcher,
+    PeerMatcher,
+    fqdn_regex,
 )
-from topogate.analysis.netpolicy.ports import _port_spec, _PortSpec
-from topogate.analysis.netpolicy.rules import TOO_PERMISSIVE, TOO_STRICT, PathMap, _CompilerBase, _Rule, _Unit
-from topogate.analysis.netpolicy.selectors import _compile_selector, _Selector, _split_source
+from topogate.analysis.netpolicy.ports import ANY_PROTOCOL, PolicyPort, read_policy_port
+from topogate.analysis.netpolicy.rules import PolicyRule, PolicyUnit
+from topogate.analysis.netpolicy.selectors import CompiledSelector, compile_selector, split_source
+
+__all__ = ["CiliumCompiler", "no_api_version"]
 
 
-class _CiliumCompiler(_CompilerBase):
-    """CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy into _Units."""
+@dataclass(frozen=True)
+class _SectionKeys:
+    """The CRD field names of one direction of a Cilium rule (api.IngressRule / api.EgressRule),
+    spelled out so that each one the evaluator reads is found by grep."""
 
-    def cilium(self, obj: Mapping[str, Any], ref: SourceRef, paths: PathMap | None) -> list[_Unit]:
+    direction: str
+    allow: str  # the spec's list of allow rules
+    deny: str  # the spec's list of deny rules
+    endpoints: str
+    entities: str
+    cidr: str
+    cidr_set: str
+    nodes: str
+    groups: str
+    requires: str  # Cilium 1.16-1.18; removed in 1.19
+    fqdns: str | None = None  # egress only
+    services: str | None = None  # egress only
+
+    def l3(self) -> tuple[str, ...]:
+        """The L3 peer keys of a rule of this direction, in the order their matchers are listed."""
+        keys = (self.endpoints, self.entities, self.cidr, self.cidr_set, self.nodes, self.groups)
+        return keys + tuple(k for k in (self.fqdns, self.services) if k is not None)
+
+
+_INGRESS_KEYS = _SectionKeys(
+    direction=DIRECTION_INGRESS, allow="ingress", deny="ingressDeny",
+    endpoints="fromEndpoints", entities="fromEntities", cidr="fromCIDR", cidr_set="fromCIDRSet",
+    nodes="fromNodes", groups="fromGroups", requires="fromRequires",
+)
+_EGRESS_KEYS = _SectionKeys(
+    direction=DIRECTION_EGRESS, allow="egress", deny="egressDeny",
+    endpoints="toEndpoints", entities="toEntities", cidr="toCIDR", cidr_set="toCIDRSet",
+    nodes="toNodes", groups="toGroups", requires="toRequires", fqdns="toFQDNs", services="toServices",
+)
+# enableDefaultDeny's two fields.
+_DEFAULT_DENY_KEYS = {DIRECTION_INGRESS: "ingress", DIRECTION_EGRESS: "egress"}
+
+
+class CiliumCompiler(CompilerBase):
+    """CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy into PolicyUnits."""
+
+    def cilium(self, obj: Mapping[str, Any], ref: SourceRef, paths: PathMap | None) -> list[PolicyUnit]:
         kind = str(obj.get("kind"))
         meta = obj.get("metadata") or {}
         name = str(meta.get("name", "<unnamed>"))
         ns: str | None = None if kind == KIND_CCNP else str(meta.get("namespace") or "default")
         pref = PolicyRef(kind, ns, name, ref)
-        units: list[_Unit] = []
+        units: list[PolicyUnit] = []
         spec = obj.get("spec")
         if isinstance(spec, Mapping):
             units.append(self._cilium_rule(pref, spec, ("spec",), None, paths))
@@ -55,9 +96,9 @@ class _CiliumCompiler(_CompilerBase):
         base: tuple[str | int, ...],
         spec_index: int | None,
         paths: PathMap | None,
-    ) -> _Unit:
+    ) -> PolicyUnit:
         if "endpointSelector" in spec:
-            subject: _Selector | None = _compile_selector(spec.get("endpointSelector"))
+            subject: CompiledSelector | None = compile_selector(spec.get("endpointSelector"))
             self._warn_reserved_subject(pref, spec.get("endpointSelector"), (*base, "endpointSelector"))
         else:
             subject = None
@@ -66,31 +107,31 @@ class _CiliumCompiler(_CompilerBase):
                            "nodeSelector (host policy) selects nodes, not pods: ignored, so traffic to and "
                            f"from the nodes it selects is not checked; {TOO_PERMISSIVE}")
         edd = spec.get("enableDefaultDeny") or {}
-        unit = _Unit(pref, pref.namespace, subject, False, {})
+        unit = PolicyUnit(pref, pref.namespace, subject, False, {})
         dns_rules = [d for r in (spec.get("egress") or []) if isinstance(r, Mapping)
                      for tp in (r.get("toPorts") or [])
                      if isinstance(tp, Mapping) and isinstance(tp.get("rules"), Mapping)
                      for d in (tp["rules"].get("dns") or []) if isinstance(d, Mapping)]
         unit.dns_proxy = bool(dns_rules)
-        unit.dns_names = tuple(_fqdn_regex(d.get("matchName"), d.get("matchPattern")) for d in dns_rules)
-        for direction, allow_key, deny_key in ((_INGRESS, "ingress", "ingressDeny"), (_EGRESS, "egress", "egressDeny")):
-            allow = [r for r in (spec.get(allow_key) or []) if isinstance(r, Mapping)]
-            deny = [r for r in (spec.get(deny_key) or []) if isinstance(r, Mapping)]
+        unit.dns_names = tuple(fqdn_regex(d.get("matchName"), d.get("matchPattern")) for d in dns_rules)
+        for keys in (_INGRESS_KEYS, _EGRESS_KEYS):
+            direction = keys.direction
+            allow = [r for r in (spec.get(keys.allow) or []) if isinstance(r, Mapping)]
+            deny = [r for r in (spec.get(keys.deny) or []) if isinstance(r, Mapping)]
             has = bool(allow) or bool(deny)
             unit.has_rules[direction] = has
             # enableDefaultDeny.<dir>: false opts out; unset means "true if this direction has rules".
-            unit.enforce[direction] = has and edd.get(direction) is not False
-            for section, rules, is_deny in ((allow_key, allow, False), (deny_key, deny, True)):
+            unit.enforce[direction] = has and edd.get(_DEFAULT_DENY_KEYS[direction]) is not False
+            for section, rules, is_deny in ((keys.allow, allow, False), (keys.deny, deny, True)):
                 for i, raw in enumerate(rules):
                     rref = RuleRef(pref, section, i, self._src(paths, (*base, section, i), pref.source), spec_index)
-                    rule = self._cilium_peer_rule(rref, direction, is_deny, raw, pref, (*base, section, i))
+                    rule = self._cilium_peer_rule(rref, keys, is_deny, raw, pref, (*base, section, i))
                     (unit.deny_rules if is_deny else unit.rules)[direction].append(rule)
                     # fromRequires/toRequires (Cilium 1.16-1.18; removed in 1.19) narrow the
                     # endpoint peers of every policy selecting the pod, not only this rule's.
-                    key = "fromRequires" if direction == _INGRESS else "toRequires"
-                    if isinstance(raw.get(key), list):
+                    if isinstance(raw.get(keys.requires), list):
                         (unit.requires_deny if is_deny else unit.requires)[direction].extend(
-                            _endpoint_matchers(key, raw[key], pref))
+                            _endpoint_matchers(keys.requires, raw[keys.requires], pref))
         return unit
 
     def _warn_reserved_subject(self, pref: PolicyRef, raw: Any, path: tuple[str | int, ...]) -> None:
@@ -103,7 +144,7 @@ class _CiliumCompiler(_CompilerBase):
         keys += [str(e.get("key", "")) for e in raw.get("matchExpressions") or []
                  if isinstance(e, Mapping) and e.get("operator") in ("In", "Exists")]
         for key in sorted(set(keys)):
-            source, name = _split_source(key)
+            source, name = split_source(key)
             if source in ("k8s", "any"):
                 continue
             what = f"the {name} entity" if source == "reserved" else f"{source}:{name} identities"
@@ -113,12 +154,12 @@ class _CiliumCompiler(_CompilerBase):
                        f"if no policy selected it; {TOO_PERMISSIVE}")
 
     def _cilium_peer_rule(
-        self, rref: RuleRef, direction: str, deny: bool, raw: Mapping[str, Any], pref: PolicyRef,
+        self, rref: RuleRef, keys: _SectionKeys, deny: bool, raw: Mapping[str, Any], pref: PolicyRef,
         path: tuple[str | int, ...] = (),
-    ) -> _Rule:
-        given = self._l3_keys(rref, direction, raw, path)
+    ) -> PolicyRule:
+        given = self._l3_keys(rref, keys, raw, path)
         self._rule_extras(rref, raw, path, deny)
-        matchers: list[_Matcher] = []
+        matchers: list[PeerMatcher] = []
         explicit_empty = False
         for k in given:
             items = raw[k]
@@ -126,19 +167,19 @@ class _CiliumCompiler(_CompilerBase):
                 continue
             if not items:
                 explicit_empty = True
-            matchers += self._l3_matchers(rref, k, items, pref)
+            matchers += self._l3_matchers(rref, keys, k, items, pref)
         ports, has_l4 = _to_ports(raw)
         icmp = bool(raw.get("icmps"))
         has_l4 = has_l4 or icmp
         if explicit_empty:
-            peers: tuple[_Matcher, ...] = ()  # an explicitly empty selector list selects nobody
+            peers: tuple[PeerMatcher, ...] = ()  # an explicitly empty selector list selects nobody
         elif given:
             peers = tuple(matchers)
         elif has_l4:
-            peers = (_AnyPeer(),)  # L4-only: every L3 peer (docs layer4 "Example (L4)")
+            peers = (AnyPeer(),)  # L4-only: every L3 peer (docs layer4 "Example (L4)")
         else:
             peers = ()  # the empty rule {} allows nothing (docs layer3 "Default Deny")
-        return _Rule(rref, direction, deny, peers, tuple(ports) if has_l4 else None, icmp)
+        return PolicyRule(rref, keys.direction, deny, peers, tuple(ports) if has_l4 else None, icmp)
 
     def _rule_extras(self, rref: RuleRef, raw: Mapping[str, Any], path: tuple[str | int, ...], deny: bool) -> None:
         """Warnings for the parts of a rule beyond L3/L4 that the evaluator does not model."""
@@ -167,44 +208,35 @@ class _CiliumCompiler(_CompilerBase):
                            f"L7 rules ({', '.join(kinds)}) are not modelled: treated as allow-all on "
                            f"the ports of that toPorts entry; {TOO_PERMISSIVE}")
 
-    def _l3_keys(self, rref: RuleRef, direction: str, raw: Mapping[str, Any],
+    def _l3_keys(self, rref: RuleRef, keys: _SectionKeys, raw: Mapping[str, Any],
                  path: tuple[str | int, ...] = ()) -> list[str]:
         """The L3 peer keys the rule sets, warning about those not modelled."""
-        pre = "from" if direction == _INGRESS else "to"
-        l3_keys = [
-            f"{pre}Endpoints",
-            f"{pre}Entities",
-            f"{pre}CIDR",
-            f"{pre}CIDRSet",
-            f"{pre}Nodes",
-            f"{pre}Groups",
-        ]
-        if direction == _EGRESS:
-            l3_keys += ["toFQDNs", "toServices"]
-        given = [k for k in l3_keys if k in raw and raw[k] is not None]
-        for k in (f"{pre}Groups", "toServices"):
-            if k in given:
+        given = [k for k in keys.l3() if k in raw and raw[k] is not None]
+        for k in (keys.groups, keys.services):
+            if k is not None and k in given:
                 self._warn(rref, (*path, k), k, f"{k} is not modelled; it selects no peer here, so "
                                                 f"what it allows is reported denied: {TOO_STRICT}")
-        if raw.get(f"{pre}Nodes"):
-            self._warn(rref, (*path, f"{pre}Nodes"), f"{pre}Nodes",
-                       f"{pre}Nodes is matched as every node (host and remote-node): node labels are not "
+        if raw.get(keys.nodes):
+            self._warn(rref, (*path, keys.nodes), keys.nodes,
+                       f"{keys.nodes} is matched as every node (host and remote-node): node labels are not "
                        f"modelled; {TOO_PERMISSIVE}")
         return given
 
-    def _l3_matchers(self, rref: RuleRef, k: str, items: list[Any], pref: PolicyRef) -> list[_Matcher]:
-        """The matchers of one L3 key (``fromEndpoints``, ``toCIDRSet``, ...) of a rule."""
-        matchers: list[_Matcher] = []
-        if k.endswith("Endpoints"):
+    def _l3_matchers(self, rref: RuleRef, keys: _SectionKeys, k: str, items: list[Any],
+                     pref: PolicyRef) -> list[PeerMatcher]:
+        """The matchers of one L3 key (``fromEndpoints``, ``toCIDRSet``, ...) of a rule; the groups
+        and services keys give none (not modelled, warned about by `_l3_keys`)."""
+        matchers: list[PeerMatcher] = []
+        if k == keys.endpoints:
             matchers += _endpoint_matchers(k, items, pref)
-        elif k.endswith("Entities"):
-            matchers.append(_EntityMatcher(frozenset(str(e) for e in items)))
-        elif k.endswith("CIDR"):
+        elif k == keys.entities:
+            matchers.append(EntityMatcher(frozenset(str(e) for e in items)))
+        elif k == keys.cidr:
             for c in items:
                 m = self._cidr(str(c), [], rref)
                 if m is not None:
                     matchers.append(m)
-        elif k.endswith("CIDRSet"):
+        elif k == keys.cidr_set:
             for c in items:
                 if not isinstance(c, Mapping) or "cidr" not in c:
                     self._warn(rref, (), "CIDR groups",
@@ -214,37 +246,37 @@ class _CiliumCompiler(_CompilerBase):
                 m = self._cidr(str(c["cidr"]), [str(x) for x in c.get("except") or []], rref)
                 if m is not None:
                     matchers.append(m)
-        elif k.endswith("Nodes"):
+        elif k == keys.nodes:
             if items:
-                matchers.append(_NodeMatcher())
-        elif k == "toFQDNs":
+                matchers.append(NodeMatcher())
+        elif k == keys.fqdns:
             pats = tuple(
-                _fqdn_regex(f.get("matchName"), f.get("matchPattern")) for f in items if isinstance(f, Mapping)
+                fqdn_regex(f.get("matchName"), f.get("matchPattern")) for f in items if isinstance(f, Mapping)
             )
-            matchers.append(_FQDNMatcher(pats))
+            matchers.append(FQDNMatcher(pats))
         return matchers
 
 
-def _endpoint_matchers(k: str, items: list[Any], pref: PolicyRef) -> list[_Matcher]:
+def _endpoint_matchers(k: str, items: list[Any], pref: PolicyRef) -> list[PeerMatcher]:
     """``fromEndpoints``/``toEndpoints``: label selectors, scoped like the agent scopes them."""
-    matchers: list[_Matcher] = []
+    matchers: list[PeerMatcher] = []
     for j, sel_raw in enumerate(items):
         if not isinstance(sel_raw, Mapping):
             # A null entry would read as {} and select every pod: refuse it.
             raise ValueError(f"{k}[{j}] is not a label selector")
-        sel = _compile_selector(sel_raw)
+        sel = compile_selector(sel_raw)
         scope: str | None = pref.namespace
         # Cilium scopes a CNP peer selector to the policy namespace unless it names
         # the namespace or namespace labels (agent: getEndpointSelector).
         if scope is not None and (sel.names_namespace() or sel.names_namespace_labels()):
             scope = None
-        matchers.append(_EndpointMatcher(sel, scope))
+        matchers.append(EndpointMatcher(sel, scope))
     return matchers
 
 
-def _to_ports(raw: Mapping[str, Any]) -> tuple[list[_PortSpec], bool]:
+def _to_ports(raw: Mapping[str, Any]) -> tuple[list[PolicyPort], bool]:
     """(port specs of the rule's ``toPorts``, whether it has any toPorts entry)."""
-    ports: list[_PortSpec] = []
+    ports: list[PolicyPort] = []
     has_l4 = False
     for pr in raw.get("toPorts") or []:
         if not isinstance(pr, Mapping):
@@ -253,10 +285,10 @@ def _to_ports(raw: Mapping[str, Any]) -> tuple[list[_PortSpec], bool]:
         plist = pr.get("ports")
         if not plist:
             # A toPorts entry without ports (e.g. only L7 rules) applies to every port.
-            ports.append(_PortSpec(_L4_PROTOCOLS, 0, 0))
+            ports.append(PolicyPort(ANY_PROTOCOL, 0, 0))
         for p in plist or []:
             if isinstance(p, Mapping):
-                ports.append(_port_spec(p, _L4_PROTOCOLS))
+                ports.append(read_policy_port(p, ANY_PROTOCOL))
     return ports, has_l4
 
 

@@ -1,10 +1,28 @@
-"""The value types of network-policy evaluation (pods, externals, references, verdicts) and
-the label and kind constants every other module of the package shares.
+"""The value types of network-policy evaluation (pods, externals, references, verdicts), the
+policy kinds and the two directions: what every other module of the package shares.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+__all__ = [
+    "DIRECTION_EGRESS",
+    "DIRECTION_INGRESS",
+    "KIND_CCNP",
+    "KIND_CNP",
+    "KIND_NP",
+    "Cited",
+    "External",
+    "Peer",
+    "PodClass",
+    "PolicyError",
+    "PolicyRef",
+    "RuleRef",
+    "SideVerdict",
+    "SourceRef",
+    "Verdict",
+]
 
 # ---------------------------------------------------------------------------------------------
 # Public value types
@@ -155,24 +173,11 @@ class Verdict:
 KIND_CNP = "CiliumNetworkPolicy"
 KIND_CCNP = "CiliumClusterwideNetworkPolicy"
 KIND_NP = "NetworkPolicy"
-_KIND_ORDER = {KIND_CCNP: 0, KIND_CNP: 1, KIND_NP: 2}
 
-_NS_LABEL = "io.kubernetes.pod.namespace"
-_NS_LABELS_PREFIX = "io.cilium.k8s.namespace.labels."
-_SA_LABEL = "io.cilium.k8s.policy.serviceaccount"
-_CLUSTER_LABEL = "io.cilium.k8s.policy.cluster"
-_META_NAME = "kubernetes.io/metadata.name"
-
-_L4_PROTOCOLS = frozenset({"TCP", "UDP", "SCTP"})
-_MAX_PORT = 65535
-
-# What each External entity is a member of, for fromEntities/toEntities matching.
-_CLUSTER_MEMBERS = frozenset(
-    {"host", "remote-node", "init", "health", "unmanaged", "ingress", "kube-apiserver", "cluster"}
-)
-_WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
-_INGRESS = "ingress"
-_EGRESS = "egress"
+# The two sides of a flow: the keys of a unit's rule tables and the word a verdict's sentence
+# uses. DIRECTION_ in the name because "ingress" is also a Cilium entity (peers.py).
+DIRECTION_INGRESS = "ingress"
+DIRECTION_EGRESS = "egress"
 
 
 class PolicyError(ValueError):

@@ -1,54 +1,60 @@
 """Peer matchers: each answers "is this peer selected?" for one kind of L3 selector of a rule
-(endpoints, entities, CIDRs, FQDNs, nodes, NetworkPolicy peers).
+(endpoints, entities, CIDRs, FQDNs, nodes, NetworkPolicy peers). ``ctx`` is the policy set's
+`IdentityLabels`: the labels a selector sees on a pod.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from topogate.analysis.netpolicy.model import _CLUSTER_MEMBERS, _WORLD_ENTITIES, External, Peer, PodClass
-from topogate.analysis.netpolicy.selectors import _Selector
+from topogate.analysis.netpolicy.labels import IdentityLabels
+from topogate.analysis.netpolicy.model import External, Peer, PodClass
+from topogate.analysis.netpolicy.selectors import CompiledSelector
 
-if TYPE_CHECKING:
-    from topogate.analysis.netpolicy.evaluate import PolicySet
+__all__ = [
+    "AnyPeer",
+    "CIDRMatcher",
+    "EndpointMatcher",
+    "EntityMatcher",
+    "FQDNMatcher",
+    "NetworkPolicyPeerMatcher",
+    "NodeMatcher",
+    "PeerMatcher",
+    "fqdn_regex",
+    "matcher_anchor",
+]
+
+# The entities the ``cluster`` entity covers besides pods (docs security/policy/layer3
+# "Entities based").
+_CLUSTER_MEMBERS = frozenset(
+    {"host", "remote-node", "init", "health", "unmanaged", "ingress", "kube-apiserver", "cluster"}
+)
+_WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
 
 
-class _Ctx:
-    """Per-evaluation helpers the matchers need (label views of pods), owned by the PolicySet."""
+class PeerMatcher:
+    """One L3 selector of a rule; a rule admits a peer any of its matchers selects."""
 
-    def __init__(self, pset: PolicySet) -> None:
-        self._pset = pset
-
-    def pod_labels(self, pod: PodClass) -> Mapping[str, str]:
-        return self._pset._pod_labels(pod)
-
-    def ns_labels(self, pod: PodClass) -> Mapping[str, str]:
-        return self._pset._ns_labels(pod)
-
-
-class _Matcher:
-    def matches(self, peer: Peer, ctx: _Ctx) -> bool:  # pragma: no cover - interface
+    def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:  # pragma: no cover - interface
         raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class _AnyPeer(_Matcher):
+class AnyPeer(PeerMatcher):
     """Every peer: pods and everything outside (L4-only Cilium rules, NP rules without from/to)."""
 
-    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+    def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         return True
 
 
 @dataclass(frozen=True)
-class _EndpointMatcher(_Matcher):
-    sel: _Selector
+class EndpointMatcher(PeerMatcher):
+    sel: CompiledSelector
     scope_ns: str | None  # None: any namespace
 
-    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+    def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         if not isinstance(peer, PodClass):
             return False  # endpoint selectors only select Cilium endpoints (pods)
         if self.scope_ns is not None and peer.namespace != self.scope_ns:
@@ -57,10 +63,10 @@ class _EndpointMatcher(_Matcher):
 
 
 @dataclass(frozen=True)
-class _EntityMatcher(_Matcher):
+class EntityMatcher(PeerMatcher):
     entities: frozenset[str]
 
-    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+    def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         ents = self.entities
         if "all" in ents:
             return True
@@ -101,11 +107,11 @@ IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass(frozen=True)
-class _CIDRMatcher(_Matcher):
+class CIDRMatcher(PeerMatcher):
     net: IPNet
     excepts: tuple[IPNet, ...]
 
-    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+    def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         if not isinstance(peer, External):
             return False  # CIDR rules never select pods (docs layer3 "CIDR based")
         if peer.cidr is None:
@@ -127,17 +133,17 @@ class _CIDRMatcher(_Matcher):
 
 
 @dataclass(frozen=True)
-class _FQDNMatcher(_Matcher):
+class FQDNMatcher(PeerMatcher):
     patterns: tuple[re.Pattern[str], ...]
 
-    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+    def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         if not isinstance(peer, External) or not peer.fqdn:
             return False
         name = peer.fqdn.lower().rstrip(".")
         return any(p.fullmatch(name) for p in self.patterns)
 
 
-def _fqdn_regex(match_name: str | None, match_pattern: str | None) -> re.Pattern[str]:
+def fqdn_regex(match_name: str | None, match_pattern: str | None) -> re.Pattern[str]:
     if match_name is not None:
         return re.compile(re.escape(match_name.lower().rstrip(".")))
     pat = (match_pattern or "").lower().rstrip(".")
@@ -152,22 +158,22 @@ def _fqdn_regex(match_name: str | None, match_pattern: str | None) -> re.Pattern
 
 
 @dataclass(frozen=True)
-class _NodeMatcher(_Matcher):
+class NodeMatcher(PeerMatcher):
     """fromNodes/toNodes: node labels are not modelled, so any node selector means host/remote-node."""
 
-    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+    def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         return isinstance(peer, External) and peer.entity in ("host", "remote-node")
 
 
 @dataclass(frozen=True)
-class _NPPeerMatcher(_Matcher):
+class NetworkPolicyPeerMatcher(PeerMatcher):
     """A NetworkPolicy peer with podSelector and/or namespaceSelector (ANDed when both)."""
 
-    pod_sel: _Selector | None
-    ns_sel: _Selector | None
+    pod_sel: CompiledSelector | None
+    ns_sel: CompiledSelector | None
     policy_ns: str
 
-    def matches(self, peer: Peer, ctx: _Ctx) -> bool:
+    def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         if not isinstance(peer, PodClass):
             return False
         if self.ns_sel is None:
@@ -176,3 +182,18 @@ class _NPPeerMatcher(_Matcher):
         elif not self.ns_sel.matches(ctx.ns_labels(peer)):
             return False
         return self.pod_sel is None or self.pod_sel.matches(dict(peer.labels))
+
+
+def matcher_anchor(matcher: PeerMatcher) -> tuple[str | None, tuple[tuple[str, frozenset[str]], ...]] | None:
+    """(namespace scope, (label key, values) pairs) that a pod must all carry for an endpoint
+    matcher to select it, or None when the matcher has no such anchor (entities, `{}`, only
+    NotIn/Exists): anchored matchers are answered from a label index instead of a scan over
+    every pod, through their most selective pair."""
+    if isinstance(matcher, EndpointMatcher):
+        sel, scope = matcher.sel, matcher.scope_ns
+    elif isinstance(matcher, NetworkPolicyPeerMatcher) and matcher.pod_sel is not None and matcher.ns_sel is None:
+        sel, scope = matcher.pod_sel, matcher.policy_ns
+    else:
+        return None
+    pairs = tuple((r.key, r.values) for r in sel.reqs if r.op == "In" and r.pod_source)
+    return (scope, pairs) if pairs else None

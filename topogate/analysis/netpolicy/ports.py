@@ -9,7 +9,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.netpolicy.model import _L4_PROTOCOLS, _MAX_PORT, Peer, PodClass, Verdict
+from topogate.analysis.netpolicy.model import Peer, PodClass, Verdict
+
+__all__ = ["ANY_PROTOCOL", "L4_PROTOCOLS", "MAX_PORT", "PolicyPort", "PortRange", "PortSet", "read_policy_port"]
+
+MAX_PORT = 65535
+# The protocols that carry ports, in the order a trace lists them.
+L4_PROTOCOLS = ("TCP", "UDP", "SCTP")
+# What a CNP port's protocol ``ANY`` (or none) covers: "any protocols with transport ports (TCP,
+# UDP, SCTP)" (CRD text of toPorts.ports.protocol).
+ANY_PROTOCOL = frozenset(L4_PROTOCOLS)
 
 
 @dataclass(frozen=True)
@@ -32,7 +41,9 @@ class PortRange:
 
 
 @dataclass(frozen=True)
-class _PortSpec:
+class PolicyPort:
+    """One port entry of a rule: a CNP ``toPorts[].ports[]`` or a NetworkPolicy ``ports[]``."""
+
     protocols: frozenset[str]
     start: int  # 0: every port
     end: int
@@ -40,7 +51,7 @@ class _PortSpec:
 
     def span(self) -> tuple[int, int]:
         """(first, last) port of a numeric spec (port 0 is every port)."""
-        return (1, _MAX_PORT) if self.start == 0 else (self.start, self.end)
+        return (1, MAX_PORT) if self.start == 0 else (self.start, self.end)
 
     def resolve(self, dst: Peer) -> list[tuple[frozenset[str], int, int]]:
         """Concrete (protocols, start, end) ranges this spec covers for destination ``dst``."""
@@ -59,7 +70,7 @@ class _PortSpec:
         return any(proto in protos and lo <= port <= hi for protos, lo, hi in self.resolve(dst))
 
 
-class _PortSet:
+class PortSet:
     """The ports of one rule, indexed. A rule may list thousands of ports (hostile input does),
     and every port class of a trace or a check asks every rule about one port: scanning the specs
     made that quadratic. Numeric specs become, per protocol, sorted disjoint spans (overlapping
@@ -69,7 +80,7 @@ class _PortSet:
 
     __slots__ = ("_names", "_spans")
 
-    def __init__(self, specs: Iterable[_PortSpec]) -> None:
+    def __init__(self, specs: Iterable[PolicyPort]) -> None:
         raw: dict[str, list[tuple[int, int]]] = {}
         names: dict[str, set[str]] = {}
         for spec in specs:
@@ -137,22 +148,22 @@ def _parse_port_value(value: Any) -> tuple[int, str | None]:
     return 0, text
 
 
-def _port_spec(raw: Mapping[str, Any], default_protos: frozenset[str]) -> _PortSpec:
+def read_policy_port(raw: Mapping[str, Any], default_protos: frozenset[str]) -> PolicyPort:
     """``default_protos`` is what a missing protocol means: every L4 protocol for Cilium, TCP for NP."""
     proto = str(raw.get("protocol") or "").upper()
     if proto == "":
         protos = default_protos
     elif proto == "ANY":
-        protos = _L4_PROTOCOLS
+        protos = ANY_PROTOCOL
     else:
         protos = frozenset({proto})
     number, name = _parse_port_value(raw.get("port"))
     if name is not None:
-        return _PortSpec(protos, 0, 0, name)  # endPort is ignored for named ports
+        return PolicyPort(protos, 0, 0, name)  # endPort is ignored for named ports
     end = raw.get("endPort")
     try:
         end_i = int(end) if end is not None else number
     except (TypeError, ValueError):
         end_i = number
     end_i = max(end_i, number)  # an endPort below port is ignored
-    return _PortSpec(protos, number, end_i)
+    return PolicyPort(protos, number, end_i)

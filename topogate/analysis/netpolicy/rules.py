@@ -1,21 +1,24 @@
-"""Compiled rules and units (one subject selector with its rules), shared by both compilers
-and the evaluator.
+"""Compiled rules and units (one subject selector with its rules), what the evaluator asks:
+which rules name a peer, which admit a port, in which order policies are listed.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
-import ipaddress
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from topogate.analysis.netpolicy.labels import IdentityLabels
 from topogate.analysis.netpolicy.model import (
-    _EGRESS,
-    _INGRESS,
-    _KIND_ORDER,
+    DIRECTION_EGRESS,
+    DIRECTION_INGRESS,
+    KIND_CCNP,
+    KIND_CNP,
+    KIND_NP,
     External,
     Peer,
     PodClass,
@@ -23,9 +26,16 @@ from topogate.analysis.netpolicy.model import (
     RuleRef,
     SourceRef,
 )
-from topogate.analysis.netpolicy.peers import _CIDRMatcher, _Ctx, _EndpointMatcher, _FQDNMatcher, _Matcher
-from topogate.analysis.netpolicy.ports import _PortSet, _PortSpec
-from topogate.analysis.netpolicy.selectors import _Selector
+from topogate.analysis.netpolicy.peers import EndpointMatcher, FQDNMatcher, PeerMatcher
+from topogate.analysis.netpolicy.ports import PolicyPort, PortSet
+from topogate.analysis.netpolicy.selectors import CompiledSelector
+
+__all__ = ["FirstMatch", "PolicyRule", "PolicyUnit", "meets_requirements", "only_by_fqdn", "policy_sort_key"]
+
+# Policies are listed clusterwide first, then namespaced, then NetworkPolicy: the first matching
+# rule in that order is the one a verdict reports.
+_KIND_ORDER = {KIND_CCNP: 0, KIND_CNP: 1, KIND_NP: 2}
+_T = TypeVar("_T")
 
 # ---------------------------------------------------------------------------------------------
 # Compiled rules and policies
@@ -33,21 +43,24 @@ from topogate.analysis.netpolicy.selectors import _Selector
 
 
 @dataclass(frozen=True)
-class _Rule:
+class PolicyRule:
+    """One rule of a policy (an entry of ingress, ingressDeny, egress, egressDeny), compiled: the
+    peers it names and the ports it admits."""
+
     ref: RuleRef
     direction: str  # ingress | egress
     deny: bool
-    peers: tuple[_Matcher, ...]  # union; empty = selects no peer
-    ports: tuple[_PortSpec, ...] | None  # None = every port and protocol
+    peers: tuple[PeerMatcher, ...]  # union; empty = selects no peer
+    ports: tuple[PolicyPort, ...] | None  # None = every port and protocol
     icmp: bool = False  # the rule carries icmps (so it only allows ICMP unless toPorts too)
     # ``ports`` indexed (derived, so left out of equality): one lookup per port, not a scan.
-    port_set: _PortSet | None = field(init=False, default=None, compare=False, repr=False)
+    port_set: PortSet | None = field(init=False, default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.ports is not None:
-            object.__setattr__(self, "port_set", _PortSet(self.ports))
+            object.__setattr__(self, "port_set", PortSet(self.ports))
 
-    def matches(self, peer: Peer, dst: Peer, port: int, proto: str, ctx: _Ctx) -> bool:
+    def matches(self, peer: Peer, dst: Peer, port: int, proto: str, ctx: IdentityLabels) -> bool:
         return self.admits(port, proto, dst) and self.names(peer, ctx)
 
     def admits(self, port: int, proto: str, dst: Peer) -> bool:
@@ -56,7 +69,7 @@ class _Rule:
             return self.ports is None or self.icmp
         return self.port_set is None or self.port_set.matches(port, proto, dst)
 
-    def names(self, peer: Peer, ctx: _Ctx) -> bool:
+    def names(self, peer: Peer, ctx: IdentityLabels) -> bool:
         """Does the rule's L3 part select the peer?"""
         for m in self.peers:  # a loop, not any(<generator>): asked per rule, pair and job
             if m.matches(peer, ctx):
@@ -64,7 +77,7 @@ class _Rule:
         return False
 
 
-def _meets_requirements(rule: _Rule, peer: Peer, ctx: _Ctx, requires: Sequence[_Matcher]) -> bool:
+def meets_requirements(rule: PolicyRule, peer: Peer, ctx: IdentityLabels, requires: Sequence[PeerMatcher]) -> bool:
     """``fromRequires``/``toRequires``: Cilium adds the requirements of every policy selecting the
     pod to each ``fromEndpoints``/``toEndpoints`` selector of its rules (pkg/policy
     GetSourceEndpointSelectorsWithRequirements); entities, CIDRs and L4-only rules keep their
@@ -72,12 +85,12 @@ def _meets_requirements(rule: _Rule, peer: Peer, ctx: _Ctx, requires: Sequence[_
     through an endpoint matcher whose peer meets every requirement."""
     if not requires:
         return True
-    return any(m.matches(peer, ctx) and (not isinstance(m, _EndpointMatcher)
+    return any(m.matches(peer, ctx) and (not isinstance(m, EndpointMatcher)
                                          or all(q.matches(peer, ctx) for q in requires))
                for m in rule.peers)
 
 
-class _FirstMatch:
+class FirstMatch:
     """The first rule of an ordered list (one side's rules that name one peer) whose ports admit
     a port: what the evaluator asks once per port class. A policy may hold thousands of rules
     (hostile input does), so past a few rules their ports are swept, per protocol, into
@@ -86,12 +99,12 @@ class _FirstMatch:
 
     _SCAN = 8  # up to this many rules a scan is cheaper than building the index
 
-    def __init__(self, rules: Sequence[_Rule], dst: Peer) -> None:
+    def __init__(self, rules: Sequence[PolicyRule], dst: Peer) -> None:
         self.rules = tuple(rules)
         self._dst = dst
         self._index: dict[str, tuple[list[int], list[int | None]]] = {}
 
-    def first(self, port: int, proto: str) -> _Rule | None:
+    def first(self, port: int, proto: str) -> PolicyRule | None:
         if len(self.rules) <= self._SCAN or proto == "ICMP":
             return next((r for r in self.rules if r.admits(port, proto, self._dst)), None)
         got = self._index.get(proto)
@@ -126,26 +139,31 @@ class _FirstMatch:
         return bounds, firsts
 
 
-def _only_by_fqdn(rule: _Rule, peer: Peer, ctx: _Ctx) -> bool:
+def only_by_fqdn(rule: PolicyRule, peer: Peer, ctx: IdentityLabels) -> bool:
     """Does this rule reach the peer only through a toFQDNs selector?"""
     if not isinstance(peer, External) or not peer.fqdn:
         return False
     hits = [m for m in rule.peers if m.matches(peer, ctx)]
-    return bool(hits) and all(isinstance(m, _FQDNMatcher) for m in hits)
+    return bool(hits) and all(isinstance(m, FQDNMatcher) for m in hits)
+
+
+def _per_direction(make: Callable[[], _T]) -> dict[str, _T]:
+    """One fresh value per direction (``list`` gives each its own empty list)."""
+    return {DIRECTION_INGRESS: make(), DIRECTION_EGRESS: make()}
 
 
 @dataclass
-class _Unit:
+class PolicyUnit:
     """One subject selector with its rules: a CNP has one per ``spec``/``specs`` entry."""
 
     policy: PolicyRef
     subject_ns: str | None  # pods must be in this namespace (CNP, NP); None = any (CCNP)
-    subject: _Selector | None  # None: selects no pod (nodeSelector host policies)
+    subject: CompiledSelector | None  # None: selects no pod (nodeSelector host policies)
     np_labels_only: bool  # NP podSelector matches plain pod labels only
     enforce: dict[str, bool]  # direction -> turns on default deny
-    rules: dict[str, list[_Rule]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
-    deny_rules: dict[str, list[_Rule]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
-    has_rules: dict[str, bool] = field(default_factory=lambda: {_INGRESS: False, _EGRESS: False})
+    rules: dict[str, list[PolicyRule]] = field(default_factory=lambda: _per_direction(list))
+    deny_rules: dict[str, list[PolicyRule]] = field(default_factory=lambda: _per_direction(list))
+    has_rules: dict[str, bool] = field(default_factory=lambda: _per_direction(bool))
     # An egress rule sends DNS through Cilium's proxy (toPorts ... rules: {dns: ...}): without one,
     # Cilium never learns the addresses behind a toFQDNs name.
     dns_proxy: bool = False
@@ -154,8 +172,8 @@ class _Unit:
     dns_names: tuple[re.Pattern[str], ...] = ()
     # fromRequires/toRequires (allow and deny rules apart): they narrow the endpoint peers of every
     # rule of every policy that selects the same pod, in that direction.
-    requires: dict[str, list[_Matcher]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
-    requires_deny: dict[str, list[_Matcher]] = field(default_factory=lambda: {_INGRESS: [], _EGRESS: []})
+    requires: dict[str, list[PeerMatcher]] = field(default_factory=lambda: _per_direction(list))
+    requires_deny: dict[str, list[PeerMatcher]] = field(default_factory=lambda: _per_direction(list))
 
     def dns_allows(self, peer: Peer) -> bool:
         """Does this unit's DNS proxy rule let the lookup of ``peer``'s name through?"""
@@ -166,7 +184,7 @@ class _Unit:
         name = peer.fqdn.lower().rstrip(".")
         return any(p.fullmatch(name) for p in self.dns_names)
 
-    def selects(self, pod: PodClass, ctx: _Ctx) -> bool:
+    def selects(self, pod: PodClass, ctx: IdentityLabels) -> bool:
         if self.subject is None:
             return False
         if self.subject_ns is not None and pod.namespace != self.subject_ns:
@@ -197,57 +215,5 @@ class _Where:
     __hash__ = None  # type: ignore[assignment]
 
 
-def _sort_key(ref: PolicyRef) -> tuple[int, str, str, _Where]:
+def policy_sort_key(ref: PolicyRef) -> tuple[int, str, str, _Where]:
     return (_KIND_ORDER.get(ref.kind, 9), ref.namespace or "", ref.name, _Where(ref.source))
-
-
-PathMap = Mapping[tuple[str | int, ...], SourceRef]
-
-# How a construct the evaluator does not model bounds the verdict.
-TOO_PERMISSIVE = "the verdict may be too permissive"
-TOO_STRICT = "the verdict may be too strict"
-
-
-@dataclass(frozen=True)
-class NotModelled:
-    """A construct the evaluator does not model, where it is written, and how that bounds the
-    verdict: what `check` reports (TG120) and `trace` prints as a warning."""
-
-    policy: PolicyRef
-    path: tuple[str | int, ...]  # inside the policy object
-    construct: str  # e.g. "toServices", "L7 rules (http)"
-    message: str  # the whole sentence, bound included
-
-
-class _CompilerBase:
-    """What the Cilium and NetworkPolicy compilers share: the warnings about what is not modelled,
-    source positions and CIDR peers."""
-
-    def __init__(self) -> None:
-        self.warnings: list[str] = []
-        self.not_modelled: list[NotModelled] = []
-
-    def _warn(self, where: PolicyRef | RuleRef, path: tuple[str | int, ...], construct: str,
-              text: str) -> None:
-        """Record a construct that is not modelled: a trace warning and a check finding."""
-        self.warnings.append(f"{where}: {text}")
-        policy = where.policy if isinstance(where, RuleRef) else where
-        self.not_modelled.append(NotModelled(policy, path, construct, text))
-
-    def _src(self, paths: PathMap | None, path: tuple[str | int, ...], fallback: SourceRef) -> SourceRef:
-        if paths:
-            # The closest enclosing path that has a position.
-            for cut in range(len(path), 0, -1):
-                got = paths.get(path[:cut])
-                if got is not None:
-                    return got
-        return fallback
-
-    def _cidr(self, text: str, excepts: list[str], rref: RuleRef) -> _CIDRMatcher | None:
-        try:
-            net = ipaddress.ip_network(text, strict=False)
-            exc = tuple(ipaddress.ip_network(x, strict=False) for x in excepts)
-        except ValueError:
-            self.warnings.append(f"{rref}: invalid CIDR {text!r} ignored")
-            return None
-        return _CIDRMatcher(net, exc)

@@ -4,8 +4,8 @@ about each job's pods made the check quadratic in jobs.
 
 Each unit is indexed under an anchor of its subject selector: one ``In`` requirement on a pod
 label that every pod it selects must carry (``topogate.dev/workload: job-7``). A pod class then
-asks only the units without an anchor and those whose anchor pair it carries; ``_Unit.selects``
-still decides, so the index only skips units that could not select the pod.
+asks only the units without an anchor and those whose anchor pair it carries;
+``PolicyUnit.selects`` still decides, so the index only skips units that could not select the pod.
 """
 
 from __future__ import annotations
@@ -13,40 +13,44 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from topogate.analysis.netpolicy.model import (
-    _CLUSTER_LABEL,
-    _NS_LABEL,
-    _NS_LABELS_PREFIX,
-    _SA_LABEL,
-    PodClass,
+from topogate.analysis.netpolicy.labels import (
+    CLUSTER_LABEL,
+    NAMESPACE_LABELS_PREFIX,
+    POD_NAMESPACE_LABEL,
+    SERVICE_ACCOUNT_LABEL,
+    IdentityLabels,
 )
-from topogate.analysis.netpolicy.peers import _Ctx
-from topogate.analysis.netpolicy.rules import _sort_key, _Unit
-from topogate.analysis.netpolicy.selectors import _Req
+from topogate.analysis.netpolicy.model import PodClass
+from topogate.analysis.netpolicy.rules import PolicyUnit, policy_sort_key
+from topogate.analysis.netpolicy.selectors import Requirement
+
+__all__ = ["NamespaceScope"]
 
 _Pair = tuple[str, str]
 
 
 def _broad(key: str) -> bool:
     """Labels every pod of a namespace (or of the cluster) carries alike: poor anchors."""
-    return key in (_NS_LABEL, _CLUSTER_LABEL, _SA_LABEL) or key.startswith(_NS_LABELS_PREFIX)
+    return (key in (POD_NAMESPACE_LABEL, CLUSTER_LABEL, SERVICE_ACCOUNT_LABEL)
+            or key.startswith(NAMESPACE_LABELS_PREFIX))
 
 
-def _anchors(unit: _Unit) -> list[_Req]:
+def _anchors(unit: PolicyUnit) -> list[Requirement]:
     """The requirements a pod's labels must satisfy by carrying one of a few (key, value) pairs."""
     if unit.subject is None:
         return []
     return [r for r in unit.subject.reqs if r.op == "In" and r.pod_source]
 
 
-class _Scope:
+class NamespaceScope:
     """The candidate units of one namespace (clusterwide first, as the evaluator lists them),
-    in the order `_units_for` returns them: by policy (`_sort_key`), ties in candidate order."""
+    in the order `SelectionIndex.units_for` returns them: by policy (`policy_sort_key`), ties in
+    candidate order."""
 
-    def __init__(self, cands: Sequence[_Unit]) -> None:
+    def __init__(self, cands: Sequence[PolicyUnit]) -> None:
         # A stable sort of the whole list, once: sorting any subset of it (in candidate order) by
         # the same key gives that subset in this order, so a rank stands in for the key.
-        self.order: list[_Unit] = sorted(cands, key=lambda u: _sort_key(u.policy))
+        self.order: list[PolicyUnit] = sorted(cands, key=lambda u: policy_sort_key(u.policy))
         self.free: list[int] = []  # units without an anchor: asked about every pod
         self.by_pair: dict[_Pair, list[int]] = {}
         counts: Counter[_Pair] = Counter(
@@ -64,7 +68,7 @@ class _Scope:
             for v in best.values:  # no value at all: the unit selects no pod, never a candidate
                 self.by_pair.setdefault((best.key, v), []).append(i)
 
-    def selecting(self, pod: PodClass, ctx: _Ctx) -> tuple[_Unit, ...]:
+    def selecting(self, pod: PodClass, ctx: IdentityLabels) -> tuple[PolicyUnit, ...]:
         """The units that select the pod, in order."""
         # A unit matches either the pod's own labels (NetworkPolicy podSelector) or the labels
         # Cilium gives it (namespace, cluster, ... added); ask with both, `selects` decides.

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.netpolicy.model import _NS_LABEL, _NS_LABELS_PREFIX
+from topogate.analysis.netpolicy.labels import NAMESPACE_LABELS_PREFIX, POD_NAMESPACE_LABEL
+
+__all__ = ["CompiledSelector", "Requirement", "compile_selector", "split_source"]
 
 # ---------------------------------------------------------------------------------------------
 # Label selectors
@@ -19,7 +21,7 @@ from topogate.analysis.netpolicy.model import _NS_LABEL, _NS_LABELS_PREFIX
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-def _split_source(key: str) -> tuple[str, str]:
+def split_source(key: str) -> tuple[str, str]:
     """Cilium label keys are ``source:key``; Kubernetes keys never contain ':'."""
     if ":" in key:
         src, _, rest = key.partition(":")
@@ -28,7 +30,9 @@ def _split_source(key: str) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class _Req:
+class Requirement:
+    """One matchLabels pair (as ``In``) or one matchExpressions entry."""
+
     key: str  # without source prefix
     op: str  # In, NotIn, Exists, DoesNotExist
     values: frozenset[str]
@@ -48,8 +52,11 @@ class _Req:
 
 
 @dataclass(frozen=True)
-class _Selector:
-    reqs: tuple[_Req, ...]
+class CompiledSelector:
+    """A label selector (endpointSelector, fromEndpoints/toEndpoints entries, NetworkPolicy
+    podSelector/namespaceSelector): its requirements are ANDed."""
+
+    reqs: tuple[Requirement, ...]
     text: str  # for messages
 
     def matches(self, labels: Mapping[str, str]) -> bool:
@@ -60,13 +67,13 @@ class _Selector:
         return True
 
     def names_namespace(self) -> bool:
-        return any(r.pod_source and r.key == _NS_LABEL for r in self.reqs)
+        return any(r.pod_source and r.key == POD_NAMESPACE_LABEL for r in self.reqs)
 
     def names_namespace_labels(self) -> bool:
-        return any(r.pod_source and r.key.startswith(_NS_LABELS_PREFIX) for r in self.reqs)
+        return any(r.pod_source and r.key.startswith(NAMESPACE_LABELS_PREFIX) for r in self.reqs)
 
 
-def _compile_selector(raw: Any) -> _Selector:
+def compile_selector(raw: Any) -> CompiledSelector:
     if not isinstance(raw, Mapping):
         raw = {}
     unknown = sorted(str(k) for k in raw if k not in ("matchLabels", "matchExpressions"))
@@ -76,14 +83,14 @@ def _compile_selector(raw: Any) -> _Selector:
         # pod: reading it either way would be a silent verdict.
         raise ValueError(f"label selector field {unknown[0]!r} is not matchLabels or matchExpressions "
                          f"(a label indented under the wrong key?); as written it would select every pod")
-    reqs: list[_Req] = []
+    reqs: list[Requirement] = []
     for k, v in sorted((raw.get("matchLabels") or {}).items()):
-        src, key = _split_source(str(k))
-        reqs.append(_Req(key, "In", frozenset({"" if v is None else str(v)}), src in ("k8s", "any")))
+        src, key = split_source(str(k))
+        reqs.append(Requirement(key, "In", frozenset({"" if v is None else str(v)}), src in ("k8s", "any")))
     for expr in raw.get("matchExpressions") or []:
         if not isinstance(expr, Mapping):
             continue
-        src, key = _split_source(str(expr.get("key", "")))
+        src, key = split_source(str(expr.get("key", "")))
         values = frozenset(str(x) for x in (expr.get("values") or []))
         op = str(expr.get("operator", ""))
         if op not in _OPERATORS:
@@ -91,6 +98,6 @@ def _compile_selector(raw: Any) -> _Selector:
             # into a silent verdict (e.g. `in` instead of `In`).
             raise ValueError(f"matchExpressions key {key!r}: operator {op!r} is not one of "
                              f"{', '.join(_OPERATORS)} (operators are case-sensitive)")
-        reqs.append(_Req(key, op, values, src in ("k8s", "any")))
+        reqs.append(Requirement(key, op, values, src in ("k8s", "any")))
     text = ",".join(f"{r.key} {r.op} {sorted(r.values)}" for r in reqs) or "{}"
-    return _Selector(tuple(reqs), text)
+    return CompiledSelector(tuple(reqs), text)

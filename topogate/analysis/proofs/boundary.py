@@ -39,8 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from topogate.analysis.netpolicy import External, Peer, PodClass, PortRange, RuleRef
-from topogate.analysis.netpolicy.evaluate import matcher_anchor
+from topogate.analysis.netpolicy import External, Peer, PodClass, PortRange, RuleRef, matcher_anchor
 from topogate.analysis.proofs import ClusterView
 from topogate.analysis.result import GroupMap, JobMap
 from topogate.core.labels import NETWORK_ZONE_LABEL

@@ -1,0 +1,146 @@
+"""The verdict of one side of a flow (the sender's egress or the receiver's ingress), in the
+order Cilium decides it: deny rules win, the local host reaches its pods, allow rules are a
+union, a toFQDNs allow needs the DNS proxy, and default deny or its absence decides the rest.
+
+A side is decided once per (pod, peer, destination, port, protocol, direction) and the rules
+of a side that name one peer are gathered once per pair: a job asks the same sides again for
+every flow and every port class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from topogate.analysis.netpolicy.labels import IdentityLabels
+from topogate.analysis.netpolicy.model import (
+    DIRECTION_INGRESS,
+    Cited,
+    External,
+    Peer,
+    PodClass,
+    PolicyRef,
+    RuleRef,
+    SideVerdict,
+)
+from topogate.analysis.netpolicy.rules import (
+    FirstMatch,
+    PolicyRule,
+    PolicyUnit,
+    meets_requirements,
+    only_by_fqdn,
+)
+from topogate.analysis.netpolicy.selection import SelectionIndex
+
+__all__ = ["SideVerdicts"]
+
+_SideKey = tuple[PodClass, Peer, Peer, int, str, str]
+# (deny rules, allow rules, toFQDNs allows that cannot work) of one side that name one peer
+_PairRules = tuple[FirstMatch, FirstMatch, FirstMatch]
+
+
+class SideVerdicts:
+    """Decides and remembers the verdicts of single sides for one policy set."""
+
+    def __init__(self, selection: SelectionIndex, labels: IdentityLabels, allow_localhost: bool) -> None:
+        self.allow_localhost = allow_localhost
+        # Bound once: asked for every side decided.
+        self._units_for = selection.units_for
+        self._policies = selection.policies
+        self._ctx = labels
+        self._side_cache: dict[_SideKey, SideVerdict] = {}
+        self._rules_cache: dict[tuple[PodClass, Peer, Peer, str], _PairRules] = {}
+
+    def side(self, pod: PodClass, peer: Peer, dst: Peer, port: int, proto: str, direction: str) -> SideVerdict:
+        """The verdict of `pod`'s side (`direction`) on traffic with `peer`, to `dst` on a port."""
+        key: _SideKey = (pod, peer, dst, port, proto, direction)
+        got = self._side_cache.get(key)
+        if got is None:
+            got = self._decide(pod, peer, dst, port, proto, direction)
+            self._side_cache[key] = got
+        return got
+
+    def _rules_for(self, pod: PodClass, peer: Peer, dst: Peer, direction: str) -> _PairRules:
+        """(deny rules, allow rules, toFQDNs allows that cannot work) of the pod's side that name
+        this peer, in policy order: which of them admits a port is all that is left to ask per
+        port, so it is asked of an index built once per pair, not of every rule per port."""
+        key = (pod, peer, dst, direction)
+        got = self._rules_cache.get(key)
+        if got is None:
+            ctx = self._ctx
+            units = self._units_for(pod)
+            # fromRequires/toRequires narrow the endpoint peers of every rule (meets_requirements).
+            needs = [q for u in units for q in u.requires[direction]]
+            needs_deny = [q for u in units for q in u.requires_deny[direction]]
+            deny = [r for u in units for r in u.deny_rules[direction]
+                    if r.names(peer, ctx) and meets_requirements(r, peer, ctx, needs_deny)]
+            # A toFQDNs allow works only when DNS goes through Cilium's proxy (step 3 of _decide).
+            proxied = any(u.dns_allows(peer) for u in units)
+            allow: list[PolicyRule] = []
+            stuck: list[PolicyRule] = []
+            for u in units:
+                for r in u.rules[direction]:
+                    if r.names(peer, ctx) and meets_requirements(r, peer, ctx, needs):
+                        (stuck if not proxied and only_by_fqdn(r, peer, ctx) else allow).append(r)
+            got = (FirstMatch(deny, dst), FirstMatch(allow, dst), FirstMatch(stuck, dst))
+            self._rules_cache[key] = got
+        return got
+
+    def _decide(self, pod: PodClass, peer: Peer, dst: Peer, port: int, proto: str, direction: str) -> SideVerdict:
+        selected, enforced_by = self._policies(pod, direction)
+        deny, allow, fqdn_only = self._rules_for(pod, peer, dst, direction)
+        # 1. Deny rules win over everything, enforced or not (docs security/policy/deny).
+        r = deny.first(port, proto)
+        if r is not None:
+            return SideVerdict(bool(enforced_by), selected, False, r.ref, Cited("denied", r.ref), enforced_by)
+        # 2. The local host may always reach its own pods (Cilium --allow-localhost default).
+        if (
+            direction == DIRECTION_INGRESS
+            and self.allow_localhost
+            and isinstance(peer, External)
+            and peer.entity == "host"
+            and enforced_by
+        ):
+            return SideVerdict(
+                True, selected, True, None,
+                "allowed: the local host always reaches its pods (Cilium allow-localhost default)",
+                enforced_by,
+            )
+        # 3. Allow rules are a union over every selecting policy. A toFQDNs allow only works when
+        #    DNS goes through Cilium's proxy (docs security/policy/language "DNS based": the
+        #    proxy learns the names' addresses); without it the rule never matches a packet.
+        r = allow.first(port, proto)
+        if r is not None:
+            return SideVerdict(bool(enforced_by), selected, True, r.ref, Cited("allowed", r.ref), enforced_by)
+        unproxied = fqdn_only.first(port, proto)
+        no_proxy: RuleRef | None = None if unproxied is None else unproxied.ref
+        if no_proxy is not None and enforced_by:
+            return SideVerdict(True, selected, False, no_proxy, (
+                f"{no_proxy} names this host, but no policy selecting the pod sends its lookup through "
+                "Cilium's DNS proxy (an egress rule to kube-dns with toPorts rules: {dns: ...} whose "
+                "matchName/matchPattern covers this name), so Cilium never learns its addresses and "
+                "drops the traffic"), enforced_by)
+        # 4. No rule decided: default deny, where a selecting policy switched it on.
+        return _by_default(pod, self._units_for(pod), selected, enforced_by, direction)
+
+
+def _by_default(pod: PodClass, units: Sequence[PolicyUnit], selected: tuple[PolicyRef, ...],
+                enforced_by: tuple[PolicyRef, ...], direction: str) -> SideVerdict:
+    """The verdict when no rule admits or denies the flow, and why default deny is on or off."""
+    if not enforced_by:
+        if not selected:
+            reason = f"not enforced: no policy selects {pod}, so {direction} is allowed"
+        else:
+            with_rules = [u.policy for u in units if u.has_rules[direction]]
+            if with_rules:
+                names = ", ".join(str(p) for p in dict.fromkeys(with_rules))
+                reason = (
+                    f"not enforced: {names} set enableDefaultDeny.{direction}: false, "
+                    f"so {direction} is allowed"
+                )
+            else:
+                names = ", ".join(str(p) for p in selected)
+                reason = f"not enforced: no {direction} rules in {names}, so {direction} is allowed"
+        return SideVerdict(False, selected, True, None, reason)
+    cands = [u.policy for u in units if u.has_rules[direction]]
+    names = ", ".join(str(p) for p in dict.fromkeys(cands))
+    return SideVerdict(True, selected, False, None, f"default deny: no rule of {names} allows it", enforced_by)

@@ -1,0 +1,74 @@
+"""From Kubernetes objects to compiled policies: which objects are policies (CNP, CCNP, NP),
+which are Namespaces whose labels selectors see, and which are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from topogate.analysis.netpolicy.cilium import CiliumCompiler, no_api_version
+from topogate.analysis.netpolicy.compiler import NotModelled, PathMap
+from topogate.analysis.netpolicy.kubernetes import NetworkPolicyCompiler
+from topogate.analysis.netpolicy.model import KIND_CCNP, KIND_CNP, KIND_NP, PolicyError, SourceRef
+from topogate.analysis.netpolicy.rules import PolicyUnit
+
+__all__ = ["CompiledPolicies", "compile_objects"]
+
+
+@dataclass
+class CompiledPolicies:
+    """What the objects of one cluster say about its network policies."""
+
+    units: list[PolicyUnit]
+    namespace_labels: dict[str, dict[str, str]]  # from the Namespace objects read
+    warnings: list[str]
+    not_modelled: list[NotModelled]
+
+
+class _Compiler(CiliumCompiler, NetworkPolicyCompiler):
+    """Both compilers over one record of what is not modelled."""
+
+
+def compile_objects(objs: Iterable[tuple[Any, ...]]) -> CompiledPolicies:
+    """Compile ``(object, SourceRef)`` pairs or ``(object, SourceRef, paths)`` triples (see
+    `PolicySet.from_objects`). A malformed policy raises `PolicyError` naming where it is."""
+    compiler = _Compiler()
+    units: list[PolicyUnit] = []
+    ns_labels: dict[str, dict[str, str]] = {}
+
+    def take(obj: Any, ref: SourceRef, paths: PathMap | None) -> None:
+        if not isinstance(obj, Mapping):
+            return
+        api = str(obj.get("apiVersion", ""))
+        kind = str(obj.get("kind", ""))
+        if kind.endswith("List") and isinstance(obj.get("items"), list):
+            for item in obj["items"]:
+                take(item, ref, None)
+        elif kind in (KIND_CNP, KIND_CCNP) and not api:
+            raise PolicyError(ref, no_api_version(obj, kind))
+        elif kind in (KIND_CNP, KIND_CCNP) and api.startswith("cilium.io/"):
+            units.extend(compiler.cilium(obj, ref, paths))
+        elif kind == KIND_NP and api == "networking.k8s.io/v1":
+            units.extend(compiler.netpol(obj, ref, paths))
+        elif kind == "Namespace" and api == "v1":
+            meta = obj.get("metadata") or {}
+            name = meta.get("name")
+            if name:
+                labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+                ns_labels.setdefault(str(name), {}).update(labels)
+
+    for item in objs:
+        obj, ref = item[0], item[1]
+        paths = item[2] if len(item) > 2 else None
+        try:
+            take(obj, ref, paths)
+        except PolicyError:
+            raise
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as err:
+            # A policy the API server would reject (wrong types): say where, never crash.
+            kind = obj.get("kind", "object") if isinstance(obj, Mapping) else "object"
+            raise PolicyError(ref, f"cannot read this {kind}: {type(err).__name__}: {err}; "
+                                   "check it against the CRD schema") from None
+    return CompiledPolicies(units, ns_labels, compiler.warnings, compiler.not_modelled)
