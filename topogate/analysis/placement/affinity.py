@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from topogate.analysis.placement.terms import _required_terms, _Term, _term_namespaces
+from topogate.analysis.placement.terms import Term, required_terms, term_namespaces
 from topogate.analysis.scheduling import HOSTNAME_LABEL, selector_matches, with_label_keys
 from topogate.k8s.jobs import JobGroup
 
@@ -13,17 +13,17 @@ if TYPE_CHECKING:
     from topogate.analysis.placement.plan import _Plan
 
 
-def resolve_term(p: _Plan, g: JobGroup, raw: Mapping[str, Any]) -> _Term:
+def resolve_term(p: _Plan, g: JobGroup, raw: Mapping[str, Any]) -> Term:
     """One required term of group `g`: its selector, namespaces, matched groups and peers."""
     job = p.job
     labels = g.label_map
     sel = with_label_keys(raw.get("labelSelector"), labels, raw.get("matchLabelKeys"), raw.get("mismatchLabelKeys"))
-    nss = _term_namespaces(raw, job.namespace, p.known_ns, p.ns_labels)
+    nss = term_namespaces(raw, job.namespace, p.known_ns, p.ns_labels)
     in_scope = nss is None or job.namespace in nss
     targets = frozenset(
         h.name for h in p.live if in_scope and isinstance(sel, dict) and selector_matches(sel, h.label_map)
     )
-    return _Term(sel, nss, targets, tuple(p.peers.match(sel, nss, exclude=job.object_id)))
+    return Term(sel, nss, targets, tuple(p.peers.match(sel, nss, exclude=job.object_id)))
 
 
 def resolve_affinity(p: _Plan) -> None:
@@ -33,13 +33,13 @@ def resolve_affinity(p: _Plan) -> None:
     effective term whose targets match every term. A term on the zone key, or on the hostname
     (same node, hence same zone), ties zones; terms on other keys only need the targets to exist."""
     for g in p.live:
-        raw = _required_terms(g.spec, "podAffinity")
-        eff: _Term | None = None
+        raw = required_terms(g.spec, "podAffinity")
+        eff: Term | None = None
         if raw:
             resolved = [resolve_term(p, g, t) for t in raw]
             targets = frozenset.intersection(*(r.targets for r in resolved))
             peer_keys = set.intersection(*({(q.object_id, q.group) for q in r.peers} for r in resolved))
-            eff = _Term(None, None, targets,
+            eff = Term(None, None, targets,
                         tuple(q for q in resolved[0].peers if (q.object_id, q.group) in peer_keys))
             _require_topology_keys(p, g, raw)
         p.need[g.name] = eff
@@ -61,7 +61,7 @@ def resolve_anti_affinity(p: _Plan) -> None:
     """Required podAntiAffinity on the zone key. It is symmetric for placement: the scheduler
     honours the incoming pod's terms and those of running pods alike."""
     for g in p.live:
-        p.anti[g.name] = [resolve_term(p, g, t) for t in _required_terms(g.spec, "podAntiAffinity")
+        p.anti[g.name] = [resolve_term(p, g, t) for t in required_terms(g.spec, "podAntiAffinity")
                           if t.get("topologyKey") == p.zone_key]
     p.repels = {n: set() for n in p.names}
     p.peer_repel = {n: set() for n in p.names}

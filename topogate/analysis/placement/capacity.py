@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from topogate.analysis.placement.model import Capacity, _fmt
+from topogate.analysis.placement.model import Capacity, zone_list
 from topogate.analysis.scheduling import PoolFit
 from topogate.core.words import plural
 
@@ -45,7 +45,7 @@ def unit_capacity(p: _Plan) -> None:
             # one zone is reported by the per-group check below.
             if len(A[n]) > 1 or len(gpu_members) > 1:
                 need_gpus = sum(by_name[m].gpus for m in gpu_members)
-                p.job_unsched.append(f"{', '.join(members)} must share one zone but no zone of {_fmt(A[n])} holds "
+                p.job_unsched.append(f"{', '.join(members)} must share one zone but no zone of {zone_list(A[n])} holds "
                                      f"their {plural(need_gpus, 'GPU')}")
         elif ok != A[n]:
             for m in members:
@@ -60,7 +60,7 @@ def group_capacity(p: _Plan) -> None:
             slots = _slots(p.fits[n], p.zones[n], g.gpus_per_pod)
             if slots < g.pods:
                 p.unsched[n].append(f"{n} needs {plural(g.pods, 'pod')} x {plural(g.gpus_per_pod, 'GPU')}; the pools it "
-                                    f"fits in {_fmt(p.zones[n])} hold {plural(slots, 'such pod')}")
+                                    f"fits in {zone_list(p.zones[n])} hold {plural(slots, 'such pod')}")
 
 
 def job_capacity(p: _Plan) -> Capacity:

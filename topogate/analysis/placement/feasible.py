@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topogate.analysis.placement.model import _fmt
+from topogate.analysis.placement.model import zone_list
 
 if TYPE_CHECKING:
     from topogate.analysis.placement.plan import _Plan
@@ -58,5 +58,5 @@ def pending_risks(p: _Plan) -> None:
             extra = p.unit_removed[n] - p.zones[n]
             rest = [m for m in p.units.members(n) if m != n]
             if extra and not p.aff[n]:
-                p.risks.append(f"{n} can be scheduled in {_fmt(extra)}, where {', '.join(rest)} cannot follow "
+                p.risks.append(f"{n} can be scheduled in {zone_list(extra)}, where {', '.join(rest)} cannot follow "
                                f"it: they would stay Pending")

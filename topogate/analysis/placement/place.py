@@ -15,7 +15,7 @@ from topogate.analysis.placement.peers import PeerIndex, peers_of
 from topogate.analysis.placement.plan import new_plan
 from topogate.analysis.placement.result import assemble
 from topogate.analysis.placement.spread import splits
-from topogate.analysis.placement.terms import _matches_peers
+from topogate.analysis.placement.terms import matches_peers
 from topogate.analysis.placement.units import narrow_zones_and_units
 from topogate.analysis.scheduling import NodeClass, PoolFit, node_classes
 from topogate.inventory.model import Cluster
@@ -93,7 +93,7 @@ def place_all(
         for j, pl in first:
             # Only a job with a zone-key pod (anti-)affinity term that matches another job's pods
             # can change when peers are known; the others keep their first answer.
-            if _matches_peers(j, cluster.zone_label, index, known, namespace_labels or {}):
+            if matches_peers(j, cluster.zone_label, index, known, namespace_labels or {}):
                 pl = place_job(j, cluster, index, namespace_labels, classes, cache, ku.get(j.object_id))
             out[j.object_id] = pl
     return dict(sorted(out.items()))

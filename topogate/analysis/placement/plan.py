@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topogate.analysis.placement.peers import PeerIndex
-from topogate.analysis.placement.terms import _Term
+from topogate.analysis.placement.terms import Term
 from topogate.analysis.placement.units import _Units
 from topogate.analysis.scheduling import NodeClass, PoolFit, fit_pools, node_classes
 from topogate.inventory.model import Cluster
@@ -35,10 +35,10 @@ class _Plan:
     # Affinity (terms step): the effective required podAffinity term when it ties zones, the
     # effective term whatever its keys, why a group has no pool with its terms' keys, and the
     # required podAntiAffinity terms on the zone key.
-    aff: dict[str, list[_Term]] = field(default_factory=dict)
-    need: dict[str, _Term | None] = field(default_factory=dict)
+    aff: dict[str, list[Term]] = field(default_factory=dict)
+    need: dict[str, Term | None] = field(default_factory=dict)
     missing_key: dict[str, str] = field(default_factory=dict)
-    anti: dict[str, list[_Term]] = field(default_factory=dict)
+    anti: dict[str, list[Term]] = field(default_factory=dict)
     repels: dict[str, set[str]] = field(default_factory=dict)  # anti-affinity, both ways
     peer_repel: dict[str, set[str]] = field(default_factory=dict)  # zones taken by repelled peers
     anti_pairs: frozenset[tuple[str, str]] = frozenset()

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from topogate.analysis.placement.model import Capacity, GroupPlacement, JobPlacement, _fmt
-from topogate.analysis.placement.terms import _Term
+from topogate.analysis.placement.model import Capacity, GroupPlacement, JobPlacement, zone_list
+from topogate.analysis.placement.terms import Term
 from topogate.k8s.jobs import TrainingJob
 from topogate.k8s.kinds import KINDS
 
@@ -59,7 +59,7 @@ def colocation(p: _Plan, out_groups: Sequence[GroupPlacement]) -> tuple[list[str
     for r in runnable:
         if not r.single_zone and not splits[r.name]:
             split_reasons.append(f"{r.name} ({r.pods} pods) is not held in one zone: its pods can land in "
-                                 f"{_fmt(r.zones)}")
+                                 f"{zone_list(r.zones)}")
     for a, b in sorted(p.anti_pairs):
         if a < b and A[a] and A[b]:
             split_reasons.append(f"podAntiAffinity on {zone_key} keeps {a} and {b} in different zones")
@@ -78,7 +78,7 @@ def colocation(p: _Plan, out_groups: Sequence[GroupPlacement]) -> tuple[list[str
     return split_reasons, colocated
 
 
-def _why_empty(n: str, nz: set[str], terms: list[_Term], A: Mapping[str, set[str]], zone_key: str) -> str:
+def _why_empty(n: str, nz: set[str], terms: list[Term], A: Mapping[str, set[str]], zone_key: str) -> str:
     if not nz:
         return "it fits no pool"
     parts = []
@@ -88,7 +88,7 @@ def _why_empty(n: str, nz: set[str], terms: list[_Term], A: Mapping[str, set[str
             if h != n:
                 zs |= A[h]
         parts.append(f"podAffinity on {zone_key} follows {', '.join(sorted(t.targets)) or 'peers'} "
-                     f"into {_fmt(zs)}, but {n} fits only {_fmt(nz)}")
+                     f"into {zone_list(zs)}, but {n} fits only {zone_list(nz)}")
     return "; ".join(parts) or "constraints exclude every zone"
 
 
@@ -106,7 +106,7 @@ def _apart(a: GroupPlacement, b: GroupPlacement, zone_key: str) -> str:
     za, zb = set(a.zones), set(b.zones)
 
     def where(g: GroupPlacement) -> str:
-        return f"only in {g.zones[0]}" if len(g.zones) == 1 else f"in {_fmt(g.zones)}"
+        return f"only in {g.zones[0]}" if len(g.zones) == 1 else f"in {zone_list(g.zones)}"
 
     if not za & zb:
         return f"{a.name} can land {where(a)}, {b.name} {where(b)}: they never share a zone"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topogate.analysis.placement.model import _fmt
+from topogate.analysis.placement.model import zone_list
 from topogate.analysis.scheduling import selector_matches, with_label_keys
 from topogate.core.words import plural
 from topogate.k8s.jobs import JobGroup
@@ -30,7 +30,7 @@ def _self_anti(p: _Plan, g: JobGroup) -> None:
     n, A, zone_key = g.name, p.zones, p.zone_key
     if g.pods > len(A[n]):
         p.unsched[n].append(f"{n}: podAntiAffinity on {zone_key} needs {plural(g.pods, 'zone')} for its {plural(g.pods, 'pod')}, "
-                            f"it can use {len(A[n])} ({_fmt(A[n])})")
+                            f"it can use {len(A[n])} ({zone_list(A[n])})")
     elif n in p.single:
         p.unsched[n].append(f"{n}: podAntiAffinity on {zone_key} puts each of its {plural(g.pods, 'pod')} in its own "
                             f"zone, but podAffinity holds them in one zone")
@@ -59,10 +59,10 @@ def _spread_constraint(p: _Plan, g: JobGroup, c: Any) -> None:
     zero_floor = bool(eligible - reachable) or min_domains > len(eligible) or (in_unit and not others_outside)
     usable = 1 if in_unit else len(A[n])
     desc = (f"spread constraint DoNotSchedule on {zone_key} (maxSkew {skew}, {len(eligible)} eligible "
-            f"zone{'s' if len(eligible) != 1 else ''}: {_fmt(eligible)})")
+            f"zone{'s' if len(eligible) != 1 else ''}: {zone_list(eligible)})")
     if zero_floor and (len(eligible) >= 2 or min_domains > len(eligible)) and g.pods > skew * usable:
         p.unsched[n].append(f"{desc} lets at most {skew * usable} of the {g.pods} pods of {n} run "
-                            f"in {_fmt(A[n]) if not in_unit else 'its one zone'}: the rest stay Pending")
+                            f"in {zone_list(A[n]) if not in_unit else 'its one zone'}: the rest stay Pending")
     elif len(eligible) >= 2 and g.pods > skew and not in_unit:
         p.splits[n].append(f"{desc} splits {n} ({g.pods} pods, maxSkew {skew}, {len(eligible)} eligible zones)")
 
