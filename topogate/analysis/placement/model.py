@@ -15,10 +15,6 @@ Pairs = tuple[tuple[str, str], ...]
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
-# ---------------------------------------------------------------------------------------------
-# Results
-
-
 @dataclass(frozen=True)
 class Capacity:
     requested: int  # GPUs the job asks for (all groups)

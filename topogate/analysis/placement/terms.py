@@ -14,9 +14,6 @@ from topogate.k8s.jobs import TrainingJob
 
 __all__ = ["Term", "matches_peers", "required_terms", "term_namespaces"]
 
-# ---------------------------------------------------------------------------------------------
-# Terms
-
 
 @dataclass(frozen=True)
 class Term:
