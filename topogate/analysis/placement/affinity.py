@@ -1,77 +1,99 @@
-"""Steps that resolve a job's required pod (anti-)affinity into terms over its groups and peers."""
+"""Step 2 of the package docstring: a job's required pod (anti-)affinity resolved into terms over
+its groups and the known peers."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from topogate.analysis.placement.terms import _required_terms, _Term, _term_namespaces
+from topogate.analysis.placement.inputs import Inputs
+from topogate.analysis.placement.terms import Term, required_terms, term_namespaces
 from topogate.analysis.scheduling import HOSTNAME_LABEL, selector_matches, with_label_keys
 from topogate.k8s.jobs import JobGroup
 
-if TYPE_CHECKING:
-    from topogate.analysis.placement.plan import _Plan
+__all__ = ["Affinity", "resolve_affinity"]
 
 
-def resolve_term(p: _Plan, g: JobGroup, raw: Mapping[str, Any]) -> _Term:
+@dataclass(frozen=True)
+class Affinity:
+    # Per group with pods: the one term its required podAffinity terms act as, whatever their
+    # keys (None: it has none). Only pods matching it let the group start.
+    required: Mapping[str, Term | None]
+    # Per group: that term when it ties zones (a term on the zone key or the hostname), else ().
+    zone_ties: Mapping[str, tuple[Term, ...]]
+    # Per group: the groups it never shares a zone with (podAntiAffinity on the zone key, either way).
+    repels: Mapping[str, frozenset[str]]
+    repelled_peer_zones: Mapping[str, frozenset[str]]  # per group: zones of one-zone peers it repels
+    apart: frozenset[tuple[str, str]]  # (a, b), a != b, both ways: groups that never share a zone
+    self_repelling: frozenset[str]  # groups whose own pods repel each other on the zone key
+
+
+def resolve_affinity(inputs: Inputs) -> Affinity:
+    required, zone_ties = _pod_affinity(inputs)
+    repels, peer_zones = _pod_anti_affinity(inputs)
+    names = inputs.names
+    return Affinity(
+        required=required,
+        zone_ties=zone_ties,
+        repels={n: frozenset(r) for n, r in repels.items()},
+        repelled_peer_zones={n: frozenset(z) for n, z in peer_zones.items()},
+        apart=frozenset((a, b) for a in names for b in sorted(repels[a]) if a != b),
+        self_repelling=frozenset(n for n in names if n in repels[n]),
+    )
+
+
+def _resolve_term(inputs: Inputs, g: JobGroup, raw: Mapping[str, Any]) -> Term:
     """One required term of group `g`: its selector, namespaces, matched groups and peers."""
-    job = p.job
-    labels = g.label_map
-    sel = with_label_keys(raw.get("labelSelector"), labels, raw.get("matchLabelKeys"), raw.get("mismatchLabelKeys"))
-    nss = _term_namespaces(raw, job.namespace, p.known_ns, p.ns_labels)
+    job = inputs.job
+    sel = with_label_keys(raw.get("labelSelector"), g.label_map, raw.get("matchLabelKeys"),
+                          raw.get("mismatchLabelKeys"))
+    nss = term_namespaces(raw, job.namespace, inputs.known_namespaces, inputs.namespace_labels)
     in_scope = nss is None or job.namespace in nss
     targets = frozenset(
-        h.name for h in p.live if in_scope and isinstance(sel, dict) and selector_matches(sel, h.label_map)
+        h.name for h in inputs.with_pods if in_scope and isinstance(sel, dict) and selector_matches(sel, h.label_map)
     )
-    return _Term(sel, nss, targets, tuple(p.peers.match(sel, nss, exclude=job.object_id)))
+    return Term(sel, nss, targets, tuple(inputs.peers.match(sel, nss, exclude=job.object_id)))
 
 
-def resolve_affinity(p: _Plan) -> None:
+def _pod_affinity(inputs: Inputs) -> tuple[dict[str, Term | None], dict[str, tuple[Term, ...]]]:
     """Required podAffinity: the scheduler counts, per topology domain, the existing pods that match
     ALL of the pod's required affinity terms, and needs one in the node's domain of every term's
     key (kube-scheduler InterPodAffinity plugin, satisfyPodAffinity). So the terms act as one
     effective term whose targets match every term. A term on the zone key, or on the hostname
     (same node, hence same zone), ties zones; terms on other keys only need the targets to exist."""
-    for g in p.live:
-        raw = _required_terms(g.spec, "podAffinity")
-        eff: _Term | None = None
+    required: dict[str, Term | None] = {}
+    zone_ties: dict[str, tuple[Term, ...]] = {}
+    for g in inputs.with_pods:
+        raw = required_terms(g.spec, "podAffinity")
+        eff: Term | None = None
         if raw:
-            resolved = [resolve_term(p, g, t) for t in raw]
+            resolved = [_resolve_term(inputs, g, t) for t in raw]
             targets = frozenset.intersection(*(r.targets for r in resolved))
             peer_keys = set.intersection(*({(q.object_id, q.group) for q in r.peers} for r in resolved))
-            eff = _Term(None, None, targets,
-                        tuple(q for q in resolved[0].peers if (q.object_id, q.group) in peer_keys))
-            _require_topology_keys(p, g, raw)
-        p.need[g.name] = eff
-        tied = any(t.get("topologyKey") in (p.zone_key, HOSTNAME_LABEL) for t in raw)
-        p.aff[g.name] = [eff] if eff is not None and tied else []
+            eff = Term(None, None, targets,
+                       tuple(q for q in resolved[0].peers if (q.object_id, q.group) in peer_keys))
+        required[g.name] = eff
+        tied = any(t.get("topologyKey") in (inputs.zone_key, HOSTNAME_LABEL) for t in raw)
+        zone_ties[g.name] = (eff,) if eff is not None and tied else ()
+    return required, zone_ties
 
 
-def _require_topology_keys(p: _Plan, g: JobGroup, raw: list[dict[str, Any]]) -> None:
-    """"All topology labels must exist on the node": a pool without a term's key is out."""
-    keys = {str(t.get("topologyKey", "")) for t in raw} - {HOSTNAME_LABEL}
-    keyed = {f.zone for f in p.fits[g.name] if f.fits and all(k in f.node.label_map for k in keys)}
-    if p.node_zones[g.name] and not keyed:
-        p.missing_key[g.name] = (f"{g.name}: no pool it fits carries the podAffinity topologyKey "
-                                 f"{', '.join(sorted(keys))}: it stays Pending")
-    p.node_zones[g.name] = keyed
-
-
-def resolve_anti_affinity(p: _Plan) -> None:
+def _pod_anti_affinity(inputs: Inputs) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """Required podAntiAffinity on the zone key. It is symmetric for placement: the scheduler
-    honours the incoming pod's terms and those of running pods alike."""
-    for g in p.live:
-        p.anti[g.name] = [resolve_term(p, g, t) for t in _required_terms(g.spec, "podAntiAffinity")
-                          if t.get("topologyKey") == p.zone_key]
-    p.repels = {n: set() for n in p.names}
-    p.peer_repel = {n: set() for n in p.names}
-    for n in p.names:
-        for t in p.anti[n]:
+    honours the incoming pod's terms and those of running pods alike. Returns, per group, the
+    groups it repels either way and the zones of the one-zone peers it repels."""
+    anti = {g.name: [_resolve_term(inputs, g, t) for t in required_terms(g.spec, "podAntiAffinity")
+                     if t.get("topologyKey") == inputs.zone_key]
+            for g in inputs.with_pods}
+    repels: dict[str, set[str]] = {n: set() for n in inputs.names}
+    peer_zones: dict[str, set[str]] = {n: set() for n in inputs.names}
+    for n in inputs.names:
+        for t in anti[n]:
             for h in t.targets:
-                p.repels[n].add(h)
-                p.repels[h].add(n)
+                repels[n].add(h)
+                repels[h].add(n)
             for q in t.peers:
                 if len(q.zones) == 1:
-                    p.peer_repel[n] |= set(q.zones)
-    p.anti_pairs = frozenset((a, b) for a in p.names for b in sorted(p.repels[a]) if a != b)
-    p.self_anti = {n for n in p.names if n in p.repels[n]}
+                    peer_zones[n] |= set(q.zones)
+    return repels, peer_zones

@@ -1,83 +1,107 @@
-"""GPU capacity (step 4 of the package docstring): GPUs are whole devices on one node, a
-co-location unit must fit in one zone, and the job must fit in the pools where it can land."""
+"""GPU capacity: GPUs are whole devices on one node, a co-location unit must fit in one zone (the
+end of step 4 of the package docstring, ``fit_gpu_units``), and each group and the whole job
+must fit in the pools where they can land (step 6, ``check_capacity``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from topogate.analysis.placement.model import Capacity, _fmt
+from topogate.analysis.placement.inputs import Inputs
+from topogate.analysis.placement.model import Capacity, zone_list
 from topogate.analysis.scheduling import PoolFit
 from topogate.core.words import plural
 
-if TYPE_CHECKING:
-    from topogate.analysis.placement.plan import _Plan
+__all__ = ["GpuFit", "check_capacity", "fit_gpu_units"]
 
 
-def _slots(fits: Sequence[PoolFit], zones: set[str], gpp: int) -> int:
+def _slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: int) -> int:
     """Pods of `gpp` GPUs the fitting pools in `zones` can hold."""
     if gpp <= 0:
         return 1 << 30
     return sum(f.node.nodes * (f.node.gpus_per_node // gpp) for f in fits if f.fits and f.zone in zones)
 
 
-def unit_capacity(p: _Plan) -> None:
-    """4a: a GPU unit must fit in one zone; its zones shrink to those where it does."""
-    A, by_name, fits, units = p.zones, p.by_name, p.fits, p.units
-    seen_roots: set[str] = set()
-    for n in p.names:
-        root = units.find(n)
-        if n not in p.single or root in seen_roots:
+def fit_gpu_units(
+    inputs: Inputs,
+    pool_fits: Mapping[str, tuple[PoolFit, ...]],
+    zones: Mapping[str, frozenset[str]],
+    one_zone: set[str],
+    unit_of: Mapping[str, str],
+    members: Mapping[str, tuple[str, ...]],
+) -> tuple[dict[str, frozenset[str]], list[str]]:
+    """A GPU unit held in one zone keeps only the zones where all its GPU pods fit together.
+    Returns every group's zones after that, and the units no zone of theirs holds."""
+    groups = inputs.groups
+    out = dict(zones)
+    problems: list[str] = []
+    seen_units: set[str] = set()
+    for n in inputs.names:
+        unit = unit_of[n]
+        if n not in one_zone or unit in seen_units:
             continue
-        seen_roots.add(root)
-        members = units.members(n)
-        gpu_members = [m for m in members if by_name[m].gpus_per_pod > 0]
-        if not gpu_members or not A[n]:
+        seen_units.add(unit)
+        gpu_members = [m for m in members[n] if groups[m].gpus_per_pod > 0]
+        if not gpu_members or not out[n]:
             continue
         ok = set()
-        for z in A[n]:
-            fits_each = all(_slots(fits[m], {z}, by_name[m].gpus_per_pod) >= by_name[m].pods for m in gpu_members)
-            pools_z = {(f.zone, f.pool): f.node.gpus for m in gpu_members for f in fits[m] if f.fits and f.zone == z}
-            if fits_each and sum(by_name[m].gpus for m in gpu_members) <= sum(pools_z.values()):
+        for z in out[n]:
+            fits_each = all(_slots(pool_fits[m], (z,), groups[m].gpus_per_pod) >= groups[m].pods for m in gpu_members)
+            pools_z = {(f.zone, f.pool): f.node.gpus for m in gpu_members for f in pool_fits[m]
+                       if f.fits and f.zone == z}
+            if fits_each and sum(groups[m].gpus for m in gpu_members) <= sum(pools_z.values()):
                 ok.add(z)
         if not ok:
             # Keep the zones (pods can still land there, some stay Pending); a lone group pinned to
-            # one zone is reported by the per-group check below.
-            if len(A[n]) > 1 or len(gpu_members) > 1:
-                need_gpus = sum(by_name[m].gpus for m in gpu_members)
-                p.job_unsched.append(f"{', '.join(members)} must share one zone but no zone of {_fmt(A[n])} holds "
-                                     f"their {plural(need_gpus, 'GPU')}")
-        elif ok != A[n]:
-            for m in members:
-                A[m] = set(ok)
+            # one zone is reported by the per-group check of step 6.
+            if len(out[n]) > 1 or len(gpu_members) > 1:
+                need_gpus = sum(groups[m].gpus for m in gpu_members)
+                problems.append(f"{', '.join(members[n])} must share one zone but no zone of {zone_list(out[n])} "
+                                f"holds their {plural(need_gpus, 'GPU')}")
+        elif ok != out[n]:
+            # Every member takes the zones the unit fits in, as the unit is placed as one.
+            for m in members[n]:
+                out[m] = frozenset(ok)
+    return out, problems
 
 
-def group_capacity(p: _Plan) -> None:
-    """4b, per group: its pods must fit in the pools of the zones it can use."""
-    for n in p.names:
-        g = p.by_name[n]
-        if g.gpus_per_pod > 0 and p.zones[n]:
-            slots = _slots(p.fits[n], p.zones[n], g.gpus_per_pod)
-            if slots < g.pods:
-                p.unsched[n].append(f"{n} needs {plural(g.pods, 'pod')} x {plural(g.gpus_per_pod, 'GPU')}; the pools it "
-                                    f"fits in {_fmt(p.zones[n])} hold {plural(slots, 'such pod')}")
+@dataclass(frozen=True)
+class GpuFit:
+    reasons: Mapping[str, tuple[str, ...]]  # per group with pods: why its pods do not all fit
+    job: Capacity  # the job's GPUs against those of the pools where it can land
 
 
-def job_capacity(p: _Plan) -> Capacity:
-    """4b, for the job: its GPUs must not exceed those of all pools where some group can land."""
-    A, by_name, names = p.zones, p.by_name, p.names
-    requested = sum(by_name[n].gpus for n in names)
-    usable_pools = {(f.zone, f.pool): f.node.gpus for n in names if by_name[n].gpus_per_pod > 0
-                    for f in p.fits[n] if f.fits and f.zone in A[n]}
+def check_capacity(inputs: Inputs, pool_fits: Mapping[str, tuple[PoolFit, ...]],
+                   zones: Mapping[str, frozenset[str]]) -> GpuFit:
+    reasons = {n: _group_capacity(inputs, n, pool_fits[n], zones[n]) for n in inputs.names}
+    return GpuFit(reasons, _job_capacity(inputs, pool_fits, zones))
+
+
+def _group_capacity(inputs: Inputs, n: str, fits: Sequence[PoolFit], zones: frozenset[str]) -> tuple[str, ...]:
+    """Per group: its pods must fit in the pools of the zones it can use."""
+    g = inputs.groups[n]
+    if g.gpus_per_pod > 0 and zones:
+        slots = _slots(fits, zones, g.gpus_per_pod)
+        if slots < g.pods:
+            return (f"{n} needs {plural(g.pods, 'pod')} x {plural(g.gpus_per_pod, 'GPU')}; the pools it "
+                    f"fits in {zone_list(zones)} hold {plural(slots, 'such pod')}",)
+    return ()
+
+
+def _job_capacity(inputs: Inputs, pool_fits: Mapping[str, tuple[PoolFit, ...]],
+                  zones: Mapping[str, frozenset[str]]) -> Capacity:
+    """For the job: its GPUs must not exceed those of all pools where some group can land."""
+    groups, names = inputs.groups, inputs.names
+    requested = sum(groups[n].gpus for n in names)
+    usable_pools = {(f.zone, f.pool): f.node.gpus for n in names if groups[n].gpus_per_pod > 0
+                    for f in pool_fits[n] if f.fits and f.zone in zones[n]}
     available = sum(usable_pools.values())
     per_zone: dict[str, int] = {}
     for (z, _p), gp in usable_pools.items():
         per_zone[z] = per_zone.get(z, 0) + gp
     best = min(per_zone.items(), key=lambda kv: (-kv[1], kv[0])) if per_zone else ("", 0)
     # Capacity is judged only when every GPU group can land somewhere; otherwise that is the problem.
-    judged = all(A[n] for n in names if by_name[n].gpus_per_pod > 0)
-    cap_ok = requested <= available or not judged
-    cap_msg = "" if cap_ok else f"the job requests {plural(requested, 'GPU')}; the pools where it can land have {available}"
-    if not cap_ok:
-        p.job_unsched.append(cap_msg)
-    return Capacity(requested, available, cap_ok, best[0], best[1], cap_msg)
+    judged = all(zones[n] for n in names if groups[n].gpus_per_pod > 0)
+    fits = requested <= available or not judged
+    message = "" if fits else f"the job requests {plural(requested, 'GPU')}; the pools where it can land have {available}"
+    return Capacity(requested, available, fits, best[0], best[1], message)

@@ -1,62 +1,64 @@
-"""Steps that find why a group can never start: no pool, no pod to follow, affinity deadlock,
-and the pending risks of a co-location unit."""
+"""Step 3 of the package docstring: the groups that can never start, whatever the zones: no pool,
+no pool with their podAffinity keys, no pod to follow, or an affinity deadlock."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from topogate.analysis.placement.model import _fmt
+from topogate.analysis.placement.affinity import Affinity
+from topogate.analysis.placement.inputs import Inputs
+from topogate.analysis.placement.nodes import NodeFilters
+from topogate.analysis.placement.terms import Term
 
-if TYPE_CHECKING:
-    from topogate.analysis.placement.plan import _Plan
+__all__ = ["Unstartable", "find_unstartable"]
 
 
-def node_and_affinity_reasons(p: _Plan) -> None:
+@dataclass(frozen=True)
+class Unstartable:
+    reasons: Mapping[str, tuple[str, ...]]  # per group with pods: why it never starts (() when it can)
+
+
+def find_unstartable(inputs: Inputs, nodes: NodeFilters, affinity: Affinity) -> Unstartable:
+    reasons = {n: _node_and_affinity_reasons(n, nodes, affinity.required[n]) for n in inputs.names}
+    startable = _startable(inputs.names, affinity.required)
+    for n in inputs.names:
+        # A deadlock is named only when nothing else already keeps the group from starting.
+        if n not in startable and not reasons[n]:
+            e = affinity.required[n]
+            waiting_for = sorted(e.targets) if e is not None else []
+            reasons[n].append(f"{n} waits (podAffinity) for {', '.join(waiting_for)}, which "
+                              "wait(s) for it in turn: none of them ever starts")
+    return Unstartable({n: tuple(r) for n, r in reasons.items()})
+
+
+def _node_and_affinity_reasons(n: str, nodes: NodeFilters, required: Term | None) -> list[str]:
     """A group that fits no pool, lacks a topology key, or requires pods that do not exist."""
-    fits = p.fits
-    unsched: dict[str, list[str]] = {n: [] for n in p.names}
-    for n in p.names:
-        if n in p.missing_key:
-            unsched[n].append(p.missing_key[n])
-        elif not p.node_zones[n]:
-            unsched[n].append(f"{n} fits no pool: " + "; ".join(
-                sorted({f"{f.zone}/{f.pool}: {f.reason}" for f in fits[n]})) if fits[n] else f"{n}: the cluster has no pools")
-        e = p.need[n]
-        if e is not None and not e.targets and not e.peers:
-            unsched[n].append(f"{n} requires podAffinity with pods that do not exist (no pod matches all its "
-                              "required podAffinity terms): it stays Pending")
-    p.unsched = unsched
+    out: list[str] = []
+    fits = nodes.pool_fits[n]
+    if n in nodes.missing_topology_key:
+        out.append(nodes.missing_topology_key[n])
+    elif not nodes.zones[n]:
+        out.append(f"{n} fits no pool: " + "; ".join(sorted({f"{f.zone}/{f.pool}: {f.reason}" for f in fits}))
+                   if fits else f"{n}: the cluster has no pools")
+    if required is not None and not required.targets and not required.peers:
+        out.append(f"{n} requires podAffinity with pods that do not exist (no pod matches all its "
+                   "required podAffinity terms): it stays Pending")
+    return out
 
 
-def deadlocks(p: _Plan) -> None:
-    """A term that neither matches the pod itself nor a peer waits for a target to start."""
+def _startable(names: tuple[str, ...], required: Mapping[str, Term | None]) -> set[str]:
+    """The groups that can start: no podAffinity, a term the pod matches itself ("the first pod in
+    a series that have affinity to themselves"), a peer to follow, or a target that can start."""
     startable: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for n in p.names:
+        for n in names:
             if n in startable:
                 continue
-            e = p.need[n]
+            e = required[n]
             if e is None or n in e.targets or e.peers or (e.targets & startable):
                 startable.add(n)
                 changed = True
-    for n in p.names:
-        if n not in startable and not p.unsched[n]:
-            e = p.need[n]
-            waiting_for = sorted(e.targets) if e is not None else []
-            p.unsched[n].append(f"{n} waits (podAffinity) for {', '.join(waiting_for)}, which "
-                                "wait(s) for it in turn: none of them ever starts")
-
-
-def pending_risks(p: _Plan) -> None:
-    """A member of a unit that the scheduler may still put where the rest cannot follow."""
-    for n in p.names:
-        if any(n in u for u in p.kueue_units):
-            continue  # Kueue picks the zone for the whole unit before its pods exist
-        if n in p.single and len(p.units.members(n)) > 1:
-            extra = p.unit_removed[n] - p.zones[n]
-            rest = [m for m in p.units.members(n) if m != n]
-            if extra and not p.aff[n]:
-                p.risks.append(f"{n} can be scheduled in {_fmt(extra)}, where {', '.join(rest)} cannot follow "
-                               f"it: they would stay Pending")
+    return startable

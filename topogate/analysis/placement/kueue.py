@@ -16,7 +16,7 @@ zone, and together with which (docs/kueue.md records where in Kueue's source eac
 
 So the co-location units Kueue guarantees are: a valid group with a one-zone required level, and
 each other pod set with a one-zone required level (in a zone of its own choosing). The placement
-analysis merges these units like any other (``units._form_units``), and a unit's pods use only
+analysis merges these units like any other (step 4, ``units``), and a unit's pods use only
 the pools of the flavors Kueue may give them (``flavor_fits``). Everything that keeps Kueue
 from holding the job together is a ``Concern``; those marked ``needs_colocation`` matter only
 when nothing else (pin, podAffinity) holds the job in one zone.

@@ -9,12 +9,10 @@ from dataclasses import dataclass, field
 
 from topogate.analysis.scheduling import PoolFit
 
+__all__ = ["NAMESPACE_NAME_LABEL", "Capacity", "GroupPlacement", "JobPlacement", "Pairs", "zone_list"]
+
 Pairs = tuple[tuple[str, str], ...]
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-# ---------------------------------------------------------------------------------------------
-# Results
 
 
 @dataclass(frozen=True)
@@ -94,6 +92,7 @@ class JobPlacement:
         return frozenset((x, y) for x in ga.zones for y in gb.zones if not (repel and x == y))
 
 
-def _fmt(zones: Iterable[str]) -> str:
+def zone_list(zones: Iterable[str]) -> str:
+    """Zones for a message: sorted, comma-separated, or "no zone"."""
     zs = sorted(zones)
     return ", ".join(zs) if zs else "no zone"

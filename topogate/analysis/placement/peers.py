@@ -11,8 +11,7 @@ from topogate.analysis.placement.model import JobPlacement, Pairs
 from topogate.analysis.scheduling import selector_matches
 from topogate.k8s.jobs import TrainingJob
 
-# ---------------------------------------------------------------------------------------------
-# Peers: pods outside the job that affinity selectors may match
+__all__ = ["Peer", "PeerIndex", "peers_of"]
 
 
 @dataclass(frozen=True)

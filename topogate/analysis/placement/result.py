@@ -1,84 +1,100 @@
 """Result assembly: each group's placement, whether the job stays in one zone (and why not),
-and the ``JobPlacement`` that rules and the map read."""
+and the ``JobPlacement`` that rules and the map read, built from the records of the steps."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from topogate.analysis.placement.model import Capacity, GroupPlacement, JobPlacement, _fmt
-from topogate.analysis.placement.terms import _Term
+from topogate.analysis.placement.affinity import Affinity
+from topogate.analysis.placement.capacity import GpuFit
+from topogate.analysis.placement.feasible import Unstartable
+from topogate.analysis.placement.inputs import Inputs
+from topogate.analysis.placement.model import GroupPlacement, JobPlacement, zone_list
+from topogate.analysis.placement.nodes import NodeFilters
+from topogate.analysis.placement.spread import Splits
+from topogate.analysis.placement.terms import Term
+from topogate.analysis.placement.units import Colocation
 from topogate.k8s.jobs import TrainingJob
 from topogate.k8s.kinds import TRAINING_KINDS
 
-if TYPE_CHECKING:
-    from topogate.analysis.placement.plan import _Plan
+__all__ = ["assemble"]
 
 
-def assemble(p: _Plan, capacity: Capacity) -> JobPlacement:
+def assemble(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable: Unstartable,
+             colocation: Colocation, splits: Splits, capacity: GpuFit) -> JobPlacement:
     """The JobPlacement of the finished analysis."""
-    out_groups = group_results(p)
-    schedulable = all(gp.schedulable for gp in out_groups) and not p.job_unsched
-    unsched_all = tuple(r for gp in out_groups for r in gp.reasons) + tuple(p.job_unsched)
-    split_reasons, colocated = colocation(p, out_groups)
+    out_groups = _group_results(inputs, nodes, affinity, unstartable, colocation, splits, capacity)
+    # The job's own problems, in step order: Kueue's flavors (1), GPU units (4), GPUs (6).
+    job_problems = [*nodes.kueue_problems, *colocation.gpu_problems]
+    if not capacity.job.fits:
+        job_problems.append(capacity.job.message)
+    schedulable = all(gp.schedulable for gp in out_groups) and not job_problems
+    unsched_all = tuple(r for gp in out_groups for r in gp.reasons) + tuple(job_problems)
+    split_reasons, colocated = _colocation(inputs, affinity, colocation, splits, out_groups)
     return JobPlacement(
-        p.job.object_id, p.cluster, tuple(out_groups), schedulable, colocated,
-        tuple(dict.fromkeys(split_reasons)), tuple(dict.fromkeys(unsched_all)), tuple(p.risks),
-        capacity, p.anti_pairs,
+        inputs.job.object_id, inputs.cluster, tuple(out_groups), schedulable, colocated,
+        tuple(dict.fromkeys(split_reasons)), tuple(dict.fromkeys(unsched_all)), colocation.pending_risks,
+        capacity.job, affinity.apart,
     )
 
 
-def group_results(p: _Plan) -> list[GroupPlacement]:
+def _group_results(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable: Unstartable,
+                   colocation: Colocation, splits: Splits, capacity: GpuFit) -> list[GroupPlacement]:
     """One GroupPlacement per group of the job, in the job's order (groups without pods too)."""
-    A, fits, node_zones = p.zones, p.fits, p.node_zones
-    unit_ids = {r: i for i, r in enumerate(sorted({p.units.find(n) for n in p.names}))}
+    fits, node_zones, zones = nodes.pool_fits, nodes.zones, colocation.zones
+    unit_ids = {u: i for i, u in enumerate(sorted(set(colocation.unit_of.values())))}
     out_groups: list[GroupPlacement] = []
-    for g in p.job.groups:
+    for g in inputs.job.groups:
         n = g.name
-        if n not in p.by_name:
+        if n not in inputs.groups:
             out_groups.append(GroupPlacement(n, g.pods, g.gpus_per_pod, (), tuple(sorted(node_zones[n])), (), fits[n]))
             continue
-        zones = tuple(sorted(A[n]))
-        pools = tuple((z, tuple(sorted(f.pool for f in fits[n] if f.fits and f.zone == z))) for z in zones)
-        reasons = list(p.unsched[n])
-        if not zones and not reasons:
-            reasons.append(f"{n} has no zone left: " + _why_empty(n, node_zones[n], p.aff[n], A, p.zone_key))
+        landing = tuple(sorted(zones[n]))
+        pools = tuple((z, tuple(sorted(f.pool for f in fits[n] if f.fits and f.zone == z))) for z in landing)
+        # Per group, in step order: why it never starts (3), what its splits leave Pending (5),
+        # why its GPUs do not fit (6).
+        reasons = [*unstartable.reasons[n], *splits.reasons[n], *capacity.reasons[n]]
+        if not landing and not reasons:
+            reasons.append(f"{n} has no zone left: "
+                           + _why_empty(n, node_zones[n], affinity.zone_ties[n], zones, inputs.zone_key))
         out_groups.append(GroupPlacement(
-            n, g.pods, g.gpus_per_pod, zones, tuple(sorted(node_zones[n])), pools, fits[n],
-            unit_ids[p.units.find(n)], single_zone=n in p.single or g.pods == 1 or len(zones) <= 1,
-            splits=bool(p.splits[n]), self_anti=n in p.self_anti, reasons=tuple(reasons),
+            n, g.pods, g.gpus_per_pod, landing, tuple(sorted(node_zones[n])), pools, fits[n],
+            unit_ids[colocation.unit_of[n]],
+            single_zone=n in colocation.one_zone or g.pods == 1 or len(landing) <= 1,
+            splits=bool(splits.causes[n]), self_anti=n in affinity.self_repelling, reasons=tuple(reasons),
         ))
     return out_groups
 
 
-def colocation(p: _Plan, out_groups: Sequence[GroupPlacement]) -> tuple[list[str], bool]:
+def _colocation(inputs: Inputs, affinity: Affinity, colocation: Colocation, splits: Splits,
+                out_groups: Sequence[GroupPlacement]) -> tuple[list[str], bool]:
     """Co-location over the groups that can run: (why the job may split, whether it cannot)."""
-    A, zone_key, splits = p.zones, p.zone_key, p.splits
+    zones, zone_key = colocation.zones, inputs.zone_key
     runnable = [gp for gp in out_groups if gp.pods > 0 and gp.zones]
-    split_reasons: list[str] = [r for n in p.names for r in splits[n]]
+    split_reasons: list[str] = [r for n in inputs.names for r in splits.causes[n]]
     for r in runnable:
-        if not r.single_zone and not splits[r.name]:
+        if not r.single_zone and not splits.causes[r.name]:
             split_reasons.append(f"{r.name} ({r.pods} pods) is not held in one zone: its pods can land in "
-                                 f"{_fmt(r.zones)}")
-    for a, b in sorted(p.anti_pairs):
-        if a < b and A[a] and A[b]:
+                                 f"{zone_list(r.zones)}")
+    for a, b in sorted(affinity.apart):
+        if a < b and zones[a] and zones[b]:
             split_reasons.append(f"podAntiAffinity on {zone_key} keeps {a} and {b} in different zones")
     unit_reps: dict[int, GroupPlacement] = {}
     for r in runnable:
         unit_reps.setdefault(r.unit, r)
     reps = sorted(unit_reps.values(), key=lambda r: r.name)
-    anchor = _anchor(p.job, reps)
+    anchor = _anchor(inputs.job, reps)
     for r in reps:
         if anchor is None or r.unit == anchor.unit:
             continue
         split_reasons.append(_apart(anchor, r, zone_key))
     colocated = bool(runnable) and not split_reasons and len(unit_reps) == 1
-    if not runnable:
-        colocated = False
     return split_reasons, colocated
 
 
-def _why_empty(n: str, nz: set[str], terms: list[_Term], A: Mapping[str, set[str]], zone_key: str) -> str:
+def _why_empty(n: str, nz: frozenset[str], terms: tuple[Term, ...], zones: Mapping[str, frozenset[str]],
+               zone_key: str) -> str:
+    """Why a group with no other reason has no zone: what its zone-tied podAffinity follows."""
     if not nz:
         return "it fits no pool"
     parts = []
@@ -86,9 +102,9 @@ def _why_empty(n: str, nz: set[str], terms: list[_Term], A: Mapping[str, set[str
         zs = set(t.peer_zones)
         for h in t.targets:
             if h != n:
-                zs |= A[h]
+                zs |= zones[h]
         parts.append(f"podAffinity on {zone_key} follows {', '.join(sorted(t.targets)) or 'peers'} "
-                     f"into {_fmt(zs)}, but {n} fits only {_fmt(nz)}")
+                     f"into {zone_list(zs)}, but {n} fits only {zone_list(nz)}")
     return "; ".join(parts) or "constraints exclude every zone"
 
 
@@ -106,7 +122,7 @@ def _apart(a: GroupPlacement, b: GroupPlacement, zone_key: str) -> str:
     za, zb = set(a.zones), set(b.zones)
 
     def where(g: GroupPlacement) -> str:
-        return f"only in {g.zones[0]}" if len(g.zones) == 1 else f"in {_fmt(g.zones)}"
+        return f"only in {g.zones[0]}" if len(g.zones) == 1 else f"in {zone_list(g.zones)}"
 
     if not za & zb:
         return f"{a.name} can land {where(a)}, {b.name} {where(b)}: they never share a zone"

@@ -12,12 +12,11 @@ from topogate.analysis.placement.peers import Peer, PeerIndex
 from topogate.analysis.scheduling import selector_matches, with_label_keys
 from topogate.k8s.jobs import TrainingJob
 
-# ---------------------------------------------------------------------------------------------
-# Terms
+__all__ = ["Term", "matches_peers", "required_terms", "term_namespaces"]
 
 
 @dataclass(frozen=True)
-class _Term:
+class Term:
     selector: Any  # with matchLabelKeys/mismatchLabelKeys merged
     namespaces: frozenset[str] | None  # None: every namespace
     targets: frozenset[str]  # matched groups of this job
@@ -28,9 +27,10 @@ class _Term:
         return {z for p in self.peers for z in p.zones}
 
 
-def _term_namespaces(
+def term_namespaces(
     term: Mapping[str, Any], own: str, known: Iterable[str], ns_labels: Mapping[str, Mapping[str, str]],
 ) -> frozenset[str] | None:
+    """The namespaces a pod (anti-)affinity term selects among ``known``; None: every one."""
     names = {str(n) for n in (term.get("namespaces") or []) if n}
     nsel = term.get("namespaceSelector")
     if nsel is None:
@@ -44,25 +44,28 @@ def _term_namespaces(
     return frozenset(names)
 
 
-def _required_terms(spec: Mapping[str, Any], which: str) -> list[dict[str, Any]]:
+def required_terms(spec: Mapping[str, Any], which: str) -> list[dict[str, Any]]:
+    """The required terms of ``affinity.<which>`` (podAffinity or podAntiAffinity) of a pod spec."""
     aff = spec.get("affinity")
     block = aff.get(which) if isinstance(aff, dict) else None
     terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(block, dict) else None
     return [t for t in terms if isinstance(t, dict)] if isinstance(terms, list) else []
 
 
-def _matches_peers(
+def matches_peers(
     job: TrainingJob, zone_key: str, index: PeerIndex, known: set[str],
     ns_labels: Mapping[str, Mapping[str, str]],
 ) -> bool:
+    """Whether a zone-key pod (anti-)affinity term of the job matches pods of another job: only
+    then can knowing the other jobs' placements change this one's (``place_all``)."""
     for g in job.groups:
         for which in ("podAffinity", "podAntiAffinity"):
-            for t in _required_terms(g.spec, which):
+            for t in required_terms(g.spec, which):
                 if t.get("topologyKey") != zone_key:
                     continue
                 sel = with_label_keys(t.get("labelSelector"), g.label_map, t.get("matchLabelKeys"),
                                       t.get("mismatchLabelKeys"))
-                nss = _term_namespaces(t, job.namespace, known | {job.namespace}, ns_labels)
+                nss = term_namespaces(t, job.namespace, known | {job.namespace}, ns_labels)
                 if index.match(sel, nss, exclude=job.object_id):
                     return True
     return False
