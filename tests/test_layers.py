@@ -171,13 +171,8 @@ def violations(root: Path = PACKAGE) -> list[Violation]:
     return found
 
 
-# Private names shared inside this folder are being made public there (layout issue,
-# item 4); until that lands their imports inside the folder are not held to the rule.
-_PENDING = ("analysis/placement/",)
-
-
 def test_the_layers_hold() -> None:
-    found = [v for v in violations() if not (v.module.startswith(_PENDING) and "private name" in v.what)]
+    found = violations()
     assert not found, "\n".join(map(str, found))
 
 

@@ -23,11 +23,13 @@ from topogate.check.narrow import Narrowing
 from topogate.core import gctune
 from topogate.core.exitcodes import exit_for
 from topogate.core.position import Position
+from topogate.core.words import plural
 from topogate.generators import render_tree
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
 from topogate.policies.context import Context, Drift, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
+from topogate.safeio.repopaths import display
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import Collecting, K8sObject, ManifestError, collect
 from topogate.tree import writer
@@ -60,9 +62,22 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
     return o
 
 
+def _other_files(other: Sequence[tuple[str, Sequence[Path]]]) -> tuple[tuple[Position, str], ...]:
+    """Per PATH, the files its walk met that are no manifest: named, never dropped silently."""
+    out = []
+    for raw, files in other:
+        shown = [display(f) for f in files]
+        listed = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+        out.append((Position(raw, 1, 1), (
+            f"{plural(len(shown), 'file')} of other extensions not read (only .yaml, .yml and .json "
+            f"hold manifests, as for kubectl apply -f): {listed}")))
+    return tuple(out)
+
+
 def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
                   inventory_path: str, narrowing: Narrowing | None = None,
-                  started: Collecting | None = None) -> tuple[K8sObject, ...]:
+                  started: Collecting | None = None,
+                  other: list[tuple[str, list[Path]]] | None = None) -> tuple[K8sObject, ...]:
     """Every object of every PATH, built together (concurrently); a PATH that holds no
     Kubernetes object at all (an empty directory, a values file) is a usage error, like a
     linter given nothing to lint. Helm templates met in directories land in ``skipped``.
@@ -70,9 +85,9 @@ def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
     empty: list[str] = []
     try:
         if started is not None:
-            objects = started.result(skipped, empty)
+            objects = started.result(skipped, empty, other)
         else:
-            objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty,
+            objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty, other=other,
                               keep=narrowing.keep if narrowing is not None else None)
     except ManifestError as err:
         raise CheckInputError(str(err)) from None
@@ -141,12 +156,14 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         if not targets:
             targets = [_render_to_temp(inv, tmp)]
         skipped: list[ManifestError] = []
+        other: list[tuple[str, list[Path]]] = []
         narrowing = (Narrowing(changed_since, inventory_path, inv, cluster, paths, None if paths else targets[0])
                      if changed_since is not None else None)
-        objects = _collect_each(targets, skipped, inventory_path, narrowing, early)
+        objects = _collect_each(targets, skipped, inventory_path, narrowing, early, other)
         if narrowing is not None and narrowing.escaped(objects):  # read everything after all
             skipped.clear()
-            objects = _collect_each(targets, skipped, inventory_path)
+            other.clear()
+            objects = _collect_each(targets, skipped, inventory_path, other=other)
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
         try:
@@ -155,7 +172,8 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
             raise CheckInputError(str(err)) from None
         # Rules run while the scratch tree exists: positions are resolved lazily from it.
         ctx = analysed(inv, inventory_path, objects, tuple(jobs), facts, today=today, drift=drifted,
-                       rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped))
+                       rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped),
+                       other_files=_other_files(other) if paths else ())
         ran = evaluate(ctx)
     result = CheckResult(ran.findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
                          scope=narrowing.scope() if narrowing is not None else None)

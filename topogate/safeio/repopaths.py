@@ -21,7 +21,8 @@ from topogate.safeio import gitrun
 from topogate.safeio.saferead import InputError, is_generated
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-YAML_SUFFIXES = (".yaml", ".yml")
+# What `kubectl apply -f DIR` and an Argo CD directory application read: YAML and JSON.
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def display(p: str | os.PathLike[str]) -> str:
@@ -192,8 +193,9 @@ class WalkUnit:
     kustomization: bool
 
 
-def walk(raw: str, roots: Roots) -> Iterator[WalkUnit]:
-    """The YAML files and top-most kustomization directories of one PATH, in sorted order.
+def walk(raw: str, roots: Roots, other: list[Path] | None = None) -> Iterator[WalkUnit]:
+    """The manifest files (.yaml, .yml, .json) and top-most kustomization directories of one
+    PATH, in sorted order; the files of other extensions met go to `other`.
 
     Iterative (a 1,100-deep tree must not exhaust Python's stack); dot-entries are skipped."""
     top = Path(raw)
@@ -243,7 +245,9 @@ def walk(raw: str, roots: Roots) -> Iterator[WalkUnit]:
             is_link = child.is_symlink()
         except OSError as e:
             raise InputError(Position(display(child), 1, 1), f"cannot read: {e.strerror or e}") from None
-        if not is_dir and child.suffix not in YAML_SUFFIXES:
+        if not is_dir and child.suffix not in MANIFEST_SUFFIXES:
+            if other is not None:
+                other.append(child)
             continue
         child_real = parent_real / child.name
         if is_link:
@@ -256,5 +260,5 @@ def walk(raw: str, roots: Roots) -> Iterator[WalkUnit]:
             seen.add(child_real)
             yield WalkUnit(child, child_real, False)
 
-__all__ = ["KUSTOMIZATION_FILES", "Roots", "WalkUnit", "YAML_SUFFIXES", "display", "kustomization_file",
+__all__ = ["KUSTOMIZATION_FILES", "Roots", "WalkUnit", "MANIFEST_SUFFIXES", "display", "kustomization_file",
            "repo_root", "walk"]

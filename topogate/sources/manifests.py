@@ -24,7 +24,7 @@ from topogate.core import redact
 from topogate.core.position import Position
 from topogate.k8s import shapes
 from topogate.safeio import subproc
-from topogate.safeio.repopaths import KUSTOMIZATION_FILES, YAML_SUFFIXES, Roots, WalkUnit, display, walk
+from topogate.safeio.repopaths import KUSTOMIZATION_FILES, MANIFEST_SUFFIXES, Roots, WalkUnit, display, walk
 from topogate.safeio.saferead import InputError, Loader, documents, is_regular, read_text
 from topogate.safeio.stdin import DISPLAY, StdinError, read_stdin
 from topogate.sources import kustomization
@@ -202,7 +202,7 @@ class Sources:
                         stack.append((e.path, os.path.join(top_real, e.name)))
                     continue
                 f = Path(e.path)
-                if f.suffix in YAML_SUFFIXES and f.name not in KUSTOMIZATION_FILES:
+                if f.suffix in MANIFEST_SUFFIXES and f.name not in KUSTOMIZATION_FILES:
                     found.append(f)
                     if not is_link:
                         self.real[f] = os.path.join(top_real, e.name)
@@ -328,7 +328,8 @@ def _build_one(d: Path) -> str | InputError:
 def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
             skipped: list[InputError] | None = None,
             empty: list[str] | None = None,
-            keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None = None) -> list[K8sObject]:
+            keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None = None,
+            other: list[tuple[str, list[Path]]] | None = None) -> list[K8sObject]:
     """Every object in PATHs: files, directories (walked), kustomization directories (built).
 
     Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
@@ -340,7 +341,7 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
     `keep` (check --changed-since, topogate.check.narrow) picks the units to read among all found;
     a PATH none of whose units it keeps is left out, not reported empty."""
     with Collecting(paths, also_inside, keep) as pending:
-        return pending.result(skipped, empty)
+        return pending.result(skipped, empty, other)
 
 
 class Collecting:
@@ -370,7 +371,13 @@ class Collecting:
         if paths.count("-") > 1:
             raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
         self.roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])
-        self.per_path = [(raw, [] if raw == "-" else list(walk(raw, self.roots))) for raw in paths]
+        self.other: list[tuple[str, list[Path]]] = []  # per PATH: files of other extensions met
+        self.per_path = []
+        for raw in paths:
+            other: list[Path] = []
+            self.per_path.append((raw, [] if raw == "-" else list(walk(raw, self.roots, other))))
+            if other:
+                self.other.append((raw, other))
         if keep is not None:
             kept = keep([u for _, us in self.per_path for u in us], self.roots)
             self.per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in self.per_path
@@ -415,9 +422,15 @@ class Collecting:
         self.builds.__exit__()
 
     def result(self, skipped: list[InputError] | None = None,
-               empty: list[str] | None = None) -> list[K8sObject]:
+               empty: list[str] | None = None,
+               other: list[tuple[str, list[Path]]] | None = None) -> list[K8sObject]:
+        """The objects; `skipped` receives files not read (Helm templates, untracked files),
+        `empty` the PATHs that held no object, `other` per PATH the files of other extensions
+        its walk met."""
         if self.error is not None:
             raise self.error
+        if other is not None:
+            other.extend(self.other)
         outputs: dict[Path, str] = {}
         sources = Sources(self.roots, {})
         objs: list[K8sObject] = []

@@ -169,6 +169,16 @@ def _map_cluster(inv: Inventory, cluster: Cluster, objs: list[K8sObject], shared
     return cm.pset
 
 
+def _checked(inv: Inventory, analysed: Mapping[str, PolicySet], override: str | None,
+             only: Collection[str] | None) -> tuple[str, ...]:
+    """The clusters a run checked: those it analysed; when objects were read but none belongs
+    to a cluster (OUT/flux/<c>, OUT/argocd/apps), every cluster the run is about, whose jobs
+    it was meant to find. A narrowed run that selected nothing checked nothing."""
+    if analysed or only is not None:
+        return tuple(analysed)
+    return tuple(c.name for c in inv.clusters if override in (None, c.name))
+
+
 def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None = None,
               only: Collection[str] | None = None) -> tuple[list[JobMap], MapFacts]:
     """`only`: analyse just these clusters (check --changed-since; topogate.check.changed)."""
@@ -193,5 +203,5 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None
         unprotected=tuple(acc.unprotected), unassigned=tuple(unassigned),
         open_ingress=tuple(acc.ingress), closed_doors=tuple(acc.shut),
         not_modelled=tuple(acc.not_modelled), kueue_concerns=tuple(dict.fromkeys(acc.kueue_concerns)),
-        duplicates=duplicates, checked_clusters=tuple(policies))
+        duplicates=duplicates, checked_clusters=_checked(inv, policies, override, only))
     return sorted(acc.jobs, key=lambda j: (j.cluster, j.object)), facts
