@@ -60,9 +60,6 @@ class PolicyRule:
         if self.ports is not None:
             object.__setattr__(self, "port_set", PortSet(self.ports))
 
-    def matches(self, peer: Peer, dst: Peer, port: int, proto: str, ctx: IdentityLabels) -> bool:
-        return self.admits(port, proto, dst) and self.names(peer, ctx)
-
     def admits(self, port: int, proto: str, dst: Peer) -> bool:
         """Do the rule's ports (L4) let this port through to ``dst``?"""
         if proto == "ICMP":

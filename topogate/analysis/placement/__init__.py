@@ -65,11 +65,11 @@ namespace labels other than ``kubernetes.io/metadata.name`` unless given.
 from __future__ import annotations
 
 from topogate.analysis.placement.model import Capacity, GroupPlacement, JobPlacement
-from topogate.analysis.placement.peers import Peer, PeerIndex, peers_of
+from topogate.analysis.placement.peers import AffinityPeer, PeerIndex, peers_of
 from topogate.analysis.placement.place import place_all, place_job
 from topogate.analysis.scheduling import required_node_affinity
 
 __all__ = [
-    "Capacity", "GroupPlacement", "JobPlacement", "Peer", "PeerIndex", "peers_of", "place_job", "place_all",
+    "Capacity", "GroupPlacement", "JobPlacement", "AffinityPeer", "PeerIndex", "peers_of", "place_job", "place_all",
     "required_node_affinity",
 ]

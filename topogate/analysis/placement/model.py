@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from topogate.analysis.scheduling import PoolFit
+from topogate.core.labels import Pairs
 
-__all__ = ["NAMESPACE_NAME_LABEL", "Capacity", "GroupPlacement", "JobPlacement", "Pairs", "zone_list"]
+__all__ = ["NAMESPACE_NAME_LABEL", "Capacity", "GroupPlacement", "JobPlacement", "zone_list"]
 
-Pairs = tuple[tuple[str, str], ...]
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 

@@ -7,15 +7,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.placement.model import JobPlacement, Pairs
+from topogate.analysis.placement.model import JobPlacement
 from topogate.analysis.scheduling import selector_matches
+from topogate.core.labels import Pairs
 from topogate.k8s.jobs import TrainingJob
 
-__all__ = ["Peer", "PeerIndex", "peers_of"]
+__all__ = ["AffinityPeer", "PeerIndex", "peers_of"]
 
 
 @dataclass(frozen=True)
-class Peer:
+class AffinityPeer:
     object_id: str  # the object the pods belong to (never matched against its own job)
     group: str
     namespace: str
@@ -26,8 +27,8 @@ class Peer:
 class PeerIndex:
     """Peers by namespace and label, so matching a selector costs the matches, not all peers."""
 
-    def __init__(self, peers: Iterable[Peer] = ()) -> None:
-        self._peers: list[Peer] = [p for p in peers if p.zones]
+    def __init__(self, peers: Iterable[AffinityPeer] = ()) -> None:
+        self._peers: list[AffinityPeer] = [p for p in peers if p.zones]
         self._by_ns: dict[str, list[int]] = {}
         self._by_label: dict[tuple[str, str, str], list[int]] = {}
         self._by_key: dict[tuple[str, str], list[int]] = {}
@@ -60,10 +61,10 @@ class PeerIndex:
             return min(postings, key=len)
         return self._by_ns.get(ns, [])
 
-    def match(self, selector: Any, namespaces: frozenset[str] | None, exclude: str = "") -> list[Peer]:
+    def match(self, selector: Any, namespaces: frozenset[str] | None, exclude: str = "") -> list[AffinityPeer]:
         if not isinstance(selector, dict):
             return []
-        out: list[Peer] = []
+        out: list[AffinityPeer] = []
         for ns in sorted(self._by_ns) if namespaces is None else sorted(namespaces):
             for i in self._candidates(selector, ns):
                 p = self._peers[i]
@@ -72,12 +73,12 @@ class PeerIndex:
         return out
 
 
-def peers_of(placements: Iterable[tuple[TrainingJob, JobPlacement]]) -> list[Peer]:
+def peers_of(placements: Iterable[tuple[TrainingJob, JobPlacement]]) -> list[AffinityPeer]:
     """Every group of already placed jobs, as peers for the others."""
-    out: list[Peer] = []
+    out: list[AffinityPeer] = []
     for job, pl in placements:
         for g in job.groups:
             gp = pl.group(g.name)
             if gp is not None and g.pods > 0:
-                out.append(Peer(job.object_id, g.name, job.namespace, g.labels, gp.zones))
+                out.append(AffinityPeer(job.object_id, g.name, job.namespace, g.labels, gp.zones))
     return out

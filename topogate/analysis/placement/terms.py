@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.placement.model import NAMESPACE_NAME_LABEL
-from topogate.analysis.placement.peers import Peer, PeerIndex
+from topogate.analysis.placement.peers import AffinityPeer, PeerIndex
 from topogate.analysis.scheduling import selector_matches, with_label_keys
 from topogate.k8s.jobs import TrainingJob
 
@@ -20,7 +20,7 @@ class Term:
     selector: Any  # with matchLabelKeys/mismatchLabelKeys merged
     namespaces: frozenset[str] | None  # None: every namespace
     targets: frozenset[str]  # matched groups of this job
-    peers: tuple[Peer, ...]  # matched peers
+    peers: tuple[AffinityPeer, ...]  # matched peers
 
     @property
     def peer_zones(self) -> set[str]:
