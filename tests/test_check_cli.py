@@ -227,7 +227,9 @@ def test_malformed_policy_is_one_line_and_exit_2() -> None:
                                   str(INCIDENT / "fixed")])
     assert r.exit_code == 2 and r.exception is None or isinstance(r.exception, SystemExit)
     (line,) = r.stderr.strip().splitlines()
-    assert "malformed-policy.yaml:2:1: cannot read this CiliumNetworkPolicy" in line
+    # at the field's own line and column, in the schema's words (not Python's)
+    assert ("malformed-policy.yaml:6:35: CiliumNetworkPolicy/ml-demo/broken: "
+            "spec.endpointSelector.matchLabels must be a mapping, not a list") in line
 
 
 def test_widen_policy_opens_boundary_without_a_job_on_the_other_side(lab_tree: Path) -> None:

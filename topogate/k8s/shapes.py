@@ -21,6 +21,10 @@ from topogate.safeio.saferead import InputError
 # that shape), or a leaf name.
 Shape = Any
 INT, SCALAR, QUANTITY = "an integer", "a scalar", "a whole number"
+# A custom resource's `type: string` field: the API server refuses an integer there (it does not
+# convert: "in body must be of type string"), so topogate refuses it too, saying so.
+STRING, BOOL = "a string", "true or false"
+
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 MAX_INT = 2**31 - 1  # Kubernetes' int32 fields; a larger count is no real workload
 
@@ -60,6 +64,38 @@ _JOB_SPEC: Shape = {"parallelism": INT, "completions": INT, "template": TEMPLATE
 _JOBSET_SPEC: Shape = {"replicatedJobs": [{"name": SCALAR, "replicas": INT,
                                            "template": {"spec": _JOB_SPEC}}]}
 
+# Network policies, as their CRDs (cilium.io/v2) and the NetworkPolicy API type the fields the
+# evaluator reads. `{}` is a mapping whose content is not read here.
+_CILIUM_SELECTOR: Shape = {"matchLabels": {"*": STRING},
+                           "matchExpressions": [{"key": STRING, "operator": STRING, "values": [STRING]}]}
+_CILIUM_PORTS: Shape = [{"ports": [{"port": STRING, "endPort": INT, "protocol": STRING}],
+                         "rules": {}, "serverNames": [STRING]}]
+_CIDR_RULE: Shape = {"cidr": STRING, "except": [STRING], "cidrGroupRef": STRING}
+_ICMPS: Shape = [{"fields": [{"type": SCALAR, "family": STRING}]}]
+# fromRequires/toRequires are read as the Cilium releases that have them write them (selectors);
+# the 1.20 CRD deprecates them to an empty list of strings, which a 1.20 API server enforces.
+_CILIUM_INGRESS: Shape = {
+    "fromEndpoints": [_CILIUM_SELECTOR], "fromRequires": [_CILIUM_SELECTOR], "fromNodes": [_CILIUM_SELECTOR],
+    "fromEntities": [STRING], "fromCIDR": [STRING], "fromCIDRSet": [_CIDR_RULE], "fromGroups": [{}],
+    "toPorts": _CILIUM_PORTS, "icmps": _ICMPS}
+_CILIUM_EGRESS: Shape = {
+    "toEndpoints": [_CILIUM_SELECTOR], "toRequires": [_CILIUM_SELECTOR], "toNodes": [_CILIUM_SELECTOR],
+    "toEntities": [STRING], "toCIDR": [STRING], "toCIDRSet": [_CIDR_RULE], "toGroups": [{}],
+    "toFQDNs": [{"matchName": STRING, "matchPattern": STRING}], "toServices": [{}],
+    "toPorts": _CILIUM_PORTS, "icmps": _ICMPS}
+# Deny rules have no L7 part (toPorts holds ports only) and no toFQDNs (the CRD has neither).
+_DENY_PORTS: Shape = [{"ports": [{"port": STRING, "endPort": INT, "protocol": STRING}]}]
+_CILIUM_INGRESS_DENY: Shape = {**_CILIUM_INGRESS, "toPorts": _DENY_PORTS}
+_CILIUM_EGRESS_DENY: Shape = {k: v for k, v in _CILIUM_EGRESS.items() if k != "toFQDNs"} | {"toPorts": _DENY_PORTS}
+CILIUM_RULE: Shape = {
+    "endpointSelector": _CILIUM_SELECTOR, "nodeSelector": _CILIUM_SELECTOR,
+    "ingress": [_CILIUM_INGRESS], "ingressDeny": [_CILIUM_INGRESS_DENY],
+    "egress": [_CILIUM_EGRESS], "egressDeny": [_CILIUM_EGRESS_DENY],
+    "enableDefaultDeny": {"ingress": BOOL, "egress": BOOL}, "description": STRING}
+_NP_PEER: Shape = {"podSelector": _SELECTOR, "namespaceSelector": _SELECTOR,
+                   "ipBlock": {"cidr": SCALAR, "except": [SCALAR]}}
+_NP_PORTS: Shape = [{"protocol": SCALAR, "port": SCALAR, "endPort": INT}]  # port: int or string
+
 # Per kind: the shape of `spec`.
 SPECS: dict[str, Shape] = {
     "PyTorchJob": {"pytorchReplicaSpecs": {"*": {"replicas": INT, "template": TEMPLATE}}},
@@ -79,7 +115,15 @@ SPECS: dict[str, Shape] = {
     "Job": _JOB_SPEC,
     "CronJob": {"jobTemplate": {"spec": _JOB_SPEC}},
     "Pod": POD_SPEC,
+    "CiliumNetworkPolicy": CILIUM_RULE,
+    "CiliumClusterwideNetworkPolicy": CILIUM_RULE,
+    "NetworkPolicy": {"podSelector": _SELECTOR, "policyTypes": [SCALAR],
+                      "ingress": [{"from": [_NP_PEER], "ports": _NP_PORTS}],
+                      "egress": [{"to": [_NP_PEER], "ports": _NP_PORTS}]},
 }
+# Kinds with a list of rules besides `spec` (a CiliumNetworkPolicy may hold several).
+SPECS_LISTS: dict[str, Shape] = {"CiliumNetworkPolicy": [CILIUM_RULE],
+                                 "CiliumClusterwideNetworkPolicy": [CILIUM_RULE]}
 
 Path_ = tuple[str | int, ...]
 
@@ -95,6 +139,11 @@ def _describe(v: Any) -> str:
 def _leaf_ok(leaf: str, v: Any) -> bool:
     if leaf == SCALAR:
         return not isinstance(v, dict | list)
+    if leaf == STRING:
+        return isinstance(v, str)
+    if leaf == BOOL:
+        return isinstance(v, bool)
+
     if isinstance(v, bool):
         return False
     if isinstance(v, int):
@@ -173,7 +222,7 @@ def _first_problem(value: Any, shape: Shape, path: Path_) -> tuple[Path_, str] |
                 return p, "a list"
             stack.extend((item, s[0], (*p, i)) for i, item in reversed(list(enumerate(v))))
         elif not _leaf_ok(s, v):
-            return p, s if s == SCALAR else f"{s} (at most {MAX_INT})"
+            return p, s if s in (SCALAR, STRING, BOOL) else f"{s} (at most {MAX_INT})"
     return None
 
 
@@ -181,9 +230,13 @@ def first_problem(doc: dict[str, Any]) -> tuple[Path_, str] | None:
     """(path, what it must be) of the first field of a plain document whose type the analysis
     (or a generator patching it) cannot read; None when every such field has its type."""
     found = _problem(doc.get("metadata"), _METADATA, ("metadata",))
-    shape = SPECS.get(str(doc.get("kind", "")))
+    kind = str(doc.get("kind", ""))
+    shape = SPECS.get(kind)
     if found is None and shape is not None:
         found = _problem(doc.get("spec"), shape, ("spec",))
+    listed = SPECS_LISTS.get(kind)
+    if found is None and listed is not None:
+        found = _problem(doc.get("specs"), listed, ("specs",))
     return found
 
 
@@ -204,6 +257,19 @@ def check(obj: Any) -> None:
     if found is None:
         return
     path, expected = found
+    value = describe_at(obj.obj, path)
+    if expected == STRING and not isinstance(_value_at(obj.obj, path), dict | list):
+        # The API server's own words for it: it refuses, it does not convert.
+        raise InputError(obj.locate(path), (
+            f"{obj.ref}: {field_name(path)} must be a string, not {value}: the API server refuses it "
+            f"({field_name(path)} in body must be of type string); quote it: \"{_value_at(obj.obj, path)}\""))
     raise InputError(obj.locate(path), (
-        f"{obj.ref}: {field_name(path)} must be {expected}, not {describe_at(obj.obj, path)}; the "
+        f"{obj.ref}: {field_name(path)} must be {expected}, not {value}; the "
         "API server would refuse this object: fix the field"))
+
+
+def _value_at(doc: Any, path: Path_) -> Any:
+    value: Any = doc
+    for step in path:
+        value = value[step]
+    return value

@@ -12,6 +12,7 @@ from topogate.policies.coverage import (
     tg121_no_pods,
     tg122_runtime_missing,
     tg123_skipped_file,
+    tg124_unread_kind,
 )
 from topogate.policies.inputs import (
     tg001_inventory_invalid,
@@ -89,6 +90,7 @@ REGISTRY: dict[str, ModuleType] = {
     "TG121": tg121_no_pods,
     "TG122": tg122_runtime_missing,
     "TG123": tg123_skipped_file,
+    "TG124": tg124_unread_kind,
     "TG201": tg201_zone_drift,
     "TG202": tg202_pool_size_drift,
     "TG203": tg203_pool_scheduling_drift,

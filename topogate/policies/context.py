@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from topogate.analysis.map.build import MapFacts
-from topogate.analysis.map.coverage import Ungrouped, ungrouped_templates
+from topogate.analysis.map.coverage import Ungrouped, Unread, ungrouped_templates, unread_objects
 from topogate.analysis.map.duplicates import Duplicate
 from topogate.analysis.map.labels import LabelLie, SpreadSplit
 from topogate.analysis.netpolicy import PolicySet
@@ -75,6 +75,7 @@ class Context:
     open_ingress: tuple[OpenIngress, ...] = ()
     closed_doors: tuple[ClosedDoor, ...] = ()
     ungrouped: tuple[Ungrouped, ...] = ()  # pod templates of no job
+    unread: tuple[Unread, ...] = ()  # objects of kinds not read that select pods or nodes
     not_modelled: tuple[tuple[str, str, str, Position], ...] = ()  # (policy, construct, message, where)
     skipped: tuple[tuple[Position, str], ...] = ()  # (where, why): files among PATHs not read
     other_files: tuple[tuple[Position, str], ...] = ()  # (PATH, which): files of other extensions
@@ -113,7 +114,7 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
         boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,
         spread_splits=facts.spread_splits, unprotected=facts.unprotected,
         unassigned=facts.unassigned, open_ingress=facts.open_ingress,
-        closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects),
+        closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects), unread=unread_objects(objects),
         not_modelled=facts.not_modelled, skipped=skipped, other_files=other_files, kueue_concerns=facts.kueue_concerns,
         duplicates=facts.duplicates, checked_clusters=facts.checked_clusters, live=live)
 

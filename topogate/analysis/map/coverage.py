@@ -89,4 +89,63 @@ def ungrouped_templates(objects: Iterable[K8sObject]) -> tuple[Ungrouped, ...]:
         seen.setdefault(oid, Ungrouped(oid, o.kind, pos, groupable))
     return tuple(seen[k] for k in sorted(seen))
 
-__all__ = ["Ungrouped", "ungrouped_templates"]
+
+
+# Keys that, in a spec, say which pods or nodes an object is about: a policy-like object.
+_SELECTOR_KEYS = ("podSelector", "endpointSelector", "nodeSelector")
+# Kinds the analysis reads, or knows to be without effect on who talks to whom or where pods
+# land (a Service selects the pods it load-balances to; a PodDisruptionBudget and a
+# HorizontalPodAutoscaler the pods they count).
+_READ_OR_INERT = frozenset((
+    *TRAINING_KINDS, *RUNTIME_KINDS, *PLAIN_POD_TEMPLATES, "PodTemplate",
+    "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy", "Namespace",
+    "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue",
+    "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "VerticalPodAutoscaler",
+    "PodMonitor", "ServiceMonitor"))
+
+
+@dataclass(frozen=True)
+class Unread:
+    """An object of a kind topogate does not read that says which pods or nodes it is about."""
+
+    object: str
+    kind: str
+    key: str  # the selector key found (podSelector, endpointSelector, nodeSelector)
+    pos: Position
+
+
+def _selector_key(obj: Any, depth: int = 0) -> tuple[Path, str] | None:
+    if depth > _SEARCH_DEPTH:
+        return None
+    if isinstance(obj, dict):
+        for k in sorted(obj, key=str):
+            if k in _SELECTOR_KEYS:
+                return (str(k),), str(k)
+            found = _selector_key(obj[k], depth + 1)
+            if found is not None:
+                return (str(k), *found[0]), found[1]
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            found = _selector_key(v, depth + 1)
+            if found is not None:
+                return (i, *found[0]), found[1]
+    return None
+
+
+def unread_objects(objects: Iterable[K8sObject]) -> tuple[Unread, ...]:
+    """Objects whose kind topogate does not read but whose spec selects pods or nodes (an
+    AdminNetworkPolicy, a CiliumEgressGatewayPolicy, a PodGroup of a scheduler plugin, ...)."""
+    seen: dict[str, Unread] = {}
+    for o in objects:
+        if o.kind in _READ_OR_INERT or not isinstance(o.obj.get("spec"), dict):
+            continue
+        found = _selector_key(o.obj["spec"])
+        if found is None:
+            continue
+        path, key = found
+        oid = f"{o.kind}/{o.namespace}/{o.name}" if o.namespace else f"{o.kind}/{o.name}"
+        seen.setdefault(oid, Unread(oid, o.kind, key, o.locate(("spec", *path))))
+    return tuple(seen[k] for k in sorted(seen))
+
+
+__all__ = ["Ungrouped", "Unread", "ungrouped_templates", "unread_objects"]

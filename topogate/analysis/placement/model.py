@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from topogate.analysis.scheduling import PoolFit
-from topogate.core.labels import Pairs
 
 __all__ = ["NAMESPACE_NAME_LABEL", "Capacity", "GroupPlacement", "JobPlacement", "zone_list"]
 
