@@ -86,7 +86,24 @@ def test_split_pending_and_policies_that_differ() -> None:
 
 def test_strict_fails_on_the_unmanaged_policy_warning_alone(tmp_path: Path) -> None:
     snap = json.loads((REPO / OK).read_text())
-    # harmless: one more ingress (a notebook's TensorBoard) on the job's pods, union with ours
+    # harmless: one more ingress on the job's pods (TensorBoard), from the job's own pods only;
+    # from any other pod (a notebook, which may run in any zone) it would open the boundary
+    snap["items"].append({
+        "apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "allow-tensorboard", "namespace": "ml-demo", "uid": "1", "generation": 1},
+        "spec": {"endpointSelector": {"matchLabels": {"k8s:topogate.dev/workload": "train"}},
+                 "ingress": [{"fromEndpoints": [{"matchLabels": {"k8s:topogate.dev/workload": "train"}}],
+                              "toPorts": [{"ports": [{"port": "6006", "protocol": "TCP"}]}]}]}})
+    f = tmp_path / "snap.json"
+    f.write_text(json.dumps(snap))
+    assert run("check", INV, "--live", "--from-file", str(f))[0] == 0
+    code, out, _ = run("check", INV, "--live", "--from-file", str(f), "--strict", "--format", "json")
+    assert code == 1 and [f["rule"] for f in json.loads(out)["findings"]] == ["TG208"]
+
+
+def test_an_unmanaged_policy_that_admits_other_pods_opens_the_boundary(tmp_path: Path) -> None:
+    # the same policy from pods app=notebook: pods the inventory does not manage, in any zone
+    snap = json.loads((REPO / OK).read_text())
     snap["items"].append({
         "apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
         "metadata": {"name": "allow-tensorboard", "namespace": "ml-demo", "uid": "1", "generation": 1},
@@ -95,9 +112,11 @@ def test_strict_fails_on_the_unmanaged_policy_warning_alone(tmp_path: Path) -> N
                               "toPorts": [{"ports": [{"port": "6006", "protocol": "TCP"}]}]}]}})
     f = tmp_path / "snap.json"
     f.write_text(json.dumps(snap))
-    assert run("check", INV, "--live", "--from-file", str(f))[0] == 0
-    code, out, _ = run("check", INV, "--live", "--from-file", str(f), "--strict", "--format", "json")
-    assert code == 1 and [f["rule"] for f in json.loads(out)["findings"]] == ["TG208"]
+    code, out, _ = run("check", INV, "--live", "--from-file", str(f), "--format", "json")
+    got = {(x["rule"], x["severity"]) for x in json.loads(out)["findings"]}
+    assert code == 1 and {("TG107", "error"), ("TG112", "error"), ("TG208", "warning")} <= got
+    assert any("pods app=notebook in namespace ml-demo" in x["message"] and "6006/TCP" in x["message"]
+               for x in json.loads(out)["findings"] if x["rule"] == "TG107")
 
 
 def test_live_check_through_the_real_client(standin: StandIn, tmp_path: Path) -> None:

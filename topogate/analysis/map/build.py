@@ -27,8 +27,8 @@ from topogate.analysis.netpolicy import PodClass, PolicySet
 from topogate.analysis.placement.kueue import Concern
 from topogate.analysis.proofs.boundary import BoundaryProof, Opening
 from topogate.analysis.proofs.doors import ClosedDoor, DoorRules, closed_doors, target_members
-from topogate.analysis.proofs.flows import KUBE_DNS
 from topogate.analysis.proofs.ingress import OpenIngress, open_ingress
+from topogate.analysis.proofs.members import KUBE_DNS
 from topogate.analysis.result import JobMap
 from topogate.core.position import Position
 from topogate.inventory.model import Cluster, Inventory
@@ -86,7 +86,7 @@ def _who_gets_in(cm: ClusterMap, inv: Inventory, cluster: Cluster,
     ingress: list[OpenIngress] = []
     for jm, classes in cluster_jobs:
         wl = inv.workload_at(cluster.name, jm.namespace, jm.name, jm.kind)
-        oi = open_ingress(cm, cluster, jm, classes, wl, doors, proof.named_sources)
+        oi = open_ingress(cm, cluster, jm, classes, wl, doors, proof.named_sources, proof.ingress_witnesses)
         if oi is not None:
             ingress.append(oi)
     reps = {nz: r for (nz, _ns), r in sorted(proof.reps.items())}

@@ -39,8 +39,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from topogate.analysis.netpolicy import External, Peer, PodClass, PortRange, RuleRef, matcher_anchor
+from topogate.analysis.netpolicy import PodClass, PortRange, RuleRef, matcher_anchor
 from topogate.analysis.proofs import ClusterView
+from topogate.analysis.proofs.members import ANY_ZONE, DNS_SPANS, REMOTE_NODE, Member, Span, is_dns, span_text
+from topogate.analysis.proofs.witness import Managed, witness_members
 from topogate.analysis.result import GroupMap, JobMap
 from topogate.core.labels import NETWORK_ZONE_LABEL
 from topogate.core.position import NOWHERE, Position
@@ -50,33 +52,7 @@ from topogate.k8s.kinds import TRAINING_KINDS
 
 # The namespace of the unmanaged probe pod: a name no inventory manages.
 UNMANAGED_NS = "topogate-probe-unmanaged"
-ANY_ZONE = "*"
 SSH_PORT = 22
-# How a pod of another network zone sees a hostNetwork pod: it never shares its node (a node is
-# in one zone, a zone in one network zone), so never as `host`, always as `remote-node`.
-REMOTE_NODE = External(entity="remote-node")
-
-# (protocol, first port, last port)
-Span = tuple[str, int, int]
-
-
-@dataclass(frozen=True)
-class Member:
-    """A pod class the proof asks about, and what a finding says about it."""
-
-    pod: PodClass
-    nz: str  # its network zone; ANY_ZONE for the unmanaged pod
-    object: str  # "PyTorchJob/ns/name", or a description for a probe pod
-    group: str
-    kind: str = ""  # the job kind, for the ports it uses
-    pos: Position | None = None
-    job: str = ""  # object id of the job it belongs to ("" for probe pods)
-    # hostNetwork: true: `pod` holds its labels, but Cilium sees the node's identity (`peer`)
-    host_network: bool = False
-
-    @property
-    def peer(self) -> Peer:
-        return REMOTE_NODE if self.host_network else self.pod
 
 
 @dataclass(frozen=True)
@@ -152,11 +128,6 @@ def subtract(ranges: Iterable[PortRange], allowed: Iterable[Span]) -> list[tuple
     return out
 
 
-def span_text(s: Span) -> str:
-    proto, lo, hi = s
-    return f"{lo}/{proto}" if lo == hi else f"{lo}-{hi}/{proto}"
-
-
 def _opening_rule(r: PortRange) -> RuleRef | None:
     """The allow rule that opens a range: the one on an enforced side (an unenforced side allows
     by default and names no rule); the sender's when both sides have one."""
@@ -205,6 +176,8 @@ class BoundaryProof:
         self.zones: list[str] = []
         self.index: _Index | None = None
         self.host_reps: dict[str, Member] = {}  # network zone -> one of its hostNetwork members
+        self.managed = Managed(())
+        self.witness_cache: dict[int, list[Member]] = {}
         # Host policies select nodes (hostNetwork pods among them); topogate does not model them.
         self.host_policies = tuple(sorted({str(n.policy) for n in cm.pset.not_modelled
                                            if n.construct == "nodeSelector"}))
@@ -239,6 +212,12 @@ class BoundaryProof:
         unmanaged = Member(unmanaged_pod(cm), ANY_ZONE,
                            f"an unlabelled pod in a namespace no policy manages ({UNMANAGED_NS})", "")
         self.members = members
+        # Every job's pods, those of no single network zone too (any zone then): a witness they
+        # realise is them. Before any early return: the ingress proof asks it too.
+        self.managed = Managed([*members, *(
+            Member(classes[g.name], ANY_ZONE, jm.object, g.name, jm.kind, jm.pos, jm.object)
+            for jm, classes in jobs if network_zone_of(cluster, jm) is None
+            for g in jm.groups if not g.host_network)])
         self.reps = reps
         index = _Index(cm, members)
         self.index = index
@@ -251,6 +230,7 @@ class BoundaryProof:
             return self.out
         others = [unmanaged, *extra]
         wide_hits: dict[int, list[Member]] = {}
+        managed, witness_cache = self.managed, self.witness_cache
         for a in members:
             for b in nzs:
                 if b != a.nz:
@@ -268,6 +248,15 @@ class BoundaryProof:
                             self.pair(a, c)
                         else:
                             self.pair(c, a)
+                # Every pod its allow rules describe, placed where it may run: a rule that names
+                # namespace `tools` (whose pods run in any zone) opens the boundary for them.
+                for w in witness_members(cm.pset, a.pod, direction, managed, witness_cache):
+                    if w.external is not None:
+                        continue  # outside the cluster: no network zone to cross into
+                    if direction == "egress":
+                        self.pair(a, w)
+                    else:
+                        self.pair(w, a)
         # Zones with no job among the manifests still face each other in every managed namespace.
         for ns in nss:
             for x in nzs:
@@ -292,6 +281,12 @@ class BoundaryProof:
             if o is not None:
                 return o.locate((*jg.template_path, "spec", "hostNetwork"))
         return g.pos if g.pos != NOWHERE else jm.pos
+
+    def ingress_witnesses(self, pod: PodClass, job: str) -> list[Member]:
+        """Everyone the pod's ingress allow rules describe (analysis.proofs.witness), but the
+        job's own pods."""
+        return [w for w in witness_members(self.cm.pset, pod, "ingress", self.managed, self.witness_cache)
+                if not (w.job and w.job == job)]
 
     def named_sources(self, pod: PodClass, job: str) -> list[Member]:
         """Pods of other jobs that an ingress allow rule of `pod` names by label."""
@@ -329,10 +324,16 @@ class BoundaryProof:
     def pair(self, src: Member, dst: Member) -> None:
         if src.nz == dst.nz or (src.job and src.job == dst.job) or (src.host_network and dst.host_network):
             return
-        zkey = (src.nz, dst.nz, src.job, dst.job, src.host_network, dst.host_network)
+        # a pod that may run anywhere (a probe, a witness) is its own case: each may be opened by
+        # another rule, and each finding names who gets through
+        zkey = (src.nz, dst.nz, src.job or src.object, dst.job or dst.object, src.host_network,
+                dst.host_network)
         if zkey in self.seen:
             return
-        rest = subtract(self.cm.pset.open_ranges(src.peer, dst.peer), self.doors(src, dst))
+        doors = self.doors(src, dst)
+        if not dst.job and dst.external is None and is_dns(dst.pod):
+            doors = [*doors, *DNS_SPANS]  # every zone's pods resolve names through kube-dns
+        rest = subtract(self.cm.pset.open_ranges(src.peer, dst.peer), doors)
         if not rest:
             return
         by_rule: dict[RuleRef | None, list[tuple[Span, PortRange]]] = {}
@@ -376,6 +377,5 @@ class BoundaryProof:
             "" if host is None else "src" if host is src else "dst",
             self.host_policies if host is not None else ()))
 
-__all__ = ["ANY_ZONE", "BoundaryProof", "DoorCheck", "Member", "Opening", "REMOTE_NODE", "SSH_PORT",
-           "Span", "UNMANAGED_NS", "kind_ports", "span_text", "subtract", "unmanaged_pod",
-           "zone_rep"]
+__all__ = ["BoundaryProof", "DoorCheck", "Opening", "SSH_PORT", "UNMANAGED_NS", "kind_ports", "network_zone_of", "subtract",
+           "unmanaged_pod", "zone_rep"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from topogate.analysis.netpolicy import PodClass
 from topogate.analysis.proofs import ClusterView
-from topogate.analysis.proofs.boundary import ANY_ZONE, Member, Span, span_text
+from topogate.analysis.proofs.members import ANY_ZONE, Member, Span, span_text
 from topogate.core.position import Position
 from topogate.inventory.model import Door, Inventory
 
@@ -19,11 +19,15 @@ def door_spans(d: Door) -> list[Span]:
 
 
 class DoorRules:
-    """The doors of one cluster, answering "which ports does a door open from src to dst?"."""
+    """The doors of one cluster, answering "which ports does a door open from src to dst?".
+
+    A job's declared metrics scraping (`metrics: {namespace, port}`) is a door too: pods of the
+    scrapers' namespace reach the job's metrics port, from whatever zone they run in."""
 
     def __init__(self, inv: Inventory, cluster: str):
         self.doors = inv.doors_of(cluster)
         self.sources = {d.name: {w.object_id for w in inv.door_sources(d)} for d in self.doors}
+        self.metrics = {w.object_id: w.metrics for w in inv.workloads_of(cluster) if w.metrics}
 
     def _from(self, d: Door, m: Member) -> bool:
         if d.source.network_zone is not None:
@@ -39,7 +43,11 @@ class DoorRules:
                 and all(labels.get(k) == v for k, v in d.target.labels))
 
     def __call__(self, src: Member, dst: Member) -> list[Span]:
-        return [s for d in self.doors if self._from(d, src) and self._to(d, dst) for s in door_spans(d)]
+        spans = [s for d in self.doors if self._from(d, src) and self._to(d, dst) for s in door_spans(d)]
+        scrape = self.metrics.get(dst.job)
+        if scrape is not None and src.external is None and src.pod.namespace == scrape.namespace:
+            spans.append(("TCP", scrape.port, scrape.port))
+        return spans
 
 
 def target_members(cm: ClusterView, doors: tuple[Door, ...]) -> list[Member]:

@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from topogate.analysis.locate import RuleLocator, side_reason
-from topogate.analysis.netpolicy import Peer, PodClass, PolicySet, Verdict
+from topogate.analysis.netpolicy import Peer, PolicySet, Verdict
 from topogate.analysis.placement import JobPlacement
+from topogate.analysis.proofs.members import KUBE_DNS
 from topogate.analysis.result import Flow
 from topogate.core.position import NOWHERE
 from topogate.k8s.jobs import TrainingJob
 from topogate.k8s.kinds import TRAINING_KINDS
-
-KUBE_DNS = PodClass("kube-system", (("k8s-app", "kube-dns"),))
 
 
 def _denied_tcp(pset: PolicySet, src: Peer, dst: Peer) -> tuple[int, Verdict] | None:

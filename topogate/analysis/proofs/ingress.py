@@ -18,16 +18,8 @@ from dataclasses import dataclass
 
 from topogate.analysis.netpolicy import PodClass, RuleRef
 from topogate.analysis.proofs import ClusterView
-from topogate.analysis.proofs.boundary import (
-    ANY_ZONE,
-    Member,
-    Span,
-    network_zone_of,
-    span_text,
-    subtract,
-    unmanaged_pod,
-    zone_rep,
-)
+from topogate.analysis.proofs.boundary import network_zone_of, subtract, unmanaged_pod, zone_rep
+from topogate.analysis.proofs.members import ANY_ZONE, Member, Span, span_text
 from topogate.analysis.result import JobMap
 from topogate.core.position import Position
 from topogate.inventory.model import Cluster, Workload
@@ -54,7 +46,8 @@ def _width(spans: list[Span]) -> int:
 def open_ingress(cm: ClusterView, cluster: Cluster, jm: JobMap, classes: dict[str, PodClass],
                  workload: Workload | None,
                  doors: Callable[[Member, Member], list[Span]],
-                 named: Callable[[PodClass, str], list[Member]] | None = None) -> OpenIngress | None:
+                 named: Callable[[PodClass, str], list[Member]] | None = None,
+                 described: Callable[[PodClass, str], list[Member]] | None = None) -> OpenIngress | None:
     """The ports on which pods outside the job reach its pods, beyond what is declared."""
     ns = jm.namespace
     nz = network_zone_of(cluster, jm) or ANY_ZONE
@@ -76,11 +69,12 @@ def open_ingress(cm: ClusterView, cluster: Cluster, jm: JobMap, classes: dict[st
         if g.host_network:
             continue  # no policy applies to its ingress, so no rule opens it: TG107 and TG110 speak
         dst = Member(classes[g.name], nz, jm.object, g.name, jm.kind, jm.pos, jm.object)
-        for src in [*probes, *(named(dst.pod, jm.object) if named else [])]:
-            allowed = list(doors(src, dst))
-            if workload and workload.metrics and src.pod.namespace == workload.metrics.namespace:
-                allowed.append(("TCP", workload.metrics.port, workload.metrics.port))
-            for span, r in subtract(cm.pset.open_ranges(src.pod, dst.pod), allowed):
+        # the probes, the other jobs' pods its rules name, and every pod (or outside endpoint)
+        # its ingress rules describe: what the quantifier ranges over
+        for src in [*probes, *(named(dst.pod, jm.object) if named else []),
+                    *(described(dst.pod, jm.object) if described else [])]:
+            allowed = list(doors(src, dst))  # declared doors and metrics scraping
+            for span, r in subtract(cm.pset.open_ranges(src.peer, dst.pod), allowed):
                 rule = r.verdict.ingress.decided_by if r.verdict.ingress.enforced else None
                 if rule is None:
                     continue  # nothing guards this group's ingress: TG107 and TG110 say so

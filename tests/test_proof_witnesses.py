@@ -1,0 +1,138 @@
+"""An ok is a proof over every pod (proof issue, section 1): the proofs ask the witnesses every
+peer selector of the deciding rules describes, not a fixed set of stand-in pods.
+
+Each example of the issue: the lab's generated tree (boundary policies and the job's policy)
+plus one hand-written policy, checked through the CLI with the real kustomize. Each used to
+pass ("ok") while `topogate trace` on the same files said ALLOWED; now each is a finding that
+names the witness in words, the exact ports and the opening rule, and trace agrees.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from topogate.analysis.netpolicy import PolicySet, witnesses
+from topogate.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+LAB = str(REPO / "fixtures" / "lab" / "inventory.yaml")
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    assert CliRunner().invoke(main, ["generate", LAB, "-o", str(out)]).exit_code == 0
+    return out
+
+
+def policy(tmp_path: Path, spec: dict) -> Path:  # type: ignore[type-arg]
+    f = tmp_path / "extra" / "policy.yaml"
+    f.parent.mkdir(exist_ok=True)
+    f.write_text(yaml.safe_dump({"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+                                 "metadata": {"name": "extra", "namespace": "ml-demo"}, "spec": spec}))
+    return f
+
+
+def findings(tree: Path, extra: Path) -> tuple[int, list[dict]]:  # type: ignore[type-arg]
+    r = CliRunner().invoke(main, ["check", LAB, str(tree / "clusters" / "lab"), str(extra.parent),
+                                  "--format", "json"])
+    assert r.exit_code in (0, 1), r.output
+    return r.exit_code, json.loads(r.stdout)["findings"]
+
+
+def trace(tree: Path, extra: Path, src: str, dst: str, port: str) -> int:
+    r = CliRunner().invoke(main, ["trace", str(tree / "clusters" / "lab"), str(extra.parent),
+                                  "--inventory", LAB, "--from", src, "--to", dst, "--port", port])
+    assert r.exit_code in (0, 1), r.output
+    return r.exit_code
+
+
+MASTER = {"matchLabels": {"topogate.dev/workload": "train", "topogate.dev/replica-group": "Master"}}
+
+
+def test_every_pod_of_a_namespace_named_by_a_rule(tree: Path, tmp_path: Path) -> None:
+    f = policy(tmp_path, {"endpointSelector": MASTER, "ingress": [
+        {"fromEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "tools"}}]}]})
+    code, fs = findings(tree, f)
+    opened = [x for x in fs if x["rule"] == "TG112"]
+    assert code == 1 and opened, fs
+    msg = opened[0]["message"]
+    assert "any pod of namespace tools can connect" in msg and "1-65535/TCP" in msg
+    assert "ingress rule 0 of CiliumNetworkPolicy/ml-demo/extra" in msg
+    assert opened[0]["file"].endswith("extra/policy.yaml")
+    # pods of tools may run in any zone: the boundary of network zone gpu is open for them too
+    boundary = [x for x in fs if x["rule"] == "TG107"]
+    assert any("any pod of namespace tools can reach PyTorchJob/ml-demo/train (Master" in x["message"]
+               for x in boundary), boundary
+    assert trace(tree, f, "tools:app=x", "ml-demo/PyTorchJob/train/Master", "8080") == 0
+
+
+def test_labelled_pods_of_another_namespace_on_one_port(tree: Path, tmp_path: Path) -> None:
+    f = policy(tmp_path, {"endpointSelector": MASTER, "ingress": [
+        {"fromEndpoints": [{"matchLabels": {"app": "dashboard", "k8s:io.kubernetes.pod.namespace": "data"}}],
+         "toPorts": [{"ports": [{"port": "8265", "protocol": "TCP"}]}]}]})
+    code, fs = findings(tree, f)
+    (opened,) = [x for x in fs if x["rule"] == "TG112"]
+    assert code == 1
+    assert "on 8265/TCP: pods app=dashboard in namespace data can connect" in opened["message"]
+    assert trace(tree, f, "data:app=dashboard", "ml-demo/PyTorchJob/train/Master", "8265") == 0
+    assert trace(tree, f, "data:app=dashboard", "ml-demo/PyTorchJob/train/Master", "8266") == 1
+
+
+def test_the_jobs_own_egress_to_an_unmanaged_namespace(tree: Path, tmp_path: Path) -> None:
+    f = policy(tmp_path, {"endpointSelector": {"matchLabels": {"topogate.dev/workload": "train"}},
+                          "egress": [{"toEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "tools"}}]}]})
+    code, fs = findings(tree, f)
+    boundary = [x for x in fs if x["rule"] == "TG107"]
+    assert code == 1 and boundary, fs
+    assert any(x["message"].startswith("PyTorchJob/ml-demo/train (")
+               and "can reach any pod of namespace tools on 1-65535/TCP, 1-65535/UDP, 1-65535/SCTP" in x["message"]
+               and "egress rule 0 of CiliumNetworkPolicy/ml-demo/extra" in x["message"] for x in boundary), boundary
+    assert trace(tree, f, "ml-demo/PyTorchJob/train/Worker", "tools:app=x", "5432") == 0
+
+
+def test_the_generated_tree_alone_stays_clean(tree: Path) -> None:
+    r = CliRunner().invoke(main, ["check", LAB, "--rendered", str(tree), str(tree / "clusters" / "lab"),
+                                  "--format", "json"])
+    assert (r.exit_code, json.loads(r.stdout)["findings"]) == (0, [])
+
+
+@pytest.mark.parametrize("selector,words", [
+    ({"matchLabels": {"k8s:io.kubernetes.pod.namespace": "tools"}}, "any pod of namespace tools"),
+    ({"matchLabels": {"app": "dashboard", "io.kubernetes.pod.namespace": "data"}},
+     "pods app=dashboard in namespace data"),
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]},
+                           {"key": "x", "operator": "Exists"}, {"key": "y", "operator": "DoesNotExist"}]},
+     "pods tier=a,x=topogate-witness in namespace ml-demo"),
+    ({"matchLabels": {"io.cilium.k8s.namespace.labels.team": "ops"}},
+     "any pod of any namespace labelled team=ops"),  # naming namespace labels lifts the scope
+])
+def test_a_witness_meets_its_selector(selector: dict, words: str) -> None:  # type: ignore[type-arg]
+    obj = {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+           "metadata": {"name": "p", "namespace": "ml-demo"},
+           "spec": {"endpointSelector": {}, "ingress": [{"fromEndpoints": [selector]}]}}
+    ps = PolicySet.from_objects([(obj, None)], cluster_name="lab")
+    from topogate.analysis.netpolicy import PodClass
+
+    (m,) = ps.allow_matchers(PodClass("ml-demo", ()), "ingress")
+    (w,) = witnesses(m)
+    assert w.words == words
+    assert ps.matches_peer(m, w.peer)  # the witness is one of the peers the selector admits
+
+
+def test_an_unsatisfiable_selector_has_no_witness() -> None:
+    obj = {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+           "metadata": {"name": "p", "namespace": "ml-demo"},
+           "spec": {"endpointSelector": {}, "ingress": [{"fromEndpoints": [{"matchExpressions": [
+               {"key": "a", "operator": "In", "values": ["1"]}, {"key": "a", "operator": "NotIn", "values": ["1"]}]}]}]}}
+    ps = PolicySet.from_objects([(obj, None)], cluster_name="lab")
+    from topogate.analysis.netpolicy import PodClass
+
+    (m,) = ps.allow_matchers(PodClass("ml-demo", ()), "ingress")
+    assert witnesses(m) == []
