@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from topogate.analysis.netpolicy import PolicyRef, RuleRef, SideVerdict, SourceRef
+from topogate.analysis.netpolicy import PolicyRef, RuleRef, SideVerdict, SourceRef, policy_key
 from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL, WORKLOAD_LABEL
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster, Inventory
@@ -84,19 +84,12 @@ class Located(Mapping[tuple[str | int, ...], SourceRef]):
         return True
 
 
-def _policy_key(kind: str, namespace: str | None, name: str) -> str:
-    """Policy refs as the evaluator prints them: clusterwide ones have no namespace."""
-    if kind == "CiliumClusterwideNetworkPolicy":
-        return f"{kind}/{name}"
-    return f"{kind}/{namespace or 'default'}/{name}"
-
-
 class RuleLocator:
     """The line of the rule that decided a flow, found lazily in the policy's own file, or the
     inventory entry behind it when topogate generated the policy."""
 
     def __init__(self, policy_objs: Iterable[K8sObject], inv: Inventory, cluster: Cluster):
-        self.by_ref = {_policy_key(o.kind, o.namespace, o.name): o for o in policy_objs}
+        self.by_ref = {policy_key(o.kind, o.namespace, o.name): o for o in policy_objs}
         self.inv = inv
         self.cluster = cluster
 

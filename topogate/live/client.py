@@ -44,6 +44,8 @@ POLICY_RESOURCES = (
     Resource("ciliumnetworkpolicies", "cilium.io", "v2", "CiliumNetworkPolicy", True),
     Resource("ciliumclusterwidenetworkpolicies", "cilium.io", "v2",
              "CiliumClusterwideNetworkPolicy", True),
+    # Enforced by Cilium 1.20 behind --enable-k8s-cluster-network-policy.
+    Resource("clusternetworkpolicies", "policy.networking.k8s.io", "v1alpha2", "ClusterNetworkPolicy", True),
 )
 JOB_RESOURCES = (
     Resource("pytorchjobs", "kubeflow.org", "v1", "PyTorchJob", True),

@@ -16,10 +16,11 @@ from topogate.analysis.netpolicy import (
     SideVerdict,
     SourceRef,
     Verdict,
+    policy_key,
 )
 from topogate.k8s.pods import PodIdentity
 from topogate.sources.manifests import K8sObject, ManifestError, collect
-from topogate.trace.model import DEFAULT_NAMESPACE, Endpoint, SideSummary, TraceError, TraceResult
+from topogate.trace.model import Endpoint, SideSummary, TraceError, TraceResult
 from topogate.trace.resolve import load_trace_inventory, port_query, resolve_endpoint, scope
 from topogate.trace.spec import parse_port, parse_spec
 
@@ -81,8 +82,7 @@ def trace(
         (ns, pset.namespace_labels(ns))
         for ns in sorted({e.peer.namespace for e in (src, dst) if isinstance(e.peer, PodClass)})
     )
-    by_ref = {(f"{o.kind}/{o.name}" if o.kind == "CiliumClusterwideNetworkPolicy"
-               else f"{o.kind}/{o.namespace or DEFAULT_NAMESPACE}/{o.name}"): o for o in scoped}
+    by_ref = {policy_key(o.kind, o.namespace, o.name): o for o in scoped}
     return TraceResult(
         src, dst, query,
         _summary("egress", src.is_pod, first.egress, by_ref),

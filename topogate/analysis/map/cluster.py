@@ -22,7 +22,7 @@ from topogate.analysis.map.labels import (
     spread_splits,
 )
 from topogate.analysis.map.pods import pod_class
-from topogate.analysis.netpolicy import External, Peer, PodClass, PolicySet
+from topogate.analysis.netpolicy import POLICY_KINDS, External, Peer, PodClass, PolicySet
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
 from topogate.analysis.proofs.flows import job_flows
@@ -34,7 +34,6 @@ from topogate.k8s.jobs import RUNTIME_KINDS, TrainingJob, find_jobs
 from topogate.k8s.kinds import KUEUE_KINDS
 from topogate.sources.manifests import K8sObject
 
-POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
 HOST_NETWORK_PEER = External(entity="remote-node")
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 

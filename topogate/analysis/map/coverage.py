@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from topogate.analysis.netpolicy import POLICY_KINDS
 from topogate.core.position import Position
 from topogate.k8s.jobs import GROUP_LABEL, GROUPABLE_KINDS, RUNTIME_KINDS
 from topogate.k8s.kinds import PLAIN_POD_TEMPLATES, TRAINING_KINDS, Path, dig
@@ -98,7 +99,7 @@ _SELECTOR_KEYS = ("podSelector", "endpointSelector", "nodeSelector")
 # HorizontalPodAutoscaler the pods they count).
 _READ_OR_INERT = frozenset((
     *TRAINING_KINDS, *RUNTIME_KINDS, *PLAIN_POD_TEMPLATES, "PodTemplate",
-    "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy", "Namespace",
+    *POLICY_KINDS, "Namespace",
     "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue",
     "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "VerticalPodAutoscaler",
     "PodMonitor", "ServiceMonitor"))

@@ -37,6 +37,15 @@ CiliumNetworkPolicy, CiliumClusterwideNetworkPolicy (cilium.io/v2)
     terminatingTLS, originatingTLS (not modelled) ............... cilium.py
   authentication.mode, and auth.type before 1.14 (not modelled) . cilium.py
 
+ClusterNetworkPolicy (policy.networking.k8s.io/v1alpha2; Cilium 1.20, --enable-k8s-cluster-network-policy)
+  tier (Admin, Baseline), priority, subject (namespaces, pods) .. clusternetworkpolicy.py
+  ingress, egress; action (Accept, Deny, Pass); from, to ....... clusternetworkpolicy.py
+  peers namespaces, pods, nodes, networks, domainNames .......... clusternetworkpolicy.py
+  protocols tcp, udp, sctp (destinationPort number, range),
+    destinationNamedPort ....................................... clusternetworkpolicy.py
+  AdminNetworkPolicy, BaselineAdminNetworkPolicy (v1alpha1; not
+    read by Cilium: named, not applied) ......................... clusternetworkpolicy.py
+
 NetworkPolicy (networking.k8s.io/v1), Namespace (v1), List
   podSelector, policyTypes, ingress, egress, from, to ........... kubernetes.py
   peer podSelector, namespaceSelector, ipBlock (cidr, except) ... kubernetes.py
@@ -60,9 +69,13 @@ What a peer key matches
   fromNodes/toNodes (host and remote-node) ...................... peers.py
   a NetworkPolicy peer (podSelector AND namespaceSelector) ...... peers.py
   a named port (the destination pod's container ports) .......... ports.py
+  the witnesses of a peer selector (the pods, or the outside
+    endpoints, it describes: what the proofs quantify over) ..... witnesses.py
 
 Decisions
   both sides: the sender's egress AND the receiver's ingress .... evaluate.py
+  tiers: Admin, then Normal (CNP, CCNP, NP), then Baseline; the
+    first tiered rule by precedence decides, Pass goes on ....... decide.py
   deny wins; allow-localhost; allows are a union; toFQDNs needs
     the DNS proxy; default deny, or why it is off ............... decide.py
   which policies select a pod and switch default deny on ........ selection.py
@@ -204,7 +217,9 @@ from topogate.analysis.netpolicy.evaluate import PolicySet
 from topogate.analysis.netpolicy.model import (
     KIND_CCNP,
     KIND_CNP,
+    KIND_KCNP,
     KIND_NP,
+    POLICY_KINDS,
     External,
     Peer,
     PodClass,
@@ -214,14 +229,21 @@ from topogate.analysis.netpolicy.model import (
     SideVerdict,
     SourceRef,
     Verdict,
+    policy_key,
 )
 from topogate.analysis.netpolicy.peers import matcher_anchor
 from topogate.analysis.netpolicy.ports import PortRange
+from topogate.analysis.netpolicy.witnesses import OPEN_NAMESPACE, Witness, witnesses
 
 __all__ = [
+    "OPEN_NAMESPACE",
+    "Witness",
+    "witnesses",
     "KIND_CCNP",
     "KIND_CNP",
+    "KIND_KCNP",
     "KIND_NP",
+    "POLICY_KINDS",
     "External",
     "Peer",
     "PodClass",
@@ -234,4 +256,5 @@ __all__ = [
     "SourceRef",
     "Verdict",
     "matcher_anchor",
+    "policy_key",
 ]

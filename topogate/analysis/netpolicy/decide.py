@@ -1,6 +1,8 @@
 """The verdict of one side of a flow (the sender's egress or the receiver's ingress), in the
-order Cilium decides it: deny rules win, the local host reaches its pods, allow rules are a
-union, a toFQDNs allow needs the DNS proxy, and default deny or its absence decides the rest.
+order Cilium decides it: the Admin tier of ClusterNetworkPolicy first (its first matching rule
+accepts, denies or passes); then the Normal tier, where deny rules win, the local host reaches its
+pods, allow rules are a union, a toFQDNs allow needs the DNS proxy and default deny decides the
+rest where a policy switched it on; then the Baseline tier; then the flow is allowed.
 
 A side is decided once per (pod, peer, destination, port, protocol, direction) and the rules
 of a side that name one peer are gathered once per pair: a job asks the same sides again for
@@ -13,7 +15,11 @@ from collections.abc import Sequence
 
 from topogate.analysis.netpolicy.labels import IdentityLabels
 from topogate.analysis.netpolicy.model import (
+    ACTION_ACCEPT,
+    ACTION_PASS,
     DIRECTION_INGRESS,
+    TIER_ADMIN,
+    TIER_BASELINE,
     Cited,
     External,
     Peer,
@@ -28,14 +34,16 @@ from topogate.analysis.netpolicy.rules import (
     PolicyUnit,
     meets_requirements,
     only_by_fqdn,
+    tiered_order,
 )
 from topogate.analysis.netpolicy.selection import SelectionIndex
 
 __all__ = ["SideVerdicts"]
 
 _SideKey = tuple[PodClass, Peer, Peer, int, str, str]
-# (deny rules, allow rules, toFQDNs allows that cannot work) of one side that name one peer
-_PairRules = tuple[FirstMatch, FirstMatch, FirstMatch]
+# (deny rules, allow rules, toFQDNs allows that cannot work, Admin tier rules, Baseline tier
+# rules) of one side that name one peer
+_PairRules = tuple[FirstMatch, FirstMatch, FirstMatch, FirstMatch, FirstMatch]
 
 
 class SideVerdicts:
@@ -81,13 +89,24 @@ class SideVerdicts:
                 for r in u.rules[direction]:
                     if r.names(peer, ctx) and meets_requirements(r, peer, ctx, needs):
                         (stuck if not proxied and only_by_fqdn(r, peer, ctx) else allow).append(r)
-            got = (FirstMatch(deny, dst), FirstMatch(allow, dst), FirstMatch(stuck, dst))
+            tiers: dict[str, list[PolicyRule]] = {TIER_ADMIN: [], TIER_BASELINE: []}
+            for u in units:
+                if u.tier in tiers:
+                    tiers[u.tier].extend(r for r in u.tiered[direction] if r.names(peer, ctx)
+                                         and not (not proxied and only_by_fqdn(r, peer, ctx)))
+            admin, baseline = (sorted(tiers[t], key=tiered_order) for t in (TIER_ADMIN, TIER_BASELINE))
+            got = (FirstMatch(deny, dst), FirstMatch(allow, dst), FirstMatch(stuck, dst),
+                   FirstMatch(admin, dst), FirstMatch(baseline, dst))
             self._rules_cache[key] = got
         return got
 
     def _decide(self, pod: PodClass, peer: Peer, dst: Peer, port: int, proto: str, direction: str) -> SideVerdict:
         selected, enforced_by = self._policies(pod, direction)
-        deny, allow, fqdn_only = self._rules_for(pod, peer, dst, direction)
+        deny, allow, fqdn_only, admin, baseline = self._rules_for(pod, peer, dst, direction)
+        # 0. The Admin tier: its first rule naming the flow decides, unless it passes it on.
+        r = admin.first(port, proto)
+        if r is not None and r.action != ACTION_PASS:
+            return _tiered(r, selected, enforced_by)
         # 1. Deny rules win over everything, enforced or not (docs security/policy/deny).
         r = deny.first(port, proto)
         if r is not None:
@@ -119,8 +138,20 @@ class SideVerdicts:
                 "Cilium's DNS proxy (an egress rule to kube-dns with toPorts rules: {dns: ...} whose "
                 "matchName/matchPattern covers this name), so Cilium never learns its addresses and "
                 "drops the traffic"), enforced_by)
-        # 4. No rule decided: default deny, where a selecting policy switched it on.
+        # 4. No rule decided: default deny, where a selecting policy switched it on; else the
+        #    Baseline tier, whose Pass leaves the flow allowed.
+        if not enforced_by:
+            r = baseline.first(port, proto)
+            if r is not None and r.action != ACTION_PASS:
+                return _tiered(r, selected, enforced_by)
         return _by_default(pod, self._units_for(pod), selected, enforced_by, direction)
+
+
+def _tiered(rule: PolicyRule, selected: tuple[PolicyRef, ...], enforced_by: tuple[PolicyRef, ...]) -> SideVerdict:
+    """A side a ClusterNetworkPolicy rule (Accept or Deny) decided."""
+    ok = rule.action == ACTION_ACCEPT
+    return SideVerdict(bool(enforced_by), selected, ok, rule.ref, Cited("accepted" if ok else "denied", rule.ref),
+                       enforced_by)
 
 
 def _by_default(pod: PodClass, units: Sequence[PolicyUnit], selected: tuple[PolicyRef, ...],

@@ -16,6 +16,7 @@ from topogate.analysis.netpolicy.compiler import NotModelled
 from topogate.analysis.netpolicy.decide import SideVerdicts
 from topogate.analysis.netpolicy.labels import IdentityLabels
 from topogate.analysis.netpolicy.model import (
+    ACTION_ACCEPT,
     DIRECTION_EGRESS,
     DIRECTION_INGRESS,
     Peer,
@@ -142,11 +143,11 @@ class PolicySet:
         if isinstance(src, PodClass):
             for u in self._units_for(src):
                 rules += [r for r in u.deny_rules[DIRECTION_EGRESS] + u.rules[DIRECTION_EGRESS]
-                          if r.names(dst, ctx)]
+                          + u.tiered[DIRECTION_EGRESS] if r.names(dst, ctx)]
         if isinstance(dst, PodClass):
             for u in self._units_for(dst):
                 rules += [r for r in u.deny_rules[DIRECTION_INGRESS] + u.rules[DIRECTION_INGRESS]
-                          if r.names(src, ctx)]
+                          + u.tiered[DIRECTION_INGRESS] if r.names(src, ctx)]
         out: list[PortRange] = []
         for proto in (p.upper() for p in protocols):
             cuts = {1, MAX_PORT + 1}
@@ -166,7 +167,8 @@ class PolicySet:
     # -- the boundary proof --------------------------------------------------------------------
     def closed(self, pod: PodClass, peer: Peer, dst: Peer, direction: str) -> bool:
         """True when no port of any protocol can pass this side: default deny is on and no allow
-        rule of a selecting policy names the peer. A cheap answer before cutting port classes."""
+        rule (nor Accept rule of a ClusterNetworkPolicy) of a selecting policy names the peer. A
+        cheap answer before cutting port classes."""
         _, enforced_by = self._policies(pod, direction)
         if not enforced_by:
             return False
@@ -174,6 +176,9 @@ class PolicySet:
         for u in self._units_for(pod):
             for r in u.rules[direction]:
                 if r.names(peer, ctx):
+                    return False
+            for r in u.tiered[direction]:
+                if r.action == ACTION_ACCEPT and r.names(peer, ctx):
                     return False
         return True
 
@@ -191,7 +196,9 @@ class PolicySet:
         """The peer matchers of every allow rule that applies to the pod in `direction`: where a
         policy may open a door, so the proof knows which other pods to ask about. Typed Any: the
         proof holds them only to hand back to `matches_peer` and `matcher_anchor`."""
-        return [m for u in self._units_for(pod) for r in u.rules[direction] for m in r.peers]
+        return [m for u in self._units_for(pod)
+                for r in (*u.rules[direction], *(t for t in u.tiered[direction] if t.action == ACTION_ACCEPT))
+                for m in r.peers]
 
     def matches_peer(self, matcher: PeerMatcher, peer: Peer) -> bool:
         return bool(matcher.matches(peer, self.labels))

@@ -7,11 +7,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "ACTION_ACCEPT",
+    "ACTION_DENY",
+    "ACTION_PASS",
+    "CLUSTER_SCOPED_POLICY_KINDS",
     "DIRECTION_EGRESS",
     "DIRECTION_INGRESS",
+    "KIND_ANP",
+    "KIND_BANP",
     "KIND_CCNP",
     "KIND_CNP",
+    "KIND_KCNP",
     "KIND_NP",
+    "POLICY_KINDS",
+    "TIER_ADMIN",
+    "TIER_BASELINE",
+    "TIER_NORMAL",
     "Cited",
     "External",
     "Peer",
@@ -22,6 +33,7 @@ __all__ = [
     "SideVerdict",
     "SourceRef",
     "Verdict",
+    "policy_key",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -173,6 +185,37 @@ class Verdict:
 KIND_CNP = "CiliumNetworkPolicy"
 KIND_CCNP = "CiliumClusterwideNetworkPolicy"
 KIND_NP = "NetworkPolicy"
+# policy.networking.k8s.io (network-policy-api): v1alpha2 ClusterNetworkPolicy, which Cilium 1.20
+# enforces behind --enable-k8s-cluster-network-policy, and the v1alpha1 pair it replaced, which
+# Cilium never read.
+KIND_KCNP = "ClusterNetworkPolicy"
+KIND_ANP = "AdminNetworkPolicy"
+KIND_BANP = "BaselineAdminNetworkPolicy"
+
+# Every kind the evaluator reads, and those of them without a namespace.
+POLICY_KINDS = (KIND_CNP, KIND_CCNP, KIND_NP, KIND_KCNP, KIND_ANP, KIND_BANP)
+CLUSTER_SCOPED_POLICY_KINDS = frozenset((KIND_CCNP, KIND_KCNP, KIND_ANP, KIND_BANP))
+
+
+def policy_key(kind: str, namespace: str | None, name: str) -> str:
+    """A policy as `PolicyRef` prints it: clusterwide kinds have no namespace, a namespaced one
+    without metadata.namespace lives in ``default``."""
+    if kind in CLUSTER_SCOPED_POLICY_KINDS:
+        return f"{kind}/{name}"
+    return f"{kind}/{namespace or 'default'}/{name}"
+
+
+# The tiers a side is decided in, in order: the Admin tier of ClusterNetworkPolicy, then the
+# policies of Cilium and Kubernetes (CNP, CCNP, NP), then the Baseline tier (Cilium
+# pkg/policy/types: Admin, Normal, Baseline).
+TIER_ADMIN = "Admin"
+TIER_NORMAL = "Normal"
+TIER_BASELINE = "Baseline"
+
+# The actions of a tiered rule (ClusterNetworkPolicy ``action``).
+ACTION_ACCEPT = "Accept"
+ACTION_DENY = "Deny"
+ACTION_PASS = "Pass"
 
 # The two sides of a flow: the keys of a unit's rule tables and the word a verdict's sentence
 # uses. DIRECTION_ in the name because "ingress" is also a Cilium entity (peers.py).

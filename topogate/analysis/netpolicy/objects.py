@@ -1,4 +1,5 @@
-"""From Kubernetes objects to compiled policies: which objects are policies (CNP, CCNP, NP),
+"""From Kubernetes objects to compiled policies: which objects are policies (CNP, CCNP, NP,
+ClusterNetworkPolicy; AdminNetworkPolicy and BaselineAdminNetworkPolicy named only),
 which are Namespaces whose labels selectors see, and which are ignored.
 """
 
@@ -9,9 +10,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.netpolicy.cilium import CiliumCompiler, no_api_version
+from topogate.analysis.netpolicy.clusternetworkpolicy import ClusterNetworkPolicyCompiler
 from topogate.analysis.netpolicy.compiler import NotModelled, PathMap
 from topogate.analysis.netpolicy.kubernetes import NetworkPolicyCompiler
-from topogate.analysis.netpolicy.model import KIND_CCNP, KIND_CNP, KIND_NP, PolicyError, SourceRef
+from topogate.analysis.netpolicy.model import (
+    KIND_ANP,
+    KIND_BANP,
+    KIND_CCNP,
+    KIND_CNP,
+    KIND_KCNP,
+    KIND_NP,
+    PolicyError,
+    SourceRef,
+)
 from topogate.analysis.netpolicy.rules import PolicyUnit
 
 __all__ = ["CompiledPolicies", "compile_objects"]
@@ -27,8 +38,14 @@ class CompiledPolicies:
     not_modelled: list[NotModelled]
 
 
-class _Compiler(CiliumCompiler, NetworkPolicyCompiler):
-    """Both compilers over one record of what is not modelled."""
+# The group of ClusterNetworkPolicy and of the v1alpha1 kinds it replaced. Its CRD (v0.3.0) serves
+# v1alpha2 and v1beta1 with one schema and no conversion, so Cilium, which lists v1alpha2, enforces
+# an object written in either.
+_NETWORK_POLICY_API = "policy.networking.k8s.io/"
+
+
+class _Compiler(CiliumCompiler, NetworkPolicyCompiler, ClusterNetworkPolicyCompiler):
+    """The compilers over one record of what is not modelled."""
 
 
 def compile_objects(objs: Iterable[tuple[Any, ...]]) -> CompiledPolicies:
@@ -52,6 +69,10 @@ def compile_objects(objs: Iterable[tuple[Any, ...]]) -> CompiledPolicies:
             units.extend(compiler.cilium(obj, ref, paths))
         elif kind == KIND_NP and api == "networking.k8s.io/v1":
             units.extend(compiler.netpol(obj, ref, paths))
+        elif kind == KIND_KCNP and api in (_NETWORK_POLICY_API + "v1alpha2", _NETWORK_POLICY_API + "v1beta1"):
+            units.extend(compiler.cluster_network_policy(obj, ref, paths))
+        elif kind in (KIND_ANP, KIND_BANP) and api.startswith(_NETWORK_POLICY_API):
+            units.extend(compiler.admin_network_policy(obj, ref))
         elif kind == "Namespace" and api == "v1":
             meta = obj.get("metadata") or {}
             name = meta.get("name")

@@ -14,11 +14,15 @@ from typing import TypeVar
 
 from topogate.analysis.netpolicy.labels import IdentityLabels
 from topogate.analysis.netpolicy.model import (
+    ACTION_ACCEPT,
+    ACTION_DENY,
     DIRECTION_EGRESS,
     DIRECTION_INGRESS,
     KIND_CCNP,
     KIND_CNP,
+    KIND_KCNP,
     KIND_NP,
+    TIER_NORMAL,
     External,
     Peer,
     PodClass,
@@ -30,11 +34,16 @@ from topogate.analysis.netpolicy.peers import EndpointMatcher, FQDNMatcher, Peer
 from topogate.analysis.netpolicy.ports import PolicyPort, PortSet
 from topogate.analysis.netpolicy.selectors import CompiledSelector
 
-__all__ = ["FirstMatch", "PolicyRule", "PolicyUnit", "meets_requirements", "only_by_fqdn", "policy_sort_key"]
+__all__ = ["FirstMatch", "PolicyRule", "PolicyUnit", "meets_requirements", "only_by_fqdn", "policy_sort_key",
+           "tiered_order"]
 
 # Policies are listed clusterwide first, then namespaced, then NetworkPolicy: the first matching
-# rule in that order is the one a verdict reports.
-_KIND_ORDER = {KIND_CCNP: 0, KIND_CNP: 1, KIND_NP: 2}
+# rule in that order is the one a verdict reports. ClusterNetworkPolicy rules are ordered by their
+# own precedence instead (tiered_order).
+_KIND_ORDER = {KIND_CCNP: 0, KIND_CNP: 1, KIND_NP: 2, KIND_KCNP: 3}
+# Rules of one tier at the same precedence: Deny before Accept before Pass (Cilium resolves a tie
+# of priorities in that order).
+_ACTION_RANK = {ACTION_DENY: 0, ACTION_ACCEPT: 1}
 _T = TypeVar("_T")
 
 # ---------------------------------------------------------------------------------------------
@@ -53,6 +62,11 @@ class PolicyRule:
     peers: tuple[PeerMatcher, ...]  # union; empty = selects no peer
     ports: tuple[PolicyPort, ...] | None  # None = every port and protocol
     icmp: bool = False  # the rule carries icmps (so it only allows ICMP unless toPorts too)
+    # A ClusterNetworkPolicy rule: its action (Accept, Deny, Pass) and its precedence in its tier,
+    # the policy's priority plus the rule's index / 100 (Cilium pkg/k8s ParseClusterNetworkPolicy):
+    # lower first. None for every other kind (deny and allow decide as Cilium's Normal tier does).
+    action: str | None = None
+    precedence: float = 0.0
     # ``ports`` indexed (derived, so left out of equality): one lookup per port, not a scan.
     port_set: PortSet | None = field(init=False, default=None, compare=False, repr=False)
 
@@ -136,6 +150,11 @@ class FirstMatch:
         return bounds, firsts
 
 
+def tiered_order(rule: PolicyRule) -> tuple[float, int, tuple[int, str, str, _Where]]:
+    """The order the rules of one tier are asked in: precedence, then the action, then the policy."""
+    return (rule.precedence, _ACTION_RANK.get(rule.action or "", 2), policy_sort_key(rule.ref.policy))
+
+
 def only_by_fqdn(rule: PolicyRule, peer: Peer, ctx: IdentityLabels) -> bool:
     """Does this rule reach the peer only through a toFQDNs selector?"""
     if not isinstance(peer, External) or not peer.fqdn:
@@ -159,6 +178,10 @@ class PolicyUnit:
     np_labels_only: bool  # NP podSelector matches plain pod labels only
     enforce: dict[str, bool]  # direction -> turns on default deny
     rules: dict[str, list[PolicyRule]] = field(default_factory=lambda: _per_direction(list))
+    # The tier (model.TIER_*): a ClusterNetworkPolicy's rules are in Admin or Baseline and held in
+    # ``tiered``; every other kind is Normal, its rules in ``rules`` and ``deny_rules``.
+    tier: str = TIER_NORMAL
+    tiered: dict[str, list[PolicyRule]] = field(default_factory=lambda: _per_direction(list))
     deny_rules: dict[str, list[PolicyRule]] = field(default_factory=lambda: _per_direction(list))
     has_rules: dict[str, bool] = field(default_factory=lambda: _per_direction(bool))
     # An egress rule sends DNS through Cilium's proxy (toPorts ... rules: {dns: ...}): without one,
