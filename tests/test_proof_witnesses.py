@@ -136,3 +136,36 @@ def test_an_unsatisfiable_selector_has_no_witness() -> None:
 
     (m,) = ps.allow_matchers(PodClass("ml-demo", ()), "ingress")
     assert witnesses(m) == []
+
+
+def test_to_nodes_selects_the_pools_its_labels_name(tree: Path, tmp_path: Path) -> None:
+    # to the nodes of the cpu pool, which are in the other network zone: the boundary opens
+    f = policy(tmp_path, {"endpointSelector": MASTER, "egress": [
+        {"toNodes": [{"matchLabels": {"node-type": "cpu"}}], "toPorts": [{"ports": [{"port": "9100", "protocol": "TCP"}]}]}]})
+    code, fs = findings(tree, f)
+    boundary = [x for x in fs if x["rule"] == "TG107"]
+    assert code == 1 and any("nodes of pool cpu (zone zone-b)" in x["message"] and "9100/TCP" in x["message"]
+                             for x in boundary), fs
+    assert not [x for x in fs if x["rule"] == "TG120"], fs  # modelled now: no not-modelled warning
+    # to the gpu pool's nodes, in the job's own network zone: no boundary is crossed
+    (tmp_path / "extra").joinpath("policy.yaml").unlink()
+    f = policy(tmp_path, {"endpointSelector": MASTER, "egress": [
+        {"toNodes": [{"matchLabels": {"node-type": "gpu"}}], "toPorts": [{"ports": [{"port": "9100", "protocol": "TCP"}]}]}]})
+    code, fs = findings(tree, f)
+    assert not [x for x in fs if x["rule"] == "TG107" and "9100" in x["message"]], fs
+
+
+def test_node_selectors_match_node_labels() -> None:
+    from topogate.analysis.netpolicy import External, PodClass, SourceRef
+
+    ps = PolicySet.from_objects([({"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+                                   "metadata": {"name": "n", "namespace": "x"},
+                                   "spec": {"endpointSelector": {}, "egress": [
+                                       {"toNodes": [{"matchLabels": {"node-type": "cpu"}}]}]}},
+                                  SourceRef("p.yaml", 1, 1))])
+    pod = PodClass("x", (("app", "a"),))
+    assert ps.evaluate(pod, External(entity="remote-node", labels=(("node-type", "cpu"),)), 22, "TCP").allowed
+    assert not ps.evaluate(pod, External(entity="remote-node", labels=(("node-type", "gpu"),)), 22, "TCP").allowed
+    # a node of unknown labels may be one of them
+    assert ps.evaluate(pod, External(entity="remote-node"), 22, "TCP").allowed
+    assert not ps.warnings

@@ -56,8 +56,6 @@ DNS_EGRESS = """\
      "toServices", "too strict"),
     ("  nodeSelector: {matchLabels: {node-type: gpu}}\n  ingress:\n  - fromEntities: [cluster]\n",
      "nodeSelector", "too permissive"),
-    ("  endpointSelector: {matchLabels: {app: train}}\n  ingress:\n  - fromNodes: [{matchLabels: {node-type: gpu}}]\n",
-     "fromNodes", "too permissive"),
     ("  endpointSelector: {matchLabels: {app: train}}\n  ingress:\n  - fromEndpoints: [{matchLabels: {app: train}}]\n"
      "    authentication: {mode: required}\n", "authentication.mode", "too permissive"),
     ("  endpointSelector: {matchLabels: {app: train}}\n  egress:\n  - toPorts:\n    - ports: [{port: '443'}]\n"

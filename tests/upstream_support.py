@@ -249,7 +249,7 @@ EXPECTED: tuple[Expected, ...] = (
 
 # What topogate does not model, as the keys that carry it in a Cilium rule; each key of a policy
 # file must come back as a TG120 finding (check) and a warning (trace) that names it.
-NOT_MODELLED_KEYS = ("toServices", "fromNodes", "toNodes", "fromGroups",
+NOT_MODELLED_KEYS = ("toServices", "fromGroups",
                      "toGroups", "serverNames", "listener", "terminatingTLS", "originatingTLS")
 _AUTH = {"authentication": "mode", "auth": "type"}
 

@@ -216,10 +216,6 @@ class CiliumCompiler(CompilerBase):
             if k is not None and k in given:
                 self._warn(rref, (*path, k), k, f"{k} is not modelled; it selects no peer here, so "
                                                 f"what it allows is reported denied: {TOO_STRICT}")
-        if raw.get(keys.nodes):
-            self._warn(rref, (*path, keys.nodes), keys.nodes,
-                       f"{keys.nodes} is matched as every node (host and remote-node): node labels are not "
-                       f"modelled; {TOO_PERMISSIVE}")
         return given
 
     def _l3_matchers(self, rref: RuleRef, keys: _SectionKeys, k: str, items: list[Any],
@@ -247,8 +243,7 @@ class CiliumCompiler(CompilerBase):
                 if m is not None:
                     matchers.append(m)
         elif k == keys.nodes:
-            if items:
-                matchers.append(NodeMatcher())
+            matchers.extend(NodeMatcher(compile_selector(n)) for n in items if isinstance(n, Mapping))
         elif k == keys.fqdns:
             pats = tuple(
                 fqdn_regex(f.get("matchName"), f.get("matchPattern")) for f in items if isinstance(f, Mapping)

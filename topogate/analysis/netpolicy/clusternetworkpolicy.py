@@ -138,7 +138,7 @@ class ClusterNetworkPolicyCompiler(CompilerBase):
             if sel is not None:
                 matchers.append(EndpointMatcher(sel, None))
             elif direction == DIRECTION_EGRESS and p.get("nodes") is not None:
-                matchers.append(NodeMatcher())
+                matchers.append(NodeMatcher(compile_selector(p["nodes"])))
             elif direction == DIRECTION_EGRESS and isinstance(p.get("networks"), list):
                 matchers.extend(m for m in (self._cidr(str(c), [], rref) for c in p["networks"]) if m is not None)
             elif direction == DIRECTION_EGRESS and isinstance(p.get("domainNames"), list) and action == ACTION_ACCEPT:

@@ -91,10 +91,16 @@ class External:
     entity: str | None = None
     cidr: str | None = None
     fqdn: str | None = None
+    # A node (entity host or remote-node): its labels where known (a pool of the inventory), which
+    # fromNodes/toNodes select by; () for a node of unknown labels, which every node selector may name.
+    labels: tuple[tuple[str, str], ...] = ()
 
     def __str__(self) -> str:
         parts = [p for p in (self.entity, self.cidr, self.fqdn) if p]
-        return "/".join(parts) if parts else "world"
+        shown = "/".join(parts) if parts else "world"
+        if self.labels:
+            shown += "{" + ",".join(f"{k}={v}" for k, v in self.labels) + "}"
+        return shown
 
 
 Peer = PodClass | External

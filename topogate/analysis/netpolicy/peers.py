@@ -159,10 +159,16 @@ def fqdn_regex(match_name: str | None, match_pattern: str | None) -> re.Pattern[
 
 @dataclass(frozen=True)
 class NodeMatcher(PeerMatcher):
-    """fromNodes/toNodes: node labels are not modelled, so any node selector means host/remote-node."""
+    """fromNodes/toNodes (and a ClusterNetworkPolicy ``nodes`` peer): the nodes whose labels the
+    selector matches (Cilium's node selector labels, --enable-node-selector-labels), seen as the
+    host and remote-node entities. A node of unknown labels may be any node: it matches."""
+
+    sel: CompiledSelector | None = None  # None: every node
 
     def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
-        return isinstance(peer, External) and peer.entity in ("host", "remote-node")
+        if not isinstance(peer, External) or peer.entity not in ("host", "remote-node"):
+            return False
+        return self.sel is None or not peer.labels or self.sel.matches(dict(peer.labels))
 
 
 @dataclass(frozen=True)

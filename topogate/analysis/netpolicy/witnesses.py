@@ -182,6 +182,18 @@ def _fqdn(m: FQDNMatcher) -> list[Witness]:
     return out
 
 
+def _nodes(m: NodeMatcher) -> list[Witness]:
+    """A node the selector describes (its labels solved), as the remote-node entity. The proofs
+    place the inventory's pools in its stead where they know them (analysis.proofs.witness)."""
+    if m.sel is None or not m.sel.reqs:
+        return [Witness(External(entity="remote-node"), "any node (fromNodes/toNodes)")]
+    solved = _solve(m.sel.reqs)
+    if solved is None:
+        return []
+    return [Witness(External(entity="remote-node", labels=tuple(sorted(solved.items()))),
+                    f"nodes {_shown(solved)}" if solved else "any node (fromNodes/toNodes)")]
+
+
 def _unmanaged_pod() -> Witness:
     return Witness(PodClass(OPEN_NAMESPACE, (), (), (), "default"), "any pod of any namespace")
 
@@ -205,7 +217,7 @@ def witnesses(m: PeerMatcher) -> list[Witness]:
     if isinstance(m, FQDNMatcher):
         return _fqdn(m)
     if isinstance(m, NodeMatcher):
-        return [Witness(External(entity="remote-node"), "the remote-node entity (fromNodes/toNodes)")]
+        return _nodes(m)
     if isinstance(m, AnyPeer):
         return [_unmanaged_pod(), Witness(External(entity="world"), "the world entity")]
     return []

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from topogate.analysis.netpolicy import PodClass, PortRange, RuleRef, matcher_anchor
+from topogate.analysis.netpolicy import External, PodClass, PortRange, RuleRef, matcher_anchor
 from topogate.analysis.proofs import ClusterView
 from topogate.analysis.proofs.members import ANY_ZONE, DNS_SPANS, REMOTE_NODE, Member, Span, is_dns, span_text
 from topogate.analysis.proofs.witness import Managed, witness_members
@@ -78,6 +78,19 @@ class Opening:
     def port(self) -> int:
         """The first open port (the JSON report and older readers want one number)."""
         return self.spans[0][1] if self.spans else 0
+
+
+def pool_nodes(cluster: Cluster) -> list[tuple[External, str, str]]:
+    """A node of each pool of the inventory, as fromNodes/toNodes see it (the pool's labels and
+    the zone label), with its network zone (ANY_ZONE when its zone is in none)."""
+    out = []
+    for z in cluster.zones:
+        nz = cluster.network_zone_of(z.name)
+        for p in z.pools:
+            labels = tuple(sorted({**p.label_map, cluster.zone_label: z.name}.items()))
+            out.append((External(entity="remote-node", labels=labels), nz.name if nz else ANY_ZONE,
+                        f"nodes of pool {p.name} (zone {z.name})"))
+    return out
 
 
 def network_zone_of(cluster: Cluster, jm: JobMap) -> str | None:
@@ -217,7 +230,7 @@ class BoundaryProof:
         self.managed = Managed([*members, *(
             Member(classes[g.name], ANY_ZONE, jm.object, g.name, jm.kind, jm.pos, jm.object)
             for jm, classes in jobs if network_zone_of(cluster, jm) is None
-            for g in jm.groups if not g.host_network)])
+            for g in jm.groups if not g.host_network)], pool_nodes(cluster))
         self.reps = reps
         index = _Index(cm, members)
         self.index = index
@@ -251,8 +264,8 @@ class BoundaryProof:
                 # Every pod its allow rules describe, placed where it may run: a rule that names
                 # namespace `tools` (whose pods run in any zone) opens the boundary for them.
                 for w in witness_members(cm.pset, a.pod, direction, managed, witness_cache):
-                    if w.external is not None:
-                        continue  # outside the cluster: no network zone to cross into
+                    if w.external is not None and w.nz == ANY_ZONE:
+                        continue  # outside the cluster (or a node of no pool): no network zone to cross into
                     if direction == "egress":
                         self.pair(a, w)
                     else:

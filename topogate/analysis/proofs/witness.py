@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from topogate.analysis.netpolicy import External, PodClass, PolicySet, Witness, witnesses
 from topogate.analysis.proofs.members import ANY_ZONE, Member
@@ -22,9 +23,12 @@ from topogate.core.labels import NETWORK_ZONE_LABEL
 
 class Managed:
     """The managed jobs' members, indexed so a witness finds the pods that realise it in the
-    few members that carry one of its labels, never a scan of every job."""
+    few members that carry one of its labels, never a scan of every job; and the nodes of the
+    inventory's pools (their labels, their network zone), which node witnesses stand for."""
 
-    def __init__(self, members: Iterable[Member]):
+    def __init__(self, members: Iterable[Member], nodes: Iterable[tuple[External, str, str]] = ()):
+        # (the node as a peer, its network zone, its words): one per pool
+        self.nodes = tuple(nodes)
         self.by_label: dict[tuple[str, str, str], list[Member]] = defaultdict(list)
         self.by_namespace: dict[str, list[Member]] = defaultdict(list)
         for m in members:
@@ -64,6 +68,15 @@ def _member(w: Witness, pset: PolicySet, managed: Managed) -> Member:
     return Member(pod, ANY_ZONE, w.words, "")
 
 
+def _pool_nodes(w: Witness, m: Any, pset: PolicySet, managed: Managed) -> list[Member]:
+    """A node witness (fromNodes/toNodes, the remote-node entity) as the pools of the inventory
+    the matcher selects, each in its network zone; [] when it is no node or no pool matches."""
+    if not isinstance(w.peer, External) or w.peer.entity != "remote-node":
+        return []
+    return [Member(PodClass("", ()), nz, words, "", external=node)
+            for node, nz, words in managed.nodes if pset.matches_peer(m, node)]
+
+
 def witness_members(pset: PolicySet, pod: PodClass, direction: str, managed: Managed,
                     cache: dict[int, list[Member]] | None = None) -> list[Member]:
     """The witnesses of every allow rule of `pod` in `direction` ("ingress": who may send to it;
@@ -73,7 +86,10 @@ def witness_members(pset: PolicySet, pod: PodClass, direction: str, managed: Man
     for m in pset.allow_matchers(pod, direction):
         got = cache.get(id(m)) if cache is not None else None
         if got is None:
-            got = [_member(w, pset, managed) for w in witnesses(m)]
+            got = []
+            for w in witnesses(m):
+                pools = _pool_nodes(w, m, pset, managed)
+                got += pools if pools else [_member(w, pset, managed)]
             if cache is not None:
                 cache[id(m)] = got
         out.extend(got)
