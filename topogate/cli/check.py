@@ -10,6 +10,7 @@ import click
 from topogate.cli.common import done, fail, formats
 from topogate.core import progress
 from topogate.core.escape import one_line
+from topogate.core.exitcodes import FINDINGS
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class CheckOptions:
     quiet: bool = False
     verbose: bool = False
     changed_since: str | None = None
+    exit_zero: bool = False
 
     @property
     def verbosity(self) -> int:
@@ -74,18 +76,20 @@ class LiveOptions:
 @click.option("--changed-since", metavar="GITREF",
               help="Check only the clusters whose manifests changed since the merge base with "
                    "GITREF (docs/cli.md); anything unclear checks everything.")
+@click.option("--exit-zero", is_flag=True,
+              help="Report only: exit 0 even when findings fail the check (2 still means bad input).")
 def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
           fmt: str, strict: bool, output: str | None, output_format: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
           context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
-          verbose: bool, changed_since: str | None) -> None:
+          verbose: bool, changed_since: str | None, exit_zero: bool) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
     kustomize). Without PATHs the inventory's own generated tree is checked.
     """
     opts = CheckOptions(inventory, paths, rendered, cluster, fmt, strict, output, output_format,
-                        select, ignore, quiet, verbose, changed_since)
+                        select, ignore, quiet, verbose, changed_since, exit_zero)
     run(opts, LiveOptions(live, context, kubeconfig, from_file))
 
 
@@ -119,7 +123,12 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
         fail(f"topogate: {err}")
     output.emit(outcome.result, name, strict=opts.strict, verbosity=opts.verbosity,
                 output=opts.output, output_format=out_format)
-    done(outcome.exit_code)
+    done(report_only(outcome.exit_code, opts.exit_zero))
+
+
+def report_only(code: int, exit_zero: bool) -> int:
+    """--exit-zero: findings (1) exit 0; bad input (2) still fails, since no report was made."""
+    return 0 if exit_zero and code == FINDINGS else code
 
 
 __all__ = ["CheckOptions", "LiveOptions", "check", "run"]

@@ -43,7 +43,9 @@ def check_live(opts: CheckOptions, live: LiveOptions, output_format: str) -> NoR
         click.echo(err.line("check --live"), err=True)
         raise click.exceptions.Exit(int(err.code)) from None
     print_report(outcome, opts.fmt, opts.strict, opts.output, output_format)
-    done(outcome.outcome.exit_code)
+    from topogate.cli.check import report_only  # lazy: check imports this module lazily too
+
+    done(report_only(outcome.outcome.exit_code, opts.exit_zero))
 
 
 __all__ = ["check_live", "print_report"]

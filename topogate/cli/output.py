@@ -25,7 +25,7 @@ from topogate.tree.writer import write_file
 # and most users pass for a job summary) is markdown; any other name gets the format of
 # standard output.
 BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".sarif": "sarif", ".json": "json",
-             ".txt": "text"}
+             ".txt": "text", ".xml": "junit"}
 
 
 def output_format(explicit: str | None, path: str, stdout_format: str) -> str:
