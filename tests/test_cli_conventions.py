@@ -37,6 +37,19 @@ def test_output_file_follows_extension_then_format(tmp_path: Path) -> None:
     assert other.read_text().rstrip().endswith("FAIL: 3 errors, 0 warnings in 1 workload")
 
 
+def test_output_may_be_repeated_each_file_by_its_extension(tmp_path: Path) -> None:
+    # One analysis, a summary and a code-scanning file: the action's case.
+    md, sarif = tmp_path / "r.md", tmp_path / "r.sarif"
+    code, _, err = run("check", LAB, str(BROKEN), "--format", "github", "-o", str(md), "-o", str(sarif))
+    assert code == 1, err
+    assert md.read_text().startswith("## ❌ topogate check failed")
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"
+    code, _, err = run("check", LAB, str(BROKEN), "-o", str(md), "-o", str(sarif), "--output-format", "text")
+    assert code == 2 and "with several -o, name each file's format by its extension" in err
+    code, _, err = run("check", LAB, str(BROKEN), "-o", str(md), "-o", str(md))
+    assert code == 2 and "is given twice" in err
+
+
 def test_rules_shows_one_rule_by_id_or_name() -> None:
     code, by_id, _ = run("rules", "tg101")
     assert code == 0 and by_id.startswith("TG101 hard-block (error)\n")

@@ -21,7 +21,7 @@ class CheckOptions:
     cluster: str | None = None
     fmt: str = "auto"
     strict: bool = False
-    output: str | None = None
+    output: tuple[str, ...] = ()
     output_format: str | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -56,11 +56,12 @@ class LiveOptions:
 @click.option("--format", "fmt", type=click.Choice(formats()), default="auto", show_default=True,
               help="auto: github under GitHub Actions, else text.")
 @click.option("--strict", is_flag=True, help="Warnings fail the check too.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Also write the report in this format to a file (e.g. markdown for a PR comment).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), multiple=True,
+              help="Also write the report to this file, in the format its extension names (.md "
+                   "markdown, .sarif, .json, .xml junit, .txt text); repeatable.")
 @click.option("--output-format", type=click.Choice(formats()[1:]), default=None,
-              help="Format of -o FILE. Default: by its extension (.md markdown, .sarif, .json, .txt "
-                   "text), else the --format of standard output.")
+              help="Format of a single -o FILE. Default: by its extension, else the --format of "
+                   "standard output.")
 @click.option("--select", "select", multiple=True, metavar="RULES",
               help="Report only these rules: IDs, ID prefixes (TG1) or names, comma-separated.")
 @click.option("--ignore", "ignore", multiple=True, metavar="RULES",
@@ -79,7 +80,7 @@ class LiveOptions:
 @click.option("--exit-zero", is_flag=True,
               help="Report only: exit 0 even when findings fail the check (2 still means bad input).")
 def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
-          fmt: str, strict: bool, output: str | None, output_format: str | None,
+          fmt: str, strict: bool, output: tuple[str, ...], output_format: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
           context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
           verbose: bool, changed_since: str | None, exit_zero: bool) -> None:
@@ -104,14 +105,14 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     if gctune.one_shot(click.get_current_context().find_root().command):
         gctune.hold()
     name = output.stdout_format(opts.fmt)
-    out_format = output.output_format(opts.output_format, opts.output or "", name)
+    outputs = output.output_files(opts.output, opts.output_format, name)
     if live.wanted:
         from topogate.cli.check_live import check_live  # lazy: the kubernetes client, on demand
 
         if opts.changed_since is not None:
             fail("topogate: --changed-since narrows a check of files; --live reads the cluster")
-        check_live(opts, live, out_format)
-    output.require_writable(opts.output)  # before the analysis, not after it has printed the report
+        check_live(opts, live, outputs)
+    output.require_writable(outputs)  # before the analysis, not after it has printed the report
     try:
         with progress.shown("topogate check", progress.wanted(name, opts.quiet)):
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
@@ -122,7 +123,7 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     except CheckInputError as err:
         fail(f"topogate: {err}")
     output.emit(outcome.result, name, strict=opts.strict, verbosity=opts.verbosity,
-                output=opts.output, output_format=out_format)
+                outputs=outputs)
     done(report_only(outcome.exit_code, opts.exit_zero))
 
 
