@@ -123,6 +123,19 @@ def _owners(result: CheckResult) -> dict[str, list[str]]:
     return out
 
 
+@dataclass(frozen=True)
+class SelectedResult(CheckResult):
+    """A CheckResult after --select/--ignore. What they left out is kept, to be counted: a
+    report that says "ok: 0 errors" under a job that is NOT colocated must say why."""
+
+    deselected: tuple[Finding, ...] = ()
+
+
+def deselected(result: CheckResult) -> tuple[Finding, ...]:
+    """The findings --select/--ignore left out of `result` (none when no selection was made)."""
+    return result.deselected if isinstance(result, SelectedResult) else ()
+
+
 def _keep(f: Finding, select: frozenset[str] | None, ignore: frozenset[str]) -> bool:
     if f.rule in ignore:
         return False
@@ -137,9 +150,11 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
     by_key = {(owner, s.rule): s for s in honoured for owner in (s.object, *owners.get(s.object, ()))}
     kept: list[Finding] = []
     hidden: list[tuple[Finding, Suppression]] = []
+    left_out: set[Finding] = set()
     used: set[tuple[str, str]] = set()
     for f in result.findings:
         if not _keep(f, select, ignore):
+            left_out.add(f)
             continue
         hit = by_key.get((f.object, f.rule))
         if hit is not None:
@@ -149,9 +164,11 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
         kept.append(f)
     applied = tuple(s for s in honoured if (s.object, s.rule) in used)
     waived = tuple(w for w in result.waived if _keep(w.finding, select, ignore))
-    return dataclasses.replace(result, findings=tuple(sorted(set(kept))), suppressed=applied, waived=waived,
-                               annotated=tuple(sorted(hidden, key=lambda h: h[0])))
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(CheckResult)}
+    fields.update(findings=tuple(sorted(set(kept))), suppressed=applied, waived=waived,
+                  annotated=tuple(sorted(hidden, key=lambda h: h[0])))
+    return SelectedResult(**fields, deselected=tuple(sorted(left_out)))
 
 
-__all__ = ["ANNOTATION", "UNSUPPRESSIBLE", "SelectionError", "Suppression", "apply", "object_annotations",
-           "parse_annotation", "resolve_rules", "suppressions"]
+__all__ = ["ANNOTATION", "UNSUPPRESSIBLE", "SelectedResult", "SelectionError", "Suppression", "apply",
+           "deselected", "object_annotations", "parse_annotation", "resolve_rules", "suppressions"]

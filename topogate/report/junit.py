@@ -6,7 +6,8 @@ test tab lists the training jobs and marks the ones that fail. Findings about ob
 no workload (a policy, the inventory, an unreadable file) are testcases of a last suite,
 "topogate". A testcase fails when a finding on it fails the check (an error; a warning too
 under --strict): one <failure> whose text lists every such finding as file:line:column lines;
-findings that do not fail it are in its <system-out>. No time attributes: the same result
+findings that do not fail it are in its <system-out>. Each suite has the run's counts line as the
+property topogate.summary. No time attributes: the same result
 gives the same bytes.
 """
 
@@ -52,12 +53,17 @@ class JunitReporter(Reporter):
         workloads = {j.object for j in result.jobs}
         others = sorted(o for o in by_object if o not in workloads)
         order = [(name, suites[name]) for name in sorted(suites)]
-        if others:
+        if others or not order:
             order.append((OTHER_SUITE, others))
+        summary = _text(counts_line(result))
         root = ET.Element("testsuites", {"name": "topogate"})
         total = failed = 0
         for suite_name, objects in order:
             suite = ET.SubElement(root, "testsuite", {"name": _text(suite_name)})
+            # The counts line (what --select/--ignore, waivers and annotations hid included),
+            # as a property: test-report viewers show them, and every suite carries the run's.
+            ET.SubElement(ET.SubElement(suite, "properties"), "property",
+                          {"name": "topogate.summary", "value": summary})
             suite_failed = 0
             for obj in objects:
                 case = ET.SubElement(suite, "testcase", {"name": _text(obj), "classname": _text(suite_name)})
@@ -81,7 +87,5 @@ class JunitReporter(Reporter):
         root.set("tests", str(total))
         root.set("failures", str(failed))
         root.set("errors", "0")
-        # The counts line, hidden findings included, where a person reading the raw file looks.
-        root.insert(0, ET.Comment(_text(f" {counts_line(result)} ".replace("--", "- -"))))
         ET.indent(root)
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
