@@ -41,7 +41,7 @@ def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, 
     except LiveError as err:
         click.echo(err.line("check --live"), err=True)
         raise click.exceptions.Exit(int(err.code)) from None
-    print_report(outcome, opts.fmt, opts.strict, outputs)
+    print_report(outcome, opts.fmt or "auto", opts.strict, outputs)
     from topogate.cli.check import report_only  # lazy: check imports this module lazily too
 
     done(report_only(outcome.outcome.exit_code, opts.exit_zero))
