@@ -31,6 +31,7 @@ from topogate.inventory.model import Inventory
 from topogate.policies.context import Context, Drift, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
 from topogate.safeio.repopaths import Roots, WalkUnit, display
+from topogate.safeio.saferead import InputError
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import Collecting, K8sObject, ManifestError, collect
 from topogate.tree import writer
@@ -95,7 +96,8 @@ def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
                   inventory_path: str, narrowing: Narrowing | None = None,
                   started: Collecting | None = None,
                   other: list[tuple[str, list[Path]]] | None = None,
-                  exclude: Sequence[Globs] | None = None) -> tuple[K8sObject, ...]:
+                  exclude: Sequence[Globs] | None = None,
+                  not_local: list[tuple[Path, InputError]] | None = None) -> tuple[K8sObject, ...]:
     """Every object of every PATH, built together (concurrently); a PATH that holds no
     Kubernetes object at all (an empty directory, a values file) is a usage error, like a
     linter given nothing to lint. Helm templates met in directories land in ``skipped``.
@@ -103,10 +105,10 @@ def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
     empty: list[str] = []
     try:
         if started is not None:
-            objects = started.result(skipped, empty, other)
+            objects = started.result(skipped, empty, other, not_local)
         else:
             objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty, other=other,
-                              keep=_keep(narrowing, exclude))
+                              keep=_keep(narrowing, exclude), not_local=not_local)
     except ManifestError as err:
         raise CheckInputError(str(err)) from None
     if empty:
@@ -178,15 +180,17 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
             targets = [_render_to_temp(inv, tmp)]
         skipped: list[ManifestError] = []
         other: list[tuple[str, list[Path]]] = []
+        not_local: list[tuple[Path, InputError]] = []
         narrowing = (Narrowing(changed_since, inventory_path, inv, cluster, paths, None if paths else targets[0])
                      if changed_since is not None else None)
         objects = _collect_each(targets, skipped, inventory_path, narrowing, early, other,
-                                exclude if paths else None)
+                                exclude if paths else None, not_local)
         if narrowing is not None and narrowing.escaped(objects):  # read everything after all
             skipped.clear()
             other.clear()
+            not_local.clear()
             objects = _collect_each(targets, skipped, inventory_path, other=other,
-                                    exclude=exclude if paths else None)
+                                    exclude=exclude if paths else None, not_local=not_local)
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
         try:
@@ -196,7 +200,8 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         # Rules run while the scratch tree exists: positions are resolved lazily from it.
         ctx = analysed(inv, inventory_path, objects, tuple(jobs), facts, today=today, drift=drifted,
                        rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped),
-                       other_files=_other_files(other) if paths else ())
+                       other_files=_other_files(other) if paths else (),
+                       not_local=tuple((display(root), err.pos, err.message) for root, err in not_local))
         ran = evaluate(ctx)
     result = CheckResult(ran.findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
                          scope=narrowing.scope() if narrowing is not None else None)
