@@ -21,7 +21,7 @@ from topogate.check.config import Globs
 from topogate.check.drift import drift
 from topogate.check.errors import CheckInputError
 from topogate.check.narrow import Narrowing
-from topogate.core import gctune
+from topogate.core import gctune, progress
 from topogate.core.exitcodes import exit_for
 from topogate.core.position import Position
 from topogate.core.words import plural
@@ -193,6 +193,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                                     exclude=exclude if paths else None, not_local=not_local)
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
+        progress.note(f"analysing placement and network paths of {plural(len(objects), 'object')}")
         try:
             jobs, facts = build_map(inv, objects, cluster, narrowing.only if narrowing is not None else None)
         except PolicyError as err:
@@ -202,6 +203,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                        rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped),
                        other_files=_other_files(other) if paths else (),
                        not_local=tuple((display(root), err.pos, err.message) for root, err in not_local))
+        progress.note(f"running the rules over {plural(len(jobs), 'job')}")
         ran = evaluate(ctx)
     result = CheckResult(ran.findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
                          scope=narrowing.scope() if narrowing is not None else None)

@@ -130,8 +130,6 @@ def with_settings(opts: CheckOptions) -> tuple[CheckOptions, Settings, tuple[Glo
 def run(opts: CheckOptions, live: LiveOptions) -> None:
     # lazy: start-up time (the analysis and the reporters load only when a check runs)
     from topogate.check.errors import CheckInputError
-    from topogate.check.run import run_check
-    from topogate.check.select import select_outcome
     from topogate.cli import output
     from topogate.core import gctune
 
@@ -152,6 +150,11 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     output.require_writable(outputs)  # before the analysis, not after it has printed the report
     try:
         with progress.shown("topogate check", progress.wanted(name, opts.quiet)):
+            # lazy, and under the progress line: importing the analysis takes a while itself
+            progress.note("loading")
+            from topogate.check.run import run_check
+            from topogate.check.select import select_outcome
+
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
                                 strict=opts.strict, changed_since=opts.changed_since, exclude=exclude)
         outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores)

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from topogate.core import redact
+from topogate.core import progress, redact
 from topogate.core.position import Position
 from topogate.k8s import shapes
 from topogate.safeio import subproc
@@ -397,10 +397,15 @@ class Collecting:
                 self.covered.add(raw)
             us[:] = fresh
         checked: dict[str, bool] = {}
+        roots_total = sum(1 for _, us in self.per_path for u in us if u.kustomization)
+        seen_roots = 0
         for raw, us in self.per_path:  # every tree checked before any output is read or built
             refused: list[WalkUnit] = []
             for u in us:
                 if u.kustomization and u.path not in self.trees:
+                    seen_roots += 1
+                    if seen_roots % 20 == 1 or seen_roots == roots_total:
+                        progress.note(f"checking kustomization trees before building ({seen_roots:,}/{roots_total:,})")
                     try:
                         self.trees[u.path] = check_tree(u.path, self.roots, checked)
                     except NotLocal as err:
@@ -454,11 +459,21 @@ class Collecting:
         outputs: dict[Path, str] = {}
         sources = Sources(self.roots, {})
         objs: list[K8sObject] = []
+        n_roots = sum(1 for _, us in self.per_path for u in us if u.kustomization)
+        n_files = sum(1 for _, us in self.per_path for u in us if not u.kustomization)
+        built = read = 0
         for raw, us in self.per_path:
             before = len(objs)
             if raw == "-":
                 objs.extend(_read_stdin())
             for u in us:
+                if u.kustomization:
+                    built += 1
+                    progress.note(f"kubectl kustomize: {built:,} of {n_roots:,} roots built and read")
+                else:
+                    read += 1
+                    if read % 50 == 1 or read == n_files:
+                        progress.note(f"reading manifests ({read:,}/{n_files:,} files)")
                 if u.kustomization:
                     if u.path not in outputs:
                         outputs[u.path] = self.builds.result(u.path)
