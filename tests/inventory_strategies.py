@@ -110,6 +110,8 @@ def _cluster(draw: st.DrawFn, name: str) -> dict[str, Any]:
     if kueue:
         c["kueue"] = {"queue": draw(DNS_NAMES)}
     _put(c, "admission", _maybe(draw, _ADMISSION))
+    _put(c, "trainingRuntimes", _maybe(draw, st.lists(st.one_of(DNS_NAMES, st.builds(
+        lambda ns, n: f"{ns}/{n}", DNS_NAMES, DNS_NAMES)), max_size=2, unique=True)))
     kcpu, kmem = (draw(st.booleans()), draw(st.booleans())) if kueue else (None, None)
     n_zones = draw(_ZONE_COUNTS)
     znames = draw(st.lists(DNS_NAMES, min_size=n_zones, max_size=n_zones, unique=True))

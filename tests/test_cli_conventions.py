@@ -37,13 +37,31 @@ def test_output_file_follows_extension_then_format(tmp_path: Path) -> None:
     assert other.read_text().rstrip().endswith("FAIL: 3 errors, 0 warnings in 1 workload")
 
 
+def test_output_may_be_repeated_each_file_by_its_extension(tmp_path: Path) -> None:
+    # One analysis, a summary and a code-scanning file: the action's case.
+    md, sarif = tmp_path / "r.md", tmp_path / "r.sarif"
+    code, _, err = run("check", LAB, str(BROKEN), "--format", "github", "-o", str(md), "-o", str(sarif))
+    assert code == 1, err
+    assert md.read_text().startswith("## ❌ topogate check failed")
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"
+    code, _, err = run("check", LAB, str(BROKEN), "-o", str(md), "-o", str(sarif), "--output-format", "text")
+    assert code == 2 and "with several -o, name each file's format by its extension" in err
+    code, _, err = run("check", LAB, str(BROKEN), "-o", str(md), "-o", str(md))
+    assert code == 2 and "is given twice" in err
+
+
 def test_rules_shows_one_rule_by_id_or_name() -> None:
     code, by_id, _ = run("rules", "tg101")
     assert code == 0 and by_id.startswith("TG101 hard-block (error)\n")
     assert run("rules", "hard-block")[1] == by_id
     assert "TG102" not in by_id.split("\n", 1)[0]
     code, _, err = run("rules", "TG999")
-    assert code == 2 and "no rule 'TG999'" in err and "TG101 (hard-block)" in err
+    assert code == 2 and "no rule 'TG999' (`topogate rules` lists them)" in err  # nothing near it
+    # a typo gets the nearest rule, not the whole list on one line (as click does for commands)
+    code, _, err = run("rules", "TG1O1")
+    assert code == 2 and err.strip() == "topogate: no rule 'TG1O1'; did you mean TG101? (`topogate rules` lists them)"
+    code, _, err = run("rules", "hard-blok")
+    assert code == 2 and "did you mean hard-block?" in err and "TG102" not in err
     code, out, _ = run("rules", "may-split", "--format", "json")
     assert code == 0 and json.loads(out)["id"] == "TG102"
 
@@ -65,6 +83,10 @@ def test_select_and_ignore_by_id_prefix_and_name() -> None:
     assert (code, rules_of(out)) == (0, set())  # nothing left: the exit code follows
     code, _, err = run("check", LAB, str(BROKEN), "--ignore", "TG9")
     assert code == 2 and "--ignore TG9: no such rule" in err
+    code, _, err = run("check", LAB, str(BROKEN), "--select", "hard-blok,may-split", "--ignore", "TG1O1")
+    assert code == 2 and err.strip() == (
+        "topogate: --select hard-blok: no such rule; did you mean hard-block?; --ignore TG1O1: no such "
+        "rule; did you mean TG101? (`topogate rules` lists them)")
 
 
 def _annotated(tmp_path: Path, value: str) -> Path:

@@ -42,9 +42,11 @@ def test_incident_without_group_label_fails(tmp_path: Path, strict: bool) -> Non
     code, data, _ = check(str(d), *(["--strict"] if strict else []))
     assert code == 1
     rules = sorted(f["rule"] for f in data["findings"])
-    assert rules == ["TG005", "TG005", "TG006"]
-    listed = {f["object"] for f in data["findings"] if f["rule"] == "TG005"}
-    assert listed == {"Deployment/ml-demo/coordinator", "Job/ml-demo/gpu-workers"}
+    assert rules == ["TG005", "TG006"]  # once per namespace, each template named with its line
+    (ungrouped,) = [f for f in data["findings"] if f["rule"] == "TG005"]
+    assert ungrouped["object"] == "Namespace/ml-demo"
+    assert "2 pod templates" in ungrouped["message"]
+    assert "Deployment/ml-demo/coordinator (" in ungrouped["message"] and "Job/ml-demo/gpu-workers (" in ungrouped["message"]
     assert all("topogate.dev/group" in f["message"] for f in data["findings"])
     assert data["workloads"] == []
 
@@ -94,10 +96,9 @@ spec:
 """)
     code, data, _ = check(str(tmp_path / "m.yaml"))
     assert code == 1
-    by = {f["object"]: f for f in data["findings"] if f["rule"] == "TG005"}
-    assert "one pod per node" in by["DaemonSet/ml-demo/agent"]["message"]
-    assert "does not read RayJob" in by["RayJob/ml-demo/ray"]["message"]
-    assert by["RayJob/ml-demo/ray"]["line"] == 17  # the template inside workerGroupSpecs
+    (f,) = [f for f in data["findings"] if f["rule"] == "TG005"]
+    assert "one pod per node" in f["message"] and "does not read RayJob" in f["message"]
+    assert "RayJob/ml-demo/ray (" in f["message"] and "m.yaml:17:" in f["message"]  # inside workerGroupSpecs
 
 
 def _v1_job(kind: str, groups: dict[str, int]) -> dict[str, Any]:
@@ -134,3 +135,51 @@ def test_tfjob_is_analysed_by_check(tmp_path: Path) -> None:
     (w,) = data["workloads"]
     assert w["object"] == "TFJob/ml/j"
     assert not any(f["rule"] in ("TG005", "TG006") for f in data["findings"])
+
+
+# --- what the inventory names is known; runtimes the cluster has ---
+
+TG005_FAIL = ROOT / "fixtures" / "rules" / "TG005-ungrouped-pods" / "fail" / "manifests.yaml"
+TG122_FAIL = ROOT / "fixtures" / "rules" / "TG122-runtime-missing" / "fail" / "manifests.yaml"
+
+
+def _lab_with(tmp_path: Path, extra: str, cluster_extra: str = "") -> str:
+    lab = tmp_path / "lab"
+    shutil.copytree(LAB.parent, lab)
+    inv = lab / "inventory.yaml"
+    text = inv.read_text()
+    if cluster_extra:
+        text = text.replace("  networkZones:\n", cluster_extra + "  networkZones:\n", 1)
+    inv.write_text(text + extra)
+    return str(inv)
+
+
+def _check_with(inv: str, *paths: Path | str, strict: bool = False) -> tuple[int, list[dict[str, Any]]]:
+    r = CliRunner().invoke(main, ["check", inv, *map(str, paths), "--format", "json",
+                                  *(["--strict"] if strict else [])])
+    return r.exit_code, json.loads(r.stdout)["findings"]
+
+
+def test_the_service_a_door_leads_to_is_known_not_ungrouped(tmp_path: Path) -> None:
+    # Before: the door's target has to be among PATHs for the door to be traced, and was then
+    # a TG005 warning on every run (with --strict, a failed gate).
+    assert [f["rule"] for f in _check_with(str(LAB), TG005_FAIL, strict=True)[1]] == ["TG005"]
+    inv = _lab_with(tmp_path, "doors:\n- name: tracking\n  cluster: lab\n  from: {workloads: [train]}\n"
+                              "  to: {namespace: ml-demo, labels: {app: tracking}}\n  ports: [{port: 5000}]\n")
+    code, fs = _check_with(inv, TG005_FAIL, strict=True)
+    assert "TG005" not in [f["rule"] for f in fs], fs
+
+
+def test_pods_of_a_scraping_namespace_are_known(tmp_path: Path) -> None:
+    inv = _lab_with(tmp_path, "")
+    text = Path(inv).read_text().replace("  placement: pin\n", "  placement: pin\n  metrics: {port: 9090, namespace: ml-demo}\n", 1)
+    Path(inv).write_text(text)
+    assert "TG005" not in [f["rule"] for f in _check_with(inv, TG005_FAIL)[1]]
+
+
+def test_a_runtime_the_inventory_says_the_cluster_has_is_no_warning(tmp_path: Path) -> None:
+    assert "TG122" in [f["rule"] for f in _check_with(str(LAB), TG122_FAIL)[1]]
+    inv = _lab_with(tmp_path, "", "  trainingRuntimes: [torch-distributed]\n")
+    assert "TG122" not in [f["rule"] for f in _check_with(inv, TG122_FAIL)[1]]
+    other = _lab_with(tmp_path / "o", "", "  trainingRuntimes: [deepspeed]\n")
+    assert "TG122" in [f["rule"] for f in _check_with(other, TG122_FAIL)[1]]  # another runtime

@@ -43,7 +43,7 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
         "topogate generate fixtures/multi/inventory.yaml -o deploy > /dev/null",
     ],
     "docs/audit.md": [
-        "topogate audit egress fixtures/audit/inventory.yaml --start 2026-11-24 --end 2026-11-27 [PATH ...]",
+        "topogate audit egress fixtures/audit/inventory.yaml --start 2026-11-24 --end 2026-11-27 fixtures/audit/bases",
     ],
     "docs/gitops.md": [
         "topogate generate fixtures/multi/inventory.yaml -o deploy > /dev/null",

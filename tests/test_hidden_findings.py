@@ -84,3 +84,24 @@ def test_annotation_suppressed_findings_stay_in_sarif(tmp_path: Path) -> None:
             for r in hidden] == [("TG102", "inSource", "smoke test")]
     assert hidden[0]["suppressions"][0]["location"]["physicalLocation"]["artifactLocation"]["uri"].endswith(
         "coordinator.yaml")
+
+
+def test_select_and_ignore_count_what_they_hid_in_every_format() -> None:
+    # Before: "ok: 0 errors" printed under a job that is NOT colocated with two blocked flows,
+    # and nothing said that three errors had been filtered away.
+    lab = str(ROOT / "fixtures" / "lab" / "inventory.yaml")
+    code, text = run("check", lab, str(BROKEN), "--ignore", "TG1", "--format", "text")
+    assert code == 0 and "NOT colocated" in text
+    assert text.rstrip().endswith("ok: 0 errors, 0 warnings, 3 hidden by --select/--ignore "
+                                  "(3 errors: TG101, TG102) in 1 workload")
+    code, out = run("check", lab, str(BROKEN), "--select", "TG102", "--format", "json")
+    summary = json.loads(out)["summary"]
+    assert summary["deselected"] == {"count": 2, "errors": 2, "warnings": 0, "rules": {"TG101": 2}}
+    for fmt in ("github", "markdown", "junit"):
+        _, out = run("check", lab, str(BROKEN), "--select", "TG102", "--format", fmt)
+        assert "2 hidden by --select/--ignore (2 errors: TG101)" in out, fmt
+    # nothing selected away: nothing said
+    _, out = run("check", lab, str(BROKEN), "--format", "text")
+    assert "hidden by" not in out
+    _, out = run("check", lab, str(BROKEN), "--format", "json")
+    assert "deselected" not in json.loads(out)["summary"]

@@ -33,6 +33,19 @@ def refused(repo: Path, *paths: Path | str) -> str:
     return lines[0]
 
 
+def not_built(repo: Path, *paths: Path | str) -> str:
+    """A root that needs the network: never fetched, one TG009 finding (exit 1), not exit 2 for
+    the whole run. Returns `file:line:column: message` of that finding."""
+    code, out, err = invoke("check", str(repo / "inventory.yaml"), *map(str, paths), "--format", "json")
+    assert code == 1 and "Traceback" not in err, err
+    import json
+
+    found = [f for f in json.loads(out)["findings"] if f["rule"] == "TG009"]
+    assert len(found) == 1, found
+    f = found[0]
+    return f"{f['file']}:{f['line']}:{f['column']}: {f['message']}"
+
+
 def trace_refused(*args: str) -> str:
     code, _, err = invoke("trace", *args, "--from", "ml-demo/PyTorchJob/train/Worker",
                           "--to", "ml-demo/PyTorchJob/train/Master")
@@ -224,7 +237,7 @@ def _kustomization(repo: Path, text: str) -> Path:
 ])
 def test_remote_references_are_refused_before_kubectl(tmp_path: Path, text: str, place: str) -> None:
     repo = make_repo(tmp_path)
-    line = refused(repo, _kustomization(repo, text))
+    line = not_built(repo, _kustomization(repo, text))
     assert place in line and "is remote" in line
 
 
@@ -236,7 +249,7 @@ def test_remote_component_of_a_nested_base_is_refused(tmp_path: Path) -> None:
     (base / "pytorchjob.yaml").write_text(JOB.read_text())
     (base / "kustomization.yaml").write_text(
         "resources: [pytorchjob.yaml]\ncomponents: [https://example.com/c.git]\n")
-    line = refused(repo, _kustomization(repo, "resources: [../other]\n"))
+    line = not_built(repo, _kustomization(repo, "resources: [../other]\n"))
     assert "other/kustomization.yaml:2:14" in line and "is remote" in line
 
 
@@ -277,7 +290,7 @@ def test_kustomization_file_symlinked_outside_is_refused(tmp_path: Path) -> None
 
 def test_helm_charts_are_refused(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    line = refused(repo, _kustomization(repo, "helmCharts:\n- name: x\n  repo: https://example.com\n"))
+    line = not_built(repo, _kustomization(repo, "helmCharts:\n- name: x\n  repo: https://example.com\n"))
     assert "kustomization.yaml:2:1" in line and "helm" in line
 
 

@@ -193,7 +193,7 @@ def test_first_difference_names_the_path() -> None:
     assert first_difference({"a": [1]}, {"a": [1]}) is None
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "markdown"])
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "markdown", "junit"])
 def test_every_report_format_carries_the_live_findings(fmt: str) -> None:
     code, out, _ = run("check", INV, "--live", "--from-file", BROKEN, "--format", fmt)
     assert code == 1

@@ -89,3 +89,25 @@ def test_cli_quiet_and_verbose(tmp_path: Path) -> None:
     assert "PyTorchJob/ml-demo/train (cluster lab)" in normal.stdout
     assert normal.stdout == verbose.stdout  # one workload: a small run lists it anyway
     assert normal.stderr == ""  # not a terminal: no progress
+
+
+def test_every_phase_of_a_check_reports_with_counts_that_move(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Before: nothing, then "reading workloads and their bases (1,450/1,500)" to the end: the
+    # tree checks, the kustomize builds, the analysis and the rules never said a word.
+    from topogate.check.run import run_check
+
+    notes: list[str] = []
+    monkeypatch.setattr(progress, "note", notes.append)
+    run_check(str(LAB.parent / "multi" / "inventory.yaml"))
+    phases = [n.split(" (")[0].split(":")[0] for n in notes]
+    order = [p for i, p in enumerate(phases) if p not in phases[:i]]
+    assert order == ["reading workloads and their bases", "checking kustomization trees before building",
+                     "kubectl kustomize", "analysing placement and network paths of 48 objects",
+                     "running the rules over 4 jobs"], order
+    builds = [n for n in notes if n.startswith("kubectl kustomize: ")]
+    total = builds[-1].split(" of ")[1].split()[0]
+    assert builds[0] == f"kubectl kustomize: 1 of {total} roots built and read" and len(builds) == int(total)
+    assert builds[-1] == f"kubectl kustomize: {total} of {total} roots built and read"
+    reads = [n for n in notes if n.startswith("reading workloads")]
+    n = reads[-1].split("/")[-1].rstrip(")")
+    assert reads[-1].endswith(f"({n}/{n})")  # the last count is the whole, not 1,450/1,500

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from report_support import result
 
 from topogate.core.findings import Finding
@@ -50,3 +52,16 @@ def test_report_one_line_per_finding_plus_count() -> None:
     assert all(line.startswith("::") for line in out[:5])
     assert out[-1] == "topogate: 3 errors, 1 warning, 1 info in 2 workloads"
     assert "::error file=jobs/llama.yaml,line=30,col=7,title=TG101 hard-block::" in "\n".join(out)
+
+
+def test_annotations_github_will_cut_are_said_in_the_log() -> None:
+    # GitHub shows 10 error annotations per step and drops the rest silently: on a large PR the
+    # log must say how many the diff does not show, and where to see them all.
+    many = tuple(Finding(f"jobs/j{i:02}.yaml", 1, 1, "TG102", "may-split", "error", f"PyTorchJob/ns/j{i}", "split")
+                 for i in range(13))
+    out = GithubReporter().render(replace(result(), findings=many))
+    assert out.count("::error ") == 13  # every one is printed: the log keeps them all
+    assert out.splitlines()[-1].startswith("topogate: GitHub shows at most 10 annotations of each kind per step: "
+                                           "3 errors not shown")
+    assert "SARIF" in out.splitlines()[-1]
+    assert "GitHub shows at most" not in GithubReporter().render(result())

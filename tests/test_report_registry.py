@@ -11,7 +11,7 @@ from topogate.report import AUTO, REPORTERS, Reporter, get_reporter, resolve_for
 
 
 def test_registry_is_explicit_and_complete() -> None:
-    assert list(REPORTERS) == ["text", "json", "sarif", "github", "markdown"]
+    assert list(REPORTERS) == ["text", "json", "sarif", "github", "markdown", "junit"]
     for name, cls in REPORTERS.items():
         assert issubclass(cls, Reporter)
         assert cls.name == name

@@ -3,7 +3,8 @@ example and every YAML block of the NetworkPolicy recipes goes through check and
 a traceback; so does every file of Cilium's examples/policies, each construct topogate does not
 model coming back as a TG120 finding and a trace warning, and the flows whose answer Cilium's docs
 state are traced and compared (docs/coverage.md, "Measured against upstream examples"). Runs only
-where the upstream copies exist (/work/upstream); nothing upstream is copied into this repository
+where clones of the upstream repositories exist ($TOPOGATE_UPSTREAM, see
+tests/upstream_support.py); nothing upstream is copied into this repository
 (see tests/upstream_support.py); tests/test_upstream_semantics.py holds our own cases of the
 constructs these inputs exposed."""
 
@@ -16,6 +17,7 @@ from upstream_support import (
     CILIUM,
     EXPECTED,
     UPSTREAM,
+    UPSTREAM_HOW,
     Expected,
     Tally,
     cilium_commit,
@@ -32,7 +34,7 @@ from topogate.check.run import run_check
 from topogate.sources.manifests import collect
 from topogate.trace import TraceError, trace
 
-pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="no upstream checkouts in /work/upstream")
+pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"no upstream clones: {UPSTREAM_HOW}")
 LAB = str(Path(__file__).resolve().parents[1] / "fixtures" / "lab" / "inventory.yaml")
 
 
@@ -54,7 +56,7 @@ def test_upstream_examples_never_crash(tmp_path: Path) -> None:
     assert tally.crashes == []
 
 
-cilium = pytest.mark.skipif(not CILIUM.is_dir(), reason="no copy of cilium/cilium examples/policies in /work/upstream")
+cilium = pytest.mark.skipif(not CILIUM.is_dir(), reason=f"no cilium/cilium examples/policies: {UPSTREAM_HOW}")
 
 
 def _tg120(outcome: object) -> list[str]:

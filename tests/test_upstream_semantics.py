@@ -192,10 +192,12 @@ def test_remote_base_is_refused_before_any_fetch(tmp_path: Path) -> None:
     # A remote base is refused at its own line before kubectl runs (nothing is fetched, so no
     # bare "exit status 128"); the URL names only the loopback address anyway.
     (tmp_path / "kustomization.yaml").write_text("resources:\n- https://127.0.0.1:9/acme/bases//train?ref=v1\n")
-    code, _, err = check(tmp_path)
-    assert code == 2
-    assert "kustomization.yaml:2:3: resources entry" in err and "is remote" in err
-    assert "vendor it into the repository" in err
+    code, fs, _ = check(tmp_path)
+    assert code == 1  # one finding for the root, not exit 2 for the whole run
+    (remote,) = [f for f in fs if f["rule"] == "TG009"]
+    assert (remote["line"], remote["column"]) == (2, 3) and remote["file"].endswith("kustomization.yaml")
+    assert "resources entry" in remote["message"] and "is remote" in remote["message"]
+    assert "vendor it into the repository" in remote["message"] and "--exclude" in remote["message"]
 
 
 HELM = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"

@@ -1,10 +1,14 @@
-"""Run check and trace over the upstream examples in /work/upstream (when that checkout exists):
-Kubeflow trainer and mpi-operator examples, JobSet examples, and the YAML blocks of the
-NetworkPolicy recipes (markdown). Nothing is copied into the repo: the files are read where
-they are, the recipes' blocks are written to a temporary directory for the run only."""
+"""Run check and trace over upstream examples: Kubeflow trainer and mpi-operator examples, JobSet
+examples, the YAML blocks of the NetworkPolicy recipes (markdown) and Cilium's examples/policies.
+
+They are read from the directory $TOPOGATE_UPSTREAM names, which holds one clone per repository
+named OWNER+NAME (see UPSTREAM_HOW); without it the tests that need them skip. Nothing is
+copied into the repo: the files are read where they are, the recipes' blocks are written to a
+temporary directory for the run only."""
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 from dataclasses import dataclass, field
@@ -12,7 +16,12 @@ from pathlib import Path
 
 import yaml
 
-UPSTREAM = Path("/work/upstream")
+REPOSITORIES = ("kubeflow/trainer", "kubeflow/mpi-operator", "kubernetes-sigs/jobset",
+                "ahmetb/kubernetes-network-policy-recipes", "cilium/cilium")
+UPSTREAM_HOW = ("set TOPOGATE_UPSTREAM to a directory holding clones of "
+                + ", ".join(REPOSITORIES) + " (each cloned as OWNER+NAME, e.g. "
+                "`git clone https://github.com/kubeflow/trainer $TOPOGATE_UPSTREAM/kubeflow+trainer`)")
+UPSTREAM = Path(os.environ.get("TOPOGATE_UPSTREAM") or "/nonexistent/topogate-upstream")
 JOB_KINDS = ("PyTorchJob", "MPIJob", "JobSet", "TrainJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob",
              "ClusterTrainingRuntime", "TrainingRuntime")
 _EXAMPLE_DIRS = ("kubeflow+trainer/examples", "kubeflow+mpi-operator/examples",
@@ -87,8 +96,8 @@ class Tally:
 
 
 # ---------------------------------------------------------------------------------------------
-# Cilium's examples/policies (saved by a helper session from the stored index of cilium/cilium
-# into /work/upstream/cilium+cilium, with COMMITS.tsv naming the commit of each file read).
+# Cilium's examples/policies, from a clone of cilium/cilium; an optional COMMITS.tsv beside it
+# (path TAB commit per line) names the commit of each file when they come from several commits.
 # ---------------------------------------------------------------------------------------------
 
 CILIUM = UPSTREAM / "cilium+cilium" / "examples" / "policies"

@@ -10,17 +10,18 @@ import dataclasses
 import datetime as dt
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from topogate.analysis.map.build import build_map
 from topogate.analysis.netpolicy import PolicyError
 from topogate.analysis.result import CheckResult
+from topogate.check.config import Globs
 from topogate.check.drift import drift
 from topogate.check.errors import CheckInputError
 from topogate.check.narrow import Narrowing
-from topogate.core import gctune
+from topogate.core import gctune, progress
 from topogate.core.exitcodes import exit_for
 from topogate.core.position import Position
 from topogate.core.words import plural
@@ -29,10 +30,13 @@ from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
 from topogate.policies.context import Context, Drift, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
-from topogate.safeio.repopaths import display
+from topogate.safeio.repopaths import Roots, WalkUnit, display
+from topogate.safeio.saferead import InputError
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import Collecting, K8sObject, ManifestError, collect
 from topogate.tree import writer
+
+Keep = Callable[[Sequence[WalkUnit], Roots], Collection[Path]]
 
 
 @dataclass(frozen=True)
@@ -74,10 +78,26 @@ def _other_files(other: Sequence[tuple[str, Sequence[Path]]]) -> tuple[tuple[Pos
     return tuple(out)
 
 
+def _keep(narrowing: Narrowing | None, exclude: Sequence[Globs] | None) -> Keep | None:
+    """collect's filter: the units --changed-since keeps, less those the configuration or
+    --exclude leaves out (a vendored chart, a remote base kept out on purpose)."""
+    globs = [g for g in exclude or () if g.patterns]
+    if not globs:
+        return narrowing.keep if narrowing is not None else None
+
+    def keep(units: Sequence[WalkUnit], roots: Roots) -> Collection[Path]:
+        kept = set(narrowing.keep(units, roots)) if narrowing is not None else {u.path for u in units}
+        return {u.path for u in units if u.path in kept and not any(g.matches(u.path) for g in globs)}
+
+    return keep
+
+
 def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
                   inventory_path: str, narrowing: Narrowing | None = None,
                   started: Collecting | None = None,
-                  other: list[tuple[str, list[Path]]] | None = None) -> tuple[K8sObject, ...]:
+                  other: list[tuple[str, list[Path]]] | None = None,
+                  exclude: Sequence[Globs] | None = None,
+                  not_local: list[tuple[Path, InputError]] | None = None) -> tuple[K8sObject, ...]:
     """Every object of every PATH, built together (concurrently); a PATH that holds no
     Kubernetes object at all (an empty directory, a values file) is a usage error, like a
     linter given nothing to lint. Helm templates met in directories land in ``skipped``.
@@ -85,10 +105,10 @@ def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
     empty: list[str] = []
     try:
         if started is not None:
-            objects = started.result(skipped, empty, other)
+            objects = started.result(skipped, empty, other, not_local)
         else:
             objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty, other=other,
-                              keep=narrowing.keep if narrowing is not None else None)
+                              keep=_keep(narrowing, exclude), not_local=not_local)
     except ManifestError as err:
         raise CheckInputError(str(err)) from None
     if empty:
@@ -107,16 +127,19 @@ def run_check(
     today: dt.date | None = None,
     strict: bool = False,
     changed_since: str | None = None,
+    exclude: Sequence[Globs] | None = None,
 ) -> CheckOutcome:
     today = today or dt.date.today()
     # With PATHs, the kustomize trees are checked and their builds started first, so kubectl
     # runs while the inventory is read and the rendered tree compared (each waits on neither).
     # A narrowed run must read the inventory before it knows which roots to build.
-    early = Collecting(paths, [inventory_path]) if paths and changed_since is None else None
+    early = (Collecting(paths, [inventory_path], _keep(None, exclude))
+             if paths and changed_since is None else None)
     # No cyclic collection from the first read to the result: the inventory, the rendered tree
     # and the parsed builds stay alive to the end, and a collection in between would rescan them.
     with early if early is not None else contextlib.nullcontext(), gctune.paused():
-        return _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early)
+        return _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early,
+                          exclude)
 
 
 def _load(inventory_path: str, cluster: str | None, rendered: str | None,
@@ -146,7 +169,7 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
 
 def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, cluster: str | None,
                today: dt.date, strict: bool, changed_since: str | None,
-               early: Collecting | None) -> CheckOutcome:
+               early: Collecting | None, exclude: Sequence[Globs] | None = None) -> CheckOutcome:
     loaded = _load(inventory_path, cluster, rendered, today)
     if isinstance(loaded, CheckOutcome):
         return loaded
@@ -157,15 +180,20 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
             targets = [_render_to_temp(inv, tmp)]
         skipped: list[ManifestError] = []
         other: list[tuple[str, list[Path]]] = []
+        not_local: list[tuple[Path, InputError]] = []
         narrowing = (Narrowing(changed_since, inventory_path, inv, cluster, paths, None if paths else targets[0])
                      if changed_since is not None else None)
-        objects = _collect_each(targets, skipped, inventory_path, narrowing, early, other)
+        objects = _collect_each(targets, skipped, inventory_path, narrowing, early, other,
+                                exclude if paths else None, not_local)
         if narrowing is not None and narrowing.escaped(objects):  # read everything after all
             skipped.clear()
             other.clear()
-            objects = _collect_each(targets, skipped, inventory_path, other=other)
+            not_local.clear()
+            objects = _collect_each(targets, skipped, inventory_path, other=other,
+                                    exclude=exclude if paths else None, not_local=not_local)
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
+        progress.note(f"analysing placement and network paths of {plural(len(objects), 'object')}")
         try:
             jobs, facts = build_map(inv, objects, cluster, narrowing.only if narrowing is not None else None)
         except PolicyError as err:
@@ -173,7 +201,9 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         # Rules run while the scratch tree exists: positions are resolved lazily from it.
         ctx = analysed(inv, inventory_path, objects, tuple(jobs), facts, today=today, drift=drifted,
                        rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped),
-                       other_files=_other_files(other) if paths else ())
+                       other_files=_other_files(other) if paths else (),
+                       not_local=tuple((display(root), err.pos, err.message) for root, err in not_local))
+        progress.note(f"running the rules over {plural(len(jobs), 'job')}")
         ran = evaluate(ctx)
     result = CheckResult(ran.findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
                          scope=narrowing.scope() if narrowing is not None else None)

@@ -6,28 +6,61 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from topogate.analysis.result import CheckResult
+from topogate.check.config import Globs
 from topogate.check.errors import CheckInputError
 from topogate.check.run import CheckOutcome
 from topogate.core.exitcodes import ExitCode, exit_for
-from topogate.policies.selection import SelectionError, apply, resolve_rules
+from topogate.policies.selection import (
+    LISTS_THEM,
+    SelectedResult,
+    SelectionError,
+    apply,
+    deselected,
+    resolve_rules,
+)
 
 
 def select_outcome(outcome: CheckOutcome, select: Sequence[str], ignore: Sequence[str],
-                   strict: bool) -> CheckOutcome:
-    """`check`'s outcome after --select/--ignore and the objects' suppression annotations."""
+                   strict: bool, per_path: Sequence[tuple[Globs, Sequence[str]]] = ()) -> CheckOutcome:
+    """`check`'s outcome after --select/--ignore, the configuration's per-path ignores and the
+    objects' suppression annotations."""
     rules = outcome.result.rules
+    problems: list[str] = []
+    chosen: frozenset[str] | None = None
+    dropped: frozenset[str] = frozenset()
+    # Both options are read before either fails, so one run names every typo.
     try:
         chosen = resolve_rules(select, rules, "--select") if select else None
+    except SelectionError as err:
+        problems.append(str(err).removesuffix(LISTS_THEM))
+    try:
         dropped = resolve_rules(ignore, rules, "--ignore") if ignore else frozenset()
     except SelectionError as err:
-        raise CheckInputError(str(err)) from None
+        problems.append(str(err).removesuffix(LISTS_THEM))
+    if problems:
+        raise CheckInputError("; ".join(problems) + LISTS_THEM)
     if outcome.inventory is None:
         return outcome  # the inventory did not load: its problems are never selected away
     result = apply(outcome.result, outcome.objects, chosen, dropped)
+    if per_path:
+        result = _per_path(result, [(g, resolve_rules(rs, rules, "per-path-ignores")) for g, rs in per_path])
     # 2 (unreadable input) is never lowered
     code = (outcome.exit_code if outcome.exit_code == ExitCode.BAD_INVOCATION
             else exit_for(result.errors, result.warnings, strict))
     return dataclasses.replace(outcome, result=result, exit_code=code)
+
+
+def _per_path(result: CheckResult, ignores: list[tuple[Globs, frozenset[str]]]) -> CheckResult:
+    """Findings in files a per-path ignore covers leave the report, counted with what
+    --select/--ignore hid."""
+    hidden = [f for f in result.findings if any(f.rule in rs and g.matches(f.file) for g, rs in ignores)]
+    if not hidden:
+        return result
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(CheckResult)}
+    gone = set(hidden)
+    fields["findings"] = tuple(f for f in result.findings if f not in gone)
+    return SelectedResult(**fields, deselected=tuple(sorted({*deselected(result), *hidden})))
 
 
 __all__ = ["select_outcome"]

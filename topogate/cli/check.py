@@ -3,13 +3,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
 
 from topogate.cli.common import done, fail, formats
+from topogate.cli.config import config_options, load_settings, settings_text
 from topogate.core import progress
 from topogate.core.escape import one_line
+from topogate.core.exitcodes import FINDINGS
+
+if TYPE_CHECKING:
+    from topogate.check.config import Globs, Settings
 
 
 @dataclass(frozen=True)
@@ -18,15 +25,20 @@ class CheckOptions:
     paths: tuple[str, ...] = ()
     rendered: str | None = None
     cluster: str | None = None
-    fmt: str = "auto"
+    fmt: str | None = None  # None: the configuration's format, else auto
     strict: bool = False
-    output: str | None = None
+    output: tuple[str, ...] = ()
     output_format: str | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     quiet: bool = False
     verbose: bool = False
     changed_since: str | None = None
+    exit_zero: bool = False
+    exclude: tuple[str, ...] = ()
+    config_file: str | None = None
+    no_config: bool = False
+    show_settings: bool = False
 
     @property
     def verbosity(self) -> int:
@@ -51,14 +63,16 @@ class LiveOptions:
 @click.option("--rendered", type=click.Path(file_okay=False),
               help="Also check that this generated tree is exactly what `generate` writes.")
 @click.option("--cluster", help="Analyse PATHs as manifests of this inventory cluster.")
-@click.option("--format", "fmt", type=click.Choice(formats()), default="auto", show_default=True,
-              help="auto: github under GitHub Actions, else text.")
+@click.option("--format", "fmt", type=click.Choice(formats()), default=None,
+              help="auto (the default, unless the configuration sets one): github under GitHub "
+                   "Actions, else text.")
 @click.option("--strict", is_flag=True, help="Warnings fail the check too.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Also write the report in this format to a file (e.g. markdown for a PR comment).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), multiple=True,
+              help="Also write the report to this file, in the format its extension names (.md "
+                   "markdown, .sarif, .json, .xml junit, .txt text); repeatable.")
 @click.option("--output-format", type=click.Choice(formats()[1:]), default=None,
-              help="Format of -o FILE. Default: by its extension (.md markdown, .sarif, .json, .txt "
-                   "text), else the --format of standard output.")
+              help="Format of a single -o FILE. Default: by its extension, else the --format of "
+                   "standard output.")
 @click.option("--select", "select", multiple=True, metavar="RULES",
               help="Report only these rules: IDs, ID prefixes (TG1) or names, comma-separated.")
 @click.option("--ignore", "ignore", multiple=True, metavar="RULES",
@@ -74,52 +88,97 @@ class LiveOptions:
 @click.option("--changed-since", metavar="GITREF",
               help="Check only the clusters whose manifests changed since the merge base with "
                    "GITREF (docs/cli.md); anything unclear checks everything.")
+@click.option("--exit-zero", is_flag=True,
+              help="Report only: exit 0 even when findings fail the check (2 still means bad input).")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Do not read PATH entries matching GLOB (relative to here; ** spans directories), "
+                   "besides the configuration's exclude.")
+@config_options
+@click.option("--show-settings", is_flag=True,
+              help="Print the settings this run would use (configuration and options merged); check nothing.")
 def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
-          fmt: str, strict: bool, output: str | None, output_format: str | None,
+          fmt: str | None, strict: bool, output: tuple[str, ...], output_format: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
           context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
-          verbose: bool, changed_since: str | None) -> None:
+          verbose: bool, changed_since: str | None, exit_zero: bool, exclude: tuple[str, ...],
+          config_file: str | None, no_config: bool, show_settings: bool) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
     kustomize). Without PATHs the inventory's own generated tree is checked.
     """
     opts = CheckOptions(inventory, paths, rendered, cluster, fmt, strict, output, output_format,
-                        select, ignore, quiet, verbose, changed_since)
+                        select, ignore, quiet, verbose, changed_since, exit_zero, exclude,
+                        config_file, no_config, show_settings)
     run(opts, LiveOptions(live, context, kubeconfig, from_file))
+
+
+def with_settings(opts: CheckOptions) -> tuple[CheckOptions, Settings, tuple[Globs, ...]]:
+    """The options with the configuration merged in, and the exclude globs (topogate.check.config
+    Globs) of both: the command line's --select replaces the file's, --ignore and --exclude add
+    to it, --strict turns it on, --cluster and --format win."""
+    from topogate.check.config import Globs  # lazy: start-up time (a command's modules load when it runs)
+
+    settings = load_settings(opts.config_file, opts.no_config)
+    merged = dataclasses.replace(
+        opts, select=opts.select or settings.select, ignore=(*settings.ignore, *opts.ignore),
+        strict=opts.strict or settings.strict, cluster=opts.cluster or settings.cluster,
+        fmt=opts.fmt or settings.format or "auto")
+    return merged, settings, (settings.exclude, Globs(opts.exclude, "."))
 
 
 def run(opts: CheckOptions, live: LiveOptions) -> None:
     # lazy: start-up time (the analysis and the reporters load only when a check runs)
     from topogate.check.errors import CheckInputError
-    from topogate.check.run import run_check
-    from topogate.check.select import select_outcome
     from topogate.cli import output
     from topogate.core import gctune
 
+    opts, settings, exclude = with_settings(opts)
+    if opts.show_settings:
+        _show_settings(opts, settings, exclude)
     if gctune.one_shot(click.get_current_context().find_root().command):
         gctune.hold()
+    assert opts.fmt is not None
     name = output.stdout_format(opts.fmt)
-    out_format = output.output_format(opts.output_format, opts.output or "", name)
+    outputs = output.output_files(opts.output, opts.output_format, name)
     if live.wanted:
         from topogate.cli.check_live import check_live  # lazy: the kubernetes client, on demand
 
         if opts.changed_since is not None:
             fail("topogate: --changed-since narrows a check of files; --live reads the cluster")
-        check_live(opts, live, out_format)
-    output.require_writable(opts.output)  # before the analysis, not after it has printed the report
+        check_live(opts, live, outputs)
+    output.require_writable(outputs)  # before the analysis, not after it has printed the report
     try:
         with progress.shown("topogate check", progress.wanted(name, opts.quiet)):
+            # lazy, and under the progress line: importing the analysis takes a while itself
+            progress.note("loading")
+            from topogate.check.run import run_check
+            from topogate.check.select import select_outcome
+
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
-                                strict=opts.strict, changed_since=opts.changed_since)
-        outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict)
+                                strict=opts.strict, changed_since=opts.changed_since, exclude=exclude)
+        outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores)
         if outcome.result.scope is not None and outcome.result.scope.note:
             click.echo(one_line(f"topogate: {outcome.result.scope.note}"), err=True)
     except CheckInputError as err:
         fail(f"topogate: {err}")
     output.emit(outcome.result, name, strict=opts.strict, verbosity=opts.verbosity,
-                output=opts.output, output_format=out_format)
-    done(outcome.exit_code)
+                outputs=outputs)
+    done(report_only(outcome.exit_code, opts.exit_zero))
+
+
+def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs, ...]) -> None:
+    merged = dataclasses.replace(settings, select=opts.select, ignore=opts.ignore, strict=opts.strict,
+                                 cluster=opts.cluster, format=opts.fmt,
+                                 exclude=dataclasses.replace(settings.exclude, patterns=(
+                                     *settings.exclude.patterns, *exclude[1].patterns)))
+    click.echo(settings_text(merged, "# merged with this command line's options"), nl=False)
+    raise click.exceptions.Exit(0)
+
+
+def report_only(code: int, exit_zero: bool) -> int:
+    """--exit-zero: findings (1) exit 0; bad input (2) still fails, since no report was made."""
+    return 0 if exit_zero and code == FINDINGS else code
 
 
 __all__ = ["CheckOptions", "LiveOptions", "check", "run"]

@@ -17,15 +17,14 @@ if TYPE_CHECKING:
     from topogate.cli.check import CheckOptions, LiveOptions
 
 
-def print_report(live: LiveOutcome, fmt: str, strict: bool, output: str | None = None,
-                 output_format: str = "markdown") -> None:
+def print_report(live: LiveOutcome, fmt: str, strict: bool,
+                 outputs: tuple[tuple[str, str], ...] = ()) -> None:
     """The report of a live command (check --live, drift) through the one output path; the
     header says what was compared."""
-    emit(live.outcome.result, stdout_format(fmt), strict=strict, output=output,
-         output_format=output_format, header=live.header)
+    emit(live.outcome.result, stdout_format(fmt), strict=strict, outputs=outputs, header=live.header)
 
 
-def check_live(opts: CheckOptions, live: LiveOptions, output_format: str) -> NoReturn:
+def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, str], ...]) -> NoReturn:
     """Never returns. Exits: 0 clean, 1 findings, 2 bad invocation, 75/77/78 as `audit egress`."""
     if not live.live:
         raise click.UsageError("--context, --kubeconfig and --from-file belong to --live")
@@ -33,7 +32,7 @@ def check_live(opts: CheckOptions, live: LiveOptions, output_format: str) -> NoR
         raise click.UsageError("--live checks the cluster: drop the PATHs and --rendered")
     if live.from_file and (live.context or live.kubeconfig):
         raise click.UsageError("--from-file reads no cluster: drop --context/--kubeconfig")
-    require_writable(opts.output)  # before the cluster is read
+    require_writable(outputs)  # before the cluster is read
     try:
         outcome = run_live_check(opts.inventory, Source(live.from_file, Target(live.kubeconfig, live.context)),
                                  cluster=opts.cluster, strict=opts.strict)
@@ -42,8 +41,10 @@ def check_live(opts: CheckOptions, live: LiveOptions, output_format: str) -> NoR
     except LiveError as err:
         click.echo(err.line("check --live"), err=True)
         raise click.exceptions.Exit(int(err.code)) from None
-    print_report(outcome, opts.fmt, opts.strict, opts.output, output_format)
-    done(outcome.outcome.exit_code)
+    print_report(outcome, opts.fmt or "auto", opts.strict, outputs)
+    from topogate.cli.check import report_only  # lazy: check imports this module lazily too
+
+    done(report_only(outcome.outcome.exit_code, opts.exit_zero))
 
 
 __all__ = ["check_live", "print_report"]

@@ -2,7 +2,8 @@
 
 The report goes to standard output in the format asked for (escaped for a CI log and redacted:
 topogate.core.escape.for_log; coloured on a terminal); with `-o FILE` it is also written there,
-atomically (topogate.tree.writer.write_file), in the format its extension names. A header (what
+atomically (topogate.tree.writer.write_file), in the format its extension names; `-o` may be
+repeated (one analysis, a markdown summary and a SARIF file for code scanning). A header (what
 was compared) goes before it.
 """
 
@@ -25,7 +26,7 @@ from topogate.tree.writer import write_file
 # and most users pass for a job summary) is markdown; any other name gets the format of
 # standard output.
 BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".sarif": "sarif", ".json": "json",
-             ".txt": "text"}
+             ".txt": "text", ".xml": "junit"}
 
 
 def output_format(explicit: str | None, path: str, stdout_format: str) -> str:
@@ -36,13 +37,27 @@ def output_format(explicit: str | None, path: str, stdout_format: str) -> str:
     return BY_SUFFIX.get(PurePath(path).suffix.lower(), stdout_format)
 
 
-def require_writable(output: str | None) -> None:
-    """Exit 2 before any work when `-o FILE` cannot be written (not after the report printed)."""
-    if not output:
-        return
-    parent = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        fail(f"topogate: cannot write the report to {output}: {parent} is not a writable directory")
+def output_files(paths: tuple[str, ...], explicit: str | None, stdout_format: str) -> tuple[tuple[str, str], ...]:
+    """(file, format) of each `-o FILE`. With several, each file's extension names its format:
+    one `--output-format` for all of them would write the same report twice."""
+    if explicit and len(paths) > 1:
+        fail("topogate: --output-format names the format of one -o FILE; with several -o, name each "
+             "file's format by its extension (" + ", ".join(sorted(BY_SUFFIX)) + ")")
+    seen: set[str] = set()
+    for p in paths:
+        real = os.path.realpath(p)
+        if real in seen:
+            fail(f"topogate: -o {p} is given twice")
+        seen.add(real)
+    return tuple((p, output_format(explicit, p, stdout_format)) for p in paths)
+
+
+def require_writable(outputs: tuple[tuple[str, str], ...]) -> None:
+    """Exit 2 before any work when an `-o FILE` cannot be written (not after the report printed)."""
+    for output, _ in outputs:
+        parent = os.path.dirname(os.path.abspath(output))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            fail(f"topogate: cannot write the report to {output}: {parent} is not a writable directory")
 
 
 def stdout_format(fmt: str) -> str:
@@ -51,9 +66,9 @@ def stdout_format(fmt: str) -> str:
 
 
 def emit(result: CheckResult, fmt: str, *, strict: bool, verbosity: int = 0,
-         output: str | None = None, output_format: str = "markdown", header: str | None = None) -> None:
-    """Print the report of `result` in `fmt` (concrete), and write it to `output` in
-    `output_format`. A header goes before it: on stdout for text, else on stderr."""
+         outputs: tuple[tuple[str, str], ...] = (), header: str | None = None) -> None:
+    """Print the report of `result` in `fmt` (concrete), and write it to each (file, format) of
+    `outputs`. A header goes before it: on stdout for text, else on stderr."""
     if header is not None:
         click.echo(lines(header), err=fmt != "text")
         if fmt == "text":
@@ -63,10 +78,10 @@ def emit(result: CheckResult, fmt: str, *, strict: bool, verbosity: int = 0,
     if fmt == "text" and use_color(os.environ, sys.stdout.isatty()):
         report = colorize(report)
     click.echo(report, nl=False, color=True)
-    if output:
+    for output, output_format in outputs:
         problem = write_file(output, get_reporter(output_format, strict=strict).render(result))
         if problem:
             fail(f"topogate: -o {output}: {problem}")
 
 
-__all__ = ["BY_SUFFIX", "emit", "output_format", "require_writable", "stdout_format"]
+__all__ = ["BY_SUFFIX", "emit", "output_files", "output_format", "require_writable", "stdout_format"]

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import TextIO
 
-MACHINE_FORMATS = ("json", "sarif")
+MACHINE_FORMATS = ("json", "sarif", "junit")
 _current: _Line | None = None
 
 

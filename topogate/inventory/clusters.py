@@ -88,4 +88,5 @@ def read_cluster(chk: Checker, i: int, c: dict[str, Any]) -> Cluster:
         zone_label if isinstance(zone_label, str) else DEFAULT_ZONE_LABEL, cost_cfg,
         tuple(sorted(zones, key=lambda z: z.name)),
         tuple(sorted(nzs, key=lambda n: n.name)), chk.loc.at(base),
-        read_kueue(chk, base, c, zones), read_admission(chk, base, c))
+        read_kueue(chk, base, c, zones), read_admission(chk, base, c),
+        tuple(str(r) for r in c.get("trainingRuntimes") or () if isinstance(r, str)))

@@ -90,8 +90,9 @@ def _load(file: str, read_bases: bool, build: BaseBuilder | None = None) -> Inve
     wl_items: list[tuple[YPath, str]] = []
     workload_data = seq(data.get("workloads"))
     for i, w in enumerate(workload_data):
-        if read_bases and i % 50 == 0:
-            progress.note(f"reading workloads and their bases ({i:,}/{len(workload_data):,})")
+        if read_bases and (i % 50 == 0 or i == len(workload_data) - 1):
+            # the last one too: a note left at 1,450/1,500 reads as stuck while later work runs
+            progress.note(f"reading workloads and their bases ({i + 1:,}/{len(workload_data):,})")
         if isinstance(w, dict):
             wl_items.append((("workloads", i, "name"),
                              f"{w.get('cluster')}/{w.get('namespace')}/{w.get('name')}"))

@@ -109,6 +109,9 @@ class Cluster:
     pos: Position = field(default=NOWHERE, compare=False)
     kueue: KueueConfig | None = None
     admission: AdmissionConfig | None = None
+    # Trainer runtimes the cluster has that are not among the manifests: a ClusterTrainingRuntime
+    # by name, a TrainingRuntime as namespace/name (`trainingRuntimes`).
+    training_runtimes: tuple[str, ...] = ()
 
     def zone(self, name: str) -> Zone | None:
         return next((z for z in self.zones if z.name == name), None)

@@ -376,3 +376,6 @@ def read_yaml(text: str, file: str) -> Located:
         raise YamlReadError([YamlProblem(_pos(file, e.node), TOO_DEEP)]) from None
     conv.out.problems = conv.problems
     return conv.out
+
+__all__ = ["MAX_DEPTH", "MAX_EXPANDED_NODES", "TOO_DEEP", "Located", "YPath", "YamlProblem", "YamlReadError",
+           "read_yaml"]

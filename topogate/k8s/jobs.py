@@ -317,6 +317,19 @@ def _runtime_key(trainjob: Mapping[str, Any], ns: str) -> tuple[str, str, str]:
     return (kind, ns if kind == "TrainingRuntime" else "", name)
 
 
+# The problem of a TrainJob whose runtime is not among the manifests (TG122 reads the id back).
+MISSING_RUNTIME = "runtime {} is not among the manifests: pod templates unknown"
+
+
+def missing_runtime(problem: str) -> str | None:
+    """The runtime id (ClusterTrainingRuntime/NAME, TrainingRuntime/NS/NAME) a MISSING_RUNTIME
+    problem names; None for any other problem."""
+    head, tail = MISSING_RUNTIME.split("{}")
+    if problem.startswith(head) and problem.endswith(tail):
+        return problem[len(head):len(problem) - len(tail)]
+    return None
+
+
 def _from_trainjob(item: _Item, runtimes: Mapping[tuple[str, str, str], _Item], default_ns: str) -> TrainingJob:
     obj = item.obj
     name, ns = _name(obj), _namespace(obj, default_ns)
@@ -338,7 +351,7 @@ def _from_trainjob(item: _Item, runtimes: Mapping[tuple[str, str, str], _Item], 
                 _group(g.name, g.pods, patched, controller_labels("TrainJob", name, g.name), (), item, oid))
         fallback = tuple(fallback_groups)
         return TrainingJob("TrainJob", name, ns, fallback, api, item.source, runtime_id,
-                           (f"runtime {runtime_id} is not among the manifests: pod templates unknown",))
+                           (MISSING_RUNTIME.format(runtime_id),))
     rjobs = dig(rt.obj, ("spec", "template", "spec", "replicatedJobs"))
     rjobs = rjobs if isinstance(rjobs, list) else []
     trainer_name = _trainer_job_name(rjobs)
@@ -460,6 +473,6 @@ def group_ref(group: JobGroup) -> GroupRef:
     labels = dict(group.labels)
     return GroupRef(group.name, group.pods, group.template_path, {"metadata": {"labels": labels}, "spec": group.spec})
 
-__all__ = ["DEFAULT_NAMESPACE", "GROUPABLE_KINDS", "GROUP_KIND", "GROUP_LABEL", "JobGroup",
-           "Locate", "ManifestItem", "Pairs", "RUNTIME_KINDS", "SourceLike",
+__all__ = ["DEFAULT_NAMESPACE", "GROUPABLE_KINDS", "GROUP_KIND", "GROUP_LABEL", "MISSING_RUNTIME", "JobGroup",
+           "Locate", "ManifestItem", "Pairs", "RUNTIME_KINDS", "SourceLike", "missing_runtime",
            "TRAINER_ANCESTOR_LABEL", "TRAINER_GROUP", "TrainingJob", "find_jobs", "group_ref"]

@@ -23,6 +23,7 @@ from topogate.policies.inputs import (
     tg006_nothing_analysed,
     tg007_duplicate_object,
     tg008_workload_absent,
+    tg009_remote_root,
     tg010_suppression_invalid,
 )
 from topogate.policies.jobs import (
@@ -71,6 +72,7 @@ REGISTRY: dict[str, ModuleType] = {
     "TG006": tg006_nothing_analysed,
     "TG007": tg007_duplicate_object,
     "TG008": tg008_workload_absent,
+    "TG009": tg009_remote_root,
     "TG010": tg010_suppression_invalid,
     "TG101": tg101_hard_block,
     "TG102": tg102_may_split,

@@ -79,6 +79,8 @@ class Context:
     not_modelled: tuple[tuple[str, str, str, Position], ...] = ()  # (policy, construct, message, where)
     skipped: tuple[tuple[Position, str], ...] = ()  # (where, why): files among PATHs not read
     other_files: tuple[tuple[Position, str], ...] = ()  # (PATH, which): files of other extensions
+    # (root, where, why): kustomization roots among PATHs not built (remote, Helm): never fetched
+    not_local: tuple[tuple[str, Position, str], ...] = ()
     kueue_concerns: tuple[Concern, ...] = ()
     duplicates: tuple[Duplicate, ...] = ()  # later copies of an object among PATHs
     checked_clusters: tuple[str, ...] = ()  # the clusters whose manifests were analysed
@@ -105,6 +107,7 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
              drift: tuple[Drift, ...] = (), rendered: str | None = None,
              skipped: tuple[tuple[Position, str], ...] = (),
              other_files: tuple[tuple[Position, str], ...] = (),
+             not_local: tuple[tuple[str, Position, str], ...] = (),
              live: tuple[LiveFact, ...] = ()) -> Context:
     """The context of a run that built the map (analysis.map.build_map) over `objects`."""
     return Context(
@@ -115,7 +118,8 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
         spread_splits=facts.spread_splits, unprotected=facts.unprotected,
         unassigned=facts.unassigned, open_ingress=facts.open_ingress,
         closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects), unread=unread_objects(objects),
-        not_modelled=facts.not_modelled, skipped=skipped, other_files=other_files, kueue_concerns=facts.kueue_concerns,
+        not_modelled=facts.not_modelled, skipped=skipped, other_files=other_files, not_local=not_local,
+        kueue_concerns=facts.kueue_concerns,
         duplicates=facts.duplicates, checked_clusters=facts.checked_clusters, live=live)
 
 

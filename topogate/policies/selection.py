@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from topogate.analysis.result import CheckResult, RuleInfo
 from topogate.core.findings import Finding
 from topogate.core.position import Position
+from topogate.core.words import did_you_mean
 from topogate.sources.manifests import K8sObject
 
 ANNOTATION = "topogate.dev/ignore"
@@ -47,6 +48,9 @@ class Suppression:
     pos: Position
 
 
+LISTS_THEM = " (`topogate rules` lists them)"
+
+
 def resolve_rules(spec: Sequence[str], rules: Iterable[RuleInfo], option: str) -> frozenset[str]:
     """Rule IDs named by comma-separated IDs, ID prefixes or names; unknown values are an error."""
     infos = tuple(rules)
@@ -62,8 +66,9 @@ def resolve_rules(spec: Sequence[str], rules: Iterable[RuleInfo], option: str) -
                 unknown.append(item)
             out |= hit
     if unknown:
-        known = ", ".join(f"{r.id} ({r.name})" for r in infos)
-        raise SelectionError(f"{option} {','.join(unknown)}: no such rule; known rules: {known}")
+        names = [r.id for r in infos] + [r.name for r in infos]
+        raise SelectionError("; ".join(f"{option} {u}: no such rule{did_you_mean(u, names)}" for u in unknown)
+                             + LISTS_THEM)
     return frozenset(out)
 
 
@@ -82,7 +87,8 @@ def parse_annotation(value: object, known: Mapping[str, str]) -> tuple[list[tupl
         rule, reason = rule.strip(), reason.strip()
         ids = [rid for rid, name in sorted(known.items()) if rid == rule.upper() or name == rule.lower()]
         if not ids:
-            problems.append(f"{ANNOTATION}: '{rule}' is not a rule ID or name (see `topogate rules`)")
+            hint = did_you_mean(rule, [*known, *known.values()])
+            problems.append(f"{ANNOTATION}: '{rule}' is not a rule ID or name{hint} (see `topogate rules`)")
         elif not sep or not reason:
             problems.append(f"{ANNOTATION}: {ids[0]} has no reason; write `{ids[0]}: why it is safe`")
         elif ids[0] in UNSUPPRESSIBLE:
@@ -123,6 +129,19 @@ def _owners(result: CheckResult) -> dict[str, list[str]]:
     return out
 
 
+@dataclass(frozen=True)
+class SelectedResult(CheckResult):
+    """A CheckResult after --select/--ignore. What they left out is kept, to be counted: a
+    report that says "ok: 0 errors" under a job that is NOT colocated must say why."""
+
+    deselected: tuple[Finding, ...] = ()
+
+
+def deselected(result: CheckResult) -> tuple[Finding, ...]:
+    """The findings --select/--ignore left out of `result` (none when no selection was made)."""
+    return result.deselected if isinstance(result, SelectedResult) else ()
+
+
 def _keep(f: Finding, select: frozenset[str] | None, ignore: frozenset[str]) -> bool:
     if f.rule in ignore:
         return False
@@ -137,9 +156,11 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
     by_key = {(owner, s.rule): s for s in honoured for owner in (s.object, *owners.get(s.object, ()))}
     kept: list[Finding] = []
     hidden: list[tuple[Finding, Suppression]] = []
+    left_out: set[Finding] = set()
     used: set[tuple[str, str]] = set()
     for f in result.findings:
         if not _keep(f, select, ignore):
+            left_out.add(f)
             continue
         hit = by_key.get((f.object, f.rule))
         if hit is not None:
@@ -149,9 +170,11 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
         kept.append(f)
     applied = tuple(s for s in honoured if (s.object, s.rule) in used)
     waived = tuple(w for w in result.waived if _keep(w.finding, select, ignore))
-    return dataclasses.replace(result, findings=tuple(sorted(set(kept))), suppressed=applied, waived=waived,
-                               annotated=tuple(sorted(hidden, key=lambda h: h[0])))
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(CheckResult)}
+    fields.update(findings=tuple(sorted(set(kept))), suppressed=applied, waived=waived,
+                  annotated=tuple(sorted(hidden, key=lambda h: h[0])))
+    return SelectedResult(**fields, deselected=tuple(sorted(left_out)))
 
 
-__all__ = ["ANNOTATION", "UNSUPPRESSIBLE", "SelectionError", "Suppression", "apply", "object_annotations",
-           "parse_annotation", "resolve_rules", "suppressions"]
+__all__ = ["ANNOTATION", "LISTS_THEM", "UNSUPPRESSIBLE", "SelectedResult", "SelectionError", "Suppression", "apply",
+           "deselected", "object_annotations", "parse_annotation", "resolve_rules", "suppressions"]

@@ -1,4 +1,4 @@
-"""Reporters: one CheckResult, many formats (text, json, sarif, github, markdown).
+"""Reporters: one CheckResult, many formats (text, json, sarif, github, markdown, junit).
 
 The registry is explicit so `--format` choices are known without importing plugins, and so
 parsing a format (click.Choice(["auto", *REPORTERS])) stays separate from rendering it.
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 # `--format` choices when it starts, and importing the reporters (with the analysis result
 # types they render) would make every command pay for them, `generate` included, and any
 # command that imports report.escape. `REPORTERS` (below) imports them on first use.
-FORMATS: tuple[str, ...] = ("text", "json", "sarif", "github", "markdown")
+FORMATS: tuple[str, ...] = ("text", "json", "sarif", "github", "markdown", "junit")
 
 REPORTERS: dict[str, type[Reporter]]  # bound on first access, by __getattr__
 
@@ -25,6 +25,7 @@ def _registry() -> dict[str, type[Reporter]]:
     # lazy: start-up time: `generate` and `--format` choices need no reporter
     from topogate.report.github import GithubReporter
     from topogate.report.json import JsonReporter
+    from topogate.report.junit import JunitReporter
     from topogate.report.markdown import MarkdownReporter
     from topogate.report.sarif import SarifReporter
     from topogate.report.text import TextReporter
@@ -35,6 +36,7 @@ def _registry() -> dict[str, type[Reporter]]:
         "sarif": SarifReporter,
         "github": GithubReporter,
         "markdown": MarkdownReporter,
+        "junit": JunitReporter,
     }
 
 

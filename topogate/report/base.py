@@ -15,6 +15,7 @@ from topogate.core.findings import Finding
 from topogate.core.position import NOWHERE
 from topogate.core.words import plural
 from topogate.inventory.model import Waiver
+from topogate.policies.selection import deselected
 
 UNKNOWN_FILE = NOWHERE.file
 
@@ -71,6 +72,9 @@ def counts_line(result: CheckResult) -> str:
         parts.append(f"{len(result.suppressed)} suppressed by annotation")
     if result.waived:
         parts.append(f"{len(result.waived)} waived by the inventory")
+    left_out = deselected_text(result)
+    if left_out:
+        parts.append(left_out)
     line = f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"
     s = result.scope
     if s is None:
@@ -79,6 +83,21 @@ def counts_line(result: CheckResult) -> str:
             and not result.waived):
         return f"nothing to check since {s.since} ({s.text})"
     return f"{line} (--changed-since {s.since}: {s.text})"
+
+
+def deselected_text(result: CheckResult) -> str:
+    """"3 hidden by --select/--ignore (2 errors, 1 warning: TG101, TG102)", or "" when nothing was."""
+    hidden = deselected(result)
+    if not hidden:
+        return ""
+    by = [plural(n, word) for word, n in (
+        ("error", sum(1 for f in hidden if f.severity == "error")),
+        ("warning", sum(1 for f in hidden if f.severity == "warning"))) if n]
+    infos = sum(1 for f in hidden if f.severity == "info")
+    if infos:
+        by.append(f"{infos} info")
+    rules = ", ".join(sorted({f.rule for f in hidden}))
+    return f"{len(hidden)} hidden by --select/--ignore ({', '.join(by)}: {rules})"
 
 
 def suppressed_lines(result: CheckResult) -> list[str]:

@@ -12,6 +12,9 @@ from topogate.core.findings import Finding
 from topogate.report.base import Reporter, counts_line, has_file, sorted_findings
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
+# GitHub shows at most this many annotations of each kind (error, warning, notice) per step, and
+# drops the rest without a word (docs.github.com: "Workflow commands", annotation limits).
+ANNOTATIONS_PER_STEP = 10
 
 
 def escape_data(s: str) -> str:
@@ -37,8 +40,24 @@ class GithubReporter(Reporter):
     description = "GitHub Actions annotations (::error file=..,line=..)"
 
     def render(self, result: CheckResult) -> str:
-        lines = [annotation(f) for f in sorted_findings(result)]
+        findings = sorted_findings(result)
+        lines = [annotation(f) for f in findings]
         # A plain last line for the log: annotations are capped per step by GitHub, the
         # count is not.
         lines.append(f"topogate: {counts_line(result)}")
+        cut = cut_annotations(findings)
+        if cut:
+            lines.append(f"topogate: GitHub shows at most {ANNOTATIONS_PER_STEP} annotations of each kind "
+                         f"per step: {cut} not shown on the diff (every finding is in this log); for "
+                         "all of them as code-scanning alerts upload SARIF (docs/gitops.md)")
         return "\n".join(lines) + "\n"
+
+
+def cut_annotations(findings: list[Finding]) -> str:
+    """What GitHub will not show, by kind ("14 errors, 2 warnings"); empty when nothing is cut."""
+    parts = []
+    for severity, word in (("error", "error"), ("warning", "warning"), ("info", "notice")):
+        n = sum(1 for f in findings if f.severity == severity) - ANNOTATIONS_PER_STEP
+        if n > 0:
+            parts.append(f"{n} {word}{'s' if n != 1 else ''}")
+    return ", ".join(parts)

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from topogate.analysis.result import CheckResult, JobMap
+from topogate.policies.selection import deselected
 from topogate.report.base import Reporter, sorted_findings, sorted_jobs
 
 
@@ -42,6 +43,15 @@ def report_dict(result: CheckResult) -> dict[str, Any]:
             {"finding": w.finding.as_dict(), "reason": w.waiver.reason,
              "expires": w.waiver.expires.isoformat() if w.waiver.expires else None,
              "file": w.waiver.pos.file, "line": w.waiver.pos.line} for w in result.waived]
+    hidden = deselected(result)
+    if hidden:
+        # Additive, only when --select/--ignore left findings out: how many, of which rules.
+        by_rule: dict[str, int] = {}
+        for f in hidden:
+            by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+        out["summary"]["deselected"] = {
+            "count": len(hidden), "errors": sum(1 for f in hidden if f.severity == "error"),
+            "warnings": sum(1 for f in hidden if f.severity == "warning"), "rules": by_rule}
     if result.scope is not None:
         # Additive, only with --changed-since: what the run covered.
         out["summary"]["changedSince"] = {"ref": result.scope.since, "checked": result.scope.checked,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from topogate.analysis.result import RuleInfo
+from topogate.core.words import did_you_mean
 
 
 def rule_dict(r: RuleInfo) -> dict[str, Any]:
@@ -22,8 +23,8 @@ def one_rule(infos: Sequence[RuleInfo], wanted: str, fmt: str) -> tuple[str, int
     """The text of one rule by ID (any case) or kebab-case name, and the exit code (2: none)."""
     match = [r for r in infos if wanted.upper() == r.id or wanted.lower() == r.name]
     if not match:
-        known = ", ".join(f"{r.id} ({r.name})" for r in infos)
-        return f"topogate: no rule '{wanted}'; known rules: {known}", 2
+        hint = did_you_mean(wanted, [r.id for r in infos] + [r.name for r in infos])
+        return f"topogate: no rule '{wanted}'{hint} (`topogate rules` lists them)", 2
     r = match[0]
     if fmt == "json":
         return json.dumps(rule_dict(r), indent=2, ensure_ascii=False), 0

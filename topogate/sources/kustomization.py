@@ -40,6 +40,12 @@ REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|ssh:|(?:github|gitlab|bitbuc
                      r"|\?ref=|\?version=|//", re.IGNORECASE)
 
 
+class NotLocal(InputError):
+    """A kustomization that cannot be built from the repository alone (a remote base, a Helm
+    chart): refused, never fetched. `root` is set by the caller that knows which root among the
+    PATHs reached it."""
+
+
 def kubectl() -> str:
     """The kubectl to build with: $TOPOGATE_KUBECTL, else the one beside our Python, else PATH."""
     env = os.environ.get("TOPOGATE_KUBECTL")
@@ -109,7 +115,7 @@ def references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]
     fields = {k.value: v for k, v in reversed(root_node.value) if isinstance(k, yaml.ScalarNode)}
     for key in _HELM:
         if fields.get(key) is not None:
-            raise InputError(_pos(kfile, fields[key]), _HELM_WHY.format(key=key))
+            raise NotLocal(_pos(kfile, fields[key]), _HELM_WHY.format(key=key))
     for key in _PATH_LISTS:
         for n in _scalars(fields.get(key)):
             if not _inline(n.value):
@@ -175,7 +181,7 @@ def config_references(text: str, shown: str) -> Iterator[tuple[str, str, Positio
         kind_node = _get(node, "kind")
         kind = kind_node.value if isinstance(kind_node, yaml.ScalarNode) else ""
         if kind in _BUILTIN_HELM:
-            raise InputError(_pos(shown, node), _HELM_WHY.format(key=kind))
+            raise NotLocal(_pos(shown, node), _HELM_WHY.format(key=kind))
         if kind in _BUILTIN_GENERATORS:
             yield from _generator_references(shown, _BUILTIN_GENERATORS[kind], node)
         elif kind in _BUILTIN_PATH:
@@ -240,7 +246,7 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool]) -> tuple[list[s
     while refs:
         field, ref, where = refs.pop()
         if REMOTE.search(ref):
-            raise InputError(where, (
+            raise NotLocal(where, (
                 f"{field} entry '{ref}' is remote: the build would depend on the network and "
                 "on what it serves today; vendor it into the repository"))
         target = _join(cur, ref)
@@ -287,5 +293,5 @@ def build(d: Path) -> str:
     return proc.stdout
 
 
-__all__ = ["CONFIG_LISTS", "Tree", "REMOTE", "references", "build", "check_tree",
+__all__ = ["CONFIG_LISTS", "NotLocal", "Tree", "REMOTE", "references", "build", "check_tree",
            "config_references", "kubectl", "run_kustomize"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from topogate.core import redact
+from topogate.core import progress, redact
 from topogate.core.position import Position
 from topogate.k8s import shapes
 from topogate.safeio import subproc
@@ -28,7 +28,7 @@ from topogate.safeio.repopaths import KUSTOMIZATION_FILES, MANIFEST_SUFFIXES, Ro
 from topogate.safeio.saferead import InputError, Loader, documents, is_regular, read_text
 from topogate.safeio.stdin import DISPLAY, StdinError, read_stdin
 from topogate.sources import kustomization
-from topogate.sources.kustomization import Tree, check_tree, kubectl
+from topogate.sources.kustomization import NotLocal, Tree, check_tree, kubectl
 from topogate.sources.overlay_blame import blame, changed_paths, patches_of
 from topogate.sources.positions import (
     Deferred,
@@ -329,7 +329,8 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
             skipped: list[InputError] | None = None,
             empty: list[str] | None = None,
             keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None = None,
-            other: list[tuple[str, list[Path]]] | None = None) -> list[K8sObject]:
+            other: list[tuple[str, list[Path]]] | None = None,
+            not_local: list[tuple[Path, InputError]] | None = None) -> list[K8sObject]:
     """Every object in PATHs: files, directories (walked), kustomization directories (built).
 
     Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
@@ -341,7 +342,7 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
     `keep` (check --changed-since, topogate.check.narrow) picks the units to read among all found;
     a PATH none of whose units it keeps is left out, not reported empty."""
     with Collecting(paths, also_inside, keep) as pending:
-        return pending.result(skipped, empty, other)
+        return pending.result(skipped, empty, other, not_local)
 
 
 class Collecting:
@@ -361,6 +362,8 @@ class Collecting:
         self.per_path: list[tuple[str, list[WalkUnit]]] = []
         self.trees: dict[Path, Tree] = {}
         self.covered: set[str] = set()  # PATHs whose units are all read through other PATHs
+        # kustomization roots among the PATHs that cannot be built offline, and why
+        self.not_local: list[tuple[Path, InputError]] = []
         try:
             self._begin(list(paths), also_inside, keep)
         except InputError as e:  # raised by result(), where collect() raised it
@@ -394,10 +397,26 @@ class Collecting:
                 self.covered.add(raw)
             us[:] = fresh
         checked: dict[str, bool] = {}
-        for _, us in self.per_path:  # every tree checked before any output is read or built
+        roots_total = sum(1 for _, us in self.per_path for u in us if u.kustomization)
+        seen_roots = 0
+        for raw, us in self.per_path:  # every tree checked before any output is read or built
+            refused: list[WalkUnit] = []
             for u in us:
                 if u.kustomization and u.path not in self.trees:
-                    self.trees[u.path] = check_tree(u.path, self.roots, checked)
+                    seen_roots += 1
+                    if seen_roots % 20 == 1 or seen_roots == roots_total:
+                        progress.note(f"checking kustomization trees before building ({seen_roots:,}/{roots_total:,})")
+                    try:
+                        self.trees[u.path] = check_tree(u.path, self.roots, checked)
+                    except NotLocal as err:
+                        # Refused, never fetched; the other roots are still checked, and this
+                        # one is reported where the caller asks (check: one finding).
+                        self.not_local.append((u.path, err))
+                        refused.append(u)
+            if refused:
+                us[:] = [u for u in us if u not in refused]
+                if not us:
+                    self.covered.add(raw)
         # A root another root among the PATHs includes (the generated argocd/clusters/<c> wraps
         # clusters/<c> to add sync waves) is read through the one that includes it: building it
         # on its own would yield every object twice.
@@ -423,22 +442,38 @@ class Collecting:
 
     def result(self, skipped: list[InputError] | None = None,
                empty: list[str] | None = None,
-               other: list[tuple[str, list[Path]]] | None = None) -> list[K8sObject]:
+               other: list[tuple[str, list[Path]]] | None = None,
+               not_local: list[tuple[Path, InputError]] | None = None) -> list[K8sObject]:
         """The objects; `skipped` receives files not read (Helm templates, untracked files),
         `empty` the PATHs that held no object, `other` per PATH the files of other extensions
-        its walk met."""
+        its walk met, `not_local` the kustomization roots left unbuilt because they are remote
+        or need Helm (without it, the first of those is raised, as any unreadable input)."""
         if self.error is not None:
             raise self.error
+        if self.not_local:
+            if not_local is None:
+                raise self.not_local[0][1]
+            not_local.extend(self.not_local)
         if other is not None:
             other.extend(self.other)
         outputs: dict[Path, str] = {}
         sources = Sources(self.roots, {})
         objs: list[K8sObject] = []
+        n_roots = sum(1 for _, us in self.per_path for u in us if u.kustomization)
+        n_files = sum(1 for _, us in self.per_path for u in us if not u.kustomization)
+        built = read = 0
         for raw, us in self.per_path:
             before = len(objs)
             if raw == "-":
                 objs.extend(_read_stdin())
             for u in us:
+                if u.kustomization:
+                    built += 1
+                    progress.note(f"kubectl kustomize: {built:,} of {n_roots:,} roots built and read")
+                else:
+                    read += 1
+                    if read % 50 == 1 or read == n_files:
+                        progress.note(f"reading manifests ({read:,}/{n_files:,} files)")
                 if u.kustomization:
                     if u.path not in outputs:
                         outputs[u.path] = self.builds.result(u.path)

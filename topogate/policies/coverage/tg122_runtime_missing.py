@@ -15,7 +15,10 @@ Failing example: `topogate check inv.yaml trainjob.yaml` where `trainjob.yaml` h
 the PATHs.
 
 Passing example: the runtime's manifest passed too (`kubectl get clustertrainingruntime
-torch-distributed -o yaml > runtimes/torch-distributed.yaml`, then add `runtimes/`).
+torch-distributed -o yaml > runtimes/torch-distributed.yaml`, then add `runtimes/`), or, where
+the Trainer installs its runtimes in the cluster, the cluster's `trainingRuntimes:
+[torch-distributed]` in the inventory (a TrainingRuntime as `namespace/name`): the job is then
+analysed on its own fields without this warning, since the inventory says the runtime exists.
 """
 
 from __future__ import annotations
@@ -23,15 +26,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topogate.core.findings import Issue
+from topogate.k8s.jobs import missing_runtime
 from topogate.policies.context import Context
 
 NAME = "runtime-missing"
 SEVERITY = "warning"
 
 
+def _installed(ctx: Context, cluster: str, runtime_id: str | None) -> bool:
+    """Whether the inventory says the job's cluster has this runtime (`trainingRuntimes`)."""
+    c = ctx.inventory.cluster(cluster) if ctx.inventory is not None else None
+    if c is None or runtime_id is None:
+        return False
+    kind, _, rest = runtime_id.partition("/")
+    return rest in c.training_runtimes if kind in ("ClusterTrainingRuntime", "TrainingRuntime") else False
+
+
 def check(ctx: Context) -> Iterator[Issue]:
     for job in ctx.jobs:
         for p in job.problems:
+            if _installed(ctx, job.cluster, missing_runtime(p)):
+                continue
             yield Issue(job.object, f"{job.object}: {p}; analysed with the TrainJob's own trainer and "
                                     "runtimePatches on an otherwise empty pod, so its verdicts may be wrong "
                                     "either way. Fix: pass the runtime's manifest among PATHs.", job.pos)
