@@ -37,7 +37,8 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    every later one finds a match only there); a unit Kueue admits into one zone; units pinned to
    the same single zone. Members of a unit share the unit's zones (their intersection). Then a
    GPU unit keeps only the zones where all its GPU pods fit together (``capacity.fit_gpu_units``:
-   GPUs are whole devices on one node), and a member with no podAffinity of its own that the
+   GPUs are whole devices on one node; each member only those its own filters pass), a unit whose
+   members can each land but share no zone never runs whole, and a member with no podAffinity of its own that the
    scheduler may put in a zone the rest cannot follow is a pending risk.
 5. Splits (``spread``, record ``Splits``).  Required podAntiAffinity of a group with itself on
    the zone key puts each pod in its own zone. A topologySpreadConstraint on the zone key with

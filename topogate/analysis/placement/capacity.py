@@ -59,9 +59,10 @@ def fit_gpu_units(
                 problems.append(f"{', '.join(members[n])} must share one zone but no zone of {zone_list(out[n])} "
                                 f"holds their {plural(need_gpus, 'GPU')}")
         elif ok != out[n]:
-            # Every member takes the zones the unit fits in, as the unit is placed as one.
+            # Every member takes the zones the unit fits in, as the unit is placed as one, but only
+            # those its own node filters pass: a member is never handed a zone it cannot use.
             for m in members[n]:
-                out[m] = frozenset(ok)
+                out[m] = frozenset(ok) & out[m]
     return out, problems
 
 

@@ -38,8 +38,27 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity) -> Colocati
     members = {n: tuple(by_unit[unit_of[n]]) for n in inputs.names}
     zones, gpu_problems = fit_gpu_units(inputs, nodes.pool_fits, fixpoint.frozen_zones(), fixpoint.one_zone,
                                         unit_of, members)
+    gpu_problems = [*_disjoint_units(inputs, fixpoint, members), *gpu_problems]
     risks = _pending_risks(inputs, affinity, zones, fixpoint, members)
     return Colocation(zones, unit_of, members, frozenset(fixpoint.one_zone), tuple(gpu_problems), tuple(risks))
+
+
+def _disjoint_units(inputs: Inputs, fixpoint: _Fixpoint, members: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """A unit held in one zone whose members can each land somewhere but share no zone: whichever
+    starts first picks a zone the others cannot reach, and they stay Pending."""
+    out: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    for n in inputs.names:
+        unit = members[n]
+        if n not in fixpoint.one_zone or len(unit) < 2 or unit in seen:
+            continue
+        seen.add(unit)
+        zones = [fixpoint.zones[m] for m in unit]
+        if all(zones) and not set.intersection(*zones):
+            where = "; ".join(f"{m} {zone_list(fixpoint.zones[m])}" for m in unit)
+            out.append(f"{', '.join(unit)} must share one zone but have no zone in common ({where}): "
+                       "whichever starts first, the others stay Pending")
+    return out
 
 
 def _pending_risks(inputs: Inputs, affinity: Affinity, zones: Mapping[str, frozenset[str]], fixpoint: _Fixpoint,
