@@ -52,7 +52,9 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    eligible zone the pods can never reach (a tainted zone under the default taint policy) keeps
    the global minimum at 0, so each reachable zone holds at most ``maxSkew`` of them; so does
    ``minDomains`` above the number of eligible zones. ``ScheduleAnyway`` constrains nothing.
-   Anti-affinity and spread on other keys (hostname, region) do not change zones. Splits come
+   Anti-affinity and spread on other keys (hostname, region) do not change zones, but required
+   podAntiAffinity of a group with itself on the hostname key puts one pod per node: more pods
+   than nodes in the pools it fits (in one zone's, when it is held in one) leave the rest Pending. Splits come
    after the GPU units of step 4 because they are judged over the zones a unit can really hold.
 6. Capacity (``capacity``, record ``GpuFit``).  A group needs ``pods`` slots of
    ``gpus_per_node // gpus_per_pod`` per node in the pools it fits; the job's GPUs must not exceed
