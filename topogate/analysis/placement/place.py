@@ -13,7 +13,7 @@ from topogate.analysis.placement.inputs import inputs_of
 from topogate.analysis.placement.kueue import KueueJob
 from topogate.analysis.placement.model import JobPlacement
 from topogate.analysis.placement.nodes import filter_nodes
-from topogate.analysis.placement.peers import PeerIndex, peers_of
+from topogate.analysis.placement.peers import PeerIndex, peers_of, template_peers
 from topogate.analysis.placement.result import assemble
 from topogate.analysis.placement.spread import find_splits
 from topogate.analysis.placement.terms import matches_peers
@@ -61,12 +61,15 @@ def place_all(
     cluster_of: Callable[[TrainingJob], Cluster | None],
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
     kueue: Mapping[str, KueueJob] | None = None,
+    others: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, JobPlacement]:
-    """Place every job whose cluster is known; jobs see each other's pods as peers.
+    """Place every job whose cluster is known; jobs see each other's pods as peers, and those of
+    ``others``: the manifests of the same cluster, whose workloads outside any job (a Deployment,
+    a StatefulSet, ``peers.template_peers``) are peers from the start.
 
-    Two passes: each job alone, then again with every other job of the same cluster as peers
-    (placed by the first pass), so a pod following another job's coordinator is resolved. The
-    cost is two placements per job plus indexed selector look-ups.
+    Two passes: each job with the workloads' pods as peers, then again with every other job of
+    the same cluster as peers too (placed by the first pass), so a pod following another job's
+    coordinator is resolved. The cost is two placements per job plus indexed selector look-ups.
     """
     by_cluster: dict[str, list[tuple[TrainingJob, Cluster]]] = {}
     for j in jobs:
@@ -79,9 +82,11 @@ def place_all(
         classes = node_classes(cluster)
         cache: dict[Any, tuple[PoolFit, ...]] = {}
         ku = kueue or {}
-        first = [(j, place_job(j, cluster, None, namespace_labels, classes, cache, ku.get(j.object_id)))
+        workloads = template_peers(others, classes, cache)
+        alone = PeerIndex(workloads)
+        first = [(j, place_job(j, cluster, alone, namespace_labels, classes, cache, ku.get(j.object_id)))
                  for j, _ in members]
-        index = PeerIndex(peers_of(first))
+        index = PeerIndex([*workloads, *peers_of(first)])
         known = set(index.namespaces) | set(namespace_labels or {})
         for j, pl in first:
             # Only a job with a zone-key pod (anti-)affinity term that matches another job's pods
