@@ -67,8 +67,8 @@ def _pending_risks(inputs: Inputs, affinity: Affinity, zones: Mapping[str, froze
     the unit took away from it (it knows nothing of who follows it), leaving the rest Pending."""
     out: list[str] = []
     for n in inputs.names:
-        if any(n in u for u in inputs.kueue_units):
-            continue  # Kueue picks the zone for the whole unit before its pods exist
+        if any(n in u for u in inputs.zone_units):
+            continue  # Kueue (or the scheduler, for a PodGroup) picks the zone for the whole unit
         if n in fixpoint.one_zone and len(members[n]) > 1:
             extra = fixpoint.refused[n] - zones[n]
             rest = [m for m in members[n] if m != n]
@@ -161,7 +161,7 @@ class _Fixpoint:
         A, units, ties, names, changed = self.zones, self.units, self.affinity.zone_ties, self.inputs.names, False
         one = {n for n in names if self.inputs.groups[n].pods == 1 or len(A[n]) == 1
                or any(t.targets == {n} and not t.peers for t in ties[n])}
-        for unit in self.inputs.kueue_units:  # Kueue admits the unit into one zone before any pod starts
+        for unit in self.inputs.zone_units:  # placed into one zone as a whole (Kueue, a PodGroup)
             members = sorted(unit & set(names))
             one |= set(members)
             for m in members[1:]:
