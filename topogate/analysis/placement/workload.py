@@ -6,7 +6,13 @@ the groups whose pods name it one co-location unit, as a Kueue pod-set group doe
 picks one domain for the whole PodGroup. Its gang ``minCount`` is then judged with the unit (all
 its pods must fit in one zone, ``capacity.fit_gpu_units``), and on its own: a gang that needs
 more pods than the job makes naming it never starts. Pods of other jobs that name the same
-PodGroup are not counted."""
+PodGroup are not counted.
+
+The topology constraint needs the TopologyAwareWorkloadScheduling feature gate (alpha in
+Kubernetes 1.37, off by default; the Workload API itself needs GenericWorkload): where it is off
+the API server drops ``schedulingConstraints`` from a PodGroup it stores (the PodGroup registry
+strategy), and nothing holds the pods together. A manifest that writes the constraint is taken
+at its word, as the cluster it is written for has the gate on."""
 
 from __future__ import annotations
 
