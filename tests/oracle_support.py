@@ -36,10 +36,13 @@ from typing import Any
 
 from cluster_support import Cluster as KubeCluster
 
+from topogate.analysis.map.cluster import _strand_risks
 from topogate.analysis.placement import JobPlacement, place_all
 from topogate.analysis.scheduling import HOSTNAME_LABEL, node_classes
 from topogate.inventory.model import Cluster
 from topogate.k8s.jobs import DEFAULT_NAMESPACE, GROUP_LABEL, find_jobs
+from topogate.k8s.kinds import PLAIN_POD_TEMPLATES
+from topogate.k8s.podgroups import is_pod_group, read_pod_groups
 from topogate.k8s.pods import plain_template
 
 CASE_LABEL = "oracle.topogate.dev/case"  # on nodes and pods: which case (and run) they belong to
@@ -56,6 +59,7 @@ FILTER_MESSAGES = {
     "didn't match pod affinity rules": "affinity", "didn't match pod anti-affinity rules": "anti",
     "didn't satisfy existing pods anti-affinity rules": "anti",
     "didn't match pod topology spread constraints": "spread",
+    "were unschedulable": "nodes",  # cordoned: another trial's, for a split
 }
 
 
@@ -97,8 +101,28 @@ class PodPlan:
 
 
 def placements(case: Case) -> dict[str, JobPlacement]:
+    """topogate's verdicts, read as `topogate check` reads the manifests (analysis.map.cluster):
+    jobs, the other workloads' pods as peers, the Workload API's PodGroups."""
     jobs = find_jobs((o, None) for o in case.objects)
-    return place_all(jobs, lambda _j: case.cluster, case.namespace_labels)
+    return place_all(jobs, lambda _j: case.cluster, case.namespace_labels,
+                     others=[o for o in case.objects if o.get("kind") in PLAIN_POD_TEMPLATES],
+                     pod_groups=read_pod_groups(case.objects))
+
+
+def pending_risks(case: Case, verdicts: Mapping[str, JobPlacement]) -> dict[str, tuple[str, ...]]:
+    """Per job, the scheduling orders topogate warns may leave pods Pending (placement's own and
+    the may-strand ones of TG111)."""
+    out = {}
+    for j in find_jobs((o, None) for o in case.objects):
+        pl = verdicts[j.object_id]
+        out[j.object_id] = (*pl.pending_risks, *_strand_risks(j, pl, case.cluster.zone_label))
+    return out
+
+
+def uses_workload_api(case: Case) -> bool:
+    """PodGroups: the control plane here runs without the Workload API's feature gates
+    (GenericWorkload, TopologyAwareWorkloadScheduling), so their constraints cannot be shown."""
+    return any(is_pod_group(o) for o in case.objects)
 
 
 def _slug(text: str) -> str:
@@ -159,7 +183,8 @@ def node_objects(cluster: Cluster, tag: str) -> list[dict[str, Any]]:
 
 def _pod_spec(spec: Mapping[str, Any], tag: str, ns_map: Mapping[str, str]) -> dict[str, Any]:
     s = copy.deepcopy(dict(spec))
-    sel = s.get("nodeSelector") if isinstance(s.get("nodeSelector"), dict) else {}
+    sel = s.get("nodeSelector")
+    sel = sel if isinstance(sel, dict) else {}
     s["nodeSelector"] = {**sel, CASE_LABEL: tag}
     for c in [*(s.get("containers") or []), *(s.get("initContainers") or [])]:
         c["image"] = IMAGE
@@ -277,6 +302,7 @@ class Api:
 class Trial:
     case: Case
     verdicts: Mapping[str, JobPlacement]
+    risks: Mapping[str, tuple[str, ...]]  # per job: what topogate warns may leave pods Pending
     tag: str  # node names, the case label and the namespaces' prefix
     mode: str  # "plain", or "split:<group>": that group's first pod goes first, then its zone is cordoned
     seed: int
@@ -416,7 +442,8 @@ def trials_of(case: Case, index: int, runs: int, seed: int) -> list[Trial]:
     """Plain runs (the first in manifest order on empty nodes, later ones shuffled and with pods
     already running), and for a job that may split one trial per group going first."""
     verdicts = placements(case)
-    out = [Trial(case, verdicts, f"o{seed % 1000}-{index}-r{r}", "plain", seed + r, blockers=r > 0)
+    risks = pending_risks(case, verdicts)
+    out = [Trial(case, verdicts, risks, f"o{seed % 1000}-{index}-r{r}", "plain", seed + r, blockers=r > 0)
            for r in range(runs)]
     plans = pod_plans(case)
     split_groups: list[str] = []
@@ -425,7 +452,7 @@ def trials_of(case: Case, index: int, runs: int, seed: int) -> list[Trial]:
             split_groups += [g.name for g in p.groups if g.pods > 0 and any(q.job == jid and q.group == g.name
                                                                            for q in plans)]
     for k, g in enumerate(dict.fromkeys(split_groups)):
-        out.append(Trial(case, verdicts, f"o{seed % 1000}-{index}-s{k}", f"split:{g}", seed + 100 + k, False))
+        out.append(Trial(case, verdicts, risks, f"o{seed % 1000}-{index}-s{k}", f"split:{g}", seed + 100 + k, False))
     return out
 
 
@@ -448,13 +475,13 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
                 api.create(p)
         pods = settle(api)
         for t in splits:
-            p = pods.get((t.first[0]["metadata"]["namespace"], t.first[0]["metadata"]["name"]))
-            node = (p or {}).get("spec", {}).get("nodeName")
-            if node:
-                zone = t.zone_of[node]
-                for n, z in t.zone_of.items():
+            got = pods.get((t.first[0]["metadata"]["namespace"], t.first[0]["metadata"]["name"])) or {}
+            bound = (got.get("spec") or {}).get("nodeName")
+            if bound:
+                zone = t.zone_of[bound]
+                for name, z in t.zone_of.items():
                     if z == zone:
-                        api.cordon(n)
+                        api.cordon(name)
     # Round-robin over the trials: each keeps its own order, none waits for all the others.
     for k in range(max((len(t.rest) for t in trials), default=0)):
         for t in trials:
@@ -518,7 +545,7 @@ def judge(t: Trial, pods: Mapping[tuple[str, str], Mapping[str, Any]], report: R
                 report.disagreements.append(
                     f"{who}: topogate says unschedulable ({'; '.join(pl.unschedulable_reasons)}), the scheduler's "
                     f"reasons are of another kind: {pending[0][1]}")
-        if said != "unschedulable" and pending and not t.blockers and not pl.pending_risks:
+        if said != "unschedulable" and pending and not t.blockers and not t.risks[jid]:
             report.disagreements.append(f"{who}: topogate says {said} with no pending risk, the scheduler left "
                                         f"{len(pending)} pod(s) Pending: {pending[0][0].name}: {pending[0][1]}")
 
