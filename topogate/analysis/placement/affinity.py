@@ -29,6 +29,9 @@ class Affinity:
     self_repelling: frozenset[str]  # groups whose own pods repel each other on the zone key
     # Groups whose own pods repel each other on the hostname key: one pod per node.
     one_per_node: frozenset[str] = frozenset()
+    # Groups whose required podAffinity on the hostname key matches only their own pods: every
+    # pod joins the first one's node.
+    one_node: frozenset[str] = frozenset()
 
 
 def resolve_affinity(inputs: Inputs) -> Affinity:
@@ -43,7 +46,19 @@ def resolve_affinity(inputs: Inputs) -> Affinity:
         apart=frozenset((a, b) for a in names for b in sorted(repels[a]) if a != b),
         self_repelling=frozenset(n for n in names if n in repels[n]),
         one_per_node=_one_per_node(inputs),
+        one_node=_one_node(inputs, required),
     )
+
+
+def _one_node(inputs: Inputs, required: Mapping[str, Term | None]) -> frozenset[str]:
+    """Groups whose required podAffinity has a hostname term and matches only their own pods."""
+    out = set()
+    for n in inputs.names:
+        e = required[n]
+        if e is not None and e.targets == {n} and not e.peers and any(
+                t.get("topologyKey") == HOSTNAME_LABEL for t in required_terms(inputs.groups[n].spec, "podAffinity")):
+            out.add(n)
+    return frozenset(out)
 
 
 def _one_per_node(inputs: Inputs) -> frozenset[str]:
