@@ -31,7 +31,8 @@ from topogate.analysis.scheduling import selector_matches
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import RUNTIME_KINDS, TrainingJob, find_jobs
-from topogate.k8s.kinds import KUEUE_KINDS
+from topogate.k8s.kinds import KUEUE_KINDS, PLAIN_POD_TEMPLATES
+from topogate.k8s.podgroups import POD_GROUP_KIND, read_pod_groups
 from topogate.sources.manifests import K8sObject
 
 HOST_NETWORK_PEER = External(entity="remote-node")
@@ -90,8 +91,12 @@ class ClusterMap:
                                                            or {}).items()}
                      for o in policy_objs if o.kind == "Namespace"}
         self.kueue = self._kueue([o for o in objects + shared_policies if o.kind in KUEUE_KINDS])
+        # Pods outside any job that podAffinity may follow: every workload's pod template here.
+        workloads = [o.obj for o in objects if o.kind in PLAIN_POD_TEMPLATES]
+        # The Workload API's PodGroups: a zone topology holds their pods in one zone.
+        pod_groups = read_pod_groups(o.obj for o in objects if o.kind == POD_GROUP_KIND)
         self.placements = placement_mod.place_all(
-            self.jobs, lambda _j: cluster, ns_labels, self.kueue)
+            self.jobs, lambda _j: cluster, ns_labels, self.kueue, workloads, pod_groups)
         self.policy_keys = policy_keys(o for o in policy_objs if o.kind in POLICY_KINDS)
 
     def _kueue(self, kueue_objects: list[K8sObject]) -> dict[str, KueueJob]:

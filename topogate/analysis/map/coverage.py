@@ -100,7 +100,7 @@ _SELECTOR_KEYS = ("podSelector", "endpointSelector", "nodeSelector")
 _READ_OR_INERT = frozenset((
     *TRAINING_KINDS, *RUNTIME_KINDS, *PLAIN_POD_TEMPLATES, "PodTemplate",
     *POLICY_KINDS, "Namespace",
-    "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue",
+    "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "PodGroup",
     "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "VerticalPodAutoscaler",
     "PodMonitor", "ServiceMonitor"))
 

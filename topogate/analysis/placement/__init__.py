@@ -37,7 +37,8 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    every later one finds a match only there); a unit Kueue admits into one zone; units pinned to
    the same single zone. Members of a unit share the unit's zones (their intersection). Then a
    GPU unit keeps only the zones where all its GPU pods fit together (``capacity.fit_gpu_units``:
-   GPUs are whole devices on one node), and a member with no podAffinity of its own that the
+   GPUs are whole devices on one node; each member only those its own filters pass), a unit whose
+   members can each land but share no zone never runs whole, and a member with no podAffinity of its own that the
    scheduler may put in a zone the rest cannot follow is a pending risk.
 5. Splits (``spread``, record ``Splits``).  Required podAntiAffinity of a group with itself on
    the zone key puts each pod in its own zone. A topologySpreadConstraint on the zone key with
@@ -51,7 +52,9 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    eligible zone the pods can never reach (a tainted zone under the default taint policy) keeps
    the global minimum at 0, so each reachable zone holds at most ``maxSkew`` of them; so does
    ``minDomains`` above the number of eligible zones. ``ScheduleAnyway`` constrains nothing.
-   Anti-affinity and spread on other keys (hostname, region) do not change zones. Splits come
+   Anti-affinity and spread on other keys (hostname, region) do not change zones, but required
+   podAntiAffinity of a group with itself on the hostname key puts one pod per node: more pods
+   than nodes in the pools it fits (in one zone's, when it is held in one) leave the rest Pending. Splits come
    after the GPU units of step 4 because they are judged over the zones a unit can really hold.
 6. Capacity (``capacity``, record ``GpuFit``).  A group needs ``pods`` slots of
    ``gpus_per_node // gpus_per_pod`` per node in the pools it fits; the job's GPUs must not exceed

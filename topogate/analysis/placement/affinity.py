@@ -27,6 +27,11 @@ class Affinity:
     repelled_peer_zones: Mapping[str, frozenset[str]]  # per group: zones of one-zone peers it repels
     apart: frozenset[tuple[str, str]]  # (a, b), a != b, both ways: groups that never share a zone
     self_repelling: frozenset[str]  # groups whose own pods repel each other on the zone key
+    # Groups whose own pods repel each other on the hostname key: one pod per node.
+    one_per_node: frozenset[str] = frozenset()
+    # Groups whose required podAffinity on the hostname key matches only their own pods: every
+    # pod joins the first one's node.
+    one_node: frozenset[str] = frozenset()
 
 
 def resolve_affinity(inputs: Inputs) -> Affinity:
@@ -40,7 +45,29 @@ def resolve_affinity(inputs: Inputs) -> Affinity:
         repelled_peer_zones={n: frozenset(z) for n, z in peer_zones.items()},
         apart=frozenset((a, b) for a in names for b in sorted(repels[a]) if a != b),
         self_repelling=frozenset(n for n in names if n in repels[n]),
+        one_per_node=_one_per_node(inputs),
+        one_node=_one_node(inputs, required),
     )
+
+
+def _one_node(inputs: Inputs, required: Mapping[str, Term | None]) -> frozenset[str]:
+    """Groups whose required podAffinity has a hostname term and matches only their own pods."""
+    out = set()
+    for n in inputs.names:
+        e = required[n]
+        if e is not None and e.targets == {n} and not e.peers and any(
+                t.get("topologyKey") == HOSTNAME_LABEL for t in required_terms(inputs.groups[n].spec, "podAffinity")):
+            out.add(n)
+    return frozenset(out)
+
+
+def _one_per_node(inputs: Inputs) -> frozenset[str]:
+    """Groups with a required podAntiAffinity term on the hostname key that matches their own pods:
+    the scheduler rejects a node that already runs one of them (InterPodAffinity Filter)."""
+    return frozenset(
+        g.name for g in inputs.with_pods
+        if any(g.name in _resolve_term(inputs, g, t).targets for t in required_terms(g.spec, "podAntiAffinity")
+               if t.get("topologyKey") == HOSTNAME_LABEL))
 
 
 def _resolve_term(inputs: Inputs, g: JobGroup, raw: Mapping[str, Any]) -> Term:

@@ -12,7 +12,7 @@ from topogate.analysis.placement.model import Capacity, zone_list
 from topogate.analysis.scheduling import PoolFit
 from topogate.core.words import plural
 
-__all__ = ["GpuFit", "check_capacity", "fit_gpu_units"]
+__all__ = ["GpuFit", "check_capacity", "fit_gpu_units", "fit_one_node"]
 
 
 def _slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: int) -> int:
@@ -59,10 +59,45 @@ def fit_gpu_units(
                 problems.append(f"{', '.join(members[n])} must share one zone but no zone of {zone_list(out[n])} "
                                 f"holds their {plural(need_gpus, 'GPU')}")
         elif ok != out[n]:
-            # Every member takes the zones the unit fits in, as the unit is placed as one.
+            # Every member takes the zones the unit fits in, as the unit is placed as one, but only
+            # those its own node filters pass: a member is never handed a zone it cannot use.
             for m in members[n]:
-                out[m] = frozenset(ok)
+                out[m] = frozenset(ok) & out[m]
     return out, problems
+
+
+def fit_one_node(
+    inputs: Inputs,
+    pool_fits: Mapping[str, tuple[PoolFit, ...]],
+    zones: Mapping[str, frozenset[str]],
+    one_node: frozenset[str],
+    members: Mapping[str, tuple[str, ...]],
+) -> tuple[dict[str, frozenset[str]], list[str], list[str]]:
+    """A GPU group whose pods follow only each other on the hostname key runs on one node (the
+    first pod's): only zones with a node holding all its GPUs keep it, with its unit. The first
+    pod may still land on a smaller node, where the rest cannot join it: a pending risk.
+    Returns the zones, the groups no node holds, and those risks."""
+    out = dict(zones)
+    problems: list[str] = []
+    risks: list[str] = []
+    for n in sorted(one_node):
+        g = inputs.groups[n]
+        if g.gpus_per_pod <= 0 or not out[n]:
+            continue
+        fitting = [f for f in pool_fits[n] if f.fits and f.zone in out[n]]
+        ok = frozenset(f.zone for f in fitting if f.node.gpus_per_node >= g.gpus)
+        small = sorted({f.zone for f in fitting if f.node.gpus_per_node < g.gpus})
+        if not ok:
+            problems.append(f"{n}: podAffinity on kubernetes.io/hostname puts its {plural(g.pods, 'pod')} on one "
+                            f"node, but no node of {zone_list(out[n])} holds {plural(g.gpus, 'GPU')}")
+            continue
+        if small:
+            risks.append(f"{n}: podAffinity on kubernetes.io/hostname puts its {plural(g.pods, 'pod')} on one node; "
+                         f"the first may land on a node in {zone_list(small)} too small for all of them: the rest "
+                         "stay Pending")
+        for m in members[n]:
+            out[m] = out[m] & ok
+    return out, problems, risks
 
 
 @dataclass(frozen=True)

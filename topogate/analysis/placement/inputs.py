@@ -28,7 +28,9 @@ class Inputs:
     with_pods: tuple[JobGroup, ...]
     groups: Mapping[str, JobGroup]  # the same groups by name
     names: tuple[str, ...]  # their names, sorted: the order every step walks them in
-    kueue_units: tuple[frozenset[str], ...]  # groups Kueue admits into one zone together
+    # Groups placed into one zone together before their pods exist: Kueue's pod-set groups, the
+    # groups of a PodGroup with a zone topology (placement.workload).
+    zone_units: tuple[frozenset[str], ...]
 
 
 def inputs_of(
@@ -37,7 +39,7 @@ def inputs_of(
     peers: PeerIndex,
     namespace_labels: Mapping[str, Mapping[str, str]],
     classes: Sequence[NodeClass],
-    kueue_units: tuple[frozenset[str], ...],
+    zone_units: tuple[frozenset[str], ...],
 ) -> Inputs:
     with_pods = tuple(g for g in job.groups if g.pods > 0)
     groups = {g.name: g for g in with_pods}
@@ -52,5 +54,5 @@ def inputs_of(
         with_pods=with_pods,
         groups=groups,
         names=tuple(sorted(groups)),
-        kueue_units=kueue_units,
+        zone_units=zone_units,
     )

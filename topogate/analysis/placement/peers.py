@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.placement.model import JobPlacement
-from topogate.analysis.scheduling import selector_matches
+from topogate.analysis.scheduling import NodeClass, PoolFit, fit_pools, selector_matches
 from topogate.core.labels import Pairs
-from topogate.k8s.jobs import TrainingJob
+from topogate.k8s.jobs import DEFAULT_NAMESPACE, GROUP_LABEL, TrainingJob
+from topogate.k8s.pods import plain_template
 
-__all__ = ["AffinityPeer", "PeerIndex", "peers_of"]
+__all__ = ["AffinityPeer", "PeerIndex", "peers_of", "template_peers"]
 
 
 @dataclass(frozen=True)
@@ -81,4 +82,36 @@ def peers_of(placements: Iterable[tuple[TrainingJob, JobPlacement]]) -> list[Aff
             gp = pl.group(g.name)
             if gp is not None and g.pods > 0:
                 out.append(AffinityPeer(job.object_id, g.name, job.namespace, g.labels, gp.zones))
+    return out
+
+
+def _template_pods(kind: str, spec: Mapping[str, Any]) -> int:
+    """Pods a workload's controller keeps running: replicas (default 1), a Job's parallelism;
+    a DaemonSet's are counted as one (it runs on every node it fits); a CronJob's come and go."""
+    if kind == "CronJob":
+        return 0
+    key = {"Job": "parallelism", "Pod": "", "DaemonSet": ""}.get(kind, "replicas")
+    raw = spec.get(key, 1) if key else 1
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else (1 if raw is None else 0)
+
+
+def template_peers(
+    objects: Iterable[Mapping[str, Any]], classes: tuple[NodeClass, ...], cache: dict[Any, tuple[PoolFit, ...]],
+) -> list[AffinityPeer]:
+    """The pods of the workloads among the manifests that belong to no training job (a feature
+    store's Deployment, a StatefulSet): any of them can be what a podAffinity term follows. Where
+    they land is where their node filters let them (their own pod affinity is not followed)."""
+    out: list[AffinityPeer] = []
+    for obj in objects:
+        kind, md = str(obj.get("kind", "")), obj.get("metadata")
+        if not isinstance(md, dict):
+            continue
+        name = str(md.get("name", ""))
+        tpl = plain_template(kind, name, obj)
+        spec = obj.get("spec")
+        if tpl is None or GROUP_LABEL in tpl.labels or not isinstance(spec, dict) or not _template_pods(kind, spec):
+            continue
+        ns = str(md.get("namespace") or DEFAULT_NAMESPACE)
+        zones = tuple(sorted({f.zone for f in fit_pools(tpl.spec, classes, cache) if f.fits}))
+        out.append(AffinityPeer(f"{kind}/{ns}/{name}", f"{kind}/{name}", ns, tuple(sorted(tpl.labels.items())), zones))
     return out

@@ -21,11 +21,13 @@ __all__ = ["assemble"]
 
 
 def assemble(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable: Unstartable,
-             colocation: Colocation, splits: Splits, capacity: GpuFit) -> JobPlacement:
-    """The JobPlacement of the finished analysis."""
+             colocation: Colocation, splits: Splits, capacity: GpuFit,
+             gang_problems: Sequence[str] = ()) -> JobPlacement:
+    """The JobPlacement of the finished analysis (``gang_problems``: its PodGroups' gangs that
+    are never admitted, ``placement.workload``)."""
     out_groups = _group_results(inputs, nodes, affinity, unstartable, colocation, splits, capacity)
-    # The job's own problems, in step order: Kueue's flavors (1), GPU units (4), GPUs (6).
-    job_problems = [*nodes.kueue_problems, *colocation.gpu_problems]
+    # The job's own problems, in step order: Kueue's flavors and PodGroup gangs (1), units (4), GPUs (6).
+    job_problems = [*nodes.kueue_problems, *gang_problems, *colocation.gpu_problems]
     if not capacity.job.fits:
         job_problems.append(capacity.job.message)
     schedulable = all(gp.schedulable for gp in out_groups) and not job_problems

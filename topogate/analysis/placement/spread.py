@@ -38,6 +38,8 @@ def find_splits(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, colocati
             verdicts.append(_self_anti(inputs, colocation, g))
         for c in g.spec.get("topologySpreadConstraints") or []:
             verdicts.append(_spread_constraint(inputs, nodes, colocation, g, c))
+        if n in affinity.one_per_node and g.pods > 1:
+            verdicts.append(_one_per_node(nodes, colocation, g))
         for v in verdicts:
             if v is not None:
                 (causes if v[0] == "split" else reasons)[n].append(v[1])
@@ -54,6 +56,23 @@ def _self_anti(inputs: Inputs, colocation: Colocation, g: JobGroup) -> _Verdict:
         return ("pending", f"{n}: podAntiAffinity on {zone_key} puts each of its {plural(g.pods, 'pod')} in its "
                            f"own zone, but podAffinity holds them in one zone")
     return ("split", f"podAntiAffinity on {zone_key} puts each of the {g.pods} pods of {n} in its own zone")
+
+
+def _one_per_node(nodes: NodeFilters, colocation: Colocation, g: JobGroup) -> _Verdict | None:
+    """Required podAntiAffinity of a group with itself on the hostname key: one pod per node, so
+    the nodes of the pools it fits (of one zone, when it is held in one) bound its pods."""
+    n, zones = g.name, colocation.zones[g.name]
+    per_zone: dict[str, int] = {}
+    for f in nodes.pool_fits[n]:
+        if f.fits and f.zone in zones:
+            per_zone[f.zone] = per_zone.get(f.zone, 0) + f.node.nodes
+    room = max(per_zone.values(), default=0) if n in colocation.one_zone else sum(per_zone.values())
+    if g.pods <= room:
+        return None
+    where = "the nodes of one zone" if n in colocation.one_zone else f"the pools it fits in {zone_list(zones)}"
+    return ("pending", f"{n}: podAntiAffinity on kubernetes.io/hostname puts one pod per node; its "
+                       f"{plural(g.pods, 'pod')} need {plural(g.pods, 'node')}, {where} "
+                       f"{'has' if room == 1 else 'have'} {plural(room, 'node')}: the rest stay Pending")
 
 
 def _spread_constraint(inputs: Inputs, nodes: NodeFilters, colocation: Colocation, g: JobGroup,

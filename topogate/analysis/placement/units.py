@@ -10,9 +10,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from topogate.analysis.placement.affinity import Affinity
-from topogate.analysis.placement.capacity import fit_gpu_units
+from topogate.analysis.placement.capacity import fit_gpu_units, fit_one_node
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
+from topogate.core.words import plural
 from topogate.analysis.placement.nodes import NodeFilters
 
 __all__ = ["Colocation", "colocate"]
@@ -38,8 +39,52 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity) -> Colocati
     members = {n: tuple(by_unit[unit_of[n]]) for n in inputs.names}
     zones, gpu_problems = fit_gpu_units(inputs, nodes.pool_fits, fixpoint.frozen_zones(), fixpoint.one_zone,
                                         unit_of, members)
-    risks = _pending_risks(inputs, affinity, zones, fixpoint, members)
+    zones, node_problems, node_risks = fit_one_node(inputs, nodes.pool_fits, zones, affinity.one_node, members)
+    gpu_problems = [*_disjoint_units(inputs, fixpoint, members), *gpu_problems, *node_problems]
+    risks = [*_pending_risks(inputs, affinity, zones, fixpoint, members), *node_risks,
+             *_crowded_out(inputs, affinity, zones, fixpoint.one_zone)]
     return Colocation(zones, unit_of, members, frozenset(fixpoint.one_zone), tuple(gpu_problems), tuple(risks))
+
+
+def _disjoint_units(inputs: Inputs, fixpoint: _Fixpoint, members: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """A unit held in one zone whose members can each land somewhere but share no zone: whichever
+    starts first picks a zone the others cannot reach, and they stay Pending."""
+    out: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    for n in inputs.names:
+        unit = members[n]
+        if n not in fixpoint.one_zone or len(unit) < 2 or unit in seen:
+            continue
+        seen.add(unit)
+        zones = [fixpoint.zones[m] for m in unit]
+        if all(zones) and not set.intersection(*zones):
+            where = "; ".join(f"{m} {zone_list(fixpoint.zones[m])}" for m in unit)
+            out.append(f"{', '.join(unit)} must share one zone but have no zone in common ({where}): "
+                       "whichever starts first, the others stay Pending")
+    return out
+
+
+def _crowded_out(inputs: Inputs, affinity: Affinity, zones: Mapping[str, frozenset[str]],
+                 one_zone: set[str]) -> list[str]:
+    """Groups a and b that never share a zone (podAntiAffinity on the zone key): b needs zones
+    free of a (one per pod when its pods repel each other too). When a's pods, placed with no
+    regard for b, may occupy so many of b's zones that too few are left, b stays Pending even
+    though another placement of a would leave it room (the scheduler does not look ahead)."""
+    out: list[str] = []
+    groups = inputs.groups
+    for a, b in sorted(affinity.apart):
+        za, zb = zones[a], zones[b]
+        if not za or not zb:
+            continue
+        need = groups[b].pods if b in affinity.self_repelling else 1
+        shared = za & zb
+        worst = 1 if a in one_zone else min(groups[a].pods, len(shared))
+        best = 0 if za - zb else 1
+        if len(zb) - worst < need <= len(zb) - best:
+            out.append(f"{a} may spread over {zone_list(shared)}, {plural(worst, 'zone')} of those {b} can use; "
+                       f"{b} repels {a} on the zone key and needs {plural(need, 'zone')} without it: it would stay "
+                       "Pending")
+    return out
 
 
 def _pending_risks(inputs: Inputs, affinity: Affinity, zones: Mapping[str, frozenset[str]], fixpoint: _Fixpoint,
@@ -48,8 +93,8 @@ def _pending_risks(inputs: Inputs, affinity: Affinity, zones: Mapping[str, froze
     the unit took away from it (it knows nothing of who follows it), leaving the rest Pending."""
     out: list[str] = []
     for n in inputs.names:
-        if any(n in u for u in inputs.kueue_units):
-            continue  # Kueue picks the zone for the whole unit before its pods exist
+        if any(n in u for u in inputs.zone_units):
+            continue  # Kueue (or the scheduler, for a PodGroup) picks the zone for the whole unit
         if n in fixpoint.one_zone and len(members[n]) > 1:
             extra = fixpoint.refused[n] - zones[n]
             rest = [m for m in members[n] if m != n]
@@ -142,7 +187,7 @@ class _Fixpoint:
         A, units, ties, names, changed = self.zones, self.units, self.affinity.zone_ties, self.inputs.names, False
         one = {n for n in names if self.inputs.groups[n].pods == 1 or len(A[n]) == 1
                or any(t.targets == {n} and not t.peers for t in ties[n])}
-        for unit in self.inputs.kueue_units:  # Kueue admits the unit into one zone before any pod starts
+        for unit in self.inputs.zone_units:  # placed into one zone as a whole (Kueue, a PodGroup)
             members = sorted(unit & set(names))
             one |= set(members)
             for m in members[1:]:

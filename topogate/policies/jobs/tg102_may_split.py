@@ -20,7 +20,9 @@ Passing example: every replica type, master included, carries the same required 
 on the zone label (`placement: pin`), or follows the coordinator with a required podAffinity on
 `topology.kubernetes.io/zone` (`placement: follow`), or the job is in a Kueue queue and its pod
 sets are one PodSet group with `kueue.x-k8s.io/podset-required-topology` on the zone label
-(`scheduler: kueue`; docs/kueue.md, rules TG301-TG307).
+(`scheduler: kueue`; docs/kueue.md, rules TG301-TG307), or every replica type's pods name one
+PodGroup (Workload API, `spec.schedulingGroup.podGroupName`) whose
+`spec.schedulingConstraints.topology` key is the zone label.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ nodes: the master is Pending forever and the workers wait for it.
 
 Also when every group has nodes but no placement runs the whole job: pods whose required
 podAffinity waits for each other in a circle, zone anti-affinity or spread with more pods than
-zones.
+zones, hostname anti-affinity (one pod per node) with more pods than nodes, groups that must
+share one zone but have none in common, a PodGroup gang whose `minCount` exceeds its pods.
 
 Failing example:
 

@@ -1,0 +1,620 @@
+"""The scheduler oracle: topogate's placement verdicts checked against the real kube-scheduler.
+
+A case is an inventory cluster and manifests (training jobs, and other workloads whose pods the
+jobs' affinity may follow). The oracle makes the cluster's pools into Node objects and creates
+every pod the manifests' controllers would create (the replica groups' labels and pod specs as
+``topogate.k8s.jobs`` reads them; no training operator runs), lets kube-scheduler bind them and
+compares with ``place_all``:
+
+- every zone the scheduler uses for a group of a job it bound whole is one topogate lists;
+- a job topogate calls co-located never has bound pods in two zones, over every run (creation
+  order shuffled; later runs also start with pods already bound on random nodes);
+- a job topogate calls unschedulable leaves a pod Pending whose PodScheduled message names a
+  reason of the kind topogate gives (node filters, pod (anti-)affinity, spread, GPUs);
+- a job topogate says may split is split by the scheduler in a node state built for it: one pod
+  of one group is bound first, then the nodes of its zone are cordoned and the rest created.
+
+Many cases share one scheduler run: each case (and each run of it) gets its own nodes, carrying a
+label its pods select (injected into their nodeSelector), and its own namespaces, so neither
+node filters nor namespaced pod (anti-)affinity nor spread counting see another case. Zone names
+stay as written: zone domains of different cases share a name but never a pod. A case whose
+terms span namespaces (namespaceSelector) or whose spread counts every node (nodeAffinityPolicy:
+Ignore) would see other cases, so it runs in a batch of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import random
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster_support import Cluster as KubeCluster
+
+from topogate.analysis.map.cluster import _strand_risks
+from topogate.analysis.placement import JobPlacement, place_all
+from topogate.analysis.scheduling import HOSTNAME_LABEL, node_classes
+from topogate.inventory.model import Cluster
+from topogate.k8s.jobs import DEFAULT_NAMESPACE, GROUP_LABEL, find_jobs
+from topogate.k8s.kinds import PLAIN_POD_TEMPLATES
+from topogate.k8s.podgroups import is_pod_group, read_pod_groups
+from topogate.k8s.pods import plain_template
+
+CASE_LABEL = "oracle.topogate.dev/case"  # on nodes and pods: which case (and run) they belong to
+ORACLE_LABEL = "oracle.topogate.dev/pod"  # on every pod the oracle makes, to delete them at once
+GPU = "nvidia.com/gpu"
+IMAGE = "registry.k8s.io/pause:3.10"
+WORKERS = 4  # connections creating objects at once
+SETTLE = 2.5  # seconds without a change in pod states before a batch counts as settled
+BATCH_TIMEOUT = 120.0
+
+# What kube-scheduler's PodScheduled message says per filter (the plugins' status messages),
+# and the kinds of topogate reasons each answers.
+FILTER_MESSAGES = {
+    "node affinity/selector": "nodes", "untolerated taint": "nodes", f"Insufficient {GPU}": "gpus",
+    "didn't match pod affinity rules": "affinity", "didn't match pod anti-affinity rules": "anti",
+    "didn't satisfy existing pods anti-affinity rules": "anti",
+    "didn't match pod topology spread constraints": "spread",
+    "were unschedulable": "nodes",  # cordoned: another trial's, for a split
+}
+
+
+# The order kube-scheduler's default profile runs its filters in (TaintToleration, NodeAffinity,
+# NodeResourcesFit, ..., PodTopologySpread, InterPodAffinity): a node is reported with the first
+# one it fails, so a reason of a later filter is masked on a node an earlier one rejects.
+FILTER_RANK = {"nodes": 0, "gpus": 1, "spread": 2, "affinity": 3, "anti": 3, "other": 9}
+
+
+def reasons_agree(want: set[str], got: set[str]) -> bool:
+    """The scheduler's filter kinds on the trial's nodes answer topogate's reasons: one is of a
+    kind topogate names, or runs before one (and so masks it on those nodes)."""
+    return any(FILTER_RANK[g] <= FILTER_RANK[w] for g in got for w in want)
+
+
+def reason_kinds(reason: str) -> set[str]:
+    """The filter kinds a topogate unschedulable reason may show up as in the scheduler."""
+    kinds: set[str] = set()
+    if "fits no pool" in reason or "no pool it fits" in reason:
+        kinds |= {"nodes", "gpus", "affinity"}
+    if "podAffinity" in reason or "no zone left" in reason or "no zone in common" in reason \
+            or "waits" in reason or "do not exist" in reason:
+        kinds |= {"affinity"}
+    if "podAntiAffinity" in reason or "anti" in reason:
+        kinds |= {"anti"}
+    if "spread" in reason:
+        kinds |= {"spread"}
+    if "GPU" in reason or "such pod" in reason or "holds" in reason:
+        kinds |= {"gpus", "affinity"}
+    return kinds or {"nodes", "gpus", "affinity", "anti", "spread"}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    cluster: Cluster
+    objects: tuple[dict[str, Any], ...]
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PodPlan:
+    """One pod a controller would create: where it comes from and what it is."""
+
+    job: str  # object_id of its training job, "" for a pod of another workload
+    group: str
+    name: str
+    namespace: str
+    labels: Mapping[str, str]
+    spec: Mapping[str, Any]
+
+
+def placements(case: Case) -> dict[str, JobPlacement]:
+    """topogate's verdicts, read as `topogate check` reads the manifests (analysis.map.cluster):
+    jobs, the other workloads' pods as peers, the Workload API's PodGroups."""
+    jobs = find_jobs((o, None) for o in case.objects)
+    return place_all(jobs, lambda _j: case.cluster, case.namespace_labels,
+                     others=[o for o in case.objects if o.get("kind") in PLAIN_POD_TEMPLATES],
+                     pod_groups=read_pod_groups(case.objects))
+
+
+def pending_risks(case: Case, verdicts: Mapping[str, JobPlacement]) -> dict[str, tuple[str, ...]]:
+    """Per job, the scheduling orders topogate warns may leave pods Pending (placement's own and
+    the may-strand ones of TG111)."""
+    out = {}
+    for j in find_jobs((o, None) for o in case.objects):
+        pl = verdicts[j.object_id]
+        out[j.object_id] = (*pl.pending_risks, *_strand_risks(j, pl, case.cluster.zone_label))
+    return out
+
+
+def uses_workload_api(case: Case) -> bool:
+    """PodGroups: the control plane here runs without the Workload API's feature gates
+    (GenericWorkload, TopologyAwareWorkloadScheduling), so their constraints cannot be shown."""
+    return any(is_pod_group(o) for o in case.objects)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:40] or "x"
+
+
+def pod_plans(case: Case) -> list[PodPlan]:
+    """Every pod of the case's manifests, in manifest order."""
+    jobs = find_jobs((o, None) for o in case.objects)
+    out: list[PodPlan] = []
+    for j in jobs:
+        for g in j.groups:
+            for i in range(g.pods):
+                out.append(PodPlan(j.object_id, g.name, f"{_slug(j.name)}-{_slug(g.name)}-{i}", j.namespace,
+                                   g.label_map, g.spec))
+    for o in case.objects:
+        md = o.get("metadata") or {}
+        tpl = plain_template(str(o.get("kind", "")), str(md.get("name", "")), o)
+        if tpl is None or GROUP_LABEL in tpl.labels:
+            continue
+        spec = o.get("spec") or {}
+        count = 1 if o.get("kind") == "Pod" else int(spec.get("replicas", spec.get("parallelism", 1)) or 0)
+        ns = str(md.get("namespace") or DEFAULT_NAMESPACE)
+        for i in range(count):
+            out.append(PodPlan("", f"{o['kind']}/{md.get('name')}", f"{_slug(str(md.get('name')))}-{i}", ns,
+                               tpl.labels, tpl.spec))
+    return out
+
+
+def needs_own_batch(case: Case) -> bool:
+    """Terms that select other namespaces, or spread over every node, would see other cases."""
+    text = json.dumps(case.objects)
+    return '"namespaceSelector"' in text or '"nodeAffinityPolicy": "Ignore"' in text
+
+
+# --- making objects -------------------------------------------------------------------------------
+
+
+def node_objects(cluster: Cluster, tag: str) -> list[dict[str, Any]]:
+    """The cluster's pools as Ready Node objects named `tag-zone-pool-i`, labelled with `tag`."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    out = []
+    for nc in node_classes(cluster):
+        for i in range(nc.nodes):
+            name = f"{tag}-{_slug(nc.zone)}-{_slug(nc.pool)}-{i}"
+            labels = {**nc.label_map, HOSTNAME_LABEL: name, CASE_LABEL: tag}
+            res = {"cpu": "64", "memory": "256Gi", "pods": "110"}
+            if nc.gpus_per_node:
+                res[GPU] = str(nc.gpus_per_node)
+            taints = [{"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})} for t in nc.taints]
+            out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+                        "spec": {"taints": taints},
+                        "status": {"capacity": res, "allocatable": res, "conditions": [
+                            {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "no kubelet",
+                             "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
+    return out
+
+
+def _pod_spec(spec: Mapping[str, Any], tag: str, ns_map: Mapping[str, str]) -> dict[str, Any]:
+    s = copy.deepcopy(dict(spec))
+    sel = s.get("nodeSelector")
+    sel = sel if isinstance(sel, dict) else {}
+    s["nodeSelector"] = {**sel, CASE_LABEL: tag}
+    for c in [*(s.get("containers") or []), *(s.get("initContainers") or [])]:
+        c["image"] = IMAGE
+        for k in ("command", "args", "ports", "env", "envFrom", "volumeMounts", "livenessProbe",
+                  "readinessProbe", "startupProbe"):
+            c.pop(k, None)
+    for k in ("volumes", "serviceAccountName", "serviceAccount", "imagePullSecrets", "priorityClassName"):
+        s.pop(k, None)
+    s["restartPolicy"] = "Never"
+    s["terminationGracePeriodSeconds"] = 0
+    aff = s.get("affinity") or {}
+    for which in ("podAffinity", "podAntiAffinity"):
+        block = aff.get(which) or {}
+        for t in block.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+            if t.get("namespaces"):
+                t["namespaces"] = [ns_map.get(n, n) for n in t["namespaces"]]
+        for w in block.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+            t = w.get("podAffinityTerm") or {}
+            if t.get("namespaces"):
+                t["namespaces"] = [ns_map.get(n, n) for n in t["namespaces"]]
+    return s
+
+
+def pod_object(p: PodPlan, tag: str, ns_map: Mapping[str, str]) -> dict[str, Any]:
+    labels = {**p.labels, CASE_LABEL: tag, ORACLE_LABEL: "1"}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": p.name, "namespace": ns_map[p.namespace], "labels": labels},
+            "spec": _pod_spec(p.spec, tag, ns_map)}
+
+
+def blocker(tag: str, node: dict[str, Any], i: int, ns: str, rng: random.Random) -> dict[str, Any]:
+    """A pod already running on `node` (bound by name: no scheduler involved), using some CPU and
+    sometimes one of its GPUs; it matches no selector of the case."""
+    limits = {"cpu": str(rng.choice((8, 16, 32)))}
+    gpus = int(node["status"]["allocatable"].get(GPU, "0"))
+    if gpus > 1 and rng.random() < 0.3:
+        limits[GPU] = "1"
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{tag}-blocker-{i}", "namespace": ns,
+                         "labels": {CASE_LABEL: tag, ORACLE_LABEL: "1", "oracle.topogate.dev/blocker": "1"}},
+            "spec": {"nodeName": node["metadata"]["name"], "restartPolicy": "Never",
+                     "terminationGracePeriodSeconds": 0,
+                     "tolerations": [{"operator": "Exists"}],
+                     "containers": [{"name": "b", "image": IMAGE, "resources": {"limits": limits}}]}}
+
+
+# --- the API server, directly (one keep-alive connection; kubectl per object would be slow) -------
+
+
+class Api:
+    def __init__(self, kube: KubeCluster) -> None:
+        import http.client
+        import ssl
+        from urllib.parse import urlparse
+
+        u = urlparse(kube.server)
+        self._ctx = ssl.create_default_context(cafile=str(kube.pki.ca))
+        self._host, self._port = u.hostname or "127.0.0.1", u.port or 443
+        self._token = kube.token
+        self._http = http.client
+        self._conn = http.client.HTTPSConnection(self._host, self._port, context=self._ctx, timeout=60)
+        self._kube = kube
+        self._siblings: list[Api] = []
+
+    def siblings(self, n: int) -> list[Api]:
+        """n clients of the same server (this one first), each with its own connection."""
+        while len(self._siblings) < n - 1:
+            self._siblings.append(Api(self._kube))
+        return [self, *self._siblings[: n - 1]]
+
+    def call(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
+             ok: Iterable[int] = (200, 201, 202)) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = content_type
+        for attempt in range(3):
+            try:
+                self._conn.request(method, path, body=data, headers=headers)
+                resp = self._conn.getresponse()
+                raw = resp.read()
+                break
+            except (OSError, self._http.HTTPException):
+                self._conn.close()
+                self._conn = self._http.HTTPSConnection(self._host, self._port, context=self._ctx, timeout=60)
+                if attempt == 2:
+                    raise
+        if resp.status not in set(ok):
+            raise AssertionError(f"{method} {path}: {resp.status} {raw[:500]!r}")
+        return json.loads(raw) if raw else None
+
+    def create(self, obj: Mapping[str, Any]) -> None:
+        kind, md = obj["kind"], obj["metadata"]
+        if kind == "Namespace":
+            self.call("POST", "/api/v1/namespaces", obj, ok=(201, 409))
+        elif kind == "Node":
+            self.call("POST", "/api/v1/nodes", obj)  # a Node keeps the status it is created with
+        elif kind == "Pod":
+            self.call("POST", f"/api/v1/namespaces/{md['namespace']}/pods", obj)
+        else:
+            raise AssertionError(f"no path for {kind}")
+
+    def pods(self, selector: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = self.call("GET", f"/api/v1/pods?labelSelector={selector}")["items"]
+        return out
+
+    def cordon(self, node: str) -> None:
+        self.call("PATCH", f"/api/v1/nodes/{node}", {"spec": {"unschedulable": True}},
+                  content_type="application/merge-patch+json")
+
+    def delete_pods(self, namespace: str) -> None:
+        self.call("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0",
+                  {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+
+    def delete_nodes(self, selector: str) -> None:
+        self.call("DELETE", f"/api/v1/nodes?labelSelector={selector}")
+
+
+# --- trials: one realisation of one case ----------------------------------------------------------
+
+
+@dataclass
+class Trial:
+    case: Case
+    verdicts: Mapping[str, JobPlacement]
+    risks: Mapping[str, tuple[str, ...]]  # per job: what topogate warns may leave pods Pending
+    tag: str  # node names, the case label and the namespaces' prefix
+    mode: str  # "plain", or "split:<group>": that group's first pod goes first, then its zone is cordoned
+    seed: int
+    blockers: bool  # start with pods already bound on random nodes
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    ns_map: dict[str, str] = field(default_factory=dict)
+    first: list[dict[str, Any]] = field(default_factory=list)
+    rest: list[dict[str, Any]] = field(default_factory=list)
+    pre: list[dict[str, Any]] = field(default_factory=list)
+    plan_of: dict[str, PodPlan] = field(default_factory=dict)  # pod name -> its plan
+
+    def build(self) -> None:
+        rng = random.Random(self.seed)
+        self.nodes = node_objects(self.case.cluster, self.tag)
+        plans = pod_plans(self.case)
+        nss = sorted({p.namespace for p in plans})
+        self.ns_map = {n: f"{self.tag}-{_slug(n)}"[:63] for n in nss}
+        self.plan_of = {p.name: p for p in plans}
+        pods = [pod_object(p, self.tag, self.ns_map) for p in plans]
+        if self.mode != "plain" or self.seed % 2:
+            rng.shuffle(pods)
+        if self.mode.startswith("split:"):
+            group = self.mode.split(":", 1)[1]
+            i = next(i for i, p in enumerate(pods) if self.plan_of[p["metadata"]["name"]].group == group)
+            self.first = [pods.pop(i)]
+        self.rest = pods
+        if self.blockers and self.nodes:
+            # Their own namespace: no selector of the case (an empty spread selector) counts them.
+            ns = self.ns_map[" blockers"] = f"{self.tag}-blockers"
+            self.pre = [blocker(self.tag, rng.choice(self.nodes), i, ns, rng)
+                        for i in range(rng.randint(1, max(1, len(self.nodes) // 2)))]
+
+    @property
+    def zone_of(self) -> dict[str, str]:
+        zk = self.case.cluster.zone_label
+        return {n["metadata"]["name"]: n["metadata"]["labels"][zk] for n in self.nodes}
+
+
+def _scheduled_message(pod: Mapping[str, Any]) -> str | None:
+    """The PodScheduled=False message of an unbound pod the scheduler has tried, else None."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return str(c.get("message", ""))
+    return None
+
+
+def _state(pods: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
+    out = {}
+    for p in pods:
+        md = p["metadata"]
+        node = (p.get("spec") or {}).get("nodeName")
+        msg = _scheduled_message(p)
+        out[(md["namespace"], md["name"])] = f"bound:{node}" if node else (
+            f"pending:{msg}" if msg is not None else "new")
+    return out
+
+
+def settle(api: Api, timeout: float = BATCH_TIMEOUT) -> dict[tuple[str, str], dict[str, Any]]:
+    """Wait until every oracle pod is bound, or the unbound ones have all been tried and nothing
+    changed for SETTLE seconds; the pods by (namespace, name)."""
+    deadline = time.monotonic() + timeout
+    last: dict[tuple[str, str], str] = {}
+    since = time.monotonic()
+    while True:
+        pods = api.pods(f"{ORACLE_LABEL}=1")
+        state = _state(pods)
+        now = time.monotonic()
+        if state != last:
+            last, since = state, now
+        done = all(v.startswith("bound:") for v in state.values())
+        tried = all(v != "new" for v in state.values())
+        if done or (tried and now - since >= SETTLE) or now > deadline:
+            return {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
+        time.sleep(0.3)
+
+
+_COUNTED = re.compile(r"(\d+) ([^,]+?)(?:,|\.$|$)")
+
+
+def filter_kinds(message: str, own_nodes: int) -> set[str]:
+    """The filter kinds that kept a pod off the trial's own nodes, from its PodScheduled message
+    ("0/N nodes are available: 3 Insufficient nvidia.com/gpu, 5 node(s) had untolerated taint ...").
+    Another trial's nodes fail the pod's injected nodeSelector, or a taint checked before it, so
+    node-filter reasons count only beyond those nodes."""
+    head = message.split(" preemption:")[0]
+    m = re.match(r"0/(\d+) nodes are available: (.*)", head)
+    if not m:
+        return {"other"}
+    total, body = int(m.group(1)), m.group(2).rstrip(".")
+    foreign = total - own_nodes
+    kinds: set[str] = set()
+    node_count = 0
+    for count, what in _COUNTED.findall(body):
+        for frag, kind in FILTER_MESSAGES.items():
+            if frag in what:
+                if kind == "nodes":
+                    node_count += int(count)
+                else:
+                    kinds.add(kind)
+                break
+        else:
+            kinds.add("other")
+    if node_count > foreign:
+        kinds.add("nodes")
+    return kinds
+
+
+# --- running batches and judging them -------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    cases: int = 0
+    trials: int = 0
+    pods: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    disagreements: list[str] = field(default_factory=list)
+    confirmed_splits: int = 0
+    verdicts: dict[str, int] = field(default_factory=dict)  # verdict -> jobs
+    split_shown: set[tuple[str, str]] = field(default_factory=set)  # (case, job) a split trial split
+
+    def line(self) -> str:
+        v = ", ".join(f"{n} {k}" for k, n in sorted(self.verdicts.items()))
+        return (f"{self.cases} cases ({v}), {self.trials} trials in {self.batches} scheduler batches, "
+                f"{self.pods} pods, {self.confirmed_splits} splits shown, {len(self.disagreements)} "
+                f"disagreements, {self.seconds:.1f} s")
+
+
+def verdict(p: JobPlacement) -> str:
+    if not p.schedulable:
+        return "unschedulable"
+    return "colocated" if p.colocated else "may-split"
+
+
+def trials_of(case: Case, index: int, runs: int, seed: int) -> list[Trial]:
+    """Plain runs (the first in manifest order on empty nodes, later ones shuffled and with pods
+    already running), and for a job that may split one trial per group going first."""
+    verdicts = placements(case)
+    risks = pending_risks(case, verdicts)
+    out = [Trial(case, verdicts, risks, f"o{seed % 1000}-{index}-r{r}", "plain", seed + r, blockers=r > 0)
+           for r in range(runs)]
+    plans = pod_plans(case)
+    split_groups: list[str] = []
+    for jid, p in verdicts.items():
+        if verdict(p) == "may-split":
+            split_groups += [g.name for g in p.groups if g.pods > 0 and any(q.job == jid and q.group == g.name
+                                                                           for q in plans)]
+    for k, g in enumerate(dict.fromkeys(split_groups)):
+        out.append(Trial(case, verdicts, risks, f"o{seed % 1000}-{index}-s{k}", f"split:{g}", seed + 100 + k, False))
+    return out
+
+
+def _each(api: Api, objects: Sequence[Any], what: Any = None) -> None:
+    """Create (or with `what`, do that to) the objects over WORKERS connections, in order within
+    each connection's share: the API server, not one connection's round trips, sets the pace."""
+    import concurrent.futures
+
+    act = what or Api.create
+    shares = [objects[i::WORKERS] for i in range(WORKERS)]
+    apis = api.siblings(WORKERS)
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+        for f in [pool.submit(lambda a, objs: [act(a, o) for o in objs], a, s) for a, s in zip(apis, shares)]:
+            f.result()
+
+
+def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
+    """Create every trial's nodes and pods at once, let the scheduler settle, judge, clean up."""
+    started = time.monotonic()
+    for t in trials:
+        t.build()
+    _each(api, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                for t in trials for ns in t.ns_map.values()])
+    _each(api, [n for t in trials for n in t.nodes])
+    _each(api, [b for t in trials for b in t.pre])
+    splits = [t for t in trials if t.first]
+    if splits:
+        for t in splits:
+            for p in t.first:
+                api.create(p)
+        pods = settle(api)
+        for t in splits:
+            got = pods.get((t.first[0]["metadata"]["namespace"], t.first[0]["metadata"]["name"])) or {}
+            bound = (got.get("spec") or {}).get("nodeName")
+            if bound:
+                zone = t.zone_of[bound]
+                for name, z in t.zone_of.items():
+                    if z == zone:
+                        api.cordon(name)
+    # Round-robin over the trials, each trial's pods on one connection in the trial's own order.
+    lanes: list[list[dict[str, Any]]] = [[] for _ in range(WORKERS)]
+    for i, t in enumerate(trials):
+        lanes[i % WORKERS].extend(t.rest)
+    apis = api.siblings(WORKERS)
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+        for f in [pool.submit(lambda a, objs: [a.create(o) for o in objs], a, lane) for a, lane in zip(apis, lanes)]:
+            f.result()
+    pods = settle(api)
+    for t in trials:
+        judge(t, pods, report)
+        report.trials += 1
+        report.pods += len(t.first) + len(t.rest)
+    _each(api, [ns for t in trials for ns in t.ns_map.values()], Api.delete_pods)
+    api.delete_nodes(CASE_LABEL)
+    report.batches += 1
+    report.seconds += time.monotonic() - started
+
+
+def judge(t: Trial, pods: Mapping[tuple[str, str], Mapping[str, Any]], report: Report) -> None:
+    zone_of = t.zone_of
+    for jid, pl in sorted(t.verdicts.items()):
+        mine = [(t.plan_of[name], p) for (ns, name), p in pods.items()
+                if p["metadata"]["labels"].get(CASE_LABEL) == t.tag and name in t.plan_of
+                and t.plan_of[name].job == jid]
+        if not mine:
+            continue
+        zones: dict[str, set[str]] = {}
+        pending: list[tuple[PodPlan, str]] = []
+        for plan, p in mine:
+            node = (p.get("spec") or {}).get("nodeName")
+            if node:
+                zones.setdefault(plan.group, set()).add(zone_of[node])
+            else:
+                pending.append((plan, _scheduled_message(p) or "not tried"))
+        used = set().union(*zones.values()) if zones else set()
+        where = "; ".join(f"{g}: {', '.join(sorted(z))}" for g, z in sorted(zones.items()))
+        said = verdict(pl)
+        who = f"{t.case.name} [{t.mode}, seed {t.seed}{', pods running' if t.blockers else ''}] {jid}"
+        if t.mode.startswith("split:"):
+            if len(used) > 1:
+                report.split_shown.add((t.case.name, jid))
+            continue
+        if not pending:
+            if said == "unschedulable":
+                report.disagreements.append(f"{who}: topogate says unschedulable "
+                                            f"({'; '.join(pl.unschedulable_reasons)}), the scheduler bound every pod "
+                                            f"({where})")
+            for g, zs in zones.items():
+                gp = pl.group(g)
+                allowed = set(gp.zones) if gp is not None else set()
+                if not zs <= allowed:
+                    report.disagreements.append(f"{who}: {g} was bound in {', '.join(sorted(zs - allowed))}, "
+                                                f"which topogate does not list (it lists {', '.join(sorted(allowed)) or 'none'})")
+        if said == "colocated" and len(used) > 1:
+            report.disagreements.append(f"{who}: topogate says co-located, the scheduler split it ({where})")
+        if said == "unschedulable" and pending:
+            want = set().union(*(reason_kinds(r) for r in pl.unschedulable_reasons))
+            own = len(t.nodes)
+            got = [filter_kinds(m, own) for _, m in pending]
+            if not any(reasons_agree(want, g) for g in got):
+                report.disagreements.append(
+                    f"{who}: topogate says unschedulable ({'; '.join(pl.unschedulable_reasons)}), the scheduler's "
+                    f"reasons are of another kind: {pending[0][1]}")
+        if said != "unschedulable" and pending and not t.blockers and not t.risks[jid]:
+            report.disagreements.append(f"{who}: topogate says {said} with no pending risk, the scheduler left "
+                                        f"{len(pending)} pod(s) Pending: {pending[0][0].name}: {pending[0][1]}")
+
+
+def run_cases(api: Api, cases: Sequence[Case], *, runs: int = 2, seed: int = 0,
+              max_nodes: int = 400, max_pods: int = 1200) -> Report:
+    """Every case in as few scheduler batches as the node and pod budgets allow."""
+    report = Report(cases=len(cases))
+    shared: list[Trial] = []
+    alone: list[Trial] = []
+    for i, c in enumerate(cases):
+        ts = trials_of(c, i, runs, seed + 1000 * i)
+        (alone if needs_own_batch(c) else shared).extend(ts)
+        for pl in ts[0].verdicts.values():
+            report.verdicts[verdict(pl)] = report.verdicts.get(verdict(pl), 0) + 1
+    batch: list[Trial] = []
+    nodes = pods = 0
+    for t in shared:
+        n = sum(nc.nodes for nc in node_classes(t.case.cluster))
+        k = len(pod_plans(t.case))
+        if batch and (nodes + n > max_nodes or pods + k > max_pods):
+            run_batch(api, batch, report)
+            batch, nodes, pods = [], 0, 0
+        batch.append(t)
+        nodes, pods = nodes + n, pods + k
+    if batch:
+        run_batch(api, batch, report)
+    for t in alone:
+        run_batch(api, [t], report)
+    for c in cases:
+        verdicts = placements(c)
+        for jid, pl in sorted(verdicts.items()):
+            if verdict(pl) == "may-split":
+                if (c.name, jid) in report.split_shown:
+                    report.confirmed_splits += 1
+                else:
+                    report.disagreements.append(f"{c.name} {jid}: topogate says it may split "
+                                                f"({'; '.join(pl.may_split_reasons)}), no trial split it")
+    return report
