@@ -109,7 +109,7 @@ def test_every_generated_job_is_admitted(multi: tuple[Inventory, Path]) -> None:
 
 
 def test_every_kind_placed_by_kueue_is_admitted(tmp_path: Path) -> None:
-    # Kueue's required topology counts as the zone constraint; every kind, through Kueue.
+    # Every kind, through Kueue: the overlay carries the node affinity as well as the topology.
     inv = _copy(tmp_path, "multi")
     clusters = tuple(dataclasses.replace(c, kueue=c.kueue or KueueConfig("batch")) for c in inv.clusters)
     inv = dataclasses.replace(inv, clusters=clusters,
@@ -149,7 +149,7 @@ def test_the_readme_incident_is_rejected(tmp_path: Path) -> None:
     for spec in bare["spec"]["pytorchReplicaSpecs"].values():
         spec["template"].setdefault("metadata", {}).setdefault("labels", {})[NZ] = "gpu"
     (msg,) = admit(pol, bare).messages
-    assert "is not kept in one zone of its network zone; add to its pod template a required nodeAffinity" in msg
+    assert "is not held inside its network zone; add to its pod template a required nodeAffinity" in msg
     # The generated overlay of the same job is admitted.
     (placed,) = _jobs(out, "lab").values()
     assert admit(pol, placed).allowed
@@ -172,11 +172,10 @@ def _tpl(job: dict[str, Any], replica: str) -> dict[str, Any]:
 
 
 def _zone_msg(kind: str, name: str, replica: str) -> str:
-    return (f"{kind} {name}: replica {replica} is not kept in one zone of its network zone; add to its "
-            f"pod template a required nodeAffinity (in every nodeSelectorTerm) {ZL} In [zones of its "
-            f"network zone], or a required podAffinity with topologyKey {ZL} on pods labelled "
-            f"topogate.dev/workload=<job name>, or the annotation kueue.x-k8s.io/podset-required-topology: "
-            f"{ZL} with the job labelled kueue.x-k8s.io/queue-name (topogate generate writes these)")
+    return (f"{kind} {name}: replica {replica} is not held inside its network zone; add to its pod "
+            f"template a required nodeAffinity (in every nodeSelectorTerm) {ZL} In [zones of its "
+            f"network zone], or a nodeSelector on {ZL}; a podAffinity or Kueue's topology alone does not "
+            "say which network zone (topogate generate writes the affinity)")
 
 
 def _no_kueue(t: dict[str, Any]) -> None:
@@ -261,21 +260,38 @@ def test_mutations_of_generated_jobs_are_rejected(multi: tuple[Inventory, Path],
         assert msg == _zone_msg(kind, name, replica)
 
 
-@pytest.mark.parametrize("alternative", ["node-affinity", "node-selector", "follow", "kueue"])
-def test_each_zone_constraint_alone_is_enough(multi: tuple[Inventory, Path], alternative: str) -> None:
+@pytest.mark.parametrize("alternative", ["node-affinity", "node-selector"])
+def test_each_node_constraint_alone_is_enough(multi: tuple[Inventory, Path], alternative: str) -> None:
     pol, jobs = _east(multi)
     job = copy.deepcopy(jobs["llama-ft"])
     for replica in ("Master", "Worker"):
         t = _tpl(job, replica)
-        if alternative != "kueue":
-            _no_kueue(t)
-        if alternative != "follow":
-            _no_follow(t)
-        if alternative in ("follow", "kueue", "node-selector"):
-            del t["spec"]["affinity"]["nodeAffinity"]
+        _no_kueue(t)
+        _no_follow(t)
         if alternative == "node-selector":
+            del t["spec"]["affinity"]["nodeAffinity"]
             t["spec"]["nodeSelector"] = {ZL: "us-east-1b"}
     assert admit(pol, job).allowed, alternative
+
+
+@pytest.mark.parametrize("alternative", ["follow", "kueue"])
+def test_follow_or_kueue_alone_is_refused(multi: tuple[Inventory, Path], alternative: str) -> None:
+    """A podAffinity on the job's own pods, or Kueue's required topology, keeps the pods in one
+    zone but not in which: the job could run wholly in another network zone (TG106 for check).
+    Without the node affinity the generated overlay carries, the policy refuses them."""
+    pol, jobs = _east(multi)
+    job = copy.deepcopy(jobs["llama-ft"])
+    for replica in ("Master", "Worker"):
+        t = _tpl(job, replica)
+        del t["spec"]["affinity"]["nodeAffinity"]
+        if alternative == "kueue":
+            _no_follow(t)
+        else:
+            _no_kueue(t)
+    verdict = admit(pol, job)
+    assert not verdict.allowed
+    (msg,) = verdict.messages
+    assert msg in (_zone_msg("PyTorchJob", "llama-ft", "Master"), _zone_msg("PyTorchJob", "llama-ft", "Worker"))
 
 
 def test_kueue_topology_counts_only_where_kueue_runs(multi: tuple[Inventory, Path]) -> None:
@@ -290,8 +306,7 @@ def test_kueue_topology_counts_only_where_kueue_runs(multi: tuple[Inventory, Pat
     job["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "x"
     verdict = admit(pol, job)
     assert not verdict.allowed
-    assert verdict.messages[0].startswith("JobSet resnet: replica driver is not kept in one zone")
-    assert "kueue.x-k8s.io" not in verdict.messages[0]  # no advice that cannot work here
+    assert verdict.messages[0].startswith("JobSet resnet: replica driver is not held inside its network zone")
 
 
 def test_jobset_and_trainjob_name_their_replicas(multi: tuple[Inventory, Path]) -> None:
@@ -306,7 +321,7 @@ def test_jobset_and_trainjob_name_their_replicas(multi: tuple[Inventory, Path]) 
     tj = copy.deepcopy(jobs["gpt-sft"])
     del _tpl(tj, "node")["spec"]["affinity"]
     (msg,) = admit(pol, tj).messages
-    assert msg.startswith("TrainJob gpt-sft: replica node is not kept in one zone")
+    assert msg.startswith("TrainJob gpt-sft: replica node is not held inside its network zone")
     # A TrainJob that patches no replicated job: the policy cannot see its runtime's pods.
     del tj["spec"]["runtimePatches"]
     (msg,) = admit(pol, tj).messages
@@ -363,11 +378,7 @@ def test_the_incident_as_one_pytorchjob_names_the_coordinator(tmp_path: Path) ->
                                             for r, t in templates.items()}}}
     assert matches(pol, job, _managed(bnd))
     verdict = admit(pol, job)
-    assert verdict.messages == (
-        "PyTorchJob train: replica Master is not kept in one zone of its network zone; add to its "
-        f"pod template a required nodeAffinity (in every nodeSelectorTerm) {ZL} In [zones of its "
-        f"network zone], or a required podAffinity with topologyKey {ZL} on pods labelled "
-        "topogate.dev/workload=<job name> (topogate generate writes these)",)
+    assert verdict.messages == (_zone_msg("PyTorchJob", "train", "Master"),)
     # The fixed coordinator (fixtures/incident/fixed) passes.
     fixed = yaml.safe_load((FIXTURES / "incident" / "fixed" / "coordinator.yaml").read_text())
     job["spec"]["pytorchReplicaSpecs"]["Master"]["template"] = fixed["spec"]["template"]

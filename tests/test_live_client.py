@@ -166,3 +166,13 @@ def test_gpu_quantities_that_are_not_whole_counts_count_as_zero() -> None:
         return parse_node(node, "topology.kubernetes.io/zone").gpus
 
     assert [gpus("8"), gpus(4), gpus("-3"), gpus("1500m"), gpus("1e3")] == [10, 6, 2, 2, 2]
+
+
+def test_a_404_on_a_list_every_api_server_serves_is_a_configuration_error() -> None:
+    """A 404 on /api/v1/nodes: the kubeconfig's server is not an API server's root (a proxy
+    path, another service). Running again changes nothing (78, not 2 or 75). The real server
+    showing it: tests/test_cluster_live.py."""
+    from topogate.live.errors import from_api_status
+
+    err = from_api_status(404, b"404 page not found", "nodes", "https://k/prefix")
+    assert err.code == ExitCode.CONFIG and "not a Kubernetes API server's address" in str(err)

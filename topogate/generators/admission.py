@@ -15,13 +15,16 @@ template:
 
 1. the `topogate.dev/network-zone` label, naming one of the cluster's network zones: the
    boundary policies select on it, so a pod without it is outside every door;
-2. a zone constraint inside that network zone, one of:
-   - required node affinity (in every nodeSelectorTerm, the terms being ORed) or a nodeSelector
-     on the zone label, with only zones of the labelled network zone;
-   - a required podAffinity with `topologyKey: <zoneLabel>` on pods labelled
-     `topogate.dev/workload: <the job's name>`, which the template itself carries (follow);
-   - on a cluster with `kueue:`, Kueue's `podset-required-topology: <zoneLabel>` with the job
-     labelled `kueue.x-k8s.io/queue-name`.
+2. a node constraint inside that network zone: required node affinity on the zone label (in
+   every nodeSelectorTerm, the terms being ORed) or a nodeSelector on it, with only zones of the
+   labelled network zone.
+
+A podAffinity on the job's own pods (`follow`) or Kueue's `podset-required-topology` keeps the
+pods in one zone, but not in which: the first pod may land in any zone its node constraints
+allow, and Kueue may pick a flavor of any zone its ClusterQueue lists. Alone, either admits a job
+that runs wholly in another network zone (which `topogate check` reports as TG106), so neither
+counts; the overlays topogate generates carry the node affinity on every template, follow and
+Kueue jobs included.
 
 Each rule is one validation per kind, its message naming the kind, the job, the first replica
 type that fails and what to add. A job without the label is told about the label only (the zone
@@ -39,8 +42,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL, WORKLOAD_LABEL
-from topogate.generators import cilium, kueue
+from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL
+from topogate.generators import cilium
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s import kinds
@@ -85,7 +88,6 @@ class _Checks:
 
     def __init__(self, cluster: Cluster):
         self.zl = _lit(cluster.zone_label)
-        self.kueue = cluster.kueue is not None
 
     def labelled(self, t: str) -> str:
         nz = _lit(NETWORK_ZONE_LABEL)
@@ -106,34 +108,15 @@ class _Checks:
                     f"&& {t}.spec.nodeSelector[{self.zl}] in {self._zones(t)})")
         return f"({affinity} || {selector})"
 
-    def follow(self, t: str) -> str:
-        wl = _lit(WORKLOAD_LABEL)
-        terms = f"{t}.spec.affinity.podAffinity.{_REQ}"
-        own = (f"p.topologyKey == {self.zl} && has(p.labelSelector) && has(p.labelSelector.matchLabels)"
-               f" && {wl} in p.labelSelector.matchLabels && "
-               f"p.labelSelector.matchLabels[{wl}] == object.metadata.name")
-        return (f"({_has_chain(t, 'spec', 'affinity', 'podAffinity', _REQ)} && {terms}.exists(p, {own})"
-                f" && {wl} in {t}.metadata.labels && {t}.metadata.labels[{wl}] == object.metadata.name)")
-
-    def kueue_topology(self, t: str) -> str:
-        key, queue = _lit(kueue.REQUIRED_TOPOLOGY), _lit(kueue.QUEUE_LABEL)
-        return (f"({_has_chain(t, 'metadata', 'annotations')} && {key} in {t}.metadata.annotations && "
-                f"{t}.metadata.annotations[{key}] == {self.zl} && "
-                f"{_has_chain('object', 'metadata', 'labels')} && {queue} in object.metadata.labels)")
-
     def zoned(self, t: str) -> str:
-        """The zone constraint, for a template that passed `labelled` (else vacuously true)."""
-        alternatives = [self.node(t), self.follow(t)] + ([self.kueue_topology(t)] if self.kueue else [])
-        return f"(!{self.labelled(t)} || {' || '.join(alternatives)})"
+        """The network-zone constraint, for a template that passed `labelled` (else vacuously true)."""
+        return f"(!{self.labelled(t)} || {self.node(t)})"
 
     def advice(self, cluster: Cluster) -> str:
-        out = (f"add to its pod template a required nodeAffinity (in every nodeSelectorTerm) "
-               f"{cluster.zone_label} In [zones of its network zone], or a required podAffinity "
-               f"with topologyKey {cluster.zone_label} on pods labelled {WORKLOAD_LABEL}=<job name>")
-        if self.kueue:
-            out += (f", or the annotation {kueue.REQUIRED_TOPOLOGY}: {cluster.zone_label} with the "
-                    f"job labelled {kueue.QUEUE_LABEL}")
-        return out + " (topogate generate writes these)"
+        return (f"add to its pod template a required nodeAffinity (in every nodeSelectorTerm) "
+                f"{cluster.zone_label} In [zones of its network zone], or a nodeSelector on "
+                f"{cluster.zone_label}; a podAffinity or Kueue's topology alone does not say which "
+                "network zone (topogate generate writes the affinity)")
 
 
 class _Replicas:
@@ -208,7 +191,7 @@ def _validations(cluster: Cluster, kind: str) -> list[dict[str, str]]:
         "expression": f"object.kind != '{kind}' || !({rs.present}) || {rs.every(ch.zoned(t))}",
         "messageExpression": (
             f"{who} + {rs.first(ch.zoned(t))} + "
-            + _lit(f" is not kept in one zone of its network zone; {ch.advice(cluster)}")),
+            + _lit(f" is not held inside its network zone; {ch.advice(cluster)}")),
         "reason": "Invalid",
     })
     return out

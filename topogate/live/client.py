@@ -103,6 +103,14 @@ def api_client(target: Target) -> tuple[Any, str]:
         raise LiveError(f"cannot use the kubeconfig {kubeconfig or '(in-cluster)'}: "
                         f"{type(err).__name__}: {first}", ExitCode.CONFIG) from None
     cfg.retries = 1  # one quick reconnect; a real outage is exit 75, not minutes of retrying
+    if not cfg.verify_ssl:
+        # The kubeconfig's own insecure-skip-tls-verify: the user's choice, which kubectl follows
+        # silently. urllib3 would print a two-line InsecureRequestWarning for every request.
+        import warnings
+
+        import urllib3.exceptions
+
+        warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
     return client.ApiClient(cfg), str(cfg.host)
 
 

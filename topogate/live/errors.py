@@ -57,6 +57,13 @@ def from_api_status(status: int, body: Any, what: str, server: str) -> LiveError
         return LiveError(
             f"the list of {what} expired twice while paging (410 Gone){tail}; the cluster changes "
             "faster than it can be read: run again, or raise --chunk-size", ExitCode.TEMPORARY)
+    if status == 404:
+        # A required list (nodes, pods, NetworkPolicies: built into every API server) that is not
+        # found means the address is not an API server's root (a proxy path, another service):
+        # running again changes nothing, the kubeconfig's `server` must be fixed.
+        return LiveError(
+            f"the server at {server} has no list of {what} (404 Not Found){tail}; it is not a "
+            "Kubernetes API server's address: fix the kubeconfig's cluster server", ExitCode.CONFIG)
     if status == 429 or status >= 500:
         return LiveError(f"the API server failed listing {what} ({status}){tail}; run again later",
                          ExitCode.TEMPORARY)
@@ -64,9 +71,33 @@ def from_api_status(status: int, body: Any, what: str, server: str) -> LiveError
                      ExitCode.BAD_INVOCATION)
 
 
+def _tls_failure(exc: BaseException) -> BaseException | None:
+    """The ssl error that a configuration causes, anywhere in the chain urllib3 wraps it in
+    (MaxRetryError -> SSLError -> ssl.SSLError): a certificate the CA does not sign or a host
+    name it does not name, a CA file that holds no certificate, a server that speaks no TLS.
+    None for no ssl error, or for a connection cut during the handshake (temporary)."""
+    import ssl
+
+    transient = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError, ssl.SSLWantReadError,
+                 ssl.SSLWantWriteError)
+    seen: list[BaseException] = []
+    todo: list[object] = [exc]
+    while todo and len(seen) < 20:
+        e = todo.pop()
+        if not isinstance(e, BaseException) or any(e is x for x in seen):
+            continue
+        if isinstance(e, ssl.SSLError):
+            return None if isinstance(e, transient) else e
+        seen.append(e)
+        todo += [getattr(e, "reason", None), e.__cause__, e.__context__, *e.args]
+    return None
+
+
 def from_exception(exc: BaseException, what: str, server: str) -> LiveError:
     """Any exception of the client while listing, as a LiveError (imported lazily)."""
     # lazy: urllib3 comes with the kubernetes client, loaded only by a live command
+    import ssl
+
     import urllib3.exceptions
     from kubernetes.client.exceptions import ApiException
 
@@ -74,6 +105,19 @@ def from_exception(exc: BaseException, what: str, server: str) -> LiveError:
         return exc
     if isinstance(exc, ApiException):
         return from_api_status(int(exc.status or 0), exc.body, what, server)
+    tls = _tls_failure(exc)
+    if isinstance(tls, ssl.SSLCertVerificationError):
+        # Deterministic: the same certificate fails again. The kubeconfig names the CA to trust.
+        return LiveError(
+            f"the API server at {server} presented a certificate the kubeconfig does not trust "
+            f"while listing {what} (TLS verification failed); set the cluster's "
+            "certificate-authority(-data) to the CA that signed it, or check the server address",
+            ExitCode.CONFIG)
+    if tls is not None:
+        return LiveError(
+            f"TLS with the API server at {server} failed while listing {what} "
+            f"({type(tls).__name__}: {getattr(tls, 'reason', None) or 'handshake'}); check the "
+            "kubeconfig's certificate-authority(-data) and server address", ExitCode.CONFIG)
     if isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
         # The class name says enough (timeout, refused, TLS); the text may hold the request URL.
         kind = type(exc).__name__
