@@ -26,6 +26,10 @@ from topogate.live.client import (
     slim_pod,
 )
 from topogate.live.errors import LiveError
+from topogate.safeio import limits
+from topogate.safeio.oserror import reason
+from topogate.safeio.repopaths import read_input
+from topogate.safeio.saferead import InputError, documents
 
 POLICY_KINDS = tuple(r.kind for r in POLICY_RESOURCES)
 JOB_KINDS = tuple(r.kind for r in JOB_RESOURCES)
@@ -97,6 +101,51 @@ def _item_lines(text: str) -> dict[tuple[str, str, str], tuple[int, int, tuple[s
     return out
 
 
+def _parse(path: str, text: str) -> Any:
+    """The one document of a snapshot: JSON, else YAML read through the guards every manifest
+    passes (alias growth, depth, duplicate keys); InputError's position on a problem."""
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise LiveError(f"{path}:1:1: nested too deeply to read; no Kubernetes object needs "
+                        "that: export it again with `kubectl get ... -o json`",
+                        ExitCode.BAD_INVOCATION) from None
+    except ValueError:
+        return _parse_yaml(path, text)
+    too_deep = _too_deep(doc)
+    if too_deep:
+        raise LiveError(f"{path}:1:1: nested more than {limits.MAX_DEPTH} levels deep; no "
+                        "Kubernetes object needs that: export it again with `kubectl get ... "
+                        "-o json`", ExitCode.BAD_INVOCATION)
+    return doc
+
+
+def _parse_yaml(path: str, text: str) -> Any:
+    try:
+        docs = [v for _, _, v in documents(text, path)]
+    except InputError as err:
+        raise LiveError(f"{err.pos}: neither JSON nor YAML: {err.message}; export it "
+                        "with `kubectl get nodes -o json > FILE`", ExitCode.BAD_INVOCATION) from None
+    if len(docs) != 1:
+        raise LiveError(f"{path}:1:1: {len(docs)} YAML documents; a snapshot is one List: "
+                        "export it with `kubectl get nodes -o json > FILE`", ExitCode.BAD_INVOCATION)
+    return docs[0]
+
+
+def _too_deep(doc: Any) -> bool:
+    """Whether JSON nests past MAX_DEPTH (what the YAML guard refuses; later steps recurse)."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limits.MAX_DEPTH:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return False
+
+
 def fetch(target: Target, *, workloads: bool) -> Snapshot:
     """Nodes, and with `workloads` also pods, training jobs and network policies, from the API."""
     api, server = api_client(target)
@@ -125,22 +174,14 @@ def fetch(target: Target, *, workloads: bool) -> Snapshot:
 def read_file(path: str) -> Snapshot:
     """A `kubectl get ... -o json` (or -o yaml) file: a List, a NodeList, or one object."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise LiveError(f"{path}:1:1: cannot read: {type(err).__name__}: {err.args[-1]}",
-                        ExitCode.BAD_INVOCATION) from None
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        try:
-            doc = yaml.load(text, Loader=_Loader)
-        except yaml.MarkedYAMLError as err:
-            mark = err.problem_mark
-            where = f"{mark.line + 1}:{mark.column + 1}" if mark else "1:1"
-            raise LiveError(f"{path}:{where}: neither JSON nor YAML: {err.problem}; export it "
-                            "with `kubectl get nodes -o json > FILE`",
-                            ExitCode.BAD_INVOCATION) from None
+        # The limits of every file topogate reads (confined, regular, bounded); a snapshot is
+        # an export a CI step wrote, so it need not be tracked by git.
+        text = read_input(path, tracked=False)
+    except InputError as err:
+        raise LiveError(str(err), ExitCode.BAD_INVOCATION) from None
+    except OSError as err:
+        raise LiveError(f"{path}:1:1: cannot read: {reason(err)}", ExitCode.BAD_INVOCATION) from None
+    doc = _parse(path, text)
     if not isinstance(doc, dict) or not ("items" in doc or "kind" in doc):
         raise LiveError(f"{path}:1:1: not a Kubernetes object or List; export it with "
                         "`kubectl get nodes -o json > FILE`", ExitCode.BAD_INVOCATION)
