@@ -15,6 +15,7 @@ import yaml
 
 from topogate.core.exitcodes import ExitCode
 from topogate.core.position import Position
+from topogate.live import itemshape
 from topogate.live.client import (
     JOB_RESOURCES,
     NODES,
@@ -73,6 +74,9 @@ def object_key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
     return str(obj.get("kind", "")), str(md.get("namespace", "") or ""), str(md.get("name", "") or "")
 
 
+_INDEX = "\0index"  # a key of _item_lines no kind has: where the i-th item starts
+
+
 def _item_lines(text: str) -> dict[tuple[str, str, str], tuple[int, int, tuple[str | int, ...]]]:
     """Where each item of a List (or the one object) starts. JSON is read as YAML for its
     marks; a file libyaml cannot compose keeps no lines (findings fall back to line 1)."""
@@ -98,6 +102,7 @@ def _item_lines(text: str) -> dict[tuple[str, str, str], tuple[int, int, tuple[s
                str(meta.get("namespace", "")), str(meta.get("name", "")))
         out.setdefault(key, (node.start_mark.line + 1, node.start_mark.column + 1,
                              ("items", i) if listed else ()))
+        out[_INDEX, "", str(i)] = (node.start_mark.line + 1, node.start_mark.column + 1, ())
     return out
 
 
@@ -189,9 +194,15 @@ def read_file(path: str) -> Snapshot:
     if not isinstance(items, list):
         raise LiveError(f"{path}:1:1: `items` is not a list", ExitCode.BAD_INVOCATION)
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for item in items:
-        if isinstance(item, dict):
-            by_kind.setdefault(str(item.get("kind", "")), []).append(item)
+    lines = _item_lines(text)
+    wanted = {"Node", "Pod", *POLICY_KINDS, *JOB_KINDS}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("kind")
+        if kind in wanted:
+            _check_item(path, item, i if "items" in doc else None, lines)
+        by_kind.setdefault(str(kind or ""), []).append(item)
     nodes = tuple(by_kind.get("Node", []))
     if not nodes:
         raise LiveError(f"{path}:1:1: holds no Node; export it with `kubectl get nodes -o json`",
@@ -200,4 +211,17 @@ def read_file(path: str) -> Snapshot:
         path, nodes, tuple(by_kind.get("Pod", [])),
         tuple(o for k in POLICY_KINDS for o in by_kind.get(k, [])),
         tuple(o for k in JOB_KINDS for o in by_kind.get(k, [])), from_file=True,
-        lines=_item_lines(text))
+        lines=lines)
+
+
+def _check_item(path: str, item: dict[str, Any], index: int | None,
+                lines: Mapping[tuple[str, str, str], tuple[int, int, tuple[str | int, ...]]]) -> None:
+    """LiveError (exit 2) at the item's line when a field the commands read is mistyped."""
+    why = itemshape.problem(item)
+    if why is None:
+        return
+    line, column, _ = lines.get((_INDEX, "", str(index or 0)), (1, 1, ()))
+    at = f"items[{index}] " if index is not None else ""
+    raise LiveError(f"{path}:{line}:{column}: {at}{itemshape.name_of(item)}: {why}; the API "
+                    "server never serves that: export the file again with `kubectl get ... -o "
+                    "json`", ExitCode.BAD_INVOCATION)
