@@ -133,3 +133,48 @@ def test_list_page_of_the_wrong_shape_is_temporary(monkeypatch: pytest.MonkeyPat
         client.list_all(object(), client.NODES, "https://127.0.0.1:1")
     assert err.value.code == ExitCode.TEMPORARY
     assert "run again later" in str(err.value)
+
+
+# --- item 6: pods on nodes without the zone label are in an unknown zone, never in none ---
+
+
+def _moved_to_unlabelled(tmp_path: Path, pods: tuple[str, ...], *, gone: bool = False) -> Path:
+    doc = json.loads(OK.read_text())
+    node = copy.deepcopy(next(o for o in doc["items"] if o["kind"] == "Node"
+                              and o["metadata"]["name"] == "ip-10-0-2-41.ec2.internal"))
+    node["metadata"]["name"] = "ip-10-0-9-9.ec2.internal"
+    for k in ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"):
+        node["metadata"]["labels"].pop(k, None)
+    if not gone:
+        doc["items"].insert(0, node)
+    for o in doc["items"]:
+        if o["kind"] == "Pod" and o["metadata"]["name"] in pods:
+            o["spec"]["nodeName"] = node["metadata"]["name"]
+    f = tmp_path / "snap.json"
+    f.write_text(json.dumps(doc, indent=1))
+    return f
+
+
+@pytest.mark.parametrize("gone", [False, True], ids=["unlabelled-node", "node-not-listed"])
+def test_workers_on_nodes_without_the_zone_label_are_a_finding(tmp_path: Path, gone: bool) -> None:
+    f = _moved_to_unlabelled(tmp_path, ("train-worker-2", "train-worker-3"), gone=gone)
+    code, out, err = run("check", INV, "--live", "--from-file", str(f), "--format", "json")
+    assert code == 1, (out, err)
+    report = json.loads(out)
+    found = [x for x in report["findings"] if x["rule"] == "TG206"]
+    assert len(found) == 1, report["findings"]
+    msg = found[0]["message"]
+    assert "train-worker-2 -> ip-10-0-9-9.ec2.internal -> (unknown zone)" in msg, msg
+    assert "topology.kubernetes.io/zone" in msg
+    (job,) = report["workloads"]
+    workers = next(g for g in job["groups"] if g["name"] == "worker")
+    assert workers["zones"] != ["us-east-1a"], "the summary must not place every worker in us-east-1a"
+    assert not job["colocated"]
+
+
+def test_whole_job_on_unlabelled_nodes_is_still_a_finding(tmp_path: Path) -> None:
+    f = _moved_to_unlabelled(tmp_path, ("train-master-0", "train-worker-0", "train-worker-1",
+                                        "train-worker-2", "train-worker-3"))
+    code, out, _ = run("check", INV, "--live", "--from-file", str(f), "--format", "json")
+    assert code == 1
+    assert [x["rule"] for x in json.loads(out)["findings"]].count("TG206") == 1
