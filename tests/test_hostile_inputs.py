@@ -148,3 +148,59 @@ def test_snapshot_alias_bomb_and_deep_json_are_refused(tmp_path: Path) -> None:
     (repo / "deep.json").write_text('{"kind": "List", "items": ' + "[" * 10_000 + "]" * 10_000 + "}")
     err = refused(repo, "drift", "inventory.yaml", "--from-file", "deep.json")
     assert err.count("\n") == 0 and "deep.json:1:1: nested" in err, err
+
+
+# --- item 7: a base's build is checked like check's own builds: nothing remote is fetched ---
+
+
+class _Recorder:
+    """An HTTP server on 127.0.0.1 that serves a ConfigMap and records every request: the
+    test's evidence that nothing was fetched."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.paths: list[str] = []
+        rec = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                rec.paths.append(self.path)
+                body = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fetched}\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                return
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("args", [("generate", "inventory.yaml", "-o", "out", "--check"),
+                                  ("generate", "inventory.yaml", "-o", "out"),
+                                  ("check", "inventory.yaml")], ids=" ".join)
+def test_remote_resource_one_level_below_a_base_is_never_fetched(tmp_path: Path,
+                                                                 args: tuple[str, ...]) -> None:
+    rec = _Recorder()
+    try:
+        repo = make_repo(tmp_path)
+        base = repo / "bases" / "train"
+        (base / "extra").mkdir()
+        (base / "extra" / "kustomization.yaml").write_text(f"resources:\n- {rec.url}/x.yaml\n")
+        (base / "kustomization.yaml").write_text("resources:\n- pytorchjob.yaml\n- extra\n")
+        code, out, err = run(repo, *args)
+        assert rec.paths == [], f"fetched {rec.paths}"
+        assert "Traceback" not in err
+        assert code == 2, (out, err)
+        assert "is remote" in err + out and "extra/kustomization.yaml:2:" in err + out, err + out
+    finally:
+        rec.close()
