@@ -5,6 +5,7 @@ workload's `base:` field, or at the line of the base file that is wrong."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,7 +16,9 @@ from topogate.inventory.model import ReplicaGroup
 from topogate.inventory.problems import Problem
 from topogate.inventory.values import as_map, seq
 from topogate.k8s import kinds, shapes
+from topogate.safeio.oserror import reason
 from topogate.safeio.repopaths import Roots
+from topogate.safeio.saferead import InputError, read_text
 
 if TYPE_CHECKING:
     from topogate.inventory.checker import Checker
@@ -98,6 +101,10 @@ def _read_base(chk: Checker, path: YPath, rel: str) -> tuple[str, tuple[Any, ...
             docs.extend(d for d in load_base_file(chk, f) if d is not None)
         elif f.is_dir():
             simple = False
+        elif os.path.lexists(f):
+            chk.problems.append(Problem(line_of(ktext, kfile, res), (
+                f"resource '{res}' of base '{rel}' is {_kind(f)}; kustomize and topogate read "
+                "only regular files: replace it with the manifest")))
         else:
             chk.problems.append(Problem(line_of(ktext, kfile, res), (
                 f"resource '{res}' of base '{rel}' does not exist; kustomize cannot build the "
@@ -112,6 +119,14 @@ def _read_base(chk: Checker, path: YPath, rel: str) -> tuple[str, tuple[Any, ...
     if not one_job_per_base(chk, path, docs, rel):
         return "", ()
     return str(target), tuple(docs)
+
+
+def _kind(f: Path) -> str:
+    try:
+        mode = f.stat().st_mode
+    except OSError:
+        return "unreadable (a dangling symlink?)"
+    return "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
 
 
 def _roots(chk: Checker) -> Roots:
@@ -199,11 +214,20 @@ def _parse(chk: Checker, text: str, f: Path) -> list[Any]:
 
 
 def read_base_text(chk: Checker, f: Path) -> str | None:
+    """A base file's text under the reading limits of every manifest: inside the repository,
+    tracked, a regular file (a FIFO would hang generate), no larger than the file limit."""
+    shown = _shown(f)
+    where = Position(shown, 1, 1)
     try:
-        return f.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        chk.problems.append(Problem(Position(_shown(f), 1, 1), f"cannot read a base manifest: {e}"))
-        return None
+        roots = _roots(chk)
+        real = roots.check(f, where, shown)
+        roots.check_tracked(str(real), where, shown)
+        return read_text(real, shown)
+    except InputError as e:
+        chk.problems.append(Problem(e.pos, f"cannot read a base manifest: {e.message}"))
+    except OSError as e:
+        chk.problems.append(Problem(where, f"cannot read a base manifest: {reason(e)}"))
+    return None
 
 
 def load_base_file(chk: Checker, f: Path) -> list[Any]:

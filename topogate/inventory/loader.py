@@ -28,6 +28,8 @@ from topogate.inventory.values import as_map, dicts, seq
 from topogate.inventory.workloads import read_workload
 from topogate.inventory.yamlpos import YamlReadError, YPath, read_yaml
 from topogate.safeio.oserror import reason
+from topogate.safeio.repopaths import read_input
+from topogate.safeio.saferead import InputError
 
 # Importers use these names from here: the checks now live in the modules above.
 _Checker = Checker
@@ -54,8 +56,12 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True,
 
 def _load(file: str, read_bases: bool, build: BaseBuilder | None = None) -> Inventory:
     try:
-        text = Path(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        # The reading limits of every manifest (confined, regular, bounded, tracked).
+        text = read_input(file)
+    except InputError as e:
+        msg = e.message.replace("cannot read:", "cannot read the inventory:", 1)
+        raise InventoryError([Problem(e.pos, msg)]) from None
+    except OSError as e:  # a path too long, a NUL byte: the name itself is unusable
         raise InventoryError([Problem(Position(file, 1, 1), f"cannot read the inventory: {reason(e)}")]) from None
     try:
         loc = read_yaml(text, file)

@@ -240,6 +240,12 @@ def first_problem(doc: dict[str, Any]) -> tuple[Path_, str] | None:
     return found
 
 
+def problem_in(value: Any, shape: Shape, path: Path_ = ()) -> tuple[Path_, str] | None:
+    """(path, what it must be) of the first field of `value` not of `shape`, or None: for
+    readers of other objects (a cluster's nodes and pods) with shapes of their own."""
+    return _problem(value, shape, path)
+
+
 def field_name(path: Path_) -> str:
     return ".".join(str(s) if isinstance(s, str) else f"[{s}]" for s in path).replace(".[", "[")
 

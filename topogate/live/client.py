@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.core.exitcodes import ExitCode
+from topogate.live import itemshape
 from topogate.live.errors import LiveError, from_exception
 
 DEFAULT_CHUNK = 500  # kubectl's own --chunk-size
@@ -161,6 +162,38 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _page_items(doc: Any, res: Resource, server: str) -> list[dict[str, Any]]:
+    """The items of one list page, each of the shape the readers expect; LiveError (exit 75:
+    a broken server or proxy, run again later) for a page or an item of any other shape."""
+    def broken(what: str) -> LiveError:
+        return LiveError(f"the API server at {server} sent a list of {res.plural} {what}; "
+                         "a proxy or a broken server? run again later", ExitCode.TEMPORARY)
+
+    if not isinstance(doc, dict):
+        raise broken("that is not a JSON object")
+    items = doc.get("items")
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        raise broken("whose `items` is not a list")
+    meta = doc.get("metadata")
+    if meta is not None and (not isinstance(meta, dict) or not isinstance(meta.get("continue", ""), str)):
+        raise broken("whose `metadata.continue` is not a string")
+    if meta is None:
+        doc["metadata"] = {}
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise broken(f"whose items[{i}] is not an object")
+        item.setdefault("apiVersion", res.api_version)
+        item.setdefault("kind", res.kind)
+        why = itemshape.problem(item)
+        if why is not None:
+            raise broken(f"whose items[{i}] ({itemshape.name_of(item)}) is malformed: {why}")
+        out.append(item)
+    return out
+
+
 def list_all(api: Any, res: Resource, server: str, chunk: int = DEFAULT_CHUNK,
              timeout: float = DEFAULT_TIMEOUT,
              keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Listed:
@@ -191,12 +224,9 @@ def list_all(api: Any, res: Resource, server: str, chunk: int = DEFAULT_CHUNK,
                             "JSON; run again later", ExitCode.TEMPORARY) from None
         except Exception as err:  # noqa: BLE001 - urllib3/OS errors become one line
             raise from_exception(err, res.plural, server) from None
-        for item in doc.get("items") or []:
-            if isinstance(item, dict):
-                item.setdefault("apiVersion", res.api_version)
-                item.setdefault("kind", res.kind)
-                items.append(keep(item) if keep else item)
-        cont = (doc.get("metadata") or {}).get("continue") or None
+        for item in _page_items(doc, res, server):
+            items.append(keep(item) if keep else item)
+        cont = doc["metadata"].get("continue") or None
         if not cont:
             return Listed(tuple(items), requests, restarted)
 

@@ -142,7 +142,7 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     snapshot = source.read(workloads=True)
     nodes = parse_nodes(snapshot.nodes, c.zone_label)
     jobs = live_jobs(snapshot, inv, {n.name: n.zone for n in nodes})
-    facts = job_facts(jobs, inv, snapshot.locate)
+    facts = job_facts(jobs, inv, snapshot.locate, c.zone_label)
     namespaces = {w.namespace for w in inv.workloads_of(c.name)} | {j.namespace for j in jobs}
     generated = generated_policies(inv, c, POLICY_KINDS)
     in_scope = tuple(p for p in snapshot.policies

@@ -24,6 +24,9 @@ from topogate.policies.context import LiveFact
 from topogate.policies.live.facts import DIFFERS, PENDING, SPLIT, UNMANAGED
 
 SHOWN_PODS = 20
+# The zone of a pod whose node has no zone label (or is not among the nodes listed): a zone of
+# its own, never "none", so two workers moved to such nodes make the job split, not colocated.
+UNKNOWN_ZONE = "(unknown zone)"
 _OPERATORS = {"pytorchjob-controller": "PyTorchJob", "mpi-operator": "MPIJob",
               "mpijob-controller": "MPIJob"}
 _GROUP_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role",
@@ -36,7 +39,7 @@ class LivePod:
     name: str
     group: str
     node: str  # "" while not scheduled
-    zone: str  # "" when not scheduled or the node is unknown
+    zone: str  # "" when not scheduled; UNKNOWN_ZONE on a node without the zone label or not listed
     phase: str
     unschedulable: str  # the scheduler's message when PodScheduled=False/Unschedulable
     gpus: int = 0  # GPUs its containers ask for
@@ -64,10 +67,10 @@ class LiveJob:
             pods = [p for p in self.pods if p.group == g]
             zones = tuple(sorted({p.zone for p in pods if p.running and p.zone}))
             groups.append(GroupMap(g or "-", len(pods), max((p.gpus for p in pods), default=0), zones,
-                                   splits=len(zones) > 1))
+                                   splits=len(zones) > 1 or UNKNOWN_ZONE in zones))
         used = {p.zone for p in self.pods if p.running and p.zone}
         return JobMap(self.object, cluster, self.kind, self.namespace, self.name, tuple(groups),
-                      colocated=len(used) <= 1,
+                      colocated=len(used) <= 1 and UNKNOWN_ZONE not in used,
                       schedulable=not any(p.unschedulable for p in self.pods), pos=pos)
 
 
@@ -133,7 +136,8 @@ def live_jobs(snapshot: Snapshot, inv: Inventory, zone_of: Mapping[str, str]) ->
         group = next((str(labels[k]) for k in _GROUP_LABELS if labels.get(k)), "")
         node = str((p.get("spec") or {}).get("nodeName") or "")
         phase = str((p.get("status") or {}).get("phase") or "")
-        pods[key].append(LivePod(str(_md(p).get("name", "")), group, node, zone_of.get(node, ""), phase,
+        zone = (zone_of.get(node) or UNKNOWN_ZONE) if node else ""
+        pods[key].append(LivePod(str(_md(p).get("name", "")), group, node, zone, phase,
                                  _unschedulable(p) if not node else "", _gpus(p)))
     for (ns, name), kind in known.items():  # a job with no pod yet is still a job found
         pods.setdefault((kind, ns, name), [])
@@ -150,16 +154,23 @@ def where(job: LiveJob, inv: Inventory, locate: Locate) -> Position:
     return w.pos if w is not None else locate(job.kind, job.namespace, job.name)
 
 
-def job_facts(jobs: Iterable[LiveJob], inv: Inventory, locate: Locate) -> list[LiveFact]:
+def job_facts(jobs: Iterable[LiveJob], inv: Inventory, locate: Locate,
+              zone_label: str = "the zone label") -> list[LiveFact]:
     facts: list[LiveFact] = []
     for job in jobs:
         running = [p for p in job.pods if p.running]
         zones = sorted({p.zone for p in running if p.zone})
-        if len(zones) > 1:
+        if len(zones) > 1 or UNKNOWN_ZONE in zones:
             counts = ", ".join(f"{z}: {sum(1 for p in running if p.zone == z)}" for z in zones)
-            lines = [f"{job.object} runs split across {len(zones)} zones now ({counts}); pod -> node -> zone:"]
-            lines += [f"{p.group or '-'} {p.name} -> {p.node} -> {p.zone or '(unknown node)'}"
-                      for p in running[:SHOWN_PODS]]
+            if UNKNOWN_ZONE in zones:
+                bare = sorted({p.node for p in running if p.zone == UNKNOWN_ZONE})
+                head = (f"{job.object} cannot be shown to run in one zone ({counts}): node(s) "
+                        f"{', '.join(bare[:SHOWN_PODS])} have no {zone_label} label, or are not "
+                        "among the nodes listed; label them or move the pods; pod -> node -> zone:")
+            else:
+                head = f"{job.object} runs split across {len(zones)} zones now ({counts}); pod -> node -> zone:"
+            lines = [head]
+            lines += [f"{p.group or '-'} {p.name} -> {p.node} -> {p.zone}" for p in running[:SHOWN_PODS]]
             if len(running) > SHOWN_PODS:
                 lines.append(f"+{len(running) - SHOWN_PODS} more pods")
             facts.append(LiveFact(SPLIT, job.object, "\n".join(lines), where(job, inv, locate)))

@@ -15,6 +15,7 @@ import yaml
 
 from topogate.core.exitcodes import ExitCode
 from topogate.core.position import Position
+from topogate.live import itemshape
 from topogate.live.client import (
     JOB_RESOURCES,
     NODES,
@@ -26,6 +27,10 @@ from topogate.live.client import (
     slim_pod,
 )
 from topogate.live.errors import LiveError
+from topogate.safeio import limits
+from topogate.safeio.oserror import reason
+from topogate.safeio.repopaths import read_input
+from topogate.safeio.saferead import InputError, documents
 
 POLICY_KINDS = tuple(r.kind for r in POLICY_RESOURCES)
 JOB_KINDS = tuple(r.kind for r in JOB_RESOURCES)
@@ -69,6 +74,9 @@ def object_key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
     return str(obj.get("kind", "")), str(md.get("namespace", "") or ""), str(md.get("name", "") or "")
 
 
+_INDEX = "\0index"  # a key of _item_lines no kind has: where the i-th item starts
+
+
 def _item_lines(text: str) -> dict[tuple[str, str, str], tuple[int, int, tuple[str | int, ...]]]:
     """Where each item of a List (or the one object) starts. JSON is read as YAML for its
     marks; a file libyaml cannot compose keeps no lines (findings fall back to line 1)."""
@@ -94,7 +102,53 @@ def _item_lines(text: str) -> dict[tuple[str, str, str], tuple[int, int, tuple[s
                str(meta.get("namespace", "")), str(meta.get("name", "")))
         out.setdefault(key, (node.start_mark.line + 1, node.start_mark.column + 1,
                              ("items", i) if listed else ()))
+        out[_INDEX, "", str(i)] = (node.start_mark.line + 1, node.start_mark.column + 1, ())
     return out
+
+
+def _parse(path: str, text: str) -> Any:
+    """The one document of a snapshot: JSON, else YAML read through the guards every manifest
+    passes (alias growth, depth, duplicate keys); InputError's position on a problem."""
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise LiveError(f"{path}:1:1: nested too deeply to read; no Kubernetes object needs "
+                        "that: export it again with `kubectl get ... -o json`",
+                        ExitCode.BAD_INVOCATION) from None
+    except ValueError:
+        return _parse_yaml(path, text)
+    too_deep = _too_deep(doc)
+    if too_deep:
+        raise LiveError(f"{path}:1:1: nested more than {limits.MAX_DEPTH} levels deep; no "
+                        "Kubernetes object needs that: export it again with `kubectl get ... "
+                        "-o json`", ExitCode.BAD_INVOCATION)
+    return doc
+
+
+def _parse_yaml(path: str, text: str) -> Any:
+    try:
+        docs = [v for _, _, v in documents(text, path)]
+    except InputError as err:
+        raise LiveError(f"{err.pos}: neither JSON nor YAML: {err.message}; export it "
+                        "with `kubectl get nodes -o json > FILE`", ExitCode.BAD_INVOCATION) from None
+    if len(docs) != 1:
+        raise LiveError(f"{path}:1:1: {len(docs)} YAML documents; a snapshot is one List: "
+                        "export it with `kubectl get nodes -o json > FILE`", ExitCode.BAD_INVOCATION)
+    return docs[0]
+
+
+def _too_deep(doc: Any) -> bool:
+    """Whether JSON nests past MAX_DEPTH (what the YAML guard refuses; later steps recurse)."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limits.MAX_DEPTH:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return False
 
 
 def fetch(target: Target, *, workloads: bool) -> Snapshot:
@@ -125,22 +179,14 @@ def fetch(target: Target, *, workloads: bool) -> Snapshot:
 def read_file(path: str) -> Snapshot:
     """A `kubectl get ... -o json` (or -o yaml) file: a List, a NodeList, or one object."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise LiveError(f"{path}:1:1: cannot read: {type(err).__name__}: {err.args[-1]}",
-                        ExitCode.BAD_INVOCATION) from None
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        try:
-            doc = yaml.load(text, Loader=_Loader)
-        except yaml.MarkedYAMLError as err:
-            mark = err.problem_mark
-            where = f"{mark.line + 1}:{mark.column + 1}" if mark else "1:1"
-            raise LiveError(f"{path}:{where}: neither JSON nor YAML: {err.problem}; export it "
-                            "with `kubectl get nodes -o json > FILE`",
-                            ExitCode.BAD_INVOCATION) from None
+        # The limits of every file topogate reads (confined, regular, bounded); a snapshot is
+        # an export a CI step wrote, so it need not be tracked by git.
+        text = read_input(path, tracked=False)
+    except InputError as err:
+        raise LiveError(str(err), ExitCode.BAD_INVOCATION) from None
+    except OSError as err:
+        raise LiveError(f"{path}:1:1: cannot read: {reason(err)}", ExitCode.BAD_INVOCATION) from None
+    doc = _parse(path, text)
     if not isinstance(doc, dict) or not ("items" in doc or "kind" in doc):
         raise LiveError(f"{path}:1:1: not a Kubernetes object or List; export it with "
                         "`kubectl get nodes -o json > FILE`", ExitCode.BAD_INVOCATION)
@@ -148,9 +194,15 @@ def read_file(path: str) -> Snapshot:
     if not isinstance(items, list):
         raise LiveError(f"{path}:1:1: `items` is not a list", ExitCode.BAD_INVOCATION)
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for item in items:
-        if isinstance(item, dict):
-            by_kind.setdefault(str(item.get("kind", "")), []).append(item)
+    lines = _item_lines(text)
+    wanted = {"Node", "Pod", *POLICY_KINDS, *JOB_KINDS}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("kind")
+        if kind in wanted:
+            _check_item(path, item, i if "items" in doc else None, lines)
+        by_kind.setdefault(str(kind or ""), []).append(item)
     nodes = tuple(by_kind.get("Node", []))
     if not nodes:
         raise LiveError(f"{path}:1:1: holds no Node; export it with `kubectl get nodes -o json`",
@@ -159,4 +211,17 @@ def read_file(path: str) -> Snapshot:
         path, nodes, tuple(by_kind.get("Pod", [])),
         tuple(o for k in POLICY_KINDS for o in by_kind.get(k, [])),
         tuple(o for k in JOB_KINDS for o in by_kind.get(k, [])), from_file=True,
-        lines=_item_lines(text))
+        lines=lines)
+
+
+def _check_item(path: str, item: dict[str, Any], index: int | None,
+                lines: Mapping[tuple[str, str, str], tuple[int, int, tuple[str | int, ...]]]) -> None:
+    """LiveError (exit 2) at the item's line when a field the commands read is mistyped."""
+    why = itemshape.problem(item)
+    if why is None:
+        return
+    line, column, _ = lines.get((_INDEX, "", str(index or 0)), (1, 1, ()))
+    at = f"items[{index}] " if index is not None else ""
+    raise LiveError(f"{path}:{line}:{column}: {at}{itemshape.name_of(item)}: {why}; the API "
+                    "server never serves that: export the file again with `kubectl get ... -o "
+                    "json`", ExitCode.BAD_INVOCATION)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from topogate.core.position import Position
 from topogate.safeio import gitrun
-from topogate.safeio.saferead import InputError, is_generated
+from topogate.safeio.saferead import InputError, is_generated, read_text
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # What `kubectl apply -f DIR` and an Argo CD directory application read: YAML and JSON.
@@ -180,6 +180,24 @@ def _in_git_dir(real: str) -> bool:
     return "/.git" in real and (real.endswith("/.git") or "/.git/" in real)
 
 
+def read_input(path: str | os.PathLike[str], shown: str | None = None, *,
+               tracked: bool = True) -> str:
+    """The text of one input named on the command line (the inventory, a snapshot), under the
+    limits every manifest has: it must resolve inside its own repository (a symlink to
+    /dev/zero or ~/.ssh is refused, not read and quoted), never into .git, be a regular file
+    (a FIFO is refused, not waited on) no larger than the file limit, and, with `tracked`, be
+    tracked by git in a git work tree. `shown` names it in messages (default: as written)."""
+    shown = os.fspath(path) if shown is None else shown
+    where = Position(shown, 1, 1)
+    if not os.path.lexists(path):
+        raise InputError(where, "cannot read: no such file or directory")
+    roots = Roots.of([path])
+    real = roots.check(Path(path), where, shown)
+    if tracked:
+        roots.check_tracked(str(real), where, shown)
+    return read_text(real, shown)
+
+
 def kustomization_file(d: Path) -> Path | None:
     return next((d / n for n in KUSTOMIZATION_FILES if os.path.lexists(d / n)), None)
 
@@ -261,4 +279,4 @@ def walk(raw: str, roots: Roots, other: list[Path] | None = None) -> Iterator[Wa
             yield WalkUnit(child, child_real, False)
 
 __all__ = ["KUSTOMIZATION_FILES", "Roots", "WalkUnit", "MANIFEST_SUFFIXES", "display", "kustomization_file",
-           "repo_root", "walk"]
+           "read_input", "repo_root", "walk"]

@@ -2,7 +2,9 @@
 
 `check --live` maps each running pod to its node (`spec.nodeName`) and the node to its zone,
 and groups pods by their job (owner reference, or the Kubeflow, JobSet and topogate labels).
-The message lists pod -> node -> zone for every pod.
+The message lists pod -> node -> zone for every pod. A pod on a node without the inventory's
+`zoneLabel` (or on a node not among those listed) is in an unknown zone, never in none: the job
+cannot be shown to run in one zone, which is this finding too.
 
 Why: a split job is the incident this project exists for: a policy between the zones drops its
 traffic (training never starts), or it pays inter-zone latency and egress on every step.
