@@ -27,7 +27,8 @@ EXIT_CODE_DOCS: tuple[tuple[int, str], ...] = (
                          "DataUnavailableException, network or 5xx errors, any answer that is "
                          "not a well-formed Cost Explorer page (HTML, truncated JSON, missing or "
                          "mistyped fields, days outside the window, a non-numeric, negative or "
-                         "absurd amount); run again later"),
+                         "absurd amount), a day of the window without its DAILY result across "
+                         "the pages; run again later"),
     (ExitCode.ACCESS_DENIED, "access denied: the credentials may not call ce:GetCostAndUsage "
                              "(or ce:GetDimensionValues)"),
     (ExitCode.CONFIG, "configuration: no credentials or expired credentials (ExpiredToken: "
