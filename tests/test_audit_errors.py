@@ -34,6 +34,11 @@ from audit_support import AUDIT_FIXTURES, FAKE_KEY_ID, FAKE_SECRET, Moto, aws_te
 D = dt.date.fromisoformat
 START, END = D("2026-11-24"), D("2026-11-27")
 INVENTORY = str(AUDIT_FIXTURES / "inventory.yaml")
+# Cost Explorer answers a DAILY query with one result per day, spend or not.
+NO_SPEND = {"ResultsByTime": [
+    {"TimePeriod": {"Start": d, "End": e}, "Total": {}, "Groups": [], "Estimated": False}
+    for d, e in (("2026-11-24", "2026-11-25"), ("2026-11-25", "2026-11-26"),
+                 ("2026-11-26", "2026-11-27"))]}
 
 
 @pytest.fixture
@@ -129,6 +134,7 @@ def test_no_region_is_configuration(env: None) -> None:
 
 def test_default_factory_needs_no_region(moto_ce: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_DEFAULT_REGION")
+    moto_ce.seed(NO_SPEND)
     r = run_audit(load_inventory(INVENTORY), START, END, default_client_factory(2), None)
     assert r.requests == 1
 
@@ -158,7 +164,7 @@ def test_verify_usage_types_confirms_names_then_queries(env: None) -> None:
         ("ok", "get_dimension_values", _dims(USAGE_TYPE_GROUP)),
         ("ok", "get_dimension_values", _dims("DataTransfer-Regional-Bytes",
                                              "USW2-DataTransfer-Regional-Bytes")),
-        ("ok", "get_cost_and_usage", {"ResultsByTime": []}))
+        ("ok", "get_cost_and_usage", NO_SPEND))
     r = run_audit(load_inventory(INVENTORY), START, END, factory, None, verify=True)
     assert r.requests == 3
     assert r.verified_usage_types == ("DataTransfer-Regional-Bytes", USAGE_TYPE_GROUP,
@@ -179,7 +185,7 @@ def test_verify_usage_types_sends_the_expected_requests(env: None) -> None:
     factory, stub = stubbed(
         ("ok", "get_dimension_values", _dims(USAGE_TYPE_GROUP)),
         ("ok", "get_dimension_values", _dims()),
-        ("ok", "get_cost_and_usage", {"ResultsByTime": []}))
+        ("ok", "get_cost_and_usage", NO_SPEND))
     # Stubber checks the parameters it is handed, so the assertion is on the real request
     stub._queue[0]["expected_params"] = {  # noqa: SLF001 - Stubber has no public setter after add
         "TimePeriod": {"Start": "2026-11-24", "End": "2026-11-27"},

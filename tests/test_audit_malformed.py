@@ -46,8 +46,12 @@ WINDOW = ("--start", "2026-11-24", "--end", "2026-11-27")
 FORMATS = ("text", "json", "markdown")
 
 
+# The other days of the window, answered without spend (an unanswered day is exit 75).
+QUIET = [result("2026-11-25", []), result("2026-11-26", [])]
+
+
 def good() -> dict[str, Any]:
-    return page([result("2026-11-24", [(f"{KEY}$gpu-east", UT, "1.00", "100")])])
+    return page([result("2026-11-24", [(f"{KEY}$gpu-east", UT, "1.00", "100")]), *QUIET])
 
 
 def _mutate(path: tuple[Any, ...], value: Any, delete: bool = False) -> dict[str, Any]:
@@ -266,7 +270,8 @@ def test_an_error_echoing_any_credential_never_prints_it(canned: Any, monkeypatc
 def test_a_page_echoing_the_token_as_a_tag_value_never_prints_it(
         moto_ce: Moto, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
     _odd_credentials(monkeypatch)
-    moto_ce.seed(page([result("2026-11-24", [(f"{KEY}${ODD_TOKEN}", UT, "1.00", "100")])]))
+    moto_ce.seed(page([result("2026-11-24", [(f"{KEY}${ODD_TOKEN}", UT, "1.00", "100")]),
+                       *QUIET]))
     code, out, err = _cli(fmt)
     assert code == 0, err
     assert ODD_TOKEN not in out + err and "[redacted]" in out

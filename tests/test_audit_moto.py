@@ -97,11 +97,38 @@ def test_three_pages_estimated_day_no_data_cluster_over_budget_and_untagged(moto
     assert [row.page for row in r.rows] == [1, 1, 2, 3, 3, 3]
 
 
-def test_empty_answer_is_within_budget_all_zero_and_says_so(moto_ce: Moto) -> None:
+def test_a_night_without_spend_is_within_budget_all_zero_and_says_so(moto_ce: Moto) -> None:
+    # Cost Explorer answers every day of a DAILY query, with no groups where nothing was spent
+    moto_ce.seed(page([result(d, []) for d in ("2026-11-24", "2026-11-25", "2026-11-26")]))
     cap = Capture()
     r = run_audit(load_inventory(INVENTORY), START, END, cap.factory(), None)
     assert r.requests == 1 and r.exit_code == 0 and r.all_zero
     assert all(c.cause == UNKNOWN_CAUSE for c in r.clusters)
+
+
+DAY1 = [result("2026-11-24", [(f"{KEY}$gpu-east", UT, "1.00", "100")])]
+
+
+@pytest.mark.parametrize(("name", "pages", "missing"), [
+    ("no results at all", [page([])], "2026-11-24, 2026-11-25, 2026-11-26"),
+    ("only the first of three days", [page(DAY1)], "2026-11-25, 2026-11-26"),
+    ("an empty last page after a token", [page(DAY1, token="p2"), page([])],
+     "2026-11-25, 2026-11-26"),
+    ("the last day missing across pages",
+     [page(DAY1, token="p2"), page([result("2026-11-25", [])])], "2026-11-26"),
+])
+def test_an_unanswered_day_is_exit_75_naming_the_days_never_zero(
+        moto_ce: Moto, name: str, pages: list[dict], missing: str) -> None:
+    from topogate.cli.app import main
+
+    moto_ce.seed(*pages)
+    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
+                                    "--end", "2026-11-27"])
+    assert res.exit_code == 75, (name, res.stdout)
+    assert res.stdout == ""
+    (line,) = res.stderr.strip().splitlines()
+    assert f"no DAILY result for {missing} of the window 2026-11-24..2026-11-27" in line
+    assert f"{len(pages)} Cost Explorer request{'s' if len(pages) > 1 else ''} answered" in line
 
 
 def _seed_and_cli(moto_ce: Moto, *args: str) -> tuple[int, str, str]:

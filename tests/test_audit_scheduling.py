@@ -89,9 +89,10 @@ def _run_step(script: str, tmp_path: Path, rc: str = "") -> tuple[int, Path, Pat
 def test_workflow_scripts_run_against_moto(moto_ce: Moto, tmp_path: Path) -> None:
     key = "topogate.dev/cluster"
     # The step uses the default window, and a day outside the window is a malformed answer.
-    first_day = default_window(dt.date.today())[0].isoformat()
-    moto_ce.seed(page([result(first_day, [(f"{key}$gpu-east", "DataTransfer-Regional-Bytes",
-                                              "7.50", "750")])]))
+    first, end = default_window(dt.date.today())
+    days = [(first + dt.timedelta(days=i)).isoformat() for i in range((end - first).days)]
+    moto_ce.seed(page([result(days[0], [(f"{key}$gpu-east", "DataTransfer-Regional-Bytes",
+                                         "7.50", "750")])] + [result(d, []) for d in days[1:]]))
     code, summary, output = _run_step(step_named("markdown")["run"], tmp_path)
     assert code == 0  # the step records the verdict; a later step fails the run
     assert summary.read_text().startswith("## ❌ Inter-AZ egress audit: OVER BUDGET")

@@ -33,7 +33,7 @@ from topogate.audit.model import (
     qty_text,
     usd_text,
 )
-from topogate.audit.page import Row, dimension_values, parse_page
+from topogate.audit.page import Row, answered_days, dimension_values, missing_days_error, parse_page
 from topogate.audit.query import (
     GRANULARITY,
     METRICS,
@@ -137,6 +137,33 @@ def verify_usage_types(session: CostExplorerSession, queries: Sequence[Query], s
     return tuple(sorted(n for n in found if n == USAGE_TYPE_GROUP or n in expected)), warnings
 
 
+def _query_chain(session: CostExplorerSession, q: Query, start: dt.date,
+                 end: dt.date) -> tuple[list[Row], set[dt.date]]:
+    """Every page of one query chain; each day of the window must be answered on some page."""
+    build = functools.partial(_cost_page, q, start, end)
+    rows: list[Row] = []
+    estimated: set[dt.date] = set()
+    answered: set[dt.date] = set()
+    pages = 0
+    for page_no, resp in enumerate(session.pages("GetCostAndUsage", build), start=1):
+        pages = page_no
+        try:
+            page_rows, page_est = parse_page(resp, q.tag_key, page_no, (start, end))
+        except AuditError as err:
+            # the page that could not be read was still answered (and billed)
+            err.requests = session.requests
+            raise
+        rows.extend(page_rows)
+        estimated.update(page_est)
+        answered |= answered_days(resp)
+    missing = [d for d in days_of(start, end) if d not in answered]
+    if missing:
+        unanswered = missing_days_error(missing, (start, end), q.tag_key, pages)
+        unanswered.requests = session.requests
+        raise unanswered
+    return rows, estimated
+
+
 def run_audit(inv: Inventory, start: dt.date, end: dt.date, client_factory: ClientFactory,
               may_split: Mapping[str, Sequence[str]] | None = None, *,
               verify: bool = False, analysis_error: str | None = None) -> AuditResult:
@@ -167,16 +194,9 @@ def run_audit(inv: Inventory, start: dt.date, end: dt.date, client_factory: Clie
             verified, vwarn = verify_usage_types(session, queries, start, end)
             warnings.extend(vwarn)
         for q in queries:
-            build = functools.partial(_cost_page, q, start, end)
-            for page_no, resp in enumerate(session.pages("GetCostAndUsage", build), start=1):
-                try:
-                    page_rows, page_est = parse_page(resp, q.tag_key, page_no, (start, end))
-                except AuditError as err:
-                    # the page that could not be read was still answered (and billed)
-                    err.requests = session.requests
-                    raise
-                rows.extend(page_rows)
-                estimated.update(page_est)
+            q_rows, q_est = _query_chain(session, q, start, end)
+            rows.extend(q_rows)
+            estimated.update(q_est)
     clusters, unattributed, jwarn = judge(inv, start, end, rows, estimated, may_split)
     warnings.extend(jwarn)
     measured = [c for c in clusters if c.measured]

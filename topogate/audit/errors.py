@@ -22,12 +22,15 @@ EXIT_CODE_DOCS: tuple[tuple[int, str], ...] = (
     (ExitCode.OVER_BUDGET, "over budget: at least one AWS cluster-day over budgetUSDPerDay"),
     (ExitCode.BAD_INVOCATION, "bad invocation: bad options, a date not in the form YYYY-MM-DD, "
                               "a window that is empty or ends after today, an unreadable "
-                              "inventory, a window Cost Explorer refuses (BillExpirationException)"),
+                              "inventory, a window Cost Explorer refuses (BillExpirationException), "
+                              "a flow-log line that is not a VPC Flow Logs record (named by object "
+                              "and line)"),
     (ExitCode.TEMPORARY, "temporary: throttled after retries (LimitExceededException), "
                          "DataUnavailableException, network or 5xx errors, any answer that is "
                          "not a well-formed Cost Explorer page (HTML, truncated JSON, missing or "
                          "mistyped fields, days outside the window, a non-numeric, negative or "
-                         "absurd amount); run again later"),
+                         "absurd amount), a day of the window without its DAILY result across "
+                         "the pages, no flow-log record in the window; run again later"),
     (ExitCode.ACCESS_DENIED, "access denied: the credentials may not call ce:GetCostAndUsage "
                              "(or ce:GetDimensionValues)"),
     (ExitCode.CONFIG, "configuration: no credentials or expired credentials (ExpiredToken: "
@@ -88,7 +91,7 @@ _SECRETISH = re.compile(
     r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{12,}\b"  # access key / principal ids
     # session tokens: STS tokens start with these base64 prefixes and run to hundreds of chars
     r"|(?:IQoJb3JpZ2lu|FwoGZXIvYXdz|FQoGZXIvYXdz)[A-Za-z0-9/+=]*"
-    r"|(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])"  # secret access key shape
+    r"|(?P<key40>(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=]))"  # secret key shape
     # any other long base64 run (a session token without a known prefix); file paths, which
     # have '-', '_' or '.', are left alone so that the cause warning can still name a file
     r"|(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{100,}(?![A-Za-z0-9/+=])"
@@ -142,7 +145,16 @@ def scrub(text: str) -> str:
     replace credential-shaped strings."""
     one_line = redact_known(" ".join(redact_known(text).split()))
     one_line = _URL_USERINFO.sub(r"\1[redacted]@", one_line)
-    return _SECRETISH.sub("[redacted]", one_line)
+    return _SECRETISH.sub(_redact_shape, one_line)
+
+
+def _redact_shape(m: re.Match[str]) -> str:
+    # A 40-character run with three or more '/' is a path (an S3 key's folders: AWSLogs/<id>/
+    # vpcflowlogs/...), not a secret access key, where '/' is one character in 64. Values this
+    # process was given are redacted whatever their shape, before this.
+    if m.group("key40") is not None and m.group(0).count("/") >= 3:
+        return m.group(0)
+    return "[redacted]"
 
 
 # Cost Explorer error codes -> (exit class, advice). Codes not listed fall through to

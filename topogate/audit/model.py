@@ -9,6 +9,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from topogate.audit import prices
+from topogate.audit.attribute import FlowAudit
 from topogate.audit.page import Row
 
 CE_PRICE_PER_REQUEST = Decimal("0.01")
@@ -91,6 +92,7 @@ class AuditResult:
     # Prominent warnings that put the verdict itself in doubt (e.g. the cost tag is not
     # activated, so every dollar is "untagged" and every cluster looks within budget).
     alerts: tuple[str, ...] = ()
+    flows: FlowAudit | None = None  # --flow-logs: measured inter-AZ bytes per training job
 
     @property
     def over_budget(self) -> tuple[ClusterAudit, ...]:
@@ -98,7 +100,8 @@ class AuditResult:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.over_budget else 0
+        jobs_over = self.flows is not None and bool(self.flows.over_budget)
+        return 1 if self.over_budget or jobs_over else 0
 
     @property
     def request_cost_usd(self) -> Decimal:

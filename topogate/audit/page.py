@@ -191,6 +191,24 @@ def parse_page(response: Mapping[str, Any], tag_key: str, page: int,
     return rows, estimated
 
 
+def answered_days(response: Mapping[str, Any]) -> set[dt.date]:
+    """The days one page answers for, empty groups included (call after `parse_page`)."""
+    return {dt.date.fromisoformat(r["TimePeriod"]["Start"]) for r in response["ResultsByTime"]}
+
+
+def missing_days_error(days: Sequence[dt.date], window: tuple[dt.date, dt.date],
+                       tag_key: str, pages: int) -> TemporaryError:
+    """Cost Explorer answers a DAILY query with one result per day, spend or not: a day it
+    did not answer for is not a day without spend, so it is never judged as $0."""
+    named = ", ".join(d.isoformat() for d in days[:7]) + (
+        f" (+{len(days) - 7} more)" if len(days) > 7 else "")
+    return TemporaryError(
+        f"GetCostAndUsage gave no DAILY result for {named} of the window "
+        f"{window[0]}..{window[1]} across {pages} page{'s' if pages != 1 else ''} of the query "
+        f"grouped by {tag_key}; not judged (an unanswered day is never read as $0); run again "
+        "later or move --end back")
+
+
 def next_token(response: Mapping[str, Any], operation: str) -> str | None:
     token = _mapping(response, "the answer").get("NextPageToken")
     if token is None or token == "":

@@ -11,6 +11,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from topogate.audit import flowreport
 from topogate.audit.egress import (
     USAGE_TYPE_GROUP,
     AuditResult,
@@ -66,9 +67,10 @@ def _source_line(e: Estimate) -> str:
 
 def _summary(r: AuditResult) -> str:
     over = r.over_budget
-    if over:
+    jobs = r.flows.over_budget if r.flows is not None else ()
+    if over or jobs:
         parts = [f"{c.name} ({sum(1 for d in c.days if d.over_budget)} of {len(c.days)} days)"
-                 for c in over]
+                 for c in over] + [f"job {j.job}" for j in jobs]
         return "OVER BUDGET: " + ", ".join(parts)
     if r.alerts:
         return "within budget, UNVERIFIED: inter-AZ spend was not attributed to the clusters"
@@ -118,6 +120,8 @@ def render_text(r: AuditResult) -> str:
             out.append("  no inter-AZ transfer billed to this tag in the window")
         else:
             out.append(f"  {c.cause}")
+    if r.flows is not None:
+        out.extend(flowreport.text_lines(r.flows))
     if r.estimated_days:
         out.append("")
         out.append("* estimated by Cost Explorer (not final): "
@@ -187,6 +191,7 @@ def to_dict(r: AuditResult) -> dict[str, Any]:
         else list(r.verified_usage_types),
         # Prominent: the verdict is in doubt (e.g. the cost tag is not activated in Billing).
         "alerts": list(r.alerts),
+        "flowLogs": None if r.flows is None else flowreport.to_dict(r.flows),
         "warnings": list(r.warnings),
         # Requests Cost Explorer answered (each billed $0.01); httpAttempts includes retries
         # and attempts that got no answer.
@@ -257,6 +262,8 @@ def render_markdown(r: AuditResult) -> str:
             out.append("No inter-AZ transfer billed to this tag in the window.")
         else:
             out.append(_md_escape(c.cause))
+    if r.flows is not None:
+        out.extend(flowreport.markdown_lines(r.flows))
     if r.unattributed:
         out.append("")
         out.append("### Not attributed to any cluster")

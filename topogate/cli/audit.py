@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import click
@@ -14,8 +16,11 @@ from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
 from topogate.sources.inventory import load_inventory
 
+PLACEMENT_RULES = ("TG102", "TG111")
 
-def _may_split(inventory: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
+
+def _may_split(inventory: str, paths: tuple[str, ...],
+               causes: dict[str, str] | None = None) -> dict[str, list[str]]:
     """Cluster name -> jobs the analysis says may split across zones (the expected cause).
 
     With PATHs the deployed manifests are analysed; without, the tree `generate` would write,
@@ -35,6 +40,13 @@ def _may_split(inventory: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
         raise RuntimeError("; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)"
                                                        if len(problems) > 3 else "")
                            or "the inventory could not be analysed")
+    if causes is not None:
+        # the placement findings that explain a job's inter-AZ bytes (--flow-logs)
+        for f in sorted(outcome.result.findings):
+            if f.rule in PLACEMENT_RULES:
+                first = f.message.split("). ", 1)[0] + (")" if "). " in f.message else "")
+                line = f"{f.rule} {f.name}: {first}"
+                causes[f.object] = (causes[f.object] + "; " + line) if f.object in causes else line
     out: dict[str, list[str]] = {c.name: [] for c in inv.clusters}
     for job in outcome.result.jobs:
         if not job.colocated:
@@ -63,6 +75,51 @@ def _audit_preflight(inv: Inventory, factory: Callable[[], Any]) -> Callable[[],
     except Exception as exc:  # noqa: BLE001 - mapped to the audit's exit codes
         raise classify(exc, requests=0) from None
     return lambda: client
+
+
+def _read_flows(inv: Inventory, sources: tuple[str, ...], log_format: str | None,
+                window: tuple[dt.date, dt.date], from_file: str | None, context: str | None,
+                kubeconfig: str | None, cluster_name: str | None, max_attempts: int) -> Any:
+    """The snapshot's addresses and every flow-log record, before any paid request."""
+    # lazy: start-up time: a command's own modules load only when it runs
+    from topogate.audit.egress import aws_clusters
+    from topogate.audit.errors import InvocationError, TemporaryError
+    from topogate.audit.flows import read_records
+    from topogate.live.addresses import address_book
+    from topogate.live.client import Target
+    from topogate.live.commands import Source, pick_cluster
+    from topogate.live.errors import LiveError
+
+    aws = aws_clusters(inv)
+    try:
+        if cluster_name is None and len(aws) == 1:
+            cluster_name = aws[0].name
+        cluster = pick_cluster(inv, cluster_name)
+        snapshot = Source(from_file, Target(kubeconfig, context, 30.0, 500)).read(workloads=True)
+    except LiveError as err:
+        cls = TemporaryError if int(err.code) == 75 else InvocationError
+        failure = cls(str(err.args[0]))
+        failure.code = err.code
+        raise failure from None
+    if cluster.provider != "aws":
+        raise InvocationError(f"--cluster {cluster.name} is on {cluster.provider}: VPC Flow Logs "
+                              "are AWS's")
+    book = address_book(snapshot, inv, cluster)
+    records, names, skipped = read_records(sources, window[0], window[1], log_format,
+                                           max_attempts=max_attempts)
+    return cluster.name, book, records, names, skipped
+
+
+def _attach_flows(result: Any, flows: Any, window: tuple[dt.date, dt.date],
+                  causes: dict[str, str], job_budget: float | None) -> Any:
+    # lazy: start-up time: a command's own modules load only when it runs
+    from topogate.audit.flows import flow_audit
+
+    name, book, records, names, skipped = flows
+    cluster = next(c for c in result.clusters if c.name == name)
+    fa = flow_audit(book, cluster, records, names, skipped, window[0], window[1], causes,
+                    None if job_budget is None else Decimal(str(job_budget)))
+    return dataclasses.replace(result, flows=fa)
 
 
 def _audit_date(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
@@ -98,8 +155,28 @@ def audit() -> None:
               help="Confirm the usage type names with GetDimensionValues first (2 extra requests).")
 @click.option("--max-attempts", type=click.IntRange(1, 10), default=4, show_default=True,
               help="Attempts per request (botocore standard retry mode).")
+@click.option("--flow-logs", "flow_logs", multiple=True, metavar="SOURCE",
+              help="VPC Flow Logs to attribute the inter-AZ bytes to training jobs: "
+                   "s3://BUCKET/PREFIX, logs:LOG_GROUP (CloudWatch Logs) or a local file or "
+                   "directory; repeatable. Needs the pods and nodes: live, or --from-file.")
+@click.option("--flow-log-format", metavar="LOGFORMAT",
+              help="The flow log's LogFormat, for CloudWatch Logs (S3 objects name their fields "
+                   "in their header line). Default: the format docs/audit.md gives.")
+@click.option("--from-file", "from_file", type=click.Path(dir_okay=False),
+              help="With --flow-logs: a `kubectl get nodes,pods,... -A -o json` file instead of "
+                   "the cluster.")
+@click.option("--context", help="With --flow-logs: kubeconfig context of the cluster.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="With --flow-logs: kubeconfig file.")
+@click.option("--cluster", "cluster_name", help="With --flow-logs: the inventory cluster the "
+                                                "snapshot shows (default: the only AWS one).")
+@click.option("--job-budget-usd-per-day", type=click.FloatRange(0), metavar="USD",
+              help="With --flow-logs: exit 1 when a job's measured inter-AZ cost of a day is over it.")
 def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: object, fmt: str,
-                 verify_usage_types: bool, max_attempts: int) -> None:
+                 verify_usage_types: bool, max_attempts: int, flow_logs: tuple[str, ...],
+                 flow_log_format: str | None, from_file: str | None, context: str | None,
+                 kubeconfig: str | None, cluster_name: str | None,
+                 job_budget_usd_per_day: float | None) -> None:
     """Inter-AZ data transfer cost per cluster from AWS Cost Explorer, against the budget.
 
     PATHs are manifests to analyse for jobs that may split across zones (the expected cause).
@@ -115,6 +192,13 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
     from topogate.core.escape import line as safe_line
 
     register_environment_secrets()
+    flow_opts = (from_file, context, kubeconfig, cluster_name, flow_log_format,
+                 job_budget_usd_per_day)
+    if not flow_logs and any(o is not None for o in flow_opts):
+        raise click.UsageError("--from-file, --context, --kubeconfig, --cluster, "
+                               "--flow-log-format and --job-budget-usd-per-day belong to --flow-logs")
+    if from_file and (context or kubeconfig):
+        raise click.UsageError("--from-file reads no cluster: drop --context/--kubeconfig")
     try:
         # The cost audit needs only the clusters: where only the inventory file is mounted
         # (the in-cluster CronJob) the workloads' bases are absent, and that is fine.
@@ -131,15 +215,22 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
         assert end is None or isinstance(end, dt.date)
         window = resolve_window(start, end, dt.date.today())
         factory = _audit_preflight(inv, default_client_factory(max_attempts))
+        flows = None
+        if flow_logs:
+            flows = _read_flows(inv, flow_logs, flow_log_format, window, from_file, context,
+                                kubeconfig, cluster_name, max_attempts)
         may_split: dict[str, list[str]] | None
         cause_error: str | None = None
+        causes: dict[str, str] = {}
         try:
-            may_split = _may_split(inventory, paths)
+            may_split = _may_split(inventory, paths, causes)
         except Exception as err:  # noqa: BLE001 - the cause is optional, the cost is not
             may_split = None
             cause_error = scrub(str(err) or type(err).__name__)
         result = run_audit(inv, window[0], window[1], factory,
                            may_split, verify=verify_usage_types, analysis_error=cause_error)
+        if flows is not None:
+            result = _attach_flows(result, flows, window, causes, job_budget_usd_per_day)
     except AuditError as err:
         click.echo(safe_line(err.line()), err=True)
         raise click.exceptions.Exit(int(err.code)) from None

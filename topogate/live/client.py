@@ -153,10 +153,12 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": pod.get("apiVersion"), "kind": pod.get("kind"),
         "metadata": {k: md[k] for k in ("name", "namespace", "labels", "ownerReferences") if k in md},
-        "spec": {"nodeName": spec.get("nodeName"),
+        "spec": {"nodeName": spec.get("nodeName"), "hostNetwork": spec.get("hostNetwork"),
                  "containers": [{"resources": {"limits": ((c or {}).get("resources") or {}).get("limits")}}
                                 for c in spec.get("containers") or [] if isinstance(c, dict)]},
-        "status": {"phase": status.get("phase"),
+        # the addresses: `audit egress --flow-logs` joins flow-log records to pods by them
+        "status": {"phase": status.get("phase"), "podIP": status.get("podIP"),
+                   "hostIP": status.get("hostIP"),
                    "conditions": [c for c in status.get("conditions") or []
                                   if isinstance(c, dict) and c.get("type") == "PodScheduled"]},
     }
