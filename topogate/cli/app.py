@@ -11,6 +11,7 @@ import click
 
 from topogate.cli.audit import audit
 from topogate.cli.check import check
+from topogate.cli.diff import diff
 from topogate.cli.explain import explain
 from topogate.cli.generate import generate
 from topogate.cli.live import drift, import_
@@ -24,7 +25,7 @@ def main() -> None:
     """topogate: one map of zones, pools and network doors for distributed training jobs."""
 
 
-for _command in (generate, check, explain, rules, trace, audit, import_, drift):
+for _command in (generate, check, diff, explain, rules, trace, audit, import_, drift):
     main.add_command(_command)
 
-__all__ = ["audit", "check", "drift", "explain", "generate", "import_", "main", "rules", "trace"]
+__all__ = ["audit", "check", "diff", "drift", "explain", "generate", "import_", "main", "rules", "trace"]
