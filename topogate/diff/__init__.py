@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from topogate.analysis.netpolicy import PolicyError
 from topogate.diff.compare import Decision, DiffResult, Row, diff_trees
 from topogate.diff.render import FORMATS, render
-from topogate.diff.trees import DiffError, Tree, both_trees, same_trees
+from topogate.diff.trees import DiffError, Tree, both_trees, read_tree, same_trees
 
 FAIL_ON = ("opened-boundary", "opened", "any")
 
@@ -48,4 +48,4 @@ def failed(d: DiffResult, fail_on: str | None) -> bool:
 
 
 __all__ = ["FAIL_ON", "FORMATS", "Decision", "DiffError", "DiffResult", "Row", "Tree", "both_trees",
-           "diff_trees", "failed", "render", "run_diff", "same_trees"]
+           "diff_trees", "failed", "read_tree", "render", "run_diff", "same_trees"]

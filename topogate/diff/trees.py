@@ -153,13 +153,17 @@ def both_trees(inventory_path: str, paths: Sequence[str], base: str) -> Iterator
                        (*got.notes, *notes)), head
 
 
+def read_tree(side: str, inventory_path: str, paths: Sequence[str], scratch: str) -> Tree:
+    """One tree of PATHs as they are (no git), its files shown as read."""
+    return _read(side, inventory_path, paths, scratch, lambda f: f)
+
+
 def same_trees(inventory_path: str, base_paths: Sequence[str], head_paths: Sequence[str],
                scratch: str) -> tuple[Tree, Tree]:
     """Two trees of one inventory from two sets of PATHs (no git): what tests and a comparison
     of two directories use."""
-    ident: Callable[[str], str] = lambda f: f  # noqa: E731
-    return (_read("base", inventory_path, base_paths, scratch, ident),
-            _read("head", inventory_path, head_paths, scratch, ident))
+    return (read_tree("base", inventory_path, base_paths, scratch),
+            read_tree("head", inventory_path, head_paths, scratch))
 
 
-__all__ = ["DiffError", "GENERATED", "Tree", "both_trees", "same_trees"]
+__all__ = ["DiffError", "GENERATED", "Tree", "both_trees", "read_tree", "same_trees"]
