@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("check",),
     ("trace",),
+    ("diff",),
     ("audit",),
     ("live",),
     ("cli",),

@@ -12,6 +12,7 @@ import click
 from topogate.cli.audit import audit
 from topogate.cli.check import check
 from topogate.cli.config import config
+from topogate.cli.diff import diff
 from topogate.cli.explain import explain
 from topogate.cli.generate import generate
 from topogate.cli.live import drift, import_
@@ -25,7 +26,7 @@ def main() -> None:
     """topogate: one map of zones, pools and network doors for distributed training jobs."""
 
 
-for _command in (generate, check, explain, rules, trace, audit, import_, drift, config):
+for _command in (generate, check, diff, explain, rules, trace, audit, import_, drift, config):
     main.add_command(_command)
 
-__all__ = ["audit", "check", "config", "drift", "explain", "generate", "import_", "main", "rules", "trace"]
+__all__ = ["audit", "check", "config", "diff", "drift", "explain", "generate", "import_", "main", "rules", "trace"]

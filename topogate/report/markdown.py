@@ -139,3 +139,6 @@ class MarkdownReporter(Reporter):
         if clean:
             lines += ["### Clean workloads", "", *clean_table(clean)]
         return "\n".join(lines).rstrip("\n") + "\n"
+
+
+__all__ = ["MarkdownReporter", "cell"]

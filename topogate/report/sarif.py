@@ -137,3 +137,6 @@ class SarifReporter(Reporter):
 
     def render(self, result: CheckResult) -> str:
         return json.dumps(sarif_dict(result, self.tool_version), indent=2, ensure_ascii=False) + "\n"
+
+
+__all__ = ["SCHEMA_URI", "SarifReporter", "artifact_location", "sarif_dict"]

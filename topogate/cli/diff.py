@@ -1,0 +1,51 @@
+"""`topogate diff`: which flows a change opens or closes, and the rule that decides each."""
+
+from __future__ import annotations
+
+import click
+
+from topogate.cli.common import done, fail
+
+
+@click.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--base", "base", required=True, metavar="GITREF",
+              help="Compare with the same INVENTORY and PATHs at this git ref (read from a worktree of it).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "sarif"]), default="text",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Also write the report to a file, in the format its extension names (.md, .json, .sarif, .txt).")
+@click.option("--fail-on", type=click.Choice(["opened-boundary", "opened", "any"]), default=None,
+              help="Exit 1 when a row of this kind is found: a flow newly opened across a network-zone "
+                   "boundary (opened-boundary), any opened flow, any change. Default: exit 0.")
+def diff(inventory: str, paths: tuple[str, ...], base: str, fmt: str, output: str | None,
+         fail_on: str | None) -> None:
+    """List every flow whose verdict changed since GITREF: sender, receiver, port range,
+    protocol, and the deciding rule on each side.
+
+    PATHs are read as `check` reads them (kustomization directories built with kubectl
+    kustomize); without PATHs the inventory's own generated tree is compared.
+    Exit codes: 0 (also with changes, unless --fail-on), 1 --fail-on matched, 2 bad input.
+    """
+    # lazy: start-up time (the analysis loads only when a diff runs)
+    from topogate.cli.output import BY_SUFFIX, require_writable
+    from topogate.core.escape import for_log
+    from topogate.diff import DiffError, failed, render, run_diff
+    from topogate.tree.writer import write_file
+
+    require_writable(output)
+    try:
+        result = run_diff(inventory, paths, base)
+    except DiffError as err:
+        fail(f"topogate diff: {err}")
+    click.echo(for_log(fmt, render(result, fmt)), nl=False)
+    if output:
+        out_fmt = next((f for s, f in BY_SUFFIX.items() if output.lower().endswith(s)), fmt)
+        problem = write_file(output, render(result, out_fmt))
+        if problem:
+            fail(f"topogate diff: -o {output}: {problem}")
+    done(1 if failed(result, fail_on) else 0)
+
+
+__all__ = ["diff"]
