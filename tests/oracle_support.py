@@ -486,7 +486,7 @@ def _each(api: Api, objects: Sequence[Any], what: Any = None) -> None:
     shares = [objects[i::WORKERS] for i in range(WORKERS)]
     apis = api.siblings(WORKERS)
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        for f in [pool.submit(lambda a, objs: [act(a, o) for o in objs], a, s) for a, s in zip(apis, shares)]:
+        for f in [pool.submit(lambda a, objs: [act(a, o) for o in objs], a, s) for a, s in zip(apis, shares, strict=True)]:
             f.result()
 
 
@@ -520,7 +520,7 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
     apis = api.siblings(WORKERS)
     import concurrent.futures
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        for f in [pool.submit(lambda a, objs: [a.create(o) for o in objs], a, lane) for a, lane in zip(apis, lanes)]:
+        for f in [pool.submit(lambda a, objs: [a.create(o) for o in objs], a, lane) for a, lane in zip(apis, lanes, strict=True)]:
             f.result()
     pods = settle(api)
     for t in trials:

@@ -34,7 +34,8 @@ def diff(inventory: str, paths: tuple[str, ...], base: str, fmt: str, output: st
     from topogate.diff import DiffError, failed, render, run_diff
     from topogate.tree.writer import write_file
 
-    require_writable(output)
+    if output:
+        require_writable(((output, fmt),))
     try:
         result = run_diff(inventory, paths, base)
     except DiffError as err:

@@ -13,8 +13,8 @@ from topogate.analysis.placement.affinity import Affinity
 from topogate.analysis.placement.capacity import fit_gpu_units, fit_one_node
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
-from topogate.core.words import plural
 from topogate.analysis.placement.nodes import NodeFilters
+from topogate.core.words import plural
 
 __all__ = ["Colocation", "colocate"]
 
