@@ -22,7 +22,12 @@ from topogate.cli.trace import trace
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="topogate")
 def main() -> None:
-    """topogate: one map of zones, pools and network doors for distributed training jobs."""
+    """topogate: one map of zones, pools and network doors for distributed training jobs.
+
+    Exit codes: 0 clean, 1 findings or differences, 2 bad invocation or unreadable input; the
+    commands that talk to a service add 75 (temporary), 77 (access denied), 78 (configuration).
+    Each command's --help has its own. Shell completion: docs/cli.md.
+    """
 
 
 for _command in (generate, check, explain, rules, trace, audit, import_, drift, config):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from topogate.cli.common import done, fail, formats
+from topogate.cli.common import done, fail, formats, inventory_arg
 from topogate.cli.config import config_options, load_settings, settings_text
 from topogate.core import progress
 from topogate.core.escape import one_line
@@ -58,7 +58,7 @@ class LiveOptions:
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--rendered", type=click.Path(file_okay=False),
               help="Also check that this generated tree is exactly what `generate` writes.")
@@ -105,7 +105,12 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
-    kustomize). Without PATHs the inventory's own generated tree is checked.
+    kustomize). Without PATHs the inventory's own generated tree is checked. Settings also come
+    from .topogate.yaml or pyproject.toml's [tool.topogate] (`topogate config`).
+
+    Exit codes: 0 clean, 1 findings (errors; warnings too with --strict; 0 with --exit-zero),
+    2 bad invocation or unreadable input; with --live also 75 temporary, 77 access denied,
+    78 configuration (as `audit egress`).
     """
     opts = CheckOptions(inventory, paths, rendered, cluster, fmt, strict, output, output_format,
                         select, ignore, quiet, verbose, changed_since, exit_zero, exclude,
@@ -150,10 +155,9 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     output.require_writable(outputs)  # before the analysis, not after it has printed the report
     try:
         with progress.shown("topogate check", progress.wanted(name, opts.quiet)):
-            # lazy, and under the progress line: importing the analysis takes a while itself
             progress.note("loading")
-            from topogate.check.run import run_check
-            from topogate.check.select import select_outcome
+            from topogate.check.run import run_check  # lazy: under the progress line, it takes a while
+            from topogate.check.select import select_outcome  # lazy: as run_check
 
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
                                 strict=opts.strict, changed_since=opts.changed_since, exclude=exclude)

@@ -38,10 +38,20 @@ def fail_inventory(err: InventoryError, summary: str | None = None) -> NoReturn:
     raise click.exceptions.Exit(2)
 
 
+def inventory_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback for INVENTORY: `-` is refused by name (exit 2) rather than read as a file
+    called `-` ("No such file or directory")."""
+    if value == "-":
+        raise click.BadParameter(
+            "the inventory cannot come from standard input: its bases are found relative to its "
+            "file, so give its path (a PATH of `-` reads manifests from standard input)")
+    return value
+
+
 def formats() -> list[str]:
     from topogate.report import FORMATS  # lazy: start-up time (the reporters are not imported)
 
     return ["auto", *FORMATS]
 
 
-__all__ = ["done", "fail", "fail_inventory", "formats"]
+__all__ = ["done", "fail", "fail_inventory", "formats", "inventory_arg"]

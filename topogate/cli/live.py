@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import click
 
-from topogate.cli.common import fail_inventory, formats
+from topogate.cli.common import fail_inventory, formats, inventory_arg
 from topogate.inventory.loader import InventoryError
 
 
@@ -75,7 +75,7 @@ def import_(context: str | None, kubeconfig: str | None, from_file: str | None, 
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg)
 @_live_source
 @click.option("--cluster", help="The inventory cluster this context or file shows (default: the only one).")
 @click.option("--pool-label", metavar="KEY", help="The node label that names pools (default: EKS, "
