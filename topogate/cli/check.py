@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from topogate.cli.common import done, fail, formats, inventory_arg
+from topogate.cli.common import done, fail, formats, inventory_arg, report_options
 from topogate.cli.config import config_options, load_settings, settings_text
 from topogate.core import progress
 from topogate.core.escape import one_line
@@ -67,24 +67,12 @@ class LiveOptions:
               help="auto (the default, unless the configuration sets one): github under GitHub "
                    "Actions, else text.")
 @click.option("--strict", is_flag=True, help="Warnings fail the check too.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), multiple=True,
-              help="Also write the report to this file, in the format its extension names (.md "
-                   "markdown, .sarif, .json, .xml junit, .txt text); repeatable.")
-@click.option("--output-format", type=click.Choice(formats()[1:]), default=None,
-              help="Format of a single -o FILE. Default: by its extension, else the --format of "
-                   "standard output.")
-@click.option("--select", "select", multiple=True, metavar="RULES",
-              help="Report only these rules: IDs, ID prefixes (TG1) or names, comma-separated.")
-@click.option("--ignore", "ignore", multiple=True, metavar="RULES",
-              help="Do not report these rules (same forms as --select; wins over it).")
+@report_options
 @click.option("--live", is_flag=True, help="Check what runs in the cluster now (docs/live.md).")
 @click.option("--context", help="With --live: kubeconfig context.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="With --live: kubeconfig file.")
 @click.option("--from-file", type=click.Path(dir_okay=False),
               help="With --live: a `kubectl get nodes,pods,... -o json` file instead of the cluster.")
-@click.option("-q", "--quiet", is_flag=True, help="Findings and the summary line only; no progress.")
-@click.option("-v", "--verbose", is_flag=True,
-              help="List every workload (by default a run of more than 20 lists the failing ones).")
 @click.option("--changed-since", metavar="GITREF",
               help="Check only the clusters whose manifests changed since the merge base with "
                    "GITREF (docs/cli.md); anything unclear checks everything.")
