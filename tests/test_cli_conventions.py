@@ -158,3 +158,20 @@ def test_generate_quiet_prints_only_differences(tmp_path: Path) -> None:
     assert code == 0 and stdout == ""
     code, stdout, _ = run("generate", LAB, "-o", str(out), "--check")
     assert code == 0 and "is up to date" in stdout
+
+
+def test_clusters_lists_each_cluster_with_the_paths_it_reads(tmp_path: Path) -> None:
+    multi = str(ROOT / "fixtures" / "multi" / "inventory.yaml")
+    code, out, _ = run("clusters", multi, "--out", "deploy", "--format", "json")
+    data = json.loads(out)["clusters"]
+    assert code == 0 and [c["name"] for c in data] == ["gpu-east", "gpu-west"]
+    east = data[0]
+    assert east["workloads"] == 2 and east["provider"] == "aws"
+    assert east["paths"][1] == "deploy/clusters/gpu-east"
+    assert all(p.endswith("inventory.yaml") or "/bases/" in p or p.startswith("deploy/") for p in east["paths"])
+    code, out, _ = run("clusters", multi)
+    assert code == 0 and out.splitlines()[0] == "gpu-east  aws us-east-1  2 workloads"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Inventory\nclusters: 3\n")
+    code, _, err = run("clusters", str(bad))
+    assert code == 2 and "bad.yaml:" in err

@@ -11,6 +11,7 @@ import click
 
 from topogate.cli.audit import audit
 from topogate.cli.check import check
+from topogate.cli.clusters import clusters
 from topogate.cli.config import config
 from topogate.cli.explain import explain
 from topogate.cli.generate import generate
@@ -30,7 +31,7 @@ def main() -> None:
     """
 
 
-for _command in (generate, check, explain, rules, trace, audit, import_, drift, config):
+for _command in (generate, check, explain, rules, trace, audit, import_, drift, config, clusters):
     main.add_command(_command)
 
-__all__ = ["audit", "check", "config", "drift", "explain", "generate", "import_", "main", "rules", "trace"]
+__all__ = ["audit", "check", "clusters", "config", "drift", "explain", "generate", "import_", "main", "rules", "trace"]
