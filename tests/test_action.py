@@ -290,7 +290,8 @@ def test_this_repo_runs_only_its_own_ci() -> None:
     # each saying it is one and naming its placeholders; none runs here.
     assert sorted(p.name for p in WORKFLOWS.iterdir()) == ["ci.yml"]
     templates = sorted(TEMPLATES.glob("*.yml"))
-    assert [p.name for p in templates] == ["nightly-egress-audit.yml", "pr-code-scanning.yml", "pr-validate.yml"]
+    assert [p.name for p in templates] == ["fleet-matrix.yml", "nightly-egress-audit.yml", "pr-code-scanning.yml",
+                                           "pr-validate.yml"]
     for p in templates:
         text = p.read_text()
         assert text.startswith("# TEMPLATE (not run in this repository)"), p
@@ -338,6 +339,76 @@ def test_code_scanning_workflow_uploads_the_sarif_the_gate_writes() -> None:
     # a failing gate is when the alerts matter: the upload must not be skipped by it
     assert upload["if"].startswith("always()") and f"hashFiles('{gate['with']['sarif-file']}')" in upload["if"]
     assert upload["with"]["sarif_file"] == gate["with"]["sarif-file"] and upload["with"]["category"]
+
+
+def _run_step(step: dict[str, Any], cwd: Path, tmp: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    """One `run:` step as the runner runs it; returns (exit code, log, GITHUB_OUTPUT)."""
+    out, summary = tmp / "output", tmp / "summary.md"
+    out.write_text("")
+    summary.touch()
+    script = tmp / "step.sh"
+    script.write_text(step["run"])
+    full = {"PATH": _env_path(), "HOME": str(tmp), **_pythonpath(), "GITHUB_OUTPUT": str(out),
+            "GITHUB_STEP_SUMMARY": str(summary), **env}
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                          cwd=cwd, env=full, capture_output=True, text=True, timeout=300)
+    assert "${{" not in step["run"], step["name"]  # inputs through env only
+    return proc.returncode, proc.stdout + proc.stderr, out.read_text()
+
+
+@pytest.fixture
+def fleet_repo(tmp_path: Path) -> Path:
+    """A GitOps repo of two clusters: fixtures/multi under topogate/, its tree in deploy/."""
+    repo = tmp_path / "fleet"
+    shutil.copytree(FIXTURES / "multi", repo / "topogate")
+    proc = subprocess.run([str(BIN / "topogate"), "generate", "topogate/inventory.yaml", "-o", "deploy"],
+                          cwd=repo, capture_output=True, text=True, env={**os.environ, "PATH": _env_path()})
+    assert proc.returncode == 0, proc.stderr
+    return repo
+
+
+def test_fleet_matrix_shards_by_cluster_and_sums_the_verdicts(fleet_repo: Path, tmp_path: Path) -> None:
+    wf = _load(TEMPLATES / "fleet-matrix.yml")
+    jobs = wf["jobs"]
+    # the matrix comes from `topogate clusters`, run for real here
+    code, log, outputs = _run_step(_workflow_step(wf, "list"), fleet_repo, tmp_path, {})
+    assert code == 0, log
+    names = json.loads(outputs.split("=", 1)[1])
+    assert names == ["gpu-east", "gpu-west"]
+    assert jobs["clusters"]["outputs"]["names"] == "${{ steps.list.outputs.names }}"
+    shard = jobs["check"]
+    assert shard["needs"] == "clusters" and shard["strategy"]["fail-fast"] is False
+    assert shard["strategy"]["matrix"]["cluster"] == "${{ fromJSON(needs.clusters.outputs.names) }}"
+    assert shard["permissions"]["security-events"] == "write"
+    upload = next(s for s in shard["steps"] if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
+    assert upload["with"]["category"] == "topogate-${{ matrix.cluster }}"  # one category per shard
+    assert upload["if"].startswith("always()")
+    # each shard, run for real: builds its own cluster's root and writes its verdict and SARIF
+    step = _workflow_step(wf, "check")
+    for name in names:
+        code, log, _ = _run_step(step, fleet_repo, tmp_path, {"CLUSTER": name})
+        assert code == 0, log
+        assert (fleet_repo / "verdict" / f"{name}.txt").read_text().split()[0] == name
+        sarif = json.loads((fleet_repo / f"topogate-{name}.sarif").read_text())
+        assert sarif["version"] == "2.1.0"
+    # the final job sums them: all clean, then one failing shard, then one that never reported
+    verdict = jobs["verdict"]
+    assert set(verdict["needs"]) == {"clusters", "check"} and verdict["if"] == "always()"
+    summing = next(s for s in verdict["steps"] if "run" in s)
+    vdir = tmp_path / "v"
+    (vdir / "verdict").mkdir(parents=True)
+    (vdir / "verdict" / "generate.txt").write_text("generate 0\n")
+    for name in names:
+        (vdir / "verdict" / f"{name}.txt").write_text(f"{name} 0\n")
+    env = {"CLUSTERS": json.dumps(names)}
+    assert _run_step(summing, vdir, tmp_path, env)[0] == 0
+    (vdir / "verdict" / "gpu-west.txt").write_text("gpu-west 1\n")
+    code, log, _ = _run_step(summing, vdir, tmp_path, env)
+    assert code == 1 and "gpu-west: exit 1" in log and "1 failed" in log
+    (vdir / "verdict" / "gpu-west.txt").unlink()
+    code, log, _ = _run_step(summing, vdir, tmp_path, env)
+    assert code == 1 and "gpu-west: no verdict" in log
+    assert _run_step(summing, vdir, tmp_path, {"CLUSTERS": ""})[0] == 1  # no list: not a pass
 
 
 # --- pre-commit hooks ---

@@ -117,3 +117,61 @@ def test_suppression_without_reason_hides_nothing(tmp_path: Path) -> None:
     assert code == 1 and {"TG101", "TG102", "TG010"} <= rules_of(out)
     (bad,) = [f for f in json.loads(out)["findings"] if f["rule"] == "TG010"]
     assert "TG102 has no reason" in bad["message"] and bad["file"].endswith("coordinator.yaml")
+
+
+def _commands() -> list[list[str]]:
+    import click
+
+    out: list[list[str]] = []
+
+    def walk(cmd: click.Command, path: list[str]) -> None:
+        out.append(path)
+        if isinstance(cmd, click.Group):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, [*path, name])
+
+    walk(main, [])
+    return out
+
+
+def test_every_help_lists_exit_codes_and_shell_completion_is_documented() -> None:
+    for path in _commands():
+        code, out, _ = run(*path, "--help")
+        assert code == 0 and "Exit codes" in out, path
+    docs = (ROOT / "docs" / "cli.md").read_text()
+    assert "_TOPOGATE_COMPLETE=bash_source topogate" in docs and "zsh_source" in docs and "fish_source" in docs
+
+
+def test_stdin_as_the_inventory_is_refused_by_name() -> None:
+    for cmd in (["check", "-", str(BROKEN)], ["generate", "-", "-o", "out"], ["explain", "-", "train"],
+                ["trace", str(BROKEN), "--inventory", "-", "--from", "world", "--to", "world"]):
+        code, _, err = run(*cmd)
+        assert code == 2 and "the inventory cannot come from standard input" in err, cmd
+        assert "No such file" not in err
+
+
+def test_generate_quiet_prints_only_differences(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, stdout, _ = run("generate", LAB, "-o", str(out), "-q")
+    assert code == 0 and stdout == "" and any(out.iterdir())
+    code, stdout, _ = run("generate", LAB, "-o", str(out), "--check", "-q")
+    assert code == 0 and stdout == ""
+    code, stdout, _ = run("generate", LAB, "-o", str(out), "--check")
+    assert code == 0 and "is up to date" in stdout
+
+
+def test_clusters_lists_each_cluster_with_the_paths_it_reads(tmp_path: Path) -> None:
+    multi = str(ROOT / "fixtures" / "multi" / "inventory.yaml")
+    code, out, _ = run("clusters", multi, "--out", "deploy", "--format", "json")
+    data = json.loads(out)["clusters"]
+    assert code == 0 and [c["name"] for c in data] == ["gpu-east", "gpu-west"]
+    east = data[0]
+    assert east["workloads"] == 2 and east["provider"] == "aws"
+    assert east["paths"][1] == "deploy/clusters/gpu-east"
+    assert all(p.endswith("inventory.yaml") or "/bases/" in p or p.startswith("deploy/") for p in east["paths"])
+    code, out, _ = run("clusters", multi)
+    assert code == 0 and out.splitlines()[0] == "gpu-east  aws us-east-1  2 workloads"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Inventory\nclusters: 3\n")
+    code, _, err = run("clusters", str(bad))
+    assert code == 2 and "bad.yaml:" in err

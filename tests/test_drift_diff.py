@@ -69,9 +69,11 @@ def test_generate_check_diff_prints_a_unified_diff(repo: Path) -> None:
     assert code == 1 and "---" not in stdout
 
 
-def test_diff_without_check_is_a_usage_error(repo: Path) -> None:
+def test_diff_without_check_implies_it(repo: Path) -> None:
+    # Before: exit 2, "--diff goes with --check". Asking for the diff is asking to compare:
+    # nothing is written.
     code, stdout, stderr = run("generate", str(repo / "topogate/inventory.yaml"), "-o", str(repo / "x"), "--diff")
-    assert code == 2 and "--diff goes with --check" in stderr
+    assert code == 1 and "is not what `topogate generate` would write" in stdout and "+++ " in stdout
     assert not (repo / "x").exists()
 
 

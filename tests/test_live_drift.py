@@ -136,3 +136,23 @@ def test_matching_by_labels_and_nodes_without_a_zone() -> None:
     assert ("scheduling", "Pool/lab/zone-a/gpu") in facts
     assert ("undescribed", "Nodes/lab/no-zone") in facts
     assert not [f for f in facts if f[1].startswith("Pool/lab/zone-b")]
+
+
+def test_drift_takes_the_report_options_check_has(tmp_path: Path) -> None:
+    # -o, --select/--ignore and -q/-v were check's only; drift reports findings through the
+    # same output path and takes the same options (cli.common.report_options).
+    rules = sorted({r for r, _, _ in EXPECTED})
+    keep = rules[0]
+    report = tmp_path / "drift.sarif"
+    code, out, _ = run("drift", INV_REL, "--from-file", str(DRIFTED), "--format", "json",
+                       "--select", keep, "-o", str(report))
+    data = json.loads(out)
+    assert code == 1 and {f["rule"] for f in data["findings"]} == {keep}
+    hidden = sum(1 for r, _, _ in EXPECTED if r != keep)
+    if hidden:
+        assert data["summary"]["deselected"]["count"] == hidden
+    assert json.loads(report.read_text())["version"] == "2.1.0"
+    code, out, _ = run("drift", INV_REL, "--from-file", str(DRIFTED), "--ignore", ",".join(rules), "-q")
+    assert code == 0 and out.rstrip().endswith("in 0 workloads")
+    code, _, err = run("drift", INV_REL, "--from-file", str(DRIFTED), "--select", "zone-drfit")
+    assert code == 2 and "did you mean zone-drift?" in err

@@ -368,7 +368,7 @@ def test_text_lab_incident_names_both_default_denies() -> None:
     assert code == 1
     assert "verdict: DENIED" in out
     assert "egress of ml-demo/Deployment/gpu-workers: enforced" in out
-    assert "selected by CiliumNetworkPolicy/ml-demo/intra-zone-a (fixtures/trace/lab/policies.yaml:2)" in out
+    assert "selected by CiliumNetworkPolicy/ml-demo/intra-zone-a (fixtures/trace/lab/policies.yaml:2:1)" in out
     assert "ingress of ml-demo/Deployment/coordinator: enforced" in out
     assert "default deny: no rule of CiliumNetworkPolicy/ml-demo/intra-zone-a allows it" in out
     assert "default deny: no rule of CiliumNetworkPolicy/ml-demo/intra-zone-b allows it" in out
@@ -381,7 +381,7 @@ def test_text_allowed_names_rule_file_and_line() -> None:
     line = next(i for i, t in enumerate((ROOT / NP / "allow-from-b.yaml").read_text().splitlines(), 1)
                 if "@np-from-pod-b" in t)
     assert (f"allowed by ingress rule 0 of NetworkPolicy/x/allow-from-b "
-            f"(fixtures/trace/conformance/policies/allow-from-b.yaml:{line})") in out
+            f"(fixtures/trace/conformance/policies/allow-from-b.yaml:{line}:5)") in out  # with the column
     assert "egress of x/Pod/b: not enforced (no policy selects it)" in out
     assert "namespace x: kubernetes.io/metadata.name=x, ns=x" in out
 

@@ -138,7 +138,11 @@ def _audit_date(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 @click.group()
 def audit() -> None:
-    """Audits against the bill: what the zones actually cost."""
+    """Audits against the bill: what the zones actually cost.
+
+    Exit codes (`audit egress`): 0 within budget, 1 over budget, 2 bad invocation, 75
+    temporary, 77 access denied, 78 configuration.
+    """
 
 
 @audit.command("egress")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from topogate.cli.common import done, fail, formats
+from topogate.cli.common import done, fail, formats, inventory_arg, report_options
 from topogate.cli.config import config_options, load_settings, settings_text
 from topogate.core import progress
 from topogate.core.escape import one_line
@@ -58,7 +58,7 @@ class LiveOptions:
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--rendered", type=click.Path(file_okay=False),
               help="Also check that this generated tree is exactly what `generate` writes.")
@@ -67,24 +67,12 @@ class LiveOptions:
               help="auto (the default, unless the configuration sets one): github under GitHub "
                    "Actions, else text.")
 @click.option("--strict", is_flag=True, help="Warnings fail the check too.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), multiple=True,
-              help="Also write the report to this file, in the format its extension names (.md "
-                   "markdown, .sarif, .json, .xml junit, .txt text); repeatable.")
-@click.option("--output-format", type=click.Choice(formats()[1:]), default=None,
-              help="Format of a single -o FILE. Default: by its extension, else the --format of "
-                   "standard output.")
-@click.option("--select", "select", multiple=True, metavar="RULES",
-              help="Report only these rules: IDs, ID prefixes (TG1) or names, comma-separated.")
-@click.option("--ignore", "ignore", multiple=True, metavar="RULES",
-              help="Do not report these rules (same forms as --select; wins over it).")
+@report_options
 @click.option("--live", is_flag=True, help="Check what runs in the cluster now (docs/live.md).")
 @click.option("--context", help="With --live: kubeconfig context.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="With --live: kubeconfig file.")
 @click.option("--from-file", type=click.Path(dir_okay=False),
               help="With --live: a `kubectl get nodes,pods,... -o json` file instead of the cluster.")
-@click.option("-q", "--quiet", is_flag=True, help="Findings and the summary line only; no progress.")
-@click.option("-v", "--verbose", is_flag=True,
-              help="List every workload (by default a run of more than 20 lists the failing ones).")
 @click.option("--changed-since", metavar="GITREF",
               help="Check only the clusters whose manifests changed since the merge base with "
                    "GITREF (docs/cli.md); anything unclear checks everything.")
@@ -105,7 +93,12 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
-    kustomize). Without PATHs the inventory's own generated tree is checked.
+    kustomize). Without PATHs the inventory's own generated tree is checked. Settings also come
+    from .topogate.yaml or pyproject.toml's [tool.topogate] (`topogate config`).
+
+    Exit codes: 0 clean, 1 findings (errors; warnings too with --strict; 0 with --exit-zero),
+    2 bad invocation or unreadable input; with --live also 75 temporary, 77 access denied,
+    78 configuration (as `audit egress`).
     """
     opts = CheckOptions(inventory, paths, rendered, cluster, fmt, strict, output, output_format,
                         select, ignore, quiet, verbose, changed_since, exit_zero, exclude,
@@ -150,10 +143,9 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     output.require_writable(outputs)  # before the analysis, not after it has printed the report
     try:
         with progress.shown("topogate check", progress.wanted(name, opts.quiet)):
-            # lazy, and under the progress line: importing the analysis takes a while itself
             progress.note("loading")
-            from topogate.check.run import run_check
-            from topogate.check.select import select_outcome
+            from topogate.check.run import run_check  # lazy: under the progress line, it takes a while
+            from topogate.check.select import select_outcome  # lazy: as run_check
 
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
                                 strict=opts.strict, changed_since=opts.changed_since, exclude=exclude)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from topogate.cli.common import done, fail_inventory
+from topogate.cli.common import done, fail, fail_inventory
 from topogate.cli.output import emit, require_writable, stdout_format
 from topogate.inventory.loader import InventoryError
 from topogate.live.client import Target
@@ -18,10 +18,11 @@ if TYPE_CHECKING:
 
 
 def print_report(live: LiveOutcome, fmt: str, strict: bool,
-                 outputs: tuple[tuple[str, str], ...] = ()) -> None:
+                 outputs: tuple[tuple[str, str], ...] = (), verbosity: int = 0) -> None:
     """The report of a live command (check --live, drift) through the one output path; the
     header says what was compared."""
-    emit(live.outcome.result, stdout_format(fmt), strict=strict, outputs=outputs, header=live.header)
+    emit(live.outcome.result, stdout_format(fmt), strict=strict, outputs=outputs, header=live.header,
+         verbosity=verbosity)
 
 
 def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, str], ...]) -> NoReturn:
@@ -41,10 +42,26 @@ def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, 
     except LiveError as err:
         click.echo(err.line("check --live"), err=True)
         raise click.exceptions.Exit(int(err.code)) from None
-    print_report(outcome, opts.fmt or "auto", opts.strict, outputs)
+    outcome = selected(outcome, opts.select, opts.ignore, opts.strict)
+    print_report(outcome, opts.fmt or "auto", opts.strict, outputs, opts.verbosity)
     from topogate.cli.check import report_only  # lazy: check imports this module lazily too
 
     done(report_only(outcome.outcome.exit_code, opts.exit_zero))
 
 
-__all__ = ["check_live", "print_report"]
+def selected(live: LiveOutcome, select: tuple[str, ...], ignore: tuple[str, ...], strict: bool) -> LiveOutcome:
+    """--select/--ignore on a live command's findings, as on check's (counted when they hide any)."""
+    if not select and not ignore:
+        return live
+    import dataclasses  # lazy: only when a selection is asked for
+
+    from topogate.check.errors import CheckInputError  # lazy: as dataclasses
+    from topogate.check.select import select_outcome  # lazy: as dataclasses
+
+    try:
+        return dataclasses.replace(live, outcome=select_outcome(live.outcome, select, ignore, strict))
+    except CheckInputError as err:
+        fail(f"topogate: {err}")
+
+
+__all__ = ["check_live", "print_report", "selected"]

@@ -1,10 +1,13 @@
 """What the command modules share: how a command ends (one line on stderr, an exit code), how an
-unreadable inventory ends a command, the report formats a command offers, and whether this
+unreadable inventory ends a command, the report formats and report options (-o, --select,
+--ignore, -q, -v: ReportOptions) a command offers, and whether this
 process is the command line itself."""
 
 from __future__ import annotations
 
-from typing import NoReturn
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 import click
 
@@ -38,10 +41,58 @@ def fail_inventory(err: InventoryError, summary: str | None = None) -> NoReturn:
     raise click.exceptions.Exit(2)
 
 
+def inventory_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback for INVENTORY: `-` is refused by name (exit 2) rather than read as a file
+    called `-` ("No such file or directory")."""
+    if value == "-":
+        raise click.BadParameter(
+            "the inventory cannot come from standard input: its bases are found relative to its "
+            "file, so give its path (a PATH of `-` reads manifests from standard input)")
+    return value
+
+
 def formats() -> list[str]:
     from topogate.report import FORMATS  # lazy: start-up time (the reporters are not imported)
 
     return ["auto", *FORMATS]
 
 
-__all__ = ["done", "fail", "fail_inventory", "formats"]
+@dataclass(frozen=True)
+class ReportOptions:
+    """What every command that reports findings takes (check, drift): where the report goes and
+    which findings it shows."""
+
+    output: tuple[str, ...] = ()
+    output_format: str | None = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    quiet: bool = False
+    verbose: bool = False
+
+    @property
+    def verbosity(self) -> int:
+        return -1 if self.quiet else 1 if self.verbose else 0
+
+
+def report_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The click options of ReportOptions, the same on every command that reports findings."""
+    for opt in reversed([
+        click.option("-o", "--output", type=click.Path(dir_okay=False), multiple=True,
+                     help="Also write the report to this file, in the format its extension names (.md "
+                          "markdown, .sarif, .json, .xml junit, .txt text); repeatable."),
+        click.option("--output-format", type=click.Choice(formats()[1:]), default=None,
+                     help="Format of a single -o FILE. Default: by its extension, else the --format of "
+                          "standard output."),
+        click.option("--select", "select", multiple=True, metavar="RULES",
+                     help="Report only these rules: IDs, ID prefixes (TG1) or names, comma-separated."),
+        click.option("--ignore", "ignore", multiple=True, metavar="RULES",
+                     help="Do not report these rules (same forms as --select; wins over it)."),
+        click.option("-q", "--quiet", is_flag=True, help="Findings and the summary line only; no progress."),
+        click.option("-v", "--verbose", is_flag=True,
+                     help="List every workload (by default a run of more than 20 lists the failing ones)."),
+    ]):
+        f = opt(f)
+    return f
+
+
+__all__ = ["ReportOptions", "done", "fail", "fail_inventory", "formats", "inventory_arg", "report_options"]

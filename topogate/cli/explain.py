@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from topogate.cli.common import fail
+from topogate.cli.common import fail, inventory_arg
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg)
 @click.argument("workload")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--cluster", help="Analyse PATHs as manifests of this inventory cluster.")
@@ -18,6 +18,9 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
     """Print the map of one job: where each group can land and why, and every required flow.
 
     WORKLOAD is `name`, `namespace/name` or `Kind/namespace/name`.
+
+    Exit codes: 0 the job is colocated, schedulable and nothing blocks it, 1 it is not (or an
+    error finding is on it), 2 bad invocation, unreadable input, or no such job.
     """
     import json  # lazy: start-up time (the analysis loads only when a command runs)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import click
 
-from topogate.cli.common import done, fail, fail_inventory
+from topogate.cli.common import done, fail, fail_inventory, inventory_arg
 from topogate.core import progress
 from topogate.core.escape import lines, one_line
 from topogate.inventory.loader import InventoryError
@@ -19,19 +19,28 @@ class GenerateOptions:
     out: str
     check_only: bool = False
     show_diff: bool = False
+    quiet: bool = False
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg)
 @click.option("-o", "--out", "out", required=True, type=click.Path(file_okay=False),
               help="Directory of the generated GitOps tree.")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing; exit 1 and list the files that differ from OUT.")
 @click.option("--diff", "show_diff", is_flag=True,
-              help="With --check: also print a unified diff of each file (committed -> generated).")
-def generate(inventory: str, out: str, check_only: bool, show_diff: bool) -> None:
-    """Generate CiliumNetworkPolicies and Kustomize overlays from INVENTORY into OUT."""
-    run(GenerateOptions(inventory, out, check_only, show_diff))
+              help="Also print a unified diff of each file (committed -> generated); implies --check.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress and no summary; --check prints only what differs.")
+def generate(inventory: str, out: str, check_only: bool, show_diff: bool, quiet: bool) -> None:
+    """Generate CiliumNetworkPolicies and Kustomize overlays from INVENTORY into OUT.
+
+    Exit codes: 0 written (--check: up to date), 1 (--check) OUT differs from what would be
+    written, 2 bad invocation or invalid inventory (every problem listed; nothing written).
+    """
+    # --diff shows what --check found: asking for the diff is asking for the comparison (the
+    # tree is never written with it).
+    run(GenerateOptions(inventory, out, check_only or show_diff, show_diff, quiet))
 
 
 def run(opts: GenerateOptions) -> None:
@@ -41,10 +50,8 @@ def run(opts: GenerateOptions) -> None:
     from topogate.sources.inventory import load_inventory
     from topogate.tree import writer
 
-    if opts.show_diff and not opts.check_only:
-        fail("topogate: --diff goes with --check (generate writes the tree otherwise)")
     try:
-        with progress.shown("topogate generate", progress.wanted()), bulk():
+        with progress.shown("topogate generate", progress.wanted(quiet=opts.quiet)), bulk():
             inv = load_inventory(opts.inventory)
             progress.note("rendering")
             files = render_tree(inv, os.path.realpath(opts.out))
@@ -53,13 +60,14 @@ def run(opts: GenerateOptions) -> None:
     if opts.check_only:
         _compare(opts, files)
     try:
-        with progress.shown(f"topogate generate: writing {len(files):,} files", progress.wanted()):
+        with progress.shown(f"topogate generate: writing {len(files):,} files", progress.wanted(quiet=opts.quiet)):
             writer.write_tree(opts.out, files)
     except writer.WriteError as err:
         fail(f"topogate: {err}")
     from topogate.tree.summary import summarise  # lazy: start-up time
 
-    click.echo(summarise(inv, files, opts.out))
+    if not opts.quiet:
+        click.echo(summarise(inv, files, opts.out))
     done(0)  # the written tree's bytes and the model need not be freed one by one
 
 
@@ -70,7 +78,8 @@ def _compare(opts: GenerateOptions, files: dict[str, bytes]) -> None:
 
     diffs = writer.diff_tree(opts.out, files)
     if not diffs:
-        click.echo(f"{one_line(opts.out)} is up to date ({len(files)} file{'s' if len(files) != 1 else ''}).")
+        if not opts.quiet:
+            click.echo(f"{one_line(opts.out)} is up to date ({len(files)} file{'s' if len(files) != 1 else ''}).")
         raise click.exceptions.Exit(0)
     # File names and paths come from the pull request: one_line keeps them from emitting
     # workflow commands into the CI log.

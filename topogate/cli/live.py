@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import click
 
-from topogate.cli.common import fail_inventory, formats
+from topogate.cli.common import ReportOptions, fail_inventory, formats, inventory_arg, report_options
 from topogate.inventory.loader import InventoryError
 
 
@@ -75,7 +75,7 @@ def import_(context: str | None, kubeconfig: str | None, from_file: str | None, 
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg)
 @_live_source
 @click.option("--cluster", help="The inventory cluster this context or file shows (default: the only one).")
 @click.option("--pool-label", metavar="KEY", help="The node label that names pools (default: EKS, "
@@ -83,18 +83,23 @@ def import_(context: str | None, kubeconfig: str | None, from_file: str | None, 
 @click.option("--format", "fmt", type=click.Choice(formats()), default="auto", show_default=True,
               help="auto: github under GitHub Actions, else text.")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
+@report_options
 def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file: str | None,
           chunk_size: int, request_timeout: float, cluster: str | None, pool_label: str | None,
-          fmt: str, strict: bool) -> None:
+          fmt: str, strict: bool, **report: object) -> None:
     """Compare INVENTORY's zones and pools with the cluster's nodes (rules TG201-TG205).
 
     Exit codes: 0 no drift, 1 drift, 2 bad invocation or input, 75 temporary, 77 access
     denied, 78 configuration: the table of `audit egress`.
     """
     # lazy: the kubernetes client loads only when a live command runs
+    from topogate.cli.output import output_files, require_writable, stdout_format  # lazy: start-up time
     from topogate.live.commands import Source, run_drift
     from topogate.live.errors import LiveError
 
+    opts = ReportOptions(**report)  # type: ignore[arg-type]
+    outputs = output_files(opts.output, opts.output_format, stdout_format(fmt))
+    require_writable(outputs)  # before the cluster is read
     source = _source(from_file, context, kubeconfig, chunk_size, request_timeout)
     assert isinstance(source, Source)
     try:
@@ -105,7 +110,8 @@ def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file
         click.echo(err.line("drift"), err=True)
         raise click.exceptions.Exit(int(err.code)) from None
     # lazy: start-up time: a command's own modules load only when it runs
-    from topogate.cli.check_live import print_report
+    from topogate.cli.check_live import print_report, selected
 
-    print_report(live, fmt, strict)
+    live = selected(live, opts.select, opts.ignore, strict)
+    print_report(live, fmt, strict, outputs, opts.verbosity)
     raise click.exceptions.Exit(live.outcome.exit_code)

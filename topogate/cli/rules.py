@@ -10,7 +10,10 @@ import click
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
               show_default=True)
 def rules(fmt: str, rule: str | None = None) -> None:
-    """List the rules (`--format markdown` writes docs/rules.md); RULE (ID or name) shows one."""
+    """List the rules (`--format markdown` writes docs/rules.md); RULE (ID or name) shows one.
+
+    Exit codes: 0 listed, 2 no such rule (the nearest one is suggested).
+    """
     # lazy: start-up time (the registry imports every rule)
     from topogate.policies.engine import all_rules
     from topogate.report.rules import one_rule, rules_json

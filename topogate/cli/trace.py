@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from topogate.cli.common import fail
+from topogate.cli.common import fail, inventory_arg
 
 
 @click.command()
@@ -15,7 +15,7 @@ from topogate.cli.common import fail
 @click.option("--to", "dst", required=True, metavar="DST", help="Same forms as --from.")
 @click.option("--port", metavar="P[/TCP|UDP|SCTP]",
               help="One port (or a container-port name of DST). Default: every TCP and UDP port class.")
-@click.option("--inventory", type=click.Path(dir_okay=False),
+@click.option("--inventory", type=click.Path(dir_okay=False), callback=inventory_arg,
               help="Inventory: cluster name and zones of known workloads, and their bases.")
 @click.option("--cluster", help="Trace within this cluster: policies other clusters own do not apply "
                                 "(default: the cluster the workloads belong to).")

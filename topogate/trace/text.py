@@ -8,14 +8,19 @@ selection and default-deny facts do not depend on the port, so they are printed 
 
 from __future__ import annotations
 
-from topogate.analysis.netpolicy import PodClass, PolicyRef, SideVerdict
+from topogate.analysis.netpolicy import PodClass, PolicyRef, SideVerdict, SourceRef
 from topogate.trace import Endpoint, SideSummary, TraceResult
 
 _VERDICT = {"allowed": "ALLOWED", "denied": "DENIED", "partial": "PARTLY DENIED"}
 
 
+def _at(src: SourceRef) -> str:
+    """file:line:column, the form editors and terminals make clickable (as check's findings)."""
+    return f"{src.file}:{src.line}:{src.column}"
+
+
 def _policy(p: PolicyRef) -> str:
-    return f"{p} ({p.source})"
+    return f"{p} ({_at(p.source)})"
 
 
 def _endpoint(label: str, e: Endpoint, r: TraceResult) -> list[str]:
@@ -51,9 +56,12 @@ def _decision(direction: str, v: SideVerdict, s: SideSummary) -> str:
         return f"    {direction:<8} n/a"
     word = "allow" if v.allowed else "DENY "
     reason = v.reason
+    if v.decided_by is not None:
+        src = v.decided_by.source
+        reason = reason.replace(f"({src.file}:{src.line})", f"({_at(src)})")
     if not v.allowed and v.decided_by is None and s.enforced_at:
         # Default deny: the deciding lines are where the enforcing policies' rules are written.
-        reason += f" ({direction} rules at " + ", ".join(str(a) for a in s.enforced_at) + ")"
+        reason += f" ({direction} rules at " + ", ".join(_at(a) for a in s.enforced_at) + ")"
     return f"    {direction:<8} {word}  {reason}"
 
 
