@@ -526,7 +526,7 @@ def _each(api: Api, objects: Sequence[Any], what: Any = None) -> None:
     shares = [objects[i::WORKERS] for i in range(WORKERS)]
     apis = api.siblings(WORKERS)
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        for f in [pool.submit(lambda a, objs: [act(a, o) for o in objs], a, s) for a, s in zip(apis, shares)]:
+        for f in [pool.submit(lambda a, objs: [act(a, o) for o in objs], a, s) for a, s in zip(apis, shares, strict=True)]:
             f.result()
 
 
@@ -568,7 +568,7 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
     apis = api.siblings(WORKERS)
     import concurrent.futures
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        for f in [pool.submit(_create_all, a, lane) for a, lane in zip(apis, lanes)]:
+        for f in [pool.submit(_create_all, a, lane) for a, lane in zip(apis, lanes, strict=True)]:
             f.result()
     report.phase("create", started)
     pods = settle(api)
