@@ -49,6 +49,7 @@ CASE_LABEL = "oracle.topogate.dev/case"  # on nodes and pods: which case (and ru
 ORACLE_LABEL = "oracle.topogate.dev/pod"  # on every pod the oracle makes, to delete them at once
 GPU = "nvidia.com/gpu"
 IMAGE = "registry.k8s.io/pause:3.10"
+MAX_SPLIT_TRIALS = 4  # (group, zone) pairs tried per case before a split counts as not shown
 WORKERS = 4  # connections creating objects at once
 SETTLE = 2.5  # seconds without a change in pod states before a batch counts as settled
 BATCH_TIMEOUT = 120.0
@@ -116,6 +117,16 @@ class PodPlan:
 def placements(case: Case) -> dict[str, JobPlacement]:
     """topogate's verdicts, read as `topogate check` reads the manifests (analysis.map.cluster):
     jobs, the other workloads' pods as peers, the Workload API's PodGroups."""
+    key = id(case)
+    if key not in _PLACED or _PLACED[key][0] is not case:
+        _PLACED[key] = (case, _place(case))
+    return _PLACED[key][1]
+
+
+_PLACED: dict[int, tuple[Case, dict[str, JobPlacement]]] = {}
+
+
+def _place(case: Case) -> dict[str, JobPlacement]:
     jobs = find_jobs((o, None) for o in case.objects)
     return place_all(jobs, lambda _j: case.cluster, case.namespace_labels,
                      others=[o for o in case.objects if o.get("kind") in PLAIN_POD_TEMPLATES],
@@ -304,8 +315,8 @@ class Api:
         out: list[dict[str, Any]] = self.call("GET", f"/api/v1/pods?labelSelector={selector}")["items"]
         return out
 
-    def cordon(self, node: str) -> None:
-        self.call("PATCH", f"/api/v1/nodes/{node}", {"spec": {"unschedulable": True}},
+    def cordon(self, node: str, on: bool = True) -> None:
+        self.call("PATCH", f"/api/v1/nodes/{node}", {"spec": {"unschedulable": on}},
                   content_type="application/merge-patch+json")
 
     def delete_pods(self, namespace: str) -> None:
@@ -346,7 +357,7 @@ class Trial:
         if self.mode != "plain" or self.seed % 2:
             rng.shuffle(pods)
         if self.mode.startswith("split:"):
-            group = self.mode.split(":", 1)[1]
+            group = self.mode.split(":", 1)[1].split("@", 1)[0]
             i = next(i for i, p in enumerate(pods) if self.plan_of[p["metadata"]["name"]].group == group)
             self.first = [pods.pop(i)]
         self.rest = pods
@@ -444,13 +455,26 @@ class Report:
     disagreements: list[str] = field(default_factory=list)
     confirmed_splits: int = 0
     verdicts: dict[str, int] = field(default_factory=dict)  # verdict -> jobs
+    # Jobs topogate calls schedulable, with no pending risk named, that the scheduler's own
+    # choices left partly Pending on empty nodes (packing, spreading): listed, not failed, since
+    # topogate's verdict is about some placement existing, which these do not contradict.
+    stranded: list[str] = field(default_factory=list)
     split_shown: set[tuple[str, str]] = field(default_factory=set)  # (case, job) a split trial split
+
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per phase of the batches
+    _mark: float = 0.0
+
+    def phase(self, name: str, batch_start: float) -> None:
+        now = time.monotonic()
+        self.phases[name] = self.phases.get(name, 0.0) + now - max(self._mark, batch_start)
+        self._mark = now
 
     def line(self) -> str:
         v = ", ".join(f"{n} {k}" for k, n in sorted(self.verdicts.items()))
         return (f"{self.cases} cases ({v}), {self.trials} trials in {self.batches} scheduler batches, "
-                f"{self.pods} pods, {self.confirmed_splits} splits shown, {len(self.disagreements)} "
-                f"disagreements, {self.seconds:.1f} s")
+                f"{self.pods} pods, {self.confirmed_splits} splits shown, {len(self.stranded)} left Pending "
+                f"by the scheduler's choices, {len(self.disagreements)} disagreements, {self.seconds:.1f} s ("
+                + ", ".join(f"{k} {v:.1f} s" for k, v in self.phases.items()) + ")")
 
 
 def verdict(p: JobPlacement) -> str:
@@ -459,22 +483,38 @@ def verdict(p: JobPlacement) -> str:
     return "colocated" if p.colocated else "may-split"
 
 
+def split_groups(case: Case, verdicts: Mapping[str, JobPlacement]) -> list[str]:
+    """(group, zone) pairs of the case's may-split jobs as "group@zone", groups with the fewest
+    zones first: that group's first pod is bound in that zone (the trial's other nodes cordoned
+    meanwhile), then that zone is cordoned instead, which pushes the rest elsewhere."""
+    plans = {(q.job, q.group) for q in pod_plans(case)}
+    out: list[tuple[int, str, str]] = []
+    for jid, p in sorted(verdicts.items()):
+        if verdict(p) == "may-split":
+            out += [(len(g.zones), g.name, z) for g in p.groups if g.pods > 0 and (jid, g.name) in plans
+                    for z in g.zones]
+    return list(dict.fromkeys(f"{n}@{z}" for _, n, z in sorted(out)))
+
+
 def trials_of(case: Case, index: int, runs: int, seed: int) -> list[Trial]:
     """Plain runs (the first in manifest order on empty nodes, later ones shuffled and with pods
-    already running), and for a job that may split one trial per group going first."""
+    already running), and for a job that may split a trial with its most confined group first."""
     verdicts = placements(case)
     risks = pending_risks(case, verdicts)
     out = [Trial(case, verdicts, risks, f"o{seed % 1000}-{index}-r{r}", "plain", seed + r, blockers=r > 0)
            for r in range(runs)]
-    plans = pod_plans(case)
-    split_groups: list[str] = []
-    for jid, p in verdicts.items():
-        if verdict(p) == "may-split":
-            split_groups += [g.name for g in p.groups if g.pods > 0 and any(q.job == jid and q.group == g.name
-                                                                           for q in plans)]
-    for k, g in enumerate(dict.fromkeys(split_groups)):
-        out.append(Trial(case, verdicts, risks, f"o{seed % 1000}-{index}-s{k}", f"split:{g}", seed + 100 + k, False))
+    out += split_trials(case, index, seed, 0)
     return out
+
+
+def split_trials(case: Case, index: int, seed: int, k: int) -> list[Trial]:
+    """The k-th split trial of the case (its k-th group first), if it has one."""
+    verdicts = placements(case)
+    groups = split_groups(case, verdicts)
+    if k >= min(len(groups), MAX_SPLIT_TRIALS):
+        return []
+    return [Trial(case, verdicts, pending_risks(case, verdicts), f"o{seed % 1000}-{index}-s{k}",
+                  f"split:{groups[k]}", seed + 100 + k, False)]
 
 
 def _each(api: Api, objects: Sequence[Any], what: Any = None) -> None:
@@ -490,6 +530,11 @@ def _each(api: Api, objects: Sequence[Any], what: Any = None) -> None:
             f.result()
 
 
+def _create_all(api: Api, objects: Sequence[Mapping[str, Any]]) -> None:
+    for o in objects:
+        api.create(o)
+
+
 def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
     """Create every trial's nodes and pods at once, let the scheduler settle, judge, clean up."""
     started = time.monotonic()
@@ -502,17 +547,20 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
     splits = [t for t in trials if t.first]
     if splits:
         for t in splits:
+            target = t.mode.rsplit("@", 1)[1]
+            _each(api, [n for n, z in t.zone_of.items() if z != target], Api.cordon)
+        for t in splits:
             for p in t.first:
                 api.create(p)
+        report.phase("create", started)
         pods = settle(api)
+        report.phase("settle first pods", started)
         for t in splits:
             got = pods.get((t.first[0]["metadata"]["namespace"], t.first[0]["metadata"]["name"])) or {}
             bound = (got.get("spec") or {}).get("nodeName")
-            if bound:
-                zone = t.zone_of[bound]
-                for name, z in t.zone_of.items():
-                    if z == zone:
-                        api.cordon(name)
+            zone = t.zone_of[bound] if bound else ""
+            for name, z in t.zone_of.items():
+                api.cordon(name, z == zone)
     # Round-robin over the trials, each trial's pods on one connection in the trial's own order.
     lanes: list[list[dict[str, Any]]] = [[] for _ in range(WORKERS)]
     for i, t in enumerate(trials):
@@ -520,15 +568,18 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
     apis = api.siblings(WORKERS)
     import concurrent.futures
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        for f in [pool.submit(lambda a, objs: [a.create(o) for o in objs], a, lane) for a, lane in zip(apis, lanes, strict=True)]:
+        for f in [pool.submit(_create_all, a, lane) for a, lane in zip(apis, lanes, strict=True)]:
             f.result()
+    report.phase("create", started)
     pods = settle(api)
+    report.phase("settle", started)
     for t in trials:
         judge(t, pods, report)
         report.trials += 1
         report.pods += len(t.first) + len(t.rest)
     _each(api, [ns for t in trials for ns in t.ns_map.values()], Api.delete_pods)
     api.delete_nodes(CASE_LABEL)
+    report.phase("clean up", started)
     report.batches += 1
     report.seconds += time.monotonic() - started
 
@@ -579,21 +630,12 @@ def judge(t: Trial, pods: Mapping[tuple[str, str], Mapping[str, Any]], report: R
                     f"{who}: topogate says unschedulable ({'; '.join(pl.unschedulable_reasons)}), the scheduler's "
                     f"reasons are of another kind: {pending[0][1]}")
         if said != "unschedulable" and pending and not t.blockers and not t.risks[jid]:
-            report.disagreements.append(f"{who}: topogate says {said} with no pending risk, the scheduler left "
+            report.stranded.append(f"{who}: topogate says {said} with no pending risk, the scheduler left "
                                         f"{len(pending)} pod(s) Pending: {pending[0][0].name}: {pending[0][1]}")
 
 
-def run_cases(api: Api, cases: Sequence[Case], *, runs: int = 2, seed: int = 0,
-              max_nodes: int = 400, max_pods: int = 1200) -> Report:
-    """Every case in as few scheduler batches as the node and pod budgets allow."""
-    report = Report(cases=len(cases))
-    shared: list[Trial] = []
-    alone: list[Trial] = []
-    for i, c in enumerate(cases):
-        ts = trials_of(c, i, runs, seed + 1000 * i)
-        (alone if needs_own_batch(c) else shared).extend(ts)
-        for pl in ts[0].verdicts.values():
-            report.verdicts[verdict(pl)] = report.verdicts.get(verdict(pl), 0) + 1
+def _batched(api: Api, shared: Sequence[Trial], alone: Sequence[Trial], report: Report,
+             max_nodes: int, max_pods: int) -> None:
     batch: list[Trial] = []
     nodes = pods = 0
     for t in shared:
@@ -608,6 +650,29 @@ def run_cases(api: Api, cases: Sequence[Case], *, runs: int = 2, seed: int = 0,
         run_batch(api, batch, report)
     for t in alone:
         run_batch(api, [t], report)
+
+
+def run_cases(api: Api, cases: Sequence[Case], *, runs: int = 2, seed: int = 0,
+              max_nodes: int = 400, max_pods: int = 1200) -> Report:
+    """Every case in as few scheduler batches as the node and pod budgets allow."""
+    report = Report(cases=len(cases))
+    shared: list[Trial] = []
+    alone: list[Trial] = []
+    for i, c in enumerate(cases):
+        ts = trials_of(c, i, runs, seed + 1000 * i)
+        (alone if needs_own_batch(c) else shared).extend(ts)
+        for pl in ts[0].verdicts.values():
+            report.verdicts[verdict(pl)] = report.verdicts.get(verdict(pl), 0) + 1
+    _batched(api, shared, alone, report, max_nodes, max_pods)
+    # A split not shown yet gets its next group first, until its groups run out.
+    for k in range(1, MAX_SPLIT_TRIALS):
+        more = [t for i, c in enumerate(cases) if any(v == "may-split" and (c.name, j) not in report.split_shown
+                                                     for j, v in ((j, verdict(p)) for j, p in placements(c).items()))
+                for t in split_trials(c, i, seed + 1000 * i, k)]
+        if not more:
+            break
+        _batched(api, [t for t in more if not needs_own_batch(t.case)], [t for t in more if needs_own_batch(t.case)],
+                 report, max_nodes, max_pods)
     for c in cases:
         verdicts = placements(c)
         for jid, pl in sorted(verdicts.items()):

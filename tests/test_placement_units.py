@@ -94,3 +94,24 @@ def test_a_group_that_may_crowd_out_the_zones_of_one_repelling_it_is_a_pending_r
     p = _place(obj, c)
     assert p.schedulable and not p.colocated
     assert any("g0" in r and "g1" in r and "Pending" in r for r in p.pending_risks), p.pending_risks
+
+
+def test_groups_held_together_that_repel_each_other_never_all_run() -> None:
+    # Found by the scheduler oracle (generated case 76 of seed 2026): the Workers follow the
+    # Master onto its node (podAffinity on the hostname), the Master repels the Workers on the
+    # zone key: the Workers can never run, however the pods are ordered.
+    c = Cluster("repel", "aws", "us-east-1", zones=(
+        Zone("us-east-1b", (Pool("gpu", 1, 8, (("node-type", "gpu"),)),)),
+        Zone("us-east-1c", (Pool("gpu", 1, 4, (("node-type", "gpu"),)),)),
+    ))
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"role": "worker"}}, "topologyKey": ZK}]}}
+    follow = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"role": "master"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    obj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "repel", "namespace": "ml"},
+           "spec": {"pytorchReplicaSpecs": {
+               "Master": {"replicas": 1, "template": tpl({"role": "master"}, affinity=anti)},
+               "Worker": {"replicas": 2, "template": tpl({"role": "worker"}, containers=[gpu(1)], affinity=follow)}}}}
+    p = _place(obj, c)
+    assert not p.schedulable
+    assert any("Master" in r and "Worker" in r and "repel" in r for r in p.unschedulable_reasons), p.unschedulable_reasons

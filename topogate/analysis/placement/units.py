@@ -40,7 +40,8 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity) -> Colocati
     zones, gpu_problems = fit_gpu_units(inputs, nodes.pool_fits, fixpoint.frozen_zones(), fixpoint.one_zone,
                                         unit_of, members)
     zones, node_problems, node_risks = fit_one_node(inputs, nodes.pool_fits, zones, affinity.one_node, members)
-    gpu_problems = [*_disjoint_units(inputs, fixpoint, members), *gpu_problems, *node_problems]
+    gpu_problems = [*_disjoint_units(inputs, fixpoint, members), *_repelling_units(inputs, affinity, fixpoint, members),
+                    *gpu_problems, *node_problems]
     risks = [*_pending_risks(inputs, affinity, zones, fixpoint, members), *node_risks,
              *_crowded_out(inputs, affinity, zones, fixpoint.one_zone)]
     return Colocation(zones, unit_of, members, frozenset(fixpoint.one_zone), tuple(gpu_problems), tuple(risks))
@@ -61,6 +62,18 @@ def _disjoint_units(inputs: Inputs, fixpoint: _Fixpoint, members: Mapping[str, t
             where = "; ".join(f"{m} {zone_list(fixpoint.zones[m])}" for m in unit)
             out.append(f"{', '.join(unit)} must share one zone but have no zone in common ({where}): "
                        "whichever starts first, the others stay Pending")
+    return out
+
+
+def _repelling_units(inputs: Inputs, affinity: Affinity, fixpoint: _Fixpoint,
+                     members: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """Two groups of one unit held in one zone that repel each other on the zone key: whichever
+    comes second finds its only zone taken."""
+    out: list[str] = []
+    for a, b in sorted(affinity.apart):
+        if a < b and a in fixpoint.one_zone and b in members[a] and fixpoint.zones[a] and fixpoint.zones[b]:
+            out.append(f"{a} and {b} must share one zone (podAffinity) but repel each other on "
+                       f"{inputs.zone_key} (podAntiAffinity): whichever comes second stays Pending")
     return out
 
 
