@@ -1,7 +1,7 @@
 """The generated ValidatingAdmissionPolicy in the real kube-apiserver of tests/cluster_support.py.
 
-Each cluster's policy and binding are created in the server (which type-checks the CEL against
-the schemas of the CRDs installed there), and jobs are sent to it with server-side dry-run, so
+Each cluster's policy and binding are created in the server (which compiles every expression),
+and jobs are sent to it with server-side dry-run, so
 admission runs exactly as for a `kubectl apply` and nothing is stored. Every generated job is
 admitted; every wrong variant of tests/test_admission.py is refused with the policy's own
 message; and the Python evaluation of tests/cel_support.py gives the same verdict and the same
@@ -116,8 +116,9 @@ def _replicas(job: dict[str, Any]) -> list[str]:
 def installed(cluster: Cluster, out: Path, name: str, probe: dict[str, Any],
               actions: list[str] | None = None) -> Iterator[dict[str, Any]]:
     """The cluster's generated policy and binding created in the server (validationActions as
-    generated, or `actions`), in effect once `probe` meets them; deleted afterwards. Yields the
-    policy as the server holds it (with its type-checking status)."""
+    generated, or `actions`), in effect once `probe` meets them; deleted afterwards. (The
+    server's type checking of the expressions is written to the policy's status by a controller
+    of kube-controller-manager, which does not run here: not checked.)"""
     pol, bnd = _policy(out, name)
     if actions is not None:
         bnd = {**bnd, "spec": {**bnd["spec"], "validationActions": actions}}
@@ -127,13 +128,7 @@ def installed(cluster: Cluster, out: Path, name: str, probe: dict[str, Any],
     try:
         effect = (lambda v: not v.allowed) if "Deny" in bnd["spec"]["validationActions"] else (lambda v: bool(v.messages))
         wait_for("the policy to take effect", lambda: effect(server_verdict(cluster, probe)))
-
-        def checked() -> dict[str, Any]:
-            got: dict[str, Any] = cluster.get("validatingadmissionpolicy", pol["metadata"]["name"])
-            status = got.get("status") or {}
-            return got if status.get("observedGeneration") == got["metadata"]["generation"] else {}
-
-        yield wait_for("the policy's type checking", checked)
+        yield pol
     finally:
         cluster.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "topogate-placement")
 
@@ -142,13 +137,11 @@ CLUSTERS = [("multi", "gpu-east"), ("multi", "gpu-west"), ("lab", "lab")]
 
 
 @pytest.mark.parametrize(("case", "name"), CLUSTERS)
-def test_every_generated_job_is_admitted_and_the_policy_type_checks(
+def test_every_generated_job_is_admitted(
         kube_cluster: Cluster, trees: dict[str, Path], case: str, name: str) -> None:
     jobs = _jobs(trees[case], name)
     assert jobs
-    with installed(kube_cluster, trees[case], name, _unlabelled(next(iter(jobs.values())))) as held:
-        # The server type-checks every expression against each matched kind's schema: no warning.
-        assert held["status"].get("typeChecking", {}).get("expressionWarnings", []) == [], held["status"]
+    with installed(kube_cluster, trees[case], name, _unlabelled(next(iter(jobs.values())))):
         for job_name, job in jobs.items():
             got = server_verdict(kube_cluster, job)
             assert got == Verdict(True, ()), (job_name, got)
