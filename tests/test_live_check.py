@@ -1,8 +1,7 @@
-"""`topogate check --live`: recorded snapshots and the live stand-in.
+"""`topogate check --live` on recorded snapshots (`--from-file`).
 
-The live tests use the stand-in list API of tests/live_support.py: no kube-apiserver can run
-here, so a small HTTP server on 127.0.0.1 answers the real `kubernetes` client from recorded
-`kubectl get -o json` fixtures.
+The same commands against the real kube-apiserver and kube-scheduler, with the recorded cluster
+created in it through the API: tests/test_cluster_live.py.
 """
 
 from __future__ import annotations
@@ -11,13 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
+from live_support import LIVE, REPO, run
 
 from topogate.live.running import first_difference, job_key
 from topogate.sources.inventory import load_inventory
-
-pytest.register_assert_rewrite("live_support")
-pytest_plugins = ["live_support"]
-from live_support import LIVE, REPO, TOKEN, StandIn, run, write_kubeconfig  # noqa: E402
 
 INV = "fixtures/live/eks/inventory.yaml"
 BROKEN = "fixtures/live/eks/live-broken.json"
@@ -117,44 +113,6 @@ def test_an_unmanaged_policy_that_admits_other_pods_opens_the_boundary(tmp_path:
     assert code == 1 and {("TG107", "error"), ("TG112", "error"), ("TG208", "warning")} <= got
     assert any("pods app=notebook in namespace ml-demo" in x["message"] and "6006/TCP" in x["message"]
                for x in json.loads(out)["findings"] if x["rule"] == "TG107")
-
-
-def test_live_check_through_the_real_client(standin: StandIn, tmp_path: Path) -> None:
-    standin.serve_file("eks/live-broken.json")
-    kc = write_kubeconfig(tmp_path / "kubeconfig", standin.url, context="prod-east")
-    code, out, err = run("check", INV, "--live", "--kubeconfig", str(kc), "--context", "prod-east",
-                         "--format", "json")
-    assert code == 1
-    assert [(r, o) for r, _, o in findings(out)] == [(r, o) for r, _, o in EXPECTED]
-    # pods are trimmed as their pages arrive: the same messages and workloads as from the file
-    offline = json.loads(run("check", INV, "--live", "--from-file", BROKEN, "--format", "json")[1])
-    online = json.loads(out)
-
-    def by_rule(d: dict[str, list[dict[str, object]]]) -> list[tuple[object, object]]:
-        return sorted((f["rule"], f["message"]) for f in d["findings"] if f["file"] == INV)
-
-    assert by_rule(online) == by_rule(offline) and online["workloads"] == offline["workloads"]
-    assert err == (f"live check of cluster eks against live:{standin.url}: 1 training job(s) with 5 "
-                   "pod(s) on 11 nodes; 4 network policies in scope compared with 4 generated; not served by "
-                   "the cluster: mpijobs.kubeflow.org, trainjobs.trainer.kubeflow.org, "
-                   "jobsets.jobset.x-k8s.io\n")
-    assert {m for m, _, _, _ in standin.requests} == {"GET"}
-    listed = {p for _, p, _, _ in standin.requests}
-    assert {"/api/v1/nodes", "/api/v1/pods", "/apis/cilium.io/v2/ciliumnetworkpolicies",
-            "/apis/networking.k8s.io/v1/networkpolicies", "/apis/kubeflow.org/v1/pytorchjobs"} <= listed
-
-
-def test_a_forbidden_pod_list_is_exit_77(standin: StandIn, tmp_path: Path) -> None:
-    standin.serve_file("eks/live-ok.json")
-    standin.faults["/api/v1/pods"] = [403]
-    kc = write_kubeconfig(tmp_path / "kubeconfig", standin.url)
-    code, out, err = run("check", INV, "--live", "--kubeconfig", str(kc))
-    assert (code, out) == (77, "")
-    assert err == ('topogate check --live: access denied listing pods (403 Forbidden) (pods is '
-                   'forbidden: User "system:serviceaccount:ci:topogate" cannot list resource "pods" '
-                   'at the cluster scope); bind the read-only ClusterRole in '
-                   'examples/rbac-topogate-live.yaml to this user or service account [exit 77]\n')
-    assert TOKEN not in err
 
 
 @pytest.mark.parametrize(("args", "words"), [

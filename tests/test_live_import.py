@@ -1,8 +1,8 @@
-"""`topogate import`: recorded node lists (EKS + Karpenter, GKE, AKS) and the live stand-in.
+"""`topogate import`: recorded node lists (EKS + Karpenter, GKE, AKS).
 
-The live tests use the stand-in list API of tests/live_support.py: no kube-apiserver can run
-here, so a small HTTP server on 127.0.0.1 answers the real `kubernetes` client from the same
-recorded `kubectl get nodes -o json` fixtures.
+Against the real kube-apiserver, with the nodes created in it through the API (and the
+in-cluster service account, 401, 403, TLS): tests/test_cluster_live.py. A 5xx, which a real
+server cannot be made to answer, on the stand-in of tests/live_support.py.
 """
 
 from __future__ import annotations
@@ -136,23 +136,9 @@ def test_import_round_trips_through_generate_and_check(tmp_path: Path) -> None:
     assert stdout.endswith("ok: 0 errors, 0 warnings in 1 workload\n")
 
 
-def test_live_import_through_the_real_client(standin: StandIn, tmp_path: Path) -> None:
-    standin.serve_file("eks-nodes.json")
-    kc = write_kubeconfig(tmp_path / "kubeconfig", standin.url, context="prod-east")
-    code, stdout, stderr = run("import", "--kubeconfig", str(kc), "--context", "prod-east",
-                               "--chunk-size", "3", "-o", str(tmp_path / "live.yaml"))
-    assert (code, stderr) == (0, "")
-    assert stdout.startswith(f"wrote {tmp_path / 'live.yaml'}: cluster prod-east, 3 zones, 4 pools, 11 nodes")
-    assert len(standin.lists_of("/api/v1/nodes")) == 4  # 11 nodes, 3 a page
-    assert run("import", "--from-file", str(EKS), "-o", str(tmp_path / "file.yaml"),
-               "--cluster-name", "prod-east")[0] == 0
-    live = (tmp_path / "live.yaml").read_text().split("\n", 3)[3]
-    offline = (tmp_path / "file.yaml").read_text().split("\n", 3)[3]
-    assert live == offline  # the same inventory online and offline, but for the source line
-    assert {m for m, _, _, _ in standin.requests} == {"GET"}
-
-
-@pytest.mark.parametrize(("status", "code"), [(403, 77), (401, 78), (500, 75)])
+# STAND-IN: a 5xx on demand, which a real API server cannot be made to answer (401, 403, TLS and
+# the in-cluster service account against the real one: tests/test_cluster_live.py).
+@pytest.mark.parametrize(("status", "code"), [(500, 75)])
 def test_live_import_errors(standin: StandIn, tmp_path: Path, status: int, code: int) -> None:
     standin.serve_file("eks-nodes.json")
     standin.faults["/api/v1/nodes"] = [status]
@@ -166,30 +152,3 @@ def test_live_import_errors(standin: StandIn, tmp_path: Path, status: int, code:
 def test_from_file_with_context_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = run("import", "--from-file", str(EKS), "--context", "x", "-o", str(tmp_path / "i"))
     assert code == 2 and "--from-file reads no cluster" in stderr
-
-
-def test_in_cluster_config_over_tls(standin_tls: tuple[StandIn, Path], tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """No kubeconfig anywhere, KUBERNETES_SERVICE_HOST set: the pod's service account is used,
-    over TLS verified against its ca.crt (the stand-in's self-signed certificate)."""
-    import kubernetes.config.incluster_config as incluster
-
-    server, ca = standin_tls
-    server.serve_file("eks-nodes.json")
-    token = tmp_path / "token"
-    token.write_text(TOKEN)
-    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(token))
-    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(ca))
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", server.url.rsplit(":", 1)[1])
-    code, stdout, stderr = run("import", "-o", str(tmp_path / "i.yaml"), "--cluster-name", "eks")
-    assert (code, stderr) == (0, "")
-    assert stdout.startswith(f"wrote {tmp_path / 'i.yaml'}: cluster eks, 3 zones, 4 pools, 11 nodes")
-    assert server.requests and all(authed for _, _, _, authed in server.requests)
-    # and a certificate the client does not trust is refused, not ignored: a configuration
-    # error (78), since running again meets the same certificate
-    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(LIVE / "README.md"))
-    code, _, stderr = run("import", "-o", str(tmp_path / "j.yaml"))
-    assert code == 78 and TOKEN not in stderr and stderr.count("\n") == 1
