@@ -232,3 +232,42 @@ def test_a_redirect_to_another_host_is_refused(serve) -> None:  # type: ignore[n
     assert code == 78, err
     assert "redirected the list of nodes to another host" in err and len(err.splitlines()) == 1
     assert other.paths == [], "the redirect was followed (with the token)"
+
+
+# --- item 8: credentials never reach an error line ---
+
+ODD_TOKEN = "plain-odd-token-of-no-known-shape-42"
+
+
+@pytest.mark.parametrize(("status", "body"), [
+    (401, json.dumps({"kind": "Status", "message": f"bad header Authorization: Bearer {ODD_TOKEN}"})),
+    (403, json.dumps({"kind": "Status", "message": f"token {ODD_TOKEN} cannot list nodes"})),
+    (401, f"<html><body>proxy says: you sent {ODD_TOKEN}</body></html>"),
+], ids=["401-status", "403-status", "401-html"])
+def test_a_server_echoing_the_token_never_prints_it(serve, tmp_path: Path, status: int,  # type: ignore[no-untyped-def]
+                                                    body: str) -> None:
+    server, _ = serve(lambda h, q: send(h, status, body.encode()))
+    kc = write_kubeconfig(tmp_path / "kubeconfig-odd", server.url, ODD_TOKEN)
+    code, err, _ = drift(kc)
+    assert code in (77, 78), err
+    assert ODD_TOKEN not in err and "[redacted]" in err, err
+
+
+def test_a_failing_exec_plugins_output_is_never_printed(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server, _ = serve(lambda h, q: send(h, 401, b'{"kind":"Status","message":"Unauthorized"}'))
+    plugin = tmp_path / "login"
+    plugin.write_text(f"#!/bin/sh\necho 'refresh failed for token {ODD_TOKEN}' >&2\nexit 3\n")
+    plugin.chmod(0o755)
+    kc = tmp_path / "kubeconfig-exec"
+    kc.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+        "users": [{"name": "u", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin),
+            "interactiveMode": "Never"}}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x"}))
+    code, err, _ = drift(kc)
+    assert code in (75, 77, 78), err
+    assert ODD_TOKEN not in err, err
+    assert len(err.splitlines()) == 1, "the client's own log line reached stderr"
