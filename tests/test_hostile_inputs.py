@@ -204,3 +204,58 @@ def test_remote_resource_one_level_below_a_base_is_never_fetched(tmp_path: Path,
         assert "is remote" in err + out and "extra/kustomization.yaml:2:" in err + out, err + out
     finally:
         rec.close()
+
+
+# --- item 10: what lands in a generated object is held to the target CRD at load time ---
+
+LONG_FQDN = ".".join(["a" * 60] * 5)  # 304 characters: past the CRD's maxLength 255
+
+
+@pytest.mark.parametrize("fqdn", ["x..y", LONG_FQDN, "a" * 64 + ".io", ".x.io", "x.io."])
+def test_egress_fqdn_the_cilium_crd_refuses_is_refused_at_its_line(tmp_path: Path, fqdn: str) -> None:
+    repo = make_repo(tmp_path)
+    inv = repo / "inventory.yaml"
+    text = inv.read_text()
+    assert "  base: bases/train\n" in text
+    inv.write_text(text.replace("  base: bases/train\n", "  base: bases/train\n  egress:\n"
+                                f"  - fqdns: [ok.example.com, \"{fqdn}\"]\n    ports: [{{port: 443}}]\n"))
+    err = refused(repo, "generate", "inventory.yaml", "-o", "out")
+    line = text[:text.index("  base: bases/train\n")].count("\n") + 3
+    assert err.startswith(f"inventory.yaml:{line}:"), err
+    assert not (repo / "out").exists()
+
+
+def _fqdn_schema() -> dict[str, object]:
+    from topogate.inventory.schema import inventory_schema
+
+    found: list[dict[str, object]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            fq = node.get("fqdns")
+            if isinstance(fq, dict) and "items" in fq:
+                found.append(fq["items"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(inventory_schema())
+    assert found
+    return found[0]
+
+
+# Cilium's toFQDNs matchName (cilium.io/v2 CRD): pattern and maxLength
+CRD_MATCH_NAME = r"^([-a-zA-Z0-9_]+[.]?)+$"
+
+
+@pytest.mark.parametrize("name", [".".join(["a" * 63] * 3 + ["b" * 61]), "a", "x-y.z", "0.example"])
+def test_every_fqdn_the_schema_accepts_the_crd_takes(name: str) -> None:
+    import re
+
+    import jsonschema
+
+    jsonschema.validate(name, _fqdn_schema())
+    assert re.fullmatch(CRD_MATCH_NAME, name) and len(name) <= 255
+    jsonschema.validate("*." + name[2:] if len(name) > 2 else "*.x", _fqdn_schema())
