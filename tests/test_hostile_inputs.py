@@ -259,3 +259,18 @@ def test_every_fqdn_the_schema_accepts_the_crd_takes(name: str) -> None:
     jsonschema.validate(name, _fqdn_schema())
     assert re.fullmatch(CRD_MATCH_NAME, name) and len(name) <= 255
     jsonschema.validate("*." + name[2:] if len(name) > 2 else "*.x", _fqdn_schema())
+
+
+# --- item 19: a large base without aliases is no alias bomb ---
+
+
+def test_a_base_with_a_110000_key_configmap_and_no_alias_is_read(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    base = repo / "bases" / "train"
+    keys = "".join(f"  k{i}: v{i}\n" for i in range(110_000))
+    (base / "big.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n" + keys)
+    (base / "kustomization.yaml").write_text("resources:\n- pytorchjob.yaml\n- big.yaml\n")
+    assert (base / "big.yaml").stat().st_size > 1_300_000
+    code, out, err = run(repo, "generate", "inventory.yaml", "-o", "out", "--check")
+    assert "alias bomb" not in err, err
+    assert code in (0, 1), err  # 1: OUT does not exist yet, so every file differs
