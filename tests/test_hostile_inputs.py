@@ -274,3 +274,21 @@ def test_a_base_with_a_110000_key_configmap_and_no_alias_is_read(tmp_path: Path)
     code, out, err = run(repo, "generate", "inventory.yaml", "-o", "out", "--check")
     assert "alias bomb" not in err, err
     assert code in (0, 1), err  # 1: OUT does not exist yet, so every file differs
+
+
+# --- item 14: a kubeconfig is code: no example passes one from the repository ---
+
+
+def test_no_example_passes_a_kubeconfig_from_the_repository() -> None:
+    import re
+
+    uses = []
+    for f in sorted((ROOT / "examples").rglob("*")):
+        if f.is_file() and f.suffix in (".yml", ".yaml", ".sh", ".md"):
+            for m in re.finditer(r"(--kubeconfig[ =]|KUBECONFIG[=:]\s*)(\S+)", f.read_text()):
+                uses.append((f.name, m.group(2).strip("\"'")))
+    assert uses, "the examples show where the kubeconfig comes from"
+    for name, value in uses:
+        assert value.startswith(("$RUNNER_TEMP", "${RUNNER_TEMP", "\"$RUNNER_TEMP", "~")), (
+            f"{name}: kubeconfig {value} may be a file of the checkout")
+        assert "GITHUB_WORKSPACE" not in value and not value.startswith(("./", "."))
