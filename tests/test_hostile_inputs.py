@@ -292,3 +292,20 @@ def test_no_example_passes_a_kubeconfig_from_the_repository() -> None:
         assert value.startswith(("$RUNNER_TEMP", "${RUNNER_TEMP", "\"$RUNNER_TEMP", "~")), (
             f"{name}: kubeconfig {value} may be a file of the checkout")
         assert "GITHUB_WORKSPACE" not in value and not value.startswith(("./", "."))
+
+
+# --- item 17: markdown output carries no link or code span from the pull request ---
+
+
+def test_markdown_escapes_links_and_backticks_from_file_names() -> None:
+    from topogate.report.markdown import cell, where
+
+    class F:
+        file = "deploy/[click here](https://evil.example)/`x`_*y*.yaml"
+        line = 3
+        object = "o"
+
+    shown = where(F())  # type: ignore[arg-type]
+    assert "[" not in shown and "](" not in shown and "`" not in shown and "*" not in shown
+    assert "&#91;click here&#93;(https://evil.example)" in shown
+    assert "[" not in cell("see [docs](http://x)")
