@@ -151,7 +151,11 @@ _POD_EXTRAS = st.sampled_from([
     {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
                                     "whenUnsatisfiable": "ScheduleAnyway"}]}])
 _JOB_GPUS = st.sampled_from([0, 1, 1, 2])
-_FQDNS = st.lists(st.sampled_from(["s3.amazonaws.com", "*.hf.co", "a", "0.example", "x-y.z"]),
+# The edges of Cilium's toFQDNs (matchName pattern, maxLength 255): a 63-character label and a
+# 253-character name are taken; an empty label and an over-long name must be refused at load.
+_FQDNS = st.lists(st.sampled_from(["s3.amazonaws.com", "*.hf.co", "a", "0.example", "x-y.z",
+                                   "a" * 63 + ".io", ".".join(["a" * 63] * 3 + ["b" * 61]),
+                                   "x..y", ".".join(["a" * 60] * 5)]),
                   min_size=1, max_size=2)
 _CIDRS = st.lists(st.sampled_from(["10.0.0.0/8", "0.0.0.0/0", "2001:db8::/32", "192.168.1.1/32",
                                    "::/0", "10.1.2.3/16"]), min_size=1, max_size=2)

@@ -204,3 +204,108 @@ def test_remote_resource_one_level_below_a_base_is_never_fetched(tmp_path: Path,
         assert "is remote" in err + out and "extra/kustomization.yaml:2:" in err + out, err + out
     finally:
         rec.close()
+
+
+# --- item 10: what lands in a generated object is held to the target CRD at load time ---
+
+LONG_FQDN = ".".join(["a" * 60] * 5)  # 304 characters: past the CRD's maxLength 255
+
+
+@pytest.mark.parametrize("fqdn", ["x..y", LONG_FQDN, "a" * 64 + ".io", ".x.io", "x.io."])
+def test_egress_fqdn_the_cilium_crd_refuses_is_refused_at_its_line(tmp_path: Path, fqdn: str) -> None:
+    repo = make_repo(tmp_path)
+    inv = repo / "inventory.yaml"
+    text = inv.read_text()
+    assert "  base: bases/train\n" in text
+    inv.write_text(text.replace("  base: bases/train\n", "  base: bases/train\n  egress:\n"
+                                f"  - fqdns: [ok.example.com, \"{fqdn}\"]\n    ports: [{{port: 443}}]\n"))
+    err = refused(repo, "generate", "inventory.yaml", "-o", "out")
+    line = text[:text.index("  base: bases/train\n")].count("\n") + 3
+    assert err.startswith(f"inventory.yaml:{line}:"), err
+    assert not (repo / "out").exists()
+
+
+def _fqdn_schema() -> dict[str, object]:
+    from topogate.inventory.schema import inventory_schema
+
+    found: list[dict[str, object]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            fq = node.get("fqdns")
+            if isinstance(fq, dict) and "items" in fq:
+                found.append(fq["items"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(inventory_schema())
+    assert found
+    return found[0]
+
+
+# Cilium's toFQDNs matchName (cilium.io/v2 CRD): pattern and maxLength
+CRD_MATCH_NAME = r"^([-a-zA-Z0-9_]+[.]?)+$"
+
+
+@pytest.mark.parametrize("name", [".".join(["a" * 63] * 3 + ["b" * 61]), "a", "x-y.z", "0.example"])
+def test_every_fqdn_the_schema_accepts_the_crd_takes(name: str) -> None:
+    import re
+
+    import jsonschema
+
+    jsonschema.validate(name, _fqdn_schema())
+    assert re.fullmatch(CRD_MATCH_NAME, name) and len(name) <= 255
+    jsonschema.validate("*." + name[2:] if len(name) > 2 else "*.x", _fqdn_schema())
+
+
+# --- item 19: a large base without aliases is no alias bomb ---
+
+
+def test_a_base_with_a_110000_key_configmap_and_no_alias_is_read(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    base = repo / "bases" / "train"
+    keys = "".join(f"  k{i}: v{i}\n" for i in range(110_000))
+    (base / "big.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n" + keys)
+    (base / "kustomization.yaml").write_text("resources:\n- pytorchjob.yaml\n- big.yaml\n")
+    assert (base / "big.yaml").stat().st_size > 1_300_000
+    code, out, err = run(repo, "generate", "inventory.yaml", "-o", "out", "--check")
+    assert "alias bomb" not in err, err
+    assert code in (0, 1), err  # 1: OUT does not exist yet, so every file differs
+
+
+# --- item 14: a kubeconfig is code: no example passes one from the repository ---
+
+
+def test_no_example_passes_a_kubeconfig_from_the_repository() -> None:
+    import re
+
+    uses = []
+    for f in sorted((ROOT / "examples").rglob("*")):
+        if f.is_file() and f.suffix in (".yml", ".yaml", ".sh", ".md"):
+            for m in re.finditer(r"(--kubeconfig[ =]|KUBECONFIG[=:]\s*)(\S+)", f.read_text()):
+                uses.append((f.name, m.group(2).strip("\"'")))
+    assert uses, "the examples show where the kubeconfig comes from"
+    for name, value in uses:
+        assert value.startswith(("$RUNNER_TEMP", "${RUNNER_TEMP", "\"$RUNNER_TEMP", "~")), (
+            f"{name}: kubeconfig {value} may be a file of the checkout")
+        assert "GITHUB_WORKSPACE" not in value and not value.startswith(("./", "."))
+
+
+# --- item 17: markdown output carries no link or code span from the pull request ---
+
+
+def test_markdown_escapes_links_and_backticks_from_file_names() -> None:
+    from topogate.report.markdown import cell, where
+
+    class F:
+        file = "deploy/[click here](https://evil.example)/`x`_*y*.yaml"
+        line = 3
+        object = "o"
+
+    shown = where(F())  # type: ignore[arg-type]
+    assert "[" not in shown and "](" not in shown and "`" not in shown and "*" not in shown
+    assert "&#91;click here&#93;(https://evil.example)" in shown
+    assert "[" not in cell("see [docs](http://x)")

@@ -112,11 +112,6 @@ def test_mistyped_field_from_the_api_is_temporary(standin: StandIn, tmp_path: Pa
     assert "is malformed" in err and says in err and "[exit 75]" in err, err
 
 
-class _Page:
-    def __init__(self, body: Any) -> None:
-        self.data = json.dumps(body).encode()
-
-
 @pytest.mark.parametrize("body", [
     [], "x", {"items": "x"}, {"items": [1]}, {"items": [], "metadata": "x"},
     {"items": [], "metadata": {"continue": 5}}, {"items": [{"metadata": 3}]},
@@ -125,10 +120,10 @@ def test_list_page_of_the_wrong_shape_is_temporary(monkeypatch: pytest.MonkeyPat
     # A page body of any shape, straight into list_all (the stand-in serves only well-formed
     # lists): what a proxy or a broken server could send.
     from topogate.core.exitcodes import ExitCode
-    from topogate.live import client
+    from topogate.live import client, http
     from topogate.live.errors import LiveError
 
-    monkeypatch.setattr(client, "_fetcher", lambda *a: lambda limit, cont: _Page(body))
+    monkeypatch.setattr(http, "get", lambda *a: http.Answer(200, json.dumps(body).encode()))
     with pytest.raises(LiveError) as err:
         client.list_all(object(), client.NODES, "https://127.0.0.1:1")
     assert err.value.code == ExitCode.TEMPORARY

@@ -382,3 +382,28 @@ def test_special_file_in_the_rendered_tree_is_refused(tmp_path: Path, make: str)
     code, _, err = invoke("check", str(repo / "inventory.yaml"), "--rendered", str(out), str(JOB))
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "clusters/lab/kustomization.yaml: is " in err and "where generate writes a regular file" in err
+
+
+# --- issue 21, item 12: remoteness decided by kustomize's rules, not by what is on disk ---
+
+
+@pytest.mark.parametrize("name", ["github.com:org/repo", "example.com:org/repo", "gh:org/repo",
+                                  "me@host:org/repo"])
+def test_a_local_directory_named_like_a_git_shorthand_is_remote(tmp_path: Path, name: str) -> None:
+    # kustomize parses the reference as a repository URL before it looks at the disk, so the
+    # local directory of that name is never what it reads: it runs `git fetch`.
+    repo = make_repo(tmp_path)
+    local = repo / "overlay" / name
+    local.mkdir(parents=True)
+    (local / "kustomization.yaml").write_text("resources: []\n")
+    line = refused(repo, _kustomization(repo, f"resources:\n- ../bases/train\n- {name}\n"))
+    assert "is remote" in line and "kustomization.yaml:3:3" in line, line
+
+
+def test_a_local_path_with_a_colon_after_a_slash_stays_local(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    d = repo / "overlay" / "sub" / "a:b"
+    d.mkdir(parents=True)
+    (d / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    code, err = check(repo, _kustomization(repo, "resources:\n- ../bases/train\n- sub/a:b/cm.yaml\n"))
+    assert code in (0, 1), err

@@ -54,7 +54,8 @@ class _Refused(Exception):
 _ACTIVE = -1  # memo value of a node whose walk has not finished: meeting it again is a cycle
 
 
-def _walk(node: Any, depth: int, memo: dict[int, int], escapes: bool = False) -> int:
+def _walk(node: Any, depth: int, memo: dict[int, int], escapes: bool = False,
+          cap: float = MAX_EXPANDED_NODES) -> int:
     """Expanded size of node; raises _Refused on a duplicate key, nesting, an alias bomb or an
     alias inside its own anchor (libyaml composes that into a cycle no later step survives), and
     with `escapes` (the text holds a backslash) a character kustomize refuses."""
@@ -83,13 +84,13 @@ def _walk(node: Any, depth: int, memo: dict[int, int], escapes: bool = False) ->
                     raise _Refused(k.start_mark, (
                         f"duplicate key '{kv}' in a base manifest; kustomize rejects it: remove one"))
                 seen.add(kv)
-            n += _walk(k, depth + 1, memo, escapes) + _walk(v, depth + 1, memo, escapes)
-            if n > MAX_EXPANDED_NODES:
+            n += _walk(k, depth + 1, memo, escapes, cap) + _walk(v, depth + 1, memo, escapes, cap)
+            if n > cap:
                 break
     elif isinstance(node, yaml.SequenceNode):
         for item in value:
-            n += _walk(item, depth + 1, memo, escapes)
-            if n > MAX_EXPANDED_NODES:
+            n += _walk(item, depth + 1, memo, escapes, cap)
+            if n > cap:
                 break
     memo[key] = n
     return n
@@ -169,14 +170,20 @@ class _Builder:
 _KEY_TAGS = {_STR} | _PLAIN_SCALARS
 
 
-def _document(loader: Any, node: Any, plain: bool, escapes: bool) -> Any:
-    """One document: built in one pass when it is plain, else walked and constructed."""
+def _document(loader: Any, node: Any, plain: bool, escapes: bool, aliased: bool = True) -> Any:
+    """One document: built in one pass when it is plain, else walked and constructed.
+
+    Without an alias (no `*` in the text) nothing expands: however many values it holds (a
+    ConfigMap of 110,000 keys, which kubectl builds), it is no alias bomb; the walk then
+    checks all of it, uncapped (the file limit bounds it)."""
     if plain:
         try:
             return _Builder(loader).build(node, 0)
         except _Slow:
             pass
-    if _walk(node, 0, {}, escapes) > MAX_EXPANDED_NODES:
+    if not aliased:
+        _walk(node, 0, {}, escapes, float("inf"))
+    elif _walk(node, 0, {}, escapes) > MAX_EXPANDED_NODES:
         raise _Bomb(node)
     return loader.construct_document(node)
 
@@ -204,7 +211,7 @@ def parse_base_text(text: str, f: Path, one_pass: bool = True,
             if node is None:
                 continue
             try:
-                out.append(_document(loader, node, plain, escapes))
+                out.append(_document(loader, node, plain, escapes, "*" in text))
             except _Bomb:
                 return [], [(mark_at(f, node.start_mark), (
                     f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "

@@ -9,17 +9,26 @@ still one consistent snapshot. Every request carries a timeout.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from topogate.audit.errors import MIN_SECRET_CHARS, register_secrets
+from topogate.core import redact
 from topogate.core.exitcodes import ExitCode
-from topogate.live import itemshape
-from topogate.live.errors import LiveError, from_exception
+from topogate.live import http, itemshape
+from topogate.live.errors import LiveError
+from topogate.safeio import limits
 
 DEFAULT_CHUNK = 500  # kubectl's own --chunk-size
 DEFAULT_TIMEOUT = 30.0  # seconds, connect and read, per request
+# Requests per list: 10,000 pages of the default 500 are 5 million objects, far past any
+# cluster; a server handing out fresh continue tokens for ever stops here, or at the deadline.
+MAX_PAGES = 10_000
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,7 @@ def api_client(target: Target) -> tuple[Any, str]:
     """
     from kubernetes import client, config
 
+    _silence_client_logging()
     cfg = client.Configuration()
     kubeconfig = target.kubeconfig or _default_kubeconfig()
     try:
@@ -101,8 +111,11 @@ def api_client(target: Target) -> tuple[Any, str]:
     except Exception as err:  # noqa: BLE001 - ConfigException, bad YAML, missing cert files
         # Only the class and the first line: a kubeconfig parser's message may quote its content.
         first = (str(err).splitlines() or [""])[0][:200]
+        # An exec plugin's failure carries its stderr, which may hold a token: the status only.
+        first = _EXEC_STDERR.sub(r"\1 (its output is not shown)", first)
         raise LiveError(f"cannot use the kubeconfig {kubeconfig or '(in-cluster)'}: "
                         f"{type(err).__name__}: {first}", ExitCode.CONFIG) from None
+    _register_credentials(cfg)
     cfg.retries = 1  # one quick reconnect; a real outage is exit 75, not minutes of retrying
     if not cfg.verify_ssl:
         # The kubeconfig's own insecure-skip-tls-verify: the user's choice, which kubectl follows
@@ -115,25 +128,44 @@ def api_client(target: Target) -> tuple[Any, str]:
     return client.ApiClient(cfg), str(cfg.host)
 
 
-def _fetcher(api: Any, res: Resource, timeout: float) -> Callable[[int, str | None], Any]:
-    from kubernetes import client
+_EXEC_STDERR = re.compile(r"^(exec: process returned -?\d+)\..*$")
 
-    kw: dict[str, Any] = {"_preload_content": False, "_request_timeout": (timeout, timeout)}
 
-    def page(limit: int, cont: str | None) -> Any:
-        args = dict(kw, limit=limit)
-        if cont:
-            args["_continue"] = cont
-        if res is NODES:
-            return client.CoreV1Api(api).list_node(**args)
-        if res is PODS:
-            return client.CoreV1Api(api).list_pod_for_all_namespaces(**args)
-        if res is NETWORK_POLICIES:
-            return client.NetworkingV1Api(api).list_network_policy_for_all_namespaces(**args)
-        return client.CustomObjectsApi(api).list_cluster_custom_object(
-            res.group, res.version, res.plural, **args)
+class _DropClientRecords(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"{os.sep}kubernetes{os.sep}" not in record.pathname
 
-    return page
+
+def _silence_client_logging() -> None:
+    """The kubernetes client logs a failing exec plugin's stderr (which may hold a token) with
+    `logging.error` on the root logger, and its REST layer logs bodies at debug level: none of
+    it may reach a CI log. topogate logs nothing itself; its messages are LiveError lines."""
+    logging.getLogger("kubernetes").setLevel(logging.CRITICAL + 1)
+    root = logging.getLogger()
+    if not any(isinstance(f, _DropClientRecords) for f in root.filters):
+        root.addFilter(_DropClientRecords())
+
+
+def _register_credentials(cfg: Any) -> None:
+    """The kubeconfig's (or exec plugin's, or service account's) token, password and key
+    material, registered with both scrubbers: a server or proxy that echoes the request in a
+    Status message or an HTML page must not print it."""
+    values: list[str] = []
+    for v in (cfg.api_key or {}).values():
+        text = str(v)
+        values += [text, text.split(" ", 1)[-1]]  # "Bearer TOKEN" and TOKEN alone
+    values += [str(x) for x in (cfg.password, cfg.username and cfg.password and
+                                f"{cfg.username}:{cfg.password}") if x]
+    register_secrets(*values)
+    # core.redact also registers each word: not "Bearer", which is no secret
+    redact.register(v for v in values if " " not in v and len(v) >= MIN_SECRET_CHARS)
+
+
+def _path(res: Resource) -> str:
+    """The list path of a resource across all namespaces (the core group under /api)."""
+    if not res.group:
+        return f"/api/{res.version}/{res.plural}"
+    return f"/apis/{res.group}/{res.version}/{res.plural}"
 
 
 @dataclass(frozen=True)
@@ -164,7 +196,7 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _page_items(doc: Any, res: Resource, server: str) -> list[dict[str, Any]]:
+def _page_items(doc: Any, res: Resource, server: str, chunk: int) -> list[dict[str, Any]]:
     """The items of one list page, each of the shape the readers expect; LiveError (exit 75:
     a broken server or proxy, run again later) for a page or an item of any other shape."""
     def broken(what: str) -> LiveError:
@@ -178,6 +210,8 @@ def _page_items(doc: Any, res: Resource, server: str) -> list[dict[str, Any]]:
         items = []
     if not isinstance(items, list):
         raise broken("whose `items` is not a list")
+    if len(items) > chunk:
+        raise broken(f"of {len(items):,} items where at most {chunk} (limit) were asked for")
     meta = doc.get("metadata")
     if meta is not None and (not isinstance(meta, dict) or not isinstance(meta.get("continue", ""), str)):
         raise broken("whose `metadata.continue` is not a string")
@@ -198,39 +232,82 @@ def _page_items(doc: Any, res: Resource, server: str) -> list[dict[str, Any]]:
 
 def list_all(api: Any, res: Resource, server: str, chunk: int = DEFAULT_CHUNK,
              timeout: float = DEFAULT_TIMEOUT,
-             keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Listed:
+             keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+             budget: http.Budget | None = None) -> Listed:
     """Every object of a resource, page by page; a 410 on a continue token restarts once.
 
-    `keep` trims each object as its page arrives (see slim_pod)."""
-    from kubernetes.client.exceptions import ApiException
-
-    page = _fetcher(api, res, timeout)
+    Bounded whatever the server does (topogate.live.http): by the command's deadline, at most
+    MAX_PAGES requests, no continue token twice, at most `chunk` items and
+    TOPOGATE_LIVE_PAGE_MB a page. `keep` trims each object as its page arrives (see slim_pod)."""
+    budget = budget if budget is not None else http.Budget.start()
+    path = _path(res)
     items: list[dict[str, Any]] = []
     cont: str | None = None
+    seen: set[str] = set()
     requests = 0
     restarted = False
     while True:
+        if requests >= MAX_PAGES:
+            raise LiveError(f"the API server at {server} was still paging {res.plural} after "
+                            f"{MAX_PAGES:,} requests; a broken server? run again later, or raise "
+                            "--chunk-size", ExitCode.TEMPORARY)
         requests += 1
-        try:
-            raw = page(chunk, cont)
-            doc = json.loads(raw.data)
-        except ApiException as err:
-            if err.status == 410 and cont is not None and not restarted:
+        query = {"limit": str(chunk), **({"continue": cont} if cont else {})}
+        answer = http.get(api, path, query, timeout, budget, res.plural, server)
+        if not 200 <= answer.status <= 299:
+            if answer.status == 410 and cont is not None and not restarted:
                 items, cont, restarted = [], None, True
+                seen.clear()
                 continue
-            if err.status == 404 and res.optional and cont is None:
+            if answer.status == 404 and res.optional and cont is None:
                 return Listed((), requests, restarted, installed=False)
-            raise from_exception(err, res.plural, server) from None
-        except ValueError:
-            raise LiveError(f"the API server at {server} sent a list of {res.plural} that is not "
-                            "JSON; run again later", ExitCode.TEMPORARY) from None
-        except Exception as err:  # noqa: BLE001 - urllib3/OS errors become one line
-            raise from_exception(err, res.plural, server) from None
-        for item in _page_items(doc, res, server):
+            _wait_or_fail(answer, res, server, budget)
+            continue  # waited as asked: the same page again
+        doc = _json(answer.body, res, server)
+        for item in _page_items(doc, res, server, chunk):
             items.append(keep(item) if keep else item)
-        cont = doc["metadata"].get("continue") or None
+        cont = _next_token(doc, res, server, seen)
         if not cont:
             return Listed(tuple(items), requests, restarted)
+
+
+def _wait_or_fail(answer: http.Answer, res: Resource, server: str, budget: http.Budget) -> None:
+    """Sleep a short Retry-After of a 429/503 inside the deadline, else raise the status."""
+    wait = http.retry_after(answer.status, answer.retry_after)
+    if wait is None:
+        raise http.failed(answer, res.plural, server)
+    if wait > http.MAX_RETRY_AFTER or wait >= budget.left() or budget.retries <= 0:
+        raise LiveError(f"the API server at {server} answered {answer.status} listing {res.plural} "
+                        f"and asks to retry after {wait:g} s; topogate waits at most "
+                        f"{http.MAX_RETRY_AFTER:g} s, {http.MAX_RETRIES} times, inside its deadline: "
+                        "run again later", ExitCode.TEMPORARY)
+    budget.retries -= 1
+    time.sleep(wait)
+
+
+def _json(body: bytes, res: Resource, server: str) -> Any:
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        doc = None
+    if doc is None or itemshape.too_deep(doc, limits.MAX_DEPTH):
+        raise LiveError(f"the API server at {server} sent a list of {res.plural} that is not "
+                        "JSON of a list (or nested past any object); run again later",
+                        ExitCode.TEMPORARY)
+    return doc
+
+
+def _next_token(doc: dict[str, Any], res: Resource, server: str, seen: set[str]) -> str | None:
+    cont = doc["metadata"].get("continue") or None
+    if cont is None:
+        return None
+    if cont in seen:
+        raise LiveError(f"the API server at {server} sent the same continue token twice while "
+                        f"listing {res.plural}, which would page for ever; a broken server or "
+                        "proxy? run again later", ExitCode.TEMPORARY)
+    seen.add(cont)
+    return str(cont)
+
 
 __all__ = ["DEFAULT_CHUNK", "DEFAULT_TIMEOUT", "JOB_RESOURCES", "Listed", "NETWORK_POLICIES",
            "NODES", "PODS", "POLICY_RESOURCES", "Resource", "Target", "api_client", "list_all",

@@ -12,6 +12,7 @@ from typing import Any
 
 from topogate.audit.errors import scrub
 from topogate.core.exitcodes import ExitCode
+from topogate.core.redact import redact
 
 RBAC_HINT = "examples/rbac-topogate-live.yaml"
 
@@ -20,7 +21,8 @@ class LiveError(Exception):
     """A failure the CLI turns into one line on stderr and an exit code."""
 
     def __init__(self, message: str, code: ExitCode) -> None:
-        super().__init__(scrub(message))
+        # known values and credential shapes (a token echoed back as `Bearer ...`, a JWT)
+        super().__init__(scrub(redact(message)))
         self.code = code
 
     def line(self, command: str) -> str:

@@ -47,6 +47,21 @@ def problem(item: dict[str, Any]) -> str | None:
             f"{shapes.describe_at(item, path)}")
 
 
+def too_deep(doc: Any, limit: int) -> bool:
+    """Whether parsed JSON nests past `limit` levels (what the YAML guard refuses: later steps,
+    such as comparing a policy with the generated one, recurse once per level)."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return False
+
+
 def name_of(item: dict[str, Any]) -> str:
     """kind/namespace/name of an item for messages, from whatever of it is well-typed."""
     md = item.get("metadata")
@@ -55,4 +70,4 @@ def name_of(item: dict[str, Any]) -> str:
     return "/".join(p for p in parts if isinstance(p, str) and p)[:200] or "an object"
 
 
-__all__ = ["name_of", "problem"]
+__all__ = ["name_of", "problem", "too_deep"]

@@ -27,6 +27,7 @@ from topogate.live.client import (
     slim_pod,
 )
 from topogate.live.errors import LiveError
+from topogate.live.http import Budget
 from topogate.safeio import limits
 from topogate.safeio.oserror import reason
 from topogate.safeio.repopaths import read_input
@@ -117,7 +118,7 @@ def _parse(path: str, text: str) -> Any:
                         ExitCode.BAD_INVOCATION) from None
     except ValueError:
         return _parse_yaml(path, text)
-    too_deep = _too_deep(doc)
+    too_deep = itemshape.too_deep(doc, limits.MAX_DEPTH)
     if too_deep:
         raise LiveError(f"{path}:1:1: nested more than {limits.MAX_DEPTH} levels deep; no "
                         "Kubernetes object needs that: export it again with `kubectl get ... "
@@ -137,35 +138,25 @@ def _parse_yaml(path: str, text: str) -> Any:
     return docs[0]
 
 
-def _too_deep(doc: Any) -> bool:
-    """Whether JSON nests past MAX_DEPTH (what the YAML guard refuses; later steps recurse)."""
-    stack: list[tuple[Any, int]] = [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limits.MAX_DEPTH:
-            return True
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
-    return False
-
-
 def fetch(target: Target, *, workloads: bool) -> Snapshot:
     """Nodes, and with `workloads` also pods, training jobs and network policies, from the API."""
     api, server = api_client(target)
+    budget = Budget.start()  # one deadline for every list of the command
     try:
-        nodes = list_all(api, NODES, server, target.chunk, target.timeout)
+        nodes = list_all(api, NODES, server, target.chunk, target.timeout,
+                         budget=budget)
         requests = nodes.requests
         pods: tuple[dict[str, Any], ...] = ()
         policies: list[dict[str, Any]] = []
         jobs: list[dict[str, Any]] = []
         missing: list[str] = []
         if workloads:
-            listed = list_all(api, PODS, server, target.chunk, target.timeout, keep=slim_pod)
+            listed = list_all(api, PODS, server, target.chunk, target.timeout, keep=slim_pod,
+                              budget=budget)
             pods, requests = listed.items, requests + listed.requests
             for res in (*POLICY_RESOURCES, *JOB_RESOURCES):
-                got = list_all(api, res, server, target.chunk, target.timeout)
+                got = list_all(api, res, server, target.chunk, target.timeout,
+                         budget=budget)
                 requests += got.requests
                 if not got.installed:
                     missing.append(f"{res.plural}.{res.group}")

@@ -31,13 +31,18 @@ MAX_DETAILS = 20
 
 
 def cell(s: str) -> str:
-    """Text safe inside a GFM table cell (and inert as HTML: a PR comment renders HTML)."""
+    """Text safe inside a GFM table cell (and inert as HTML: a PR comment renders HTML).
+    Brackets are escaped: a `[text](url)` written in a file name or a quoted value would be
+    a link in the pull request's comment (phishing)."""
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    s = s.replace("[", "&#91;").replace("]", "&#93;")
     return "<br>".join(line.strip() for line in s.strip().splitlines())
 
 
 def where(f: Finding) -> str:
-    return cell(f"{f.file}:{f.line}") if has_file(f.file) else cell(f.object)
+    # A file name is the pull request's: its backticks and emphasis marks are shown as written.
+    text = f"{f.file}:{f.line}" if has_file(f.file) else f.object
+    return cell(text).replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
 
 
 def findings_table(findings: list[Finding]) -> list[str]:

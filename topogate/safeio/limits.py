@@ -18,6 +18,11 @@ _SETTINGS: dict[str, tuple[int, int, str]] = {
     "TOPOGATE_CHILD_TIMEOUT": (300, 1, "s"),
     "TOPOGATE_CHILD_MEMORY_MB": (4096, 1024, "MB"),
     "TOPOGATE_CHILD_OUTPUT_MB": (512, 1, "MB"),
+    # The live commands: every API read of one command ends by this deadline (a CronJob's own
+    # deadline should be longer, so topogate exits 75 with a message instead of being killed),
+    # and one list page may hold at most this much.
+    "TOPOGATE_LIVE_DEADLINE": (300, 1, "s"),
+    "TOPOGATE_LIVE_PAGE_MB": (256, 1, "MB"),
 }
 
 # A document may hold this many more values after its aliases are expanded than as written:
@@ -53,6 +58,14 @@ def _read(name: str) -> int:
 def max_file_bytes() -> int:
     """TOPOGATE_MAX_FILE_MB in bytes, read now (the one limit every file read asks for)."""
     return _read("TOPOGATE_MAX_FILE_MB") * MiB
+
+
+def live_deadline_s() -> int:
+    return _read("TOPOGATE_LIVE_DEADLINE")
+
+
+def live_page_bytes() -> int:
+    return _read("TOPOGATE_LIVE_PAGE_MB") * MiB
 
 
 def current() -> Limits:

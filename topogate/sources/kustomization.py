@@ -36,8 +36,15 @@ _PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "ge
 _PATH_ITEMS = ("patches", "patchesJson6902", "replacements")
 _GENERATORS = ("configMapGenerator", "secretGenerator")
 _HELM = ("helmCharts", "helmChartInflationGenerator", "helmGlobals")
-REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|ssh:|(?:github|gitlab|bitbucket)\.(?:com|org)/)"
-                     r"|\?ref=|\?version=|//", re.IGNORECASE)
+# What kustomize reads as a git repository rather than a local path. Its URL parser runs before
+# it looks at the disk, so a local directory named `github.com:org/repo` is still cloned: the
+# shapes alone decide. Schemes, `git::`, `gh:`, SCP-style `[user@]host:path` (a host with a dot,
+# or any user@host), the GitHub/GitLab/Bitbucket hosts with `/` or `:`, and the `//` and
+# `?ref=` / `?version=` of a repository path.
+REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git::|gh:|git@|ssh:"
+                    r"|[^/:@\s]+@[^/:\s]+:|[a-z0-9-]+(?:\.[a-z0-9-]+)+:"
+                    r"|(?:github|gitlab|bitbucket)\.(?:com|org)[/:])"
+                    r"|\?ref=|\?version=|//", re.IGNORECASE)
 
 
 class NotLocal(InputError):
