@@ -11,6 +11,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from topogate.core import redact
 from topogate.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -130,6 +131,9 @@ def register_secrets(*values: str | None) -> None:
     """Remember credential values so that `scrub` and `redact_known` replace them anywhere."""
     from urllib.parse import quote, quote_plus
 
+    # The project's filter also learns them: it redacts their transformed copies (cut by one
+    # character, base64, every punctuation %-encoded), which an endpoint may echo back.
+    redact.register(v for v in values if v)
     for value in values:
         if not value or len(value.strip()) < MIN_SECRET_CHARS:
             continue
@@ -152,7 +156,7 @@ def redact_known(text: str) -> str:
     for value in sorted(_KNOWN, key=lambda v: (-len(v), v)):
         if value in text:
             text = text.replace(value, "[redacted]")
-    return text
+    return redact.redact(text)
 
 
 def scrub(text: str) -> str:
