@@ -345,4 +345,7 @@ def inventory_cases(draw: st.DrawFn) -> InventoryCase:
         inv["gitops"] = draw(_GITOPS)
     if draw(st.booleans()):
         inv["waivers"] = draw(st.lists(_WAIVER, max_size=2))
+    if draw(st.booleans()):
+        inv["runbookURL"] = draw(st.sampled_from(
+            ["https://wiki.example.com/ml/topogate", "http://runbooks.internal/a_b-c.d"]))
     return InventoryCase(inv, bases)

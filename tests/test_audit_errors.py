@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -352,3 +353,69 @@ def test_a_window_that_ends_after_today_is_refused_before_any_request(
     assert code == 2 and out == ""
     (line,) = err.strip().splitlines()
     assert f"--end {tomorrow} is after today" in line and "[exit 2;" in line
+
+
+# ----------------------------------------------------------------------------- a total deadline
+
+
+class _SlowBody(BaseHTTPRequestHandler):
+    """Headers at once, then the body a byte at a time, each within botocore's read timeout:
+    per-read timeouts never fire; only a total deadline ends the wait. Bounded: it gives up
+    after 60 bytes (30 s), so a test without the deadline fails instead of hanging."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server API
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-amz-json-1.1")
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        try:
+            self.wfile.write(b'{"ResultsByTime": [')
+            for _ in range(60):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.5)
+        except OSError:
+            pass
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_body_that_trickles_in_hits_the_total_deadline_exit_75(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from topogate.cli.app import main
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowBody)
+    server.daemon_threads = True
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    aws_test_env(monkeypatch, f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        t0 = time.monotonic()
+        res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--deadline", "2",
+                                        "--start", "2026-11-24", "--end", "2026-11-27"])
+        elapsed = time.monotonic() - t0
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert res.exit_code == 75, res.stderr
+    assert elapsed < 15  # the deadline ended it, not the server giving up after 30 s
+    assert res.stdout == ""
+    (line,) = res.stderr.strip().splitlines()
+    assert "did not finish within its deadline of 2 s (--deadline)" in line
+    # the one request never finished: not counted as answered, and the line says it may be billed
+    assert "a request cut short may still be billed" in line
+    assert "0 Cost Explorer requests answered" in line
+
+
+def test_the_cronjob_deadline_leaves_room_for_its_retry() -> None:
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all((AUDIT_FIXTURES.parent.parent / "examples"
+                                           / "cronjob-egress-audit.yaml").read_text()) if d]
+    job = docs[1]["spec"]["jobTemplate"]["spec"]
+    (container,) = job["template"]["spec"]["containers"]
+    args = container["args"]
+    deadline = float(args[args.index("--deadline") + 1])
+    assert deadline * (job["backoffLimit"] + 1) < job["activeDeadlineSeconds"]

@@ -314,3 +314,39 @@ def test_a_malformed_dimension_values_answer_is_exit_75(canned: Any, body: bytes
                                     *WINDOW, "--verify-usage-types", "--max-attempts", "1"])
     line = _one_line_75(res.exit_code, res.stdout, res.stderr)
     assert "GetDimensionValues" in line
+
+
+def _transformed(token: str) -> dict[str, str]:
+    import base64
+
+    return {
+        "cut at the end": token[:-1],
+        "cut at the start": token[1:],
+        "base64": base64.b64encode(token.encode()).decode(),
+        "base64 inside a basic-auth header": base64.b64encode(f"user:{token}".encode()).decode(),
+        "every punctuation %-encoded (%2E)": "".join(
+            c if c.isalnum() else f"%{ord(c):02X}" for c in token),
+        "every punctuation %-encoded, lower-case hex": "".join(
+            c if c.isalnum() else f"%{ord(c):02x}" for c in token),
+    }
+
+
+@pytest.mark.parametrize("how", list(_transformed("x")))
+def test_transformed_copies_of_a_credential_are_redacted(how: str) -> None:
+    token = "zz.unit-test.session~token.0123456789"  # no AWS shape: only its value can tell
+    register_secrets(token)
+    copy = _transformed(token)[how]
+    line = scrub(f"GetCostAndUsage: UnrecognizedClientException: bad token {copy} here")
+    assert copy not in line and "[redacted]" in line, line
+    assert copy not in redact_known(f"tag value {copy}")
+
+
+@pytest.mark.parametrize("how", list(_transformed("x")))
+def test_a_report_never_prints_a_transformed_credential(
+        moto_ce: Moto, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    _odd_credentials(monkeypatch)
+    copy = _transformed(ODD_TOKEN)[how]
+    moto_ce.seed(page([result("2026-11-24", [(f"{KEY}${copy}", UT, "1.00", "100")]), *QUIET]))
+    code, out, err = _cli("text")
+    assert code == 0, err
+    assert copy not in out + err

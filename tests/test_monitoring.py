@@ -80,7 +80,8 @@ def test_promtool_check_rules(case: str, tmp_path: Path) -> None:
         _rules_file(inv, c.name, d)
         proc = _run("check", "rules", "rules.yaml", cwd=d)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        n = len(monitoring.RECORDED) + 1 + len(monitoring.ALERTS)  # drops: two rules, one name
+        # drops and inter-zone bytes: two rules, one name each
+        n = len(monitoring.RECORDED) + 2 + len(monitoring.ALERTS)
         assert f"SUCCESS: {n} rules found" in proc.stdout, proc.stdout
 
 
@@ -327,3 +328,55 @@ def test_block_style_dump_is_the_same_document() -> None:
     doc = {"expr": "sum by (zone) (\n  up\n)\n", "labels": {"severity": "critical"}, "n": 3}
     assert _yaml.safe_load(_dump_blocks(doc)) == _yaml.safe_load(dump_yaml([doc])) == doc
     assert "expr: |" in _dump_blocks(doc)
+
+
+EGRESS = FIXTURES / "monitoring" / "egress.test.yaml"
+
+
+def test_promtool_clusters_kept_apart_gpu_prof_field_and_both_egress_exporters(tmp_path: Path) -> None:
+    """Two clusters' series in one Prometheus; DCGM's PROF field preferred over GPU_UTIL, which
+    fills in where PROF is absent; Kubecost, OBI and Beyla inter-zone bytes priced per job."""
+    _rules_file(_inv("lab"), "lab", tmp_path)
+    shutil.copy(EGRESS, tmp_path / "egress.test.yaml")
+    proc = _run("test", "rules", "egress.test.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # and promtool would notice a merged cluster, or GPU_UTIL read where PROF exists
+    spec = yaml.safe_load(EGRESS.read_text())
+    for expr, wrong in (("topogate:training_job_zones:count", 3),
+                        ("topogate:training_job_gpu_util:avg", 70)):
+        bad = yaml.safe_load(EGRESS.read_text())
+        case = next(c for c in bad["tests"][0]["promql_expr_test"] if c["expr"] == expr)
+        case["exp_samples"] = [{"labels": case["exp_samples"][0]["labels"].replace(
+            'cluster="east", ', ""), "value": wrong}]
+        (tmp_path / "wrong.test.yaml").write_text(yaml.safe_dump(bad, sort_keys=False))
+        assert _run("test", "rules", "wrong.test.yaml", cwd=tmp_path).returncode != 0, expr
+    assert spec["tests"][0]["input_series"]
+
+
+def test_alerts_carry_runbook_url_and_never_runbook() -> None:
+    inv = _inv("lab")
+    alerts = [r for g in monitoring.rule_groups(inv, inv.clusters[0]) for r in g["rules"] if "alert" in r]
+    assert {a["alert"] for a in alerts} == set(monitoring.ALERTS)
+    for a in alerts:
+        assert "runbook" not in a["annotations"] and "runbook_url" not in a["annotations"]
+    with_url = dataclasses.replace(inv, runbook_url="https://wiki.example.com/ml/topogate")
+    for a in (r for g in monitoring.rule_groups(with_url, inv.clusters[0]) for r in g["rules"]
+              if "alert" in r):
+        assert a["annotations"]["runbook_url"] == \
+            f"https://wiki.example.com/ml/topogate#{a['alert'].lower()}"
+
+
+def test_every_rule_keeps_the_cluster_label_and_the_dashboard_filters_on_it() -> None:
+    inv = _inv("multi")
+    c = inv.clusters[0]
+    for g in monitoring.rule_groups(inv, c):
+        for r in g["rules"]:
+            for m in re.finditer(r"\b(by|on)\s*\(([^)]*)\)", r["expr"]):
+                assert "cluster" in m.group(2), (r.get("record") or r.get("alert"), m.group(0))
+    board = monitoring.dashboard(inv, c)
+    names = [v["name"] for v in board["templating"]["list"]]
+    assert names[:2] == ["datasource", "cluster"]
+    for p in board["panels"]:
+        for t in p["targets"]:
+            if t["expr"].startswith("topogate:"):
+                assert 'cluster=~"$cluster"' in t["expr"], p["title"]

@@ -20,7 +20,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from topogate.audit import prices
-from topogate.audit.errors import AuditError, ConfigError, InvocationError, classify
+from topogate.audit.errors import (
+    AuditError,
+    ConfigError,
+    DeadlineExceeded,
+    InvocationError,
+    classify,
+    deadline_error,
+)
 from topogate.audit.model import (
     CE_PRICE_PER_REQUEST,
     CENT,
@@ -190,13 +197,17 @@ def run_audit(inv: Inventory, start: dt.date, end: dt.date, client_factory: Clie
         except Exception as exc:  # noqa: BLE001 - e.g. NoRegionError, ProfileNotFound
             raise classify(exc, requests=0) from None
         session = CostExplorerSession(client)
-        if verify:
-            verified, vwarn = verify_usage_types(session, queries, start, end)
-            warnings.extend(vwarn)
-        for q in queries:
-            q_rows, q_est = _query_chain(session, q, start, end)
-            rows.extend(q_rows)
-            estimated.update(q_est)
+        try:
+            if verify:
+                verified, vwarn = verify_usage_types(session, queries, start, end)
+                warnings.extend(vwarn)
+            for q in queries:
+                q_rows, q_est = _query_chain(session, q, start, end)
+                rows.extend(q_rows)
+                estimated.update(q_est)
+        except DeadlineExceeded as late:
+            # the requests answered so far were billed: the line says how many
+            raise deadline_error(late.args[0] if late.args else 0, session.requests) from None
     clusters, unattributed, jwarn = judge(inv, start, end, rows, estimated, may_split)
     warnings.extend(jwarn)
     measured = [c for c in clusters if c.measured]

@@ -11,6 +11,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from topogate.core import redact
 from topogate.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -30,7 +31,8 @@ EXIT_CODE_DOCS: tuple[tuple[int, str], ...] = (
                          "not a well-formed Cost Explorer page (HTML, truncated JSON, missing or "
                          "mistyped fields, days outside the window, a non-numeric, negative or "
                          "absurd amount), a day of the window without its DAILY result across "
-                         "the pages, no flow-log record in the window; run again later"),
+                         "the pages, no flow-log record in the window, the audit's --deadline "
+                         "passed; run again later"),
     (ExitCode.ACCESS_DENIED, "access denied: the credentials may not call ce:GetCostAndUsage "
                              "(or ce:GetDimensionValues)"),
     (ExitCode.CONFIG, "configuration: no credentials or expired credentials (ExpiredToken: "
@@ -83,6 +85,20 @@ class InvocationError(AuditError):
     code = ExitCode.BAD_INVOCATION
 
 
+class DeadlineExceeded(BaseException):  # noqa: N818 - not an error of the code: a clock
+    """The audit's total deadline passed (raised from a timer signal, anywhere, even inside a
+    socket read botocore's per-read timeout never ends). A BaseException, so that no
+    `except Exception` on the way (botocore's, the session's) can mistake it for an answer."""
+
+
+def deadline_error(seconds: float, requests: int) -> TemporaryError:
+    return TemporaryError(
+        f"the audit did not finish within its deadline of {seconds:g} s (--deadline): an answer "
+        "from Cost Explorer, S3 or CloudWatch Logs came too slowly, or the analysis took too "
+        "long; not judged (an unfinished audit is never read as within budget; a request cut "
+        "short may still be billed); run again later or raise --deadline", requests=requests)
+
+
 # Defence in depth: AWS error messages do not carry secrets, but a message is printed verbatim
 # and an access key id, a secret, a session token or a password in a URL must never reach a CI
 # log. Order matters: URLs lose their userinfo first, then the shapes of AWS credentials.
@@ -115,6 +131,9 @@ def register_secrets(*values: str | None) -> None:
     """Remember credential values so that `scrub` and `redact_known` replace them anywhere."""
     from urllib.parse import quote, quote_plus
 
+    # The project's filter also learns them: it redacts their transformed copies (cut by one
+    # character, base64, every punctuation %-encoded), which an endpoint may echo back.
+    redact.register(v for v in values if v)
     for value in values:
         if not value or len(value.strip()) < MIN_SECRET_CHARS:
             continue
@@ -137,7 +156,7 @@ def redact_known(text: str) -> str:
     for value in sorted(_KNOWN, key=lambda v: (-len(v), v)):
         if value in text:
             text = text.replace(value, "[redacted]")
-    return text
+    return redact.redact(text)
 
 
 def scrub(text: str) -> str:
@@ -275,6 +294,7 @@ def _client_error(exc: ClientError, requests: int, attempts: int) -> AuditError:
         return InvocationError(f"Cost Explorer rejected the request ({detail})", requests=requests)
     return TemporaryError(f"Cost Explorer failed ({detail}); run again later", requests=requests)
 
-__all__ = ["AccessDeniedError", "AuditError", "ConfigError", "EXIT_CODE_DOCS", "InvocationError",
+__all__ = ["AccessDeniedError", "AuditError", "ConfigError", "DeadlineExceeded", "EXIT_CODE_DOCS",
+           "InvocationError", "deadline_error",
            "MIN_SECRET_CHARS", "TemporaryError", "classify", "redact_known",
            "register_environment_secrets", "register_secrets", "requests_phrase", "scrub"]

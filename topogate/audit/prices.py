@@ -1,14 +1,13 @@
 """Reference tables the audit needs: AWS usage-type region prefixes and inter-zone prices.
 
 Both tables are data with their sources, so a reader can check each figure against the page it
-came from. Prices for providers other than AWS are ESTIMATES from public list prices: the audit
-measures AWS through Cost Explorer and only estimates the rest.
+came from. The price table lives in topogate/core/zoneprices.py (the monitoring rules read it
+too) and is re-exported here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from decimal import Decimal
+from topogate.core.zoneprices import PRICES, InterZonePrice
 
 # Cost Explorer usage types start with a billing code for the Region ("USW2-DataTransfer-...").
 # Source: "AWS Region billing codes",
@@ -101,47 +100,6 @@ def inter_az_usage_types(region: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-@dataclass(frozen=True)
-class InterZonePrice:
-    """A list price for traffic between zones of one region, per unit, each direction."""
 
-    provider: str
-    usd_per_unit: Decimal
-    unit: str  # "GB" (10^9 bytes) or "GiB" (2^30 bytes): providers differ and so do bills
-    source: str
-    read_on: str  # the date the source was read: prices change
-    note: str = ""
-
-
-# AWS is measured, not estimated; its list price is kept for the report's context line.
-PRICES: dict[str, InterZonePrice] = {
-    "aws": InterZonePrice(
-        provider="aws",
-        usd_per_unit=Decimal("0.01"),
-        unit="GB",
-        source="https://aws.amazon.com/ec2/pricing/on-demand/#Data_Transfer_within_the_same_AWS_Region",
-        read_on="2026-11-29",
-        note="charged in each direction; measured from Cost Explorer, not estimated",
-    ),
-    "gcp": InterZonePrice(
-        provider="gcp",
-        usd_per_unit=Decimal("0.01"),
-        unit="GiB",
-        source="https://cloud.google.com/vpc/network-pricing (VM-to-VM data transfer, "
-               "between zones in the same region)",
-        read_on="2026-11-29",
-        note="estimate: list price, each direction; committed-use or negotiated prices differ",
-    ),
-    "azure": InterZonePrice(
-        provider="azure",
-        usd_per_unit=Decimal("0"),
-        unit="GB",
-        source="https://learn.microsoft.com/azure/reliability/availability-zones-overview "
-               "(\"Azure doesn't charge for data transfer between availability zones in the same "
-               "region, whether you use private or public IP addressing.\")",
-        read_on="2026-11-29",
-        note="estimate: Microsoft announced in May 2024 that inter-AZ transfer is not billed; "
-             "traffic across peered VNets is still billed as VNet peering (about $0.01/GB "
-             "each side)",
-    ),
-}
+__all__ = ["INTER_AZ_SUFFIX", "NO_PREFIX_REGION", "PRICES", "REGION_PREFIXES", "REGION_TO_PREFIX",
+           "InterZonePrice", "inter_az_usage_types", "region_of_usage_type"]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import re
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -174,13 +177,18 @@ def audit() -> None:
               help="With --flow-logs: kubeconfig file.")
 @click.option("--cluster", "cluster_name", help="With --flow-logs: the inventory cluster the "
                                                 "snapshot shows (default: the only AWS one).")
+@click.option("--deadline", type=click.FloatRange(0.1, 86400), default=600, show_default=True,
+              metavar="SECONDS",
+              help="Total time for the whole audit; past it, exit 75 (botocore's timeout is per "
+                   "read: a body that trickles in never trips it). Keep it under the scheduler's "
+                   "own deadline.")
 @click.option("--job-budget-usd-per-day", type=click.FloatRange(0), metavar="USD",
               help="With --flow-logs: exit 1 when a job's measured inter-AZ cost of a day is over it.")
 def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: object, fmt: str,
                  verify_usage_types: bool, max_attempts: int, flow_logs: tuple[str, ...],
                  flow_log_format: str | None, from_file: str | None, context: str | None,
                  kubeconfig: str | None, cluster_name: str | None,
-                 job_budget_usd_per_day: float | None) -> None:
+                 job_budget_usd_per_day: float | None, deadline: float) -> None:
     """Inter-AZ data transfer cost per cluster from AWS Cost Explorer, against the budget.
 
     PATHs are manifests to analyse for jobs that may split across zones (the expected cause).
@@ -190,12 +198,60 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
     """
 
     # lazy: start-up time: a command's own modules load only when it runs
+    from topogate.audit.errors import DeadlineExceeded, deadline_error, register_environment_secrets
+
+    register_environment_secrets()
+    try:
+        with _deadline(deadline) as disarm:
+            _audit_egress(inventory, paths, start, end, fmt, verify_usage_types, max_attempts,
+                          flow_logs, flow_log_format, from_file, context, kubeconfig,
+                          cluster_name, job_budget_usd_per_day, deadline, disarm)
+    except DeadlineExceeded:  # while the inventory was read: no request made yet
+        click.echo(deadline_error(deadline, 0).line(), err=True)
+        raise click.exceptions.Exit(75) from None
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[Callable[[], None]]:
+    """Raise DeadlineExceeded in the main thread after `seconds`, wherever it is blocked.
+
+    A timer signal interrupts a socket read (Python retries the read after running the
+    handler, and the handler raises); off the main thread signals cannot be set and the
+    per-read timeouts are all there is."""
+    # lazy: start-up time: a command's own modules load only when it runs
+    from topogate.audit.errors import DeadlineExceeded
+
+    def disarm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise DeadlineExceeded(seconds)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield disarm
+    finally:
+        disarm()
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: object, fmt: str,
+                  verify_usage_types: bool, max_attempts: int, flow_logs: tuple[str, ...],
+                  flow_log_format: str | None, from_file: str | None, context: str | None,
+                  kubeconfig: str | None, cluster_name: str | None,
+                  job_budget_usd_per_day: float | None, deadline: float,
+                  disarm: Callable[[], None]) -> None:
+    # lazy: start-up time: a command's own modules load only when it runs
     from topogate.audit import AuditError, default_client_factory, resolve_window, run_audit
-    from topogate.audit.errors import register_environment_secrets, scrub
+    from topogate.audit.errors import DeadlineExceeded, deadline_error, scrub
     from topogate.audit.report import render
     from topogate.core.escape import line as safe_line
 
-    register_environment_secrets()
     flow_opts = (from_file, context, kubeconfig, cluster_name, flow_log_format,
                  job_budget_usd_per_day)
     if not flow_logs and any(o is not None for o in flow_opts):
@@ -235,6 +291,12 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
                            may_split, verify=verify_usage_types, analysis_error=cause_error)
         if flows is not None:
             result = _attach_flows(result, flows, window, causes, job_budget_usd_per_day)
+        disarm()  # the verdict is made: the report is printed whole
+    except DeadlineExceeded:
+        # outside the Cost Explorer queries (the analysis, the flow logs): none was answered
+        late = deadline_error(deadline, 0)
+        click.echo(safe_line(late.line()), err=True)
+        raise click.exceptions.Exit(int(late.code)) from None
     except AuditError as err:
         click.echo(safe_line(err.line()), err=True)
         raise click.exceptions.Exit(int(err.code)) from None

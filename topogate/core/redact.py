@@ -8,8 +8,9 @@ report prints is searched for
 
 - values this run was told are not to be echoed (`register`): the data of every ConfigMap and
   Secret a kustomize generator produced, and the credentials a command was given; also each
-  long line and word of them, their base64 and percent-encoded forms, and each cut by one
-  character at either end (a `replacements` delimiter or a truncation leaves such a piece);
+  long line and word of them, their base64 and percent-encoded forms (every punctuation
+  character encoded too, `.` as `%2E`, in either hex case), and each cut by one character at
+  either end (a `replacements` delimiter or a truncation leaves such a piece);
 - anything shaped like a credential: an Authorization header's value, GitHub tokens (`ghp_`,
   `gho_`, `ghs_`, `ghu_`, `ghr_`, `github_pat_`), GitLab tokens, AWS access key ids and the
   secrets written after `aws_secret_access_key`, JSON web tokens, private key blocks, and a
@@ -56,8 +57,13 @@ _pattern: list[re.Pattern[str] | None] = [None]
 
 def _variants(value: str) -> set[str]:
     """The forms a value may take on its way into a report."""
+    every = "".join(c if c.isascii() and c.isalnum() else quote(c, safe="") or c for c in value)
     out = {value, value.strip(), " ".join(value.split()), quote(value, safe=""),
-           quote_plus(value, safe="")}
+           quote_plus(value, safe=""),
+           # every punctuation character encoded ('.' as %2E: clients that encode all but
+           # letters and digits), and each percent form with lower-case hex
+           every.replace(".", "%2E").replace("-", "%2D").replace("_", "%5F").replace("~", "%7E")}
+    out |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), v) for v in list(out)}
     raw = value.encode("utf-8", "surrogatepass")
     for offset in range(3):
         # base64 of any text holding the value: past the first and before the last partial

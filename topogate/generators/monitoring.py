@@ -20,12 +20,14 @@ Series the rules read (what must be scraped):
   `kube_pod_labels`. Since kube-state-metrics v2 the last two carry NO labels unless allowed:
   run it with `--metric-labels-allowlist=nodes=[<zoneLabel>],pods=[topogate.dev/workload,
   topogate.dev/network-zone]`. `metric_labels_allowlist()` returns the exact flag value.
-- DCGM exporter `DCGM_FI_DEV_GPU_UTIL` with Kubernetes pod mapping on (the default in the GPU
-  operator); its `namespace`/`pod` labels name the pod using the GPU. With `honorLabels: true`
+- DCGM exporter `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, else `DCGM_FI_DEV_GPU_UTIL` (monitoring_egress),
+  with Kubernetes pod mapping on (the default in the GPU operator); its `namespace`/`pod` labels
+  name the pod using the GPU. With `honorLabels: true`
   on its ServiceMonitor they arrive as they are; with `honorLabels: false` (the
   prometheus-operator default) Prometheus keeps the exporter pod's own `namespace`/`pod` and
   renames the GPU's to `exported_namespace`/`exported_pod`. The GPU rules read both: a series
-  with `exported_pod` takes its namespace and pod from the `exported_*` labels (`_dcgm()`).
+  with `exported_pod` takes its namespace and pod from the `exported_*` labels (`monitoring_egress.dcgm()`).
+- Optional, for the inter-zone cost: Kubecost or the eBPF exporter (monitoring_egress).
 - Hubble `hubble_drop_total` with pod context:
   `drop:labelsContext=source_namespace,source_pod,destination_namespace,destination_pod`.
   Both Cilium reasons count as "dropped by policy": POLICY_DENIED (no allow rule matched) and
@@ -59,6 +61,7 @@ from typing import Any
 import yaml
 
 from topogate.core.labels import NETWORK_ZONE_LABEL, WORKLOAD_LABEL
+from topogate.generators import monitoring_egress as egress
 from topogate.generators.base import OutputFile, header, inv_label
 from topogate.generators.yamlout import Dumper
 from topogate.inventory.model import Cluster, Inventory
@@ -79,11 +82,14 @@ RECORDED = (
     "topogate:training_pod_zone:info",
     "topogate:training_job_pods:count",
     "topogate:training_job_zones:count",
+    egress.GPU_BUSY,
     "topogate:training_job_zone_gpu_util:avg",
     "topogate:training_job_gpu_util:avg",
     "topogate:zone_gpu_util:avg",
     "topogate:training_job_policy_drops:rate5m",
     "topogate:training_job_intra_policy_drops:rate5m",
+    egress.JOB_BYTES,
+    egress.JOB_USD,
 )
 # Series an exporter (or Prometheus itself) provides, read by the rules or the dashboard.
 EXPORTED = (
@@ -91,12 +97,12 @@ EXPORTED = (
     "kube_pod_info",
     "kube_pod_labels",
     "kube_pod_status_phase",
-    "DCGM_FI_DEV_GPU_UTIL",
+    *egress.EXPORTED,
     "hubble_drop_total",
     "ALERTS",
 )
 ALERTS = ("TopogateTrainingJobSpansZones", "TopogateTrainingGPUsIdle", "TopogateTrainingTrafficDropped",
-          "TopogateTrainingPodTrafficDropped")
+          "TopogateTrainingPodTrafficDropped", "TopogateTrainingJobInterZoneCost")
 POLICY_DROP_REASONS = ("POLICY_DENIED", "POLICY_DENY")
 
 
@@ -142,21 +148,6 @@ def ksm_label(key: str) -> str:
     return "label_" + _KSM_CAPS.sub(r"\1_\2", _KSM_INVALID.sub("_", key)).lower()
 
 
-def _dcgm() -> str:
-    """DCGM_FI_DEV_GPU_UTIL with `namespace`/`pod` naming the GPU's pod, whatever honorLabels is.
-
-    honorLabels true: the exporter's own labels, nothing to do. honorLabels false: Prometheus
-    renamed them exported_namespace/exported_pod and `namespace`/`pod` name the exporter; take
-    them back from the exported_* labels. The two halves are disjoint (exported_pod set or not).
-    """
-    return ("(\n"
-            "    label_replace(label_replace(DCGM_FI_DEV_GPU_UTIL{exported_pod!=\"\"},\n"
-            "      \"namespace\", \"$1\", \"exported_namespace\", \"(.+)\"),\n"
-            "      \"pod\", \"$1\", \"exported_pod\", \"(.+)\")\n"
-            "    or DCGM_FI_DEV_GPU_UTIL{exported_pod=\"\"}\n"
-            "  )")
-
-
 def metric_labels_allowlist(inv: Inventory) -> str:
     """The kube-state-metrics `--metric-labels-allowlist` value these rules need."""
     zone_labels = sorted({c.zone_label for c in inv.clusters})
@@ -169,7 +160,8 @@ def _namespaces(inv: Inventory, cluster: Cluster) -> list[str]:
 
 def rule_groups(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
     """The PrometheusRule `spec.groups` for one cluster (also the plain Prometheus rules file)."""
-    recording = _zone_rules(cluster) + _gpu_rules() + _drop_rules(_namespaces(inv, cluster))
+    recording = (_zone_rules(cluster) + _gpu_rules() + _drop_rules(_namespaces(inv, cluster))
+                 + egress.egress_rules(cluster))
     return [
         {"name": "topogate.recording", "rules": recording},
         {"name": "topogate.alerts", "rules": _alert_rules(inv, cluster)},
@@ -183,15 +175,15 @@ def _zone_rules(cluster: Cluster) -> list[dict[str, Any]]:
     nzl = ksm_label(NETWORK_ZONE_LABEL)
     return [
         {"record": "topogate:node_zone:info",
-         "expr": (f'max by (node, zone) (label_replace(kube_node_labels{{{zl}!=""}}, '
+         "expr": (f'max by (cluster, node, zone) (label_replace(kube_node_labels{{{zl}!=""}}, '
                   f'"zone", "$1", "{zl}", "(.+)"))')},
         {"record": "topogate:pod_zone:info",
-         "expr": ("max by (namespace, pod, node, zone) (\n"
-                  '  max by (namespace, pod, node) (kube_pod_info{node!=""})\n'
-                  "  * on (node) group_left (zone) topogate:node_zone:info\n"
+         "expr": ("max by (cluster, namespace, pod, node, zone) (\n"
+                  '  max by (cluster, namespace, pod, node) (kube_pod_info{node!=""})\n'
+                  "  * on (cluster, node) group_left (zone) topogate:node_zone:info\n"
                   ")")},
         {"record": "topogate:pod_workload:info",
-         "expr": ("max by (namespace, pod, training_job, network_zone) (\n"
+         "expr": ("max by (cluster, namespace, pod, training_job, network_zone) (\n"
                   "  label_replace(label_replace(\n"
                   f'    kube_pod_labels{{{wl}!=""}},\n'
                   f'    "training_job", "$1", "{wl}", "(.+)"),\n'
@@ -200,36 +192,41 @@ def _zone_rules(cluster: Cluster) -> list[dict[str, Any]]:
         # Running pods only: finished pods of an earlier attempt must not count as a split.
         {"record": "topogate:training_pod_zone:info",
          "expr": ("topogate:pod_workload:info\n"
-                  "* on (namespace, pod) group_left (node, zone) topogate:pod_zone:info\n"
-                  "* on (namespace, pod) group_left ()\n"
-                  '  (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1)')},
+                  "* on (cluster, namespace, pod) group_left (node, zone) topogate:pod_zone:info\n"
+                  "* on (cluster, namespace, pod) group_left ()\n"
+                  '  (max by (cluster, namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1)')},
         {"record": "topogate:training_job_pods:count",
-         "expr": "count by (namespace, training_job, network_zone, zone) (topogate:training_pod_zone:info)"},
+         "expr": ("count by (cluster, namespace, training_job, network_zone, zone) "
+                  "(topogate:training_pod_zone:info)")},
         {"record": "topogate:training_job_zones:count",
-         "expr": ("count by (namespace, training_job) (\n"
-                  "  count by (namespace, training_job, zone) (topogate:training_pod_zone:info)\n"
+         "expr": ("count by (cluster, namespace, training_job) (\n"
+                  "  count by (cluster, namespace, training_job, zone) (topogate:training_pod_zone:info)\n"
                   ")")},
     ]
 
 
 def _gpu_rules() -> list[dict[str, Any]]:
-    """Recording rules averaging DCGM GPU utilisation per job and zone, per job, and per zone."""
-    gpu = _dcgm()
+    """Recording rules: how busy each GPU is (monitoring_egress.gpu_busy_rule), averaged per job
+    and zone, per job, and per zone."""
+    gpu = egress.GPU_BUSY
     return [
+        egress.gpu_busy_rule(),
         {"record": "topogate:training_job_zone_gpu_util:avg",
-         "expr": ("avg by (namespace, training_job, zone) (\n"
+         "expr": ("avg by (cluster, namespace, training_job, zone) (\n"
                   f"  {gpu}\n"
-                  "  * on (namespace, pod) group_left (training_job, zone) topogate:training_pod_zone:info\n"
+                  "  * on (cluster, namespace, pod) group_left (training_job, zone) "
+                  "topogate:training_pod_zone:info\n"
                   ")")},
         {"record": "topogate:training_job_gpu_util:avg",
-         "expr": ("avg by (namespace, training_job) (\n"
+         "expr": ("avg by (cluster, namespace, training_job) (\n"
                   f"  {gpu}\n"
-                  "  * on (namespace, pod) group_left (training_job) topogate:training_pod_zone:info\n"
+                  "  * on (cluster, namespace, pod) group_left (training_job) "
+                  "topogate:training_pod_zone:info\n"
                   ")")},
         {"record": "topogate:zone_gpu_util:avg",
-         "expr": ("avg by (zone) (\n"
+         "expr": ("avg by (cluster, zone) (\n"
                   f"  {gpu}\n"
-                  "  * on (namespace, pod) group_left (zone) topogate:training_pod_zone:info\n"
+                  "  * on (cluster, namespace, pod) group_left (zone) topogate:training_pod_zone:info\n"
                   ")")},
     ]
 
@@ -237,13 +234,13 @@ def _gpu_rules() -> list[dict[str, Any]]:
 def _side_drops(side: str, reasons: str, match: str) -> str:
     """Policy drops per training job, seen from one side (`source` or `destination`) of a flow."""
     return (
-        "sum by (namespace, training_job) (\n"
+        "sum by (cluster, namespace, training_job) (\n"
         "  label_replace(label_replace(\n"
-        f"    sum by ({side}_namespace, {side}_pod) (\n"
+        f"    sum by (cluster, {side}_namespace, {side}_pod) (\n"
         f'      rate(hubble_drop_total{{reason=~"{reasons}"{match}}}[5m])),\n'
         f'    "namespace", "$1", "{side}_namespace", "(.+)"),\n'
         f'    "pod", "$1", "{side}_pod", "(.+)")\n'
-        "  * on (namespace, pod) group_left (training_job) topogate:pod_workload:info\n"
+        "  * on (cluster, namespace, pod) group_left (training_job) topogate:pod_workload:info\n"
         ")"
     )
 
@@ -269,29 +266,31 @@ def _drop_rules(namespaces: list[str]) -> list[dict[str, Any]]:
         # the destination pod and must match there too, so both ends are in one job and one
         # namespace. One drop is one series here, so a plain sum counts it once.
         {"record": "topogate:training_job_intra_policy_drops:rate5m",
-         "expr": ("sum by (namespace, training_job) (\n"
+         "expr": ("sum by (cluster, namespace, training_job) (\n"
                   "  label_replace(label_replace(\n"
                   "    label_replace(label_replace(\n"
-                  "      sum by (source_namespace, source_pod, destination_namespace, destination_pod) (\n"
+                  "      sum by (cluster, source_namespace, source_pod, destination_namespace, "
+                  "destination_pod) (\n"
                   f'        rate(hubble_drop_total{{reason=~"{reasons}"{both_match}}}[5m])),\n'
                   '      "namespace", "$1", "source_namespace", "(.+)"),\n'
                   '      "pod", "$1", "source_pod", "(.+)")\n'
-                  "    * on (namespace, pod) group_left (training_job, job_key)\n"
+                  "    * on (cluster, namespace, pod) group_left (training_job, job_key)\n"
                   f"      {job_key},\n"
                   # (.*), not (.+): a destination outside the cluster (world) has no pod;
                   # its empty labels must clear the source's, never leave them matching.
                   '    "namespace", "$1", "destination_namespace", "(.*)"),\n'
                   '    "pod", "$1", "destination_pod", "(.*)")\n'
-                  "  * on (namespace, pod, job_key) group_left ()\n"
+                  "  * on (cluster, namespace, pod, job_key) group_left ()\n"
                   f"    {job_key}\n"
                   ")")},
     ]
 
 
 def _alert_rules(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
-    """The four alerts: a job split across zones, its GPUs idle, and its traffic dropped by policy."""
+    """The five alerts: a job split across zones, its GPUs idle, its traffic dropped by policy,
+    and what its traffic between zones costs."""
     explain = f"topogate explain {inv_label(inv)} {{{{ $labels.namespace }}}}/{{{{ $labels.training_job }}}}"
-    return [
+    rules = [
         {"alert": "TopogateTrainingJobSpansZones",
          "expr": "topogate:training_job_zones:count > 1",
          "for": SPLIT_FOR,
@@ -304,7 +303,6 @@ def _alert_rules(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
                             "network policy that separates the zones blocks it outright. Pin the "
                             "job to one zone (placement: pin) or make it follow its coordinator "
                             "(placement: follow), then restart it.",
-             "runbook": explain,
          }},
         {"alert": "TopogateTrainingGPUsIdle",
          "expr": f"topogate:training_job_gpu_util:avg < {IDLE_GPU_PERCENT}",
@@ -317,7 +315,6 @@ def _alert_rules(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
                             f"{IDLE_GPU_PERCENT}% for {IDLE_FOR}: the job is waiting on its "
                             "network. Look at topogate:training_job_pods:count for a split "
                             "across zones and at topogate:training_job_policy_drops:rate5m.",
-             "runbook": explain,
          }},
         {"alert": "TopogateTrainingTrafficDropped",
          # Only traffic between two pods of the same job: that is what stops training.
@@ -331,13 +328,13 @@ def _alert_rules(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
                             "cannot train. If the job spans zones, its members are on both sides "
                             "of a network-zone boundary: co-locate the job; otherwise run "
                             "topogate check on the policies in the PR that changed them.",
-             "runbook": explain,
          }},
         {"alert": "TopogateTrainingPodTrafficDropped",
          # Any other policy drop to or from a job pod (egress to the internet, a service outside
          # the job). max over the two sides; quiet while the critical alert covers the job.
-         "expr": ("max by (namespace, training_job) (topogate:training_job_policy_drops:rate5m) > 0\n"
-                  "unless on (namespace, training_job) (topogate:training_job_intra_policy_drops:rate5m > 0)"),
+         "expr": ("max by (cluster, namespace, training_job) (topogate:training_job_policy_drops:rate5m) > 0\n"
+                  "unless on (cluster, namespace, training_job) "
+                  "(topogate:training_job_intra_policy_drops:rate5m > 0)"),
          "for": OTHER_DROPS_FOR,
          "labels": {"severity": "warning", "cluster": cluster.name},
          "annotations": {
@@ -348,9 +345,20 @@ def _alert_rules(inv: Inventory, cluster: Cluster) -> list[dict[str, Any]]:
                             "allows only what the inventory declares: if the job needs it, declare "
                             "it (egress fqdns/cidrs) and regenerate; otherwise this is the policy "
                             "doing its work.",
-             "runbook": explain,
          }},
+        egress.egress_alert(cluster),
     ]
+    for r in rules:
+        # The series' own `cluster` where they carry one (rules evaluated centrally, Thanos or
+        # Mimir), else the inventory's name: a static label would overwrite the series' value.
+        r["labels"]["cluster"] = ("{{ with $labels.cluster }}{{ . }}{{ else }}"
+                                  f"{cluster.name}{{{{ end }}}}")
+        # runbook_url is the key Alertmanager, Grafana and PagerDuty turn into a link; the
+        # command that explains the job travels beside it
+        r["annotations"]["topogate_explain"] = explain
+        if inv.runbook_url:
+            r["annotations"]["runbook_url"] = f"{inv.runbook_url}#{r['alert'].lower()}"
+    return rules
 
 
 def _target(expr: str, legend: str, ref: str = "A") -> dict[str, Any]:
@@ -375,7 +383,9 @@ def _panel(pid: int, title: str, kind: str, grid: tuple[int, int, int, int], tar
 
 def dashboard(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
     """The Grafana dashboard for one cluster: one row per question the incident raised."""
-    sel = 'namespace=~"$namespace", training_job=~"$training_job"'
+    # `cluster` where the series carry it (Thanos, Mimir, a central Prometheus); =~".*" also
+    # matches series without it, so one Prometheus per cluster sees everything.
+    sel = 'cluster=~"$cluster", namespace=~"$namespace", training_job=~"$training_job"'
     panels = [
         _panel(1, "Zones per training job", "stat", (0, 0, 8, 6),
                [_target(f"topogate:training_job_zones:count{{{sel}}}", "{{namespace}}/{{training_job}}")],
@@ -395,7 +405,7 @@ def dashboard(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
                         "{{namespace}}/{{training_job}} {{zone}}")],
                "A split job shows two lines, both low.", unit="percent"),
         _panel(5, "GPU utilisation of training pods per zone", "timeseries", (0, 14, 12, 8),
-               [_target("topogate:zone_gpu_util:avg", "{{zone}}")],
+               [_target('topogate:zone_gpu_util:avg{cluster=~"$cluster"}', "{{zone}}")],
                "All managed training pods, averaged per zone.", unit="percent"),
         _panel(6, "Training traffic dropped by policy (within the job)", "timeseries", (12, 14, 12, 8),
                [_target(f"topogate:training_job_intra_policy_drops:rate5m{{{sel}}}",
@@ -403,10 +413,12 @@ def dashboard(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
                "Packets/s Cilium dropped between two pods of the same job (POLICY_DENIED, POLICY_DENY): "
                "alert TopogateTrainingTrafficDropped.", unit="pps"),
         _panel(7, "All Cilium drops by reason", "timeseries", (0, 22, 12, 8),
-               [_target("sum by (reason) (rate(hubble_drop_total[5m]))", "{{reason}}")],
+               [_target('sum by (reason) (rate(hubble_drop_total{cluster=~"$cluster"}[5m]))',
+                        "{{reason}}")],
                "Context for panel 6: every drop Hubble sees, managed or not.", unit="pps"),
         _panel(8, "Firing topogate alerts", "table", (12, 22, 12, 8),
-               [_target('ALERTS{alertname=~"Topogate.*", alertstate="firing"}', "{{alertname}}")],
+               [_target('ALERTS{alertname=~"Topogate.*", alertstate="firing", cluster=~"$cluster"}',
+                        "{{alertname}}")],
                "Alerts from the generated PrometheusRule."),
         _panel(9, "Traffic to or from training pods dropped by policy", "timeseries", (0, 30, 24, 8),
                [_target(f"topogate:training_job_policy_drops:rate5m{{{sel}}}",
@@ -414,6 +426,7 @@ def dashboard(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
                "Every policy drop where a job pod is the source or the destination, the other end "
                "anywhere (alert TopogateTrainingPodTrafficDropped when it is outside the job).",
                unit="pps"),
+        egress.egress_panel(10, (0, 38, 24, 8), sel),
     ]
 
     def variable(name: str, query: str) -> dict[str, Any]:
@@ -436,9 +449,11 @@ def dashboard(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
         "templating": {"list": [
             {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
              "current": {}},
-            variable("namespace", "label_values(topogate:pod_workload:info, namespace)"),
-            variable("training_job", 'label_values(topogate:pod_workload:info{namespace=~"$namespace"}, '
-                                     "training_job)"),
+            variable("cluster", "label_values(topogate:pod_workload:info, cluster)"),
+            variable("namespace", 'label_values(topogate:pod_workload:info{cluster=~"$cluster"}, '
+                                  "namespace)"),
+            variable("training_job", "label_values(topogate:pod_workload:info"
+                                     '{cluster=~"$cluster", namespace=~"$namespace"}, training_job)'),
         ]},
         "panels": panels,
     }

@@ -119,7 +119,8 @@ def _load(file: str, read_bases: bool, build: BaseBuilder | None = None) -> Inve
         str(md.get("name", "")), file,
         tuple(sorted(clusters, key=lambda c: c.name)),
         tuple(sorted(workloads, key=lambda w: (w.cluster, w.namespace, w.name))),
-        tuple(waivers), gitops, str(inv_dir), loc.at(()), doors)
+        tuple(waivers), gitops, str(inv_dir), loc.at(()), doors,
+        runbook_url=str(data.get("runbookURL") or ""))
 
 
 def _waivers(chk: Checker, data: dict[str, Any]) -> list[Waiver]:

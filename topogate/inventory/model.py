@@ -276,6 +276,7 @@ class Inventory:
     root: str = ""  # directory that holds the inventory file (the repository root for `base`)
     pos: Position = field(default=NOWHERE, compare=False)
     doors: tuple[Door, ...] = ()
+    runbook_url: str = ""  # runbookURL: the alerts' runbook page ("" = none given)
 
     def cluster(self, name: str) -> Cluster | None:
         return self._clusters_by_name.get(name)
