@@ -174,3 +174,16 @@ def test_formats_render_the_same_rows(tmp_path: Path) -> None:
     assert all(r["level"] == "note" and r["locations"] for r in results)
     assert sum(r["message"]["text"].count(" -> ") for r in results) == len(collapsed(d.rows))
     assert len(json.loads(render(d, "json"))["rows"]) == len(d.rows)
+
+
+def test_check_changed_since_markdown_ends_with_the_diff(repo: Path, tmp_path: Path) -> None:
+    got = CliRunner().invoke(main, ["check", "inventory.yaml", "m", "--changed-since", "main", "--format", "markdown",
+                                    "-o", str(tmp_path / "report.md")])
+    assert got.exit_code == 0, got.output
+    section = got.stdout[got.stdout.index("### Connectivity changes since main"):]
+    assert f"| opened | {COORD} | {WORKERS} | 1-65535/TCP,UDP,SCTP |" in section
+    assert "m/policies.yaml:33" in section and "```mermaid" in section
+    assert (tmp_path / "report.md").read_text().endswith(section)
+    # Text and JSON reports are as before: the diff belongs to the pull-request comment.
+    text = CliRunner().invoke(main, ["check", "inventory.yaml", "m", "--changed-since", "main", "--format", "text"])
+    assert "Connectivity changes" not in text.stdout
