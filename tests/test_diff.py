@@ -162,6 +162,14 @@ def test_bad_base_is_one_line_exit_2(repo: Path) -> None:
     assert code == 2 and "'no-such-ref' is not a commit here" in err and len(err.splitlines()) == 1
     code, _, err = _cli("inventory.yaml", "-", "--base", "main")
     assert code == 2 and "standard input" in err
+    code, _, err = _cli("inventory.yaml", str(INCIDENT / "fixed"), "--base", "main")
+    assert code == 2 and "is outside the git work tree" in err
+
+
+def test_output_file_takes_the_format_of_its_extension(repo: Path, tmp_path: Path) -> None:
+    code, out, _ = _cli("inventory.yaml", "m", "--base", "main", "-o", str(tmp_path / "diff.sarif"))
+    assert code == 0 and out.startswith("topogate diff: 53 connectivity changes")
+    assert json.loads((tmp_path / "diff.sarif").read_text())["version"] == "2.1.0"
 
 
 def test_formats_render_the_same_rows(tmp_path: Path) -> None:
