@@ -162,6 +162,14 @@ def test_bad_base_is_one_line_exit_2(repo: Path) -> None:
     assert code == 2 and "'no-such-ref' is not a commit here" in err and len(err.splitlines()) == 1
     code, _, err = _cli("inventory.yaml", "-", "--base", "main")
     assert code == 2 and "standard input" in err
+    code, _, err = _cli("inventory.yaml", str(INCIDENT / "fixed"), "--base", "main")
+    assert code == 2 and "is outside the git work tree" in err
+
+
+def test_output_file_takes_the_format_of_its_extension(repo: Path, tmp_path: Path) -> None:
+    code, out, _ = _cli("inventory.yaml", "m", "--base", "main", "-o", str(tmp_path / "diff.sarif"))
+    assert code == 0 and out.startswith("topogate diff: 53 connectivity changes")
+    assert json.loads((tmp_path / "diff.sarif").read_text())["version"] == "2.1.0"
 
 
 def test_formats_render_the_same_rows(tmp_path: Path) -> None:
@@ -174,3 +182,16 @@ def test_formats_render_the_same_rows(tmp_path: Path) -> None:
     assert all(r["level"] == "note" and r["locations"] for r in results)
     assert sum(r["message"]["text"].count(" -> ") for r in results) == len(collapsed(d.rows))
     assert len(json.loads(render(d, "json"))["rows"]) == len(d.rows)
+
+
+def test_check_changed_since_markdown_ends_with_the_diff(repo: Path, tmp_path: Path) -> None:
+    got = CliRunner().invoke(main, ["check", "inventory.yaml", "m", "--changed-since", "main", "--format", "markdown",
+                                    "-o", str(tmp_path / "report.md")])
+    assert got.exit_code == 0, got.output
+    section = got.stdout[got.stdout.index("### Connectivity changes since main"):]
+    assert f"| opened | {COORD} | {WORKERS} | 1-65535/TCP,UDP,SCTP |" in section
+    assert "m/policies.yaml:33" in section and "```mermaid" in section
+    assert (tmp_path / "report.md").read_text().endswith(section)
+    # Text and JSON reports are as before: the diff belongs to the pull-request comment.
+    text = CliRunner().invoke(main, ["check", "inventory.yaml", "m", "--changed-since", "main", "--format", "text"])
+    assert "Connectivity changes" not in text.stdout

@@ -38,9 +38,13 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
         "topogate rules",
         "topogate trace fixtures/trace/lab --from ml-demo/Deployment/gpu-workers --to "
         "ml-demo/Deployment/coordinator --port 23456",
+        "git init -q -b main && git add -A && git -c user.name=ci -c user.email=ci@example.com commit -qm base",
     ],
     "docs/cli.md": [
         "topogate generate fixtures/multi/inventory.yaml -o deploy > /dev/null",
+    ],
+    "docs/diff.md": [
+        "git init -q -b main && git add -A && git -c user.name=ci -c user.email=ci@example.com commit -qm base",
     ],
     "docs/audit.md": [
         "topogate audit egress fixtures/audit/inventory.yaml --start 2026-11-24 --end 2026-11-27 fixtures/audit/bases",

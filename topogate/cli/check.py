@@ -154,8 +154,9 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
             click.echo(one_line(f"topogate: {outcome.result.scope.note}"), err=True)
     except CheckInputError as err:
         fail(f"topogate: {err}")
+    appendix = _connectivity(opts, name) if "markdown" in (name, *(f for _, f in outputs)) else ""
     output.emit(outcome.result, name, strict=opts.strict, verbosity=opts.verbosity,
-                outputs=outputs)
+                outputs=outputs, markdown_appendix=appendix)
     done(report_only(outcome.exit_code, opts.exit_zero))
 
 
@@ -171,6 +172,23 @@ def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs,
 def report_only(code: int, exit_zero: bool) -> int:
     """--exit-zero: findings (1) exit 0; bad input (2) still fails, since no report was made."""
     return 0 if exit_zero and code == FINDINGS else code
+
+
+def _connectivity(opts: CheckOptions, name: str) -> str:
+    """check --changed-since's markdown report ends with what the change opens or closes
+    (topogate.diff, against the same merge base); it never changes the exit code."""
+    if opts.changed_since is None:
+        return ""
+    from topogate.diff import DiffError, run_diff  # lazy: only a markdown --changed-since run needs it
+    from topogate.diff.render import render_markdown
+
+    title = f"Connectivity changes since {opts.changed_since}"
+    try:
+        with progress.shown("topogate check: connectivity diff", progress.wanted(name, opts.quiet)):
+            d = run_diff(opts.inventory, opts.paths, opts.changed_since)
+    except DiffError as err:
+        return f"### {title}\n\nNot computed: {err}\n"
+    return render_markdown(d, level=3, title=title)
 
 
 __all__ = ["CheckOptions", "LiveOptions", "check", "run"]

@@ -29,7 +29,7 @@ def diff(inventory: str, paths: tuple[str, ...], base: str, fmt: str, output: st
     Exit codes: 0 (also with changes, unless --fail-on), 1 --fail-on matched, 2 bad input.
     """
     # lazy: start-up time (the analysis loads only when a diff runs)
-    from topogate.cli.output import BY_SUFFIX, require_writable
+    from topogate.cli.output import output_format, require_writable
     from topogate.core.escape import for_log
     from topogate.diff import DiffError, failed, render, run_diff
     from topogate.tree.writer import write_file
@@ -42,8 +42,7 @@ def diff(inventory: str, paths: tuple[str, ...], base: str, fmt: str, output: st
         fail(f"topogate diff: {err}")
     click.echo(for_log(fmt, render(result, fmt)), nl=False)
     if output:
-        out_fmt = next((f for s, f in BY_SUFFIX.items() if output.lower().endswith(s)), fmt)
-        problem = write_file(output, render(result, out_fmt))
+        problem = write_file(output, render(result, output_format(None, output, fmt)))
         if problem:
             fail(f"topogate diff: -o {output}: {problem}")
     done(1 if failed(result, fail_on) else 0)

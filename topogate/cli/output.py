@@ -66,20 +66,26 @@ def stdout_format(fmt: str) -> str:
 
 
 def emit(result: CheckResult, fmt: str, *, strict: bool, verbosity: int = 0,
-         outputs: tuple[tuple[str, str], ...] = (), header: str | None = None) -> None:
+         outputs: tuple[tuple[str, str], ...] = (), header: str | None = None,
+         markdown_appendix: str = "") -> None:
     """Print the report of `result` in `fmt` (concrete), and write it to each (file, format) of
-    `outputs`. A header goes before it: on stdout for text, else on stderr."""
+    `outputs`. A header goes before it: on stdout for text, else on stderr.
+    `markdown_appendix` ends a markdown report (check --changed-since: the connectivity diff)."""
+    def rendered(name: str, verbosity: int = 0) -> str:
+        text = get_reporter(name, strict=strict, verbosity=verbosity).render(result)
+        return text + "\n" + markdown_appendix if name == "markdown" and markdown_appendix else text
+
     if header is not None:
         click.echo(lines(header), err=fmt != "text")
         if fmt == "text":
             click.echo()
     # Escaped for a CI log first; colour (a terminal only) after, so its escapes survive.
-    report = for_log(fmt, get_reporter(fmt, strict=strict, verbosity=verbosity).render(result))
+    report = for_log(fmt, rendered(fmt, verbosity))
     if fmt == "text" and use_color(os.environ, sys.stdout.isatty()):
         report = colorize(report)
     click.echo(report, nl=False, color=True)
     for output, output_format in outputs:
-        problem = write_file(output, get_reporter(output_format, strict=strict).render(result))
+        problem = write_file(output, rendered(output_format))
         if problem:
             fail(f"topogate: -o {output}: {problem}")
 

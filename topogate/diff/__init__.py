@@ -14,7 +14,6 @@ the one `check` and `trace` use; nothing here decides a flow.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 
 from topogate.analysis.netpolicy import PolicyError
@@ -27,13 +26,11 @@ FAIL_ON = ("opened-boundary", "opened", "any")
 
 def run_diff(inventory: str, paths: Sequence[str], base: str) -> DiffResult:
     """Diff the work tree against GITREF `base` (module doc)."""
-    with contextlib.ExitStack() as stack:
-        b, h = stack.enter_context(both_trees(inventory, paths, base))
+    with both_trees(inventory, paths, base) as (b, h):
         try:
             return diff_trees(b, h, base)
         except PolicyError as err:
             raise DiffError(str(err)) from None
-    raise AssertionError("unreachable")  # pragma: no cover  (ExitStack does not swallow)
 
 
 def failed(d: DiffResult, fail_on: str | None) -> bool:

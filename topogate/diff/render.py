@@ -142,22 +142,26 @@ def picture(d: DiffResult) -> list[str]:
     return [*out, "```"]
 
 
-def render_markdown(d: DiffResult) -> str:
-    out = ["## topogate diff", "", cell(summary(d))]
+def render_markdown(d: DiffResult, level: int = 2, title: str = "topogate diff") -> str:
+    """The markdown report; `level` is its heading's (check --changed-since puts it under its
+    own report, one level down)."""
+    h = "#" * level
+    out = [f"{h} {title}", "", cell(summary(d))]
+    lines = collapsed(d.rows)
     shown = 0
     for (cluster, job, a, b), rows in _groups(d):
         if shown >= MAX_MARKDOWN_ROWS:
             break
-        title = f"job `{cell(job)}`" if job else "no managed job"
-        out += ["", f"### {cell(cluster)}: {title}, {cell(_zone(a))} → {cell(_zone(b))}", "",
+        what = f"job `{cell(job)}`" if job else "no managed job"
+        out += ["", f"{h}# {cell(cluster)}: {what}, {cell(_zone(a))} → {cell(_zone(b))}", "",
                 "| change | from | to | ports | base | head | boundary |", "|---|---|---|---|---|---|---|"]
         for r, ports in collapsed(rows)[:MAX_MARKDOWN_ROWS - shown]:
             out.append(f"| {r.change} | {cell(r.src.shown)} | {cell(r.dst.shown)} | {ports} | "
                        f"{cell(_decision_text(r.base))} | {cell(_decision_text(r.head))} | "
                        f"{cell(_BOUNDARY.get(r.boundary, ''))} |")
             shown += 1
-    if len(collapsed(d.rows)) > shown:
-        out += ["", f"... and {len(collapsed(d.rows)) - shown} more rows (`--format json` lists them all)"]
+    if len(lines) > shown:
+        out += ["", f"... and {len(lines) - shown} more rows (`topogate diff --format json` lists them all)"]
     if d.rows:
         out += ["", *picture(d)]
     out += [f"\n> note: {cell(n)}" for n in d.notes]

@@ -4,8 +4,8 @@ inventory and PATHs in a git worktree of GITREF), each read the way `check` read
 Reading is `check`'s: PATHs collected by topogate.sources.manifests (kustomization directories
 built with the real `kubectl kustomize`), the inventory loaded by topogate.sources.inventory
 (its bases built the same way); without PATHs the inventory's own generated tree is rendered
-into a scratch directory and read from there, as `check INVENTORY` does. The base worktree is
-made with git through topogate.safeio.gitrun (offline, no hooks, no filters of ours) in a
+into a scratch directory and read from there, as `check INVENTORY` does. The base is the merge base of GITREF and HEAD (as
+`check --changed-since` compares), its worktree made with git through topogate.safeio.gitrun (offline, no hooks, no filters of ours) in a
 scratch directory, detached, and removed again whatever happens; nothing of the user's work
 tree, index or branches changes.
 
@@ -98,13 +98,19 @@ def _in_repo(path: str, top: str, what: str) -> str:
 
 
 def _commit(top: str, ref: str) -> str:
+    """The merge base of `ref` and HEAD, as `check --changed-since` compares: what the branch
+    changed, not what others merged into `ref` since."""
     if not ref or ref.startswith("-") or any(c in ref for c in "\0\n"):
         raise DiffError(f"--base '{ref}' is not a git ref")
     code, out, _err = gitrun.git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
     if code != 0:
         raise DiffError(f"--base '{ref}' is not a commit here; fetch it first (git fetch origin main), "
                         "or name a commit, branch or tag")
-    return out.strip()
+    code, base, _err = gitrun.git(top, "merge-base", "--end-of-options", out.strip(), "HEAD")
+    if code != 0:
+        raise DiffError(f"--base '{ref}': no merge base with HEAD (a shallow clone: fetch the history, "
+                        "actions/checkout: fetch-depth: 0)")
+    return base.strip()
 
 
 @contextlib.contextmanager
