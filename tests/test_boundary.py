@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-import uuid
+import shutil
 from pathlib import Path
 
 import yaml
@@ -93,15 +93,14 @@ def test_job_opened_to_the_cluster_is_reported_at_the_widest_rule(tmp_path: Path
     assert hit.file.endswith("ciliumnetworkpolicy.yaml") and hit.line > 60
 
 
-def test_declared_scrapers_may_use_the_metrics_port_only() -> None:
-    # The inventory must sit beside its bases (inside the repository): a scratch copy there.
-    inv = LAB.parent / f".test-metrics-{uuid.uuid4().hex[:8]}.yaml"
+def test_declared_scrapers_may_use_the_metrics_port_only(tmp_path: Path) -> None:
+    # The inventory must sit beside its bases, and an untracked file of the checkout is never
+    # read: a scratch copy of the lab, outside any git work tree.
+    lab = shutil.copytree(LAB.parent, tmp_path / "lab")
+    inv = lab / "inventory.yaml"
     inv.write_text(LAB.read_text().replace("  placement: pin\n", "  placement: pin\n  metrics: {port: 9090}\n"))
-    try:
-        code, fs = findings(str(inv))
-        assert (code, fs) == (0, []), fs
-    finally:
-        inv.unlink()
+    code, fs = findings(str(inv))
+    assert (code, fs) == (0, []), fs
 
 
 def test_zones_without_jobs_are_asked_in_every_managed_namespace(tmp_path: Path) -> None:

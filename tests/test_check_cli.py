@@ -247,7 +247,7 @@ def test_widen_policy_opens_boundary_without_a_job_on_the_other_side(lab_tree: P
     code, fs, _ = findings(str(LAB), str(lab_tree / "clusters/lab"))
     opened = [str(f["message"]) for f in fs if f["rule"] == "TG107"]
     assert opened and not [m for m in opened if "network zone general" in m], opened
-    assert all(m.startswith("an unlabelled pod in a namespace no policy manages") for m in opened)
+    assert all(m.startswith("an unlabelled pod in a namespace no policy manages") for m in opened), opened
 
 
 def test_jobset_exclusive_topology_on_zone_splits_it() -> None:

@@ -120,6 +120,7 @@ def api_client(target: Target) -> tuple[Any, str]:
     if not cfg.verify_ssl:
         # The kubeconfig's own insecure-skip-tls-verify: the user's choice, which kubectl follows
         # silently. urllib3 would print a two-line InsecureRequestWarning for every request.
+        # lazy: urllib3 comes with the kubernetes client, loaded only by a live command
         import warnings
 
         import urllib3.exceptions

@@ -78,7 +78,7 @@ def _tls_failure(exc: BaseException) -> BaseException | None:
     (MaxRetryError -> SSLError -> ssl.SSLError): a certificate the CA does not sign or a host
     name it does not name, a CA file that holds no certificate, a server that speaks no TLS.
     None for no ssl error, or for a connection cut during the handshake (temporary)."""
-    import ssl
+    import ssl  # lazy: only a failed live request asks
 
     transient = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError, ssl.SSLWantReadError,
                  ssl.SSLWantWriteError)

@@ -231,7 +231,7 @@ from topogate.analysis.netpolicy.model import (
     Verdict,
     policy_key,
 )
-from topogate.analysis.netpolicy.peers import matcher_anchor
+from topogate.analysis.netpolicy.peers import NodeMatcher, matcher_anchor
 from topogate.analysis.netpolicy.ports import PortRange
 from topogate.analysis.netpolicy.witnesses import OPEN_NAMESPACE, Witness, witnesses
 
@@ -244,6 +244,7 @@ __all__ = [
     "KIND_KCNP",
     "KIND_NP",
     "POLICY_KINDS",
+    "NodeMatcher",
     "External",
     "Peer",
     "PodClass",

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from topogate.analysis.netpolicy import External, PodClass, PolicySet, Witness, witnesses
+from topogate.analysis.netpolicy import External, NodeMatcher, PodClass, PolicySet, Witness, witnesses
 from topogate.analysis.proofs.members import ANY_ZONE, Member
 from topogate.core.labels import NETWORK_ZONE_LABEL
 
@@ -69,9 +69,10 @@ def _member(w: Witness, pset: PolicySet, managed: Managed) -> Member:
 
 
 def _pool_nodes(w: Witness, m: Any, pset: PolicySet, managed: Managed) -> list[Member]:
-    """A node witness (fromNodes/toNodes, the remote-node entity) as the pools of the inventory
-    the matcher selects, each in its network zone; [] when it is no node or no pool matches."""
-    if not isinstance(w.peer, External) or w.peer.entity != "remote-node":
+    """A node witness of fromNodes/toNodes as the pools of the inventory the selector names, each
+    in its network zone; [] for any other matcher or when no pool matches. (The remote-node
+    entity stays one witness: the hostNetwork pods of each network zone stand for it.)"""
+    if not isinstance(m, NodeMatcher) or not isinstance(w.peer, External):
         return []
     return [Member(PodClass("", ()), nz, words, "", external=node)
             for node, nz, words in managed.nodes if pset.matches_peer(m, node)]
