@@ -22,7 +22,8 @@ LAB = str(Path(__file__).resolve().parents[1] / "fixtures" / "lab")
 def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
 
-    def record(inventory: str, paths: tuple[str, ...]) -> dict[str, list[str]]:
+    def record(inventory: str, paths: tuple[str, ...],
+               causes: dict[str, str] | None = None) -> dict[str, list[str]]:
         calls.append(inventory)
         return {}
 
