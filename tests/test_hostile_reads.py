@@ -396,7 +396,7 @@ def test_a_local_directory_named_like_a_git_shorthand_is_remote(tmp_path: Path, 
     local = repo / "overlay" / name
     local.mkdir(parents=True)
     (local / "kustomization.yaml").write_text("resources: []\n")
-    line = refused(repo, _kustomization(repo, f"resources:\n- ../bases/train\n- {name}\n"))
+    line = not_built(repo, _kustomization(repo, f"resources:\n- ../bases/train\n- {name}\n"))
     assert "is remote" in line and "kustomization.yaml:3:3" in line, line
 
 
