@@ -71,8 +71,12 @@ def open_ingress(cm: ClusterView, cluster: Cluster, jm: JobMap, classes: dict[st
         dst = Member(classes[g.name], nz, jm.object, g.name, jm.kind, jm.pos, jm.object)
         # the probes, the other jobs' pods its rules name, and every pod (or outside endpoint)
         # its ingress rules describe: what the quantifier ranges over
+        asked: set[object] = set()
         for src in [*probes, *(named(dst.pod, jm.object) if named else []),
                     *(described(dst.pod, jm.object) if described else [])]:
+            if src.peer in asked:
+                continue  # the same pods asked already (a witness that is a probe): same answer
+            asked.add(src.peer)
             allowed = list(doors(src, dst))  # declared doors and metrics scraping
             for span, r in subtract(cm.pset.open_ranges(src.peer, dst.pod), allowed):
                 rule = r.verdict.ingress.decided_by if r.verdict.ingress.enforced else None
