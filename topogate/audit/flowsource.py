@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.audit.errors import AuditError, InvocationError, TemporaryError, classify, register_secrets
+from topogate.audit.errors import AuditError, InvocationError, TemporaryError, classify
+from topogate.audit.session import scrubbed_session
 
 MAX_OBJECT_BYTES = 1 << 30
 MAX_OBJECTS = 100_000
@@ -81,24 +82,12 @@ def _key_in_window(key: str, start: dt.date, end: dt.date) -> bool:
     return start - dt.timedelta(days=1) <= day <= end
 
 
-def _session() -> Any:
-    # lazy: boto3 takes about a second to import; only a run that reads S3 or CloudWatch needs it
-    import boto3
-
-    session = boto3.session.Session()
-    creds = session.get_credentials()
-    if creds is not None:
-        frozen = creds.get_frozen_credentials()
-        register_secrets(frozen.access_key, frozen.secret_key, frozen.token)
-    return session
-
-
 def _client(service: str, max_attempts: int) -> Any:
     # lazy: as boto3 above
     from botocore.config import Config
 
     try:
-        return _session().client(service, config=Config(
+        return scrubbed_session().client(service, config=Config(
             retries={"mode": "standard", "total_max_attempts": max_attempts},
             connect_timeout=10, read_timeout=60))
     except Exception as exc:  # noqa: BLE001 - mapped to the audit's exit codes

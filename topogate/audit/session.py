@@ -31,6 +31,20 @@ def ce_region_for(configured: str | None) -> str:
     return "us-east-1"
 
 
+def scrubbed_session() -> Any:
+    """A boto3 session whose credentials the scrubber has learnt: whatever shape they have, their
+    values are never printed, since it learns them before any request can echo them back."""
+    # lazy: boto3 takes about a second to import; only a run that calls AWS needs it
+    import boto3
+
+    session = boto3.session.Session()
+    creds = session.get_credentials()
+    if creds is not None:
+        frozen = creds.get_frozen_credentials()
+        register_secrets(frozen.access_key, frozen.secret_key, frozen.token)
+    return session
+
+
 def default_client_factory(max_attempts: int = 4) -> ClientFactory:
     """A factory for a real Cost Explorer client with bounded `standard` retries.
 
@@ -40,17 +54,10 @@ def default_client_factory(max_attempts: int = 4) -> ClientFactory:
     """
 
     def make() -> Any:
-        # lazy: boto3 takes about a second to import; only a run that calls AWS needs it
-        import boto3
+        # lazy: botocore comes with boto3, loaded only by a run that calls AWS
         from botocore.config import Config
 
-        session = boto3.session.Session()
-        # Whatever shape the credentials have, their values are never printed: the scrubber
-        # learns them before any request can echo them back.
-        creds = session.get_credentials()
-        if creds is not None:
-            frozen = creds.get_frozen_credentials()
-            register_secrets(frozen.access_key, frozen.secret_key, frozen.token)
+        session = scrubbed_session()
         return session.client(
             "ce",
             region_name=ce_region_for(session.region_name),
