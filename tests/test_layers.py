@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("check",),
     ("trace",),
     ("diff",),
+    ("replay",),
     ("audit",),
     ("live",),
     ("cli",),

@@ -1,0 +1,70 @@
+"""``topogate replay``: recorded Hubble flows decided against the tree, offline.
+
+Reads FLOWS (`hubble observe -o json`) as a stream and asks the one evaluator (the one `check`,
+`trace` and `diff` use) for each flow's verdict in the tree of INVENTORY and PATHs, read the
+way `diff` reads a tree. Reports the flows the cluster carried that the tree would deny, the
+flows the cluster dropped that the tree allows, and per training job whether its NCCL,
+rendezvous and DNS flows were seen crossing network zones.
+
+  flows.py   the stream: bounded lines, every bad line at FILE:line
+  decide.py  endpoints -> pod classes or outside peers; the verdict of each distinct flow
+  render.py  text, JSON, markdown; --suggest (inventory entries admitting the denied flows)
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from topogate.analysis.netpolicy import PolicyError
+from topogate.diff import DiffError, read_tree
+from topogate.diff.members import sides_of
+from topogate.inventory.model import Inventory
+from topogate.replay.decide import Replay, Seen, denied_observed, dropped_allowed, per_job, replay
+from topogate.replay.flows import MAX_LINE, BadLine, Flow, read_flows
+from topogate.replay.render import FORMATS, as_json, render, suggest
+from topogate.safeio.oserror import reason
+
+
+class ReplayError(Exception):
+    """Bad input: each problem one line, FILE:line where there is one (exit 2)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = tuple(problems)
+
+
+@dataclass(frozen=True)
+class ReplayRun:
+    result: Replay
+    inventory: Inventory
+
+
+def run_replay(flows: str, inventory: str, paths: Sequence[str], cluster: str | None = None) -> ReplayRun:
+    """Read the tree, then stream FLOWS through the evaluator (module doc)."""
+    with tempfile.TemporaryDirectory(prefix="topogate-replay-") as scratch:
+        try:
+            tree = read_tree("head", inventory, paths, scratch)
+            sides = sides_of(tree.inventory, tree.objects)
+        except (DiffError, PolicyError) as err:
+            raise ReplayError([str(err)]) from None
+        names = sorted(sides)
+        if cluster is None and len(names) == 1:
+            cluster = names[0]
+        if cluster not in sides:
+            raise ReplayError([f"--cluster: name one of {', '.join(names) or 'none (no manifests)'}"])
+        bad: list[BadLine] = []
+        try:
+            with open(flows, "rb") as stream:
+                result = replay(read_flows(stream, flows, bad), sides[cluster])
+        except OSError as err:
+            raise ReplayError([f"{flows}: cannot read: {reason(err)}"]) from None
+        if bad:
+            raise ReplayError([str(b) for b in bad])
+        return ReplayRun(result, tree.inventory)
+
+
+__all__ = ["FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay", "ReplayError", "ReplayRun", "Seen", "as_json",
+           "denied_observed", "dropped_allowed", "per_job", "read_flows", "render", "replay", "run_replay",
+           "suggest"]

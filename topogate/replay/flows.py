@@ -1,0 +1,158 @@
+"""Reading `hubble observe -o json`: one flow (Hubble's flow.Flow, possibly wrapped as
+``{"flow": {...}}``) per line, read as a stream.
+
+Every line is bounded (``MAX_LINE`` bytes; a longer one is an error at its line, skipped
+without holding it), decoded and checked on its own; every bad line is collected, so one run
+lists all of them at ``FILE:line``. Nothing is decided here: a ``Flow`` is the observed facts
+only (the two endpoints as Hubble labelled them, the destination port, the verdict).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+MAX_LINE = 1 << 20  # 1 MiB: a Hubble flow is a few KiB
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+@dataclass(frozen=True)
+class FlowEnd:
+    """One endpoint as Hubble saw it."""
+
+    ip: str
+    namespace: str
+    pod: str
+    labels: tuple[tuple[str, str], ...]  # k8s: labels, source prefix removed
+    reserved: tuple[str, ...]  # reserved:world, reserved:host, ... without the prefix
+    service_account: str = ""
+
+
+@dataclass(frozen=True)
+class Flow:
+    line: int
+    src: FlowEnd
+    dst: FlowEnd
+    protocol: str
+    port: int
+    verdict: str  # FORWARDED | DROPPED | ...
+    is_reply: bool
+    direction: str  # INGRESS | EGRESS | TRAFFIC_DIRECTION_UNKNOWN
+    drop_reason: str = ""
+
+
+@dataclass(frozen=True)
+class BadLine:
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:1: {self.message}"
+
+
+_SA = "io.cilium.k8s.policy.serviceaccount"
+_CILIUM = ("io.kubernetes.pod.", "io.cilium.k8s.")
+
+
+def _end(raw: Any, ip: str, what: str) -> FlowEnd:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{what} is not an object")
+    labels: dict[str, str] = {}
+    reserved: list[str] = []
+    sa = ""
+    for item in raw.get("labels") or ():
+        if not isinstance(item, str):
+            raise ValueError(f"{what}.labels holds a non-string")
+        source, _, rest = item.partition(":")
+        key, _, value = rest.partition("=")
+        if source == "reserved":
+            reserved.append(key)
+        elif source == "k8s" and key == _SA:
+            sa = value
+        elif source == "k8s" and not key.startswith(_CILIUM):
+            labels[key] = value
+    ns, pod = raw.get("namespace", ""), raw.get("pod_name", "")
+    if not isinstance(ns, str) or not isinstance(pod, str):
+        raise ValueError(f"{what}.namespace and pod_name must be strings")
+    return FlowEnd(ip, ns, pod, tuple(sorted(labels.items())), tuple(sorted(reserved)), sa)
+
+
+def _port(l4: Any) -> tuple[str, int]:
+    if not isinstance(l4, dict):
+        raise ValueError("l4 is missing: no TCP, UDP or SCTP destination port")
+    for proto in PROTOCOLS:
+        body = l4.get(proto)
+        if isinstance(body, dict):
+            port = body.get("destination_port")
+            if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+                raise ValueError(f"l4.{proto}.destination_port must be 1-65535")
+            return proto, port
+    raise ValueError("l4 has no TCP, UDP or SCTP part")
+
+
+def parse_flow(text: str, line: int) -> Flow | None:
+    """One line; None for a record that is no L4 flow (ICMP, a lost-events notice)."""
+    obj = json.loads(text)
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    flow = obj.get("flow", obj)
+    if not isinstance(flow, dict):
+        raise ValueError("flow is not an object")
+    if "flow" in obj or "source" in flow or "l4" in flow:
+        l4 = flow.get("l4")
+        if isinstance(l4, dict) and not any(p in l4 for p in PROTOCOLS):
+            return None  # ICMP: no port to decide
+        proto, port = _port(l4)
+        ips = flow.get("IP") or {}
+        if not isinstance(ips, dict):
+            raise ValueError("IP is not an object")
+        src_ip, dst_ip = ips.get("source", ""), ips.get("destination", "")
+        if not isinstance(src_ip, str) or not isinstance(dst_ip, str):
+            raise ValueError("IP.source and IP.destination must be strings")
+        verdict = flow.get("verdict", "")
+        reply = flow.get("is_reply", False)
+        if not isinstance(verdict, str) or not isinstance(reply, bool):
+            raise ValueError("verdict must be a string and is_reply a boolean")
+        return Flow(line, _end(flow.get("source"), src_ip, "source"), _end(flow.get("destination"), dst_ip, "destination"),
+                    proto, port, verdict, reply, str(flow.get("traffic_direction", "")),
+                    str(flow.get("drop_reason_desc", "")))
+    return None  # lost_events, node status: not a flow
+
+
+def read_flows(stream: IO[bytes], file: str, bad: list[BadLine]) -> Iterator[Flow]:
+    """The flows of a stream, one line at a time; bad lines are appended to ``bad``."""
+    number = 0
+    while True:
+        chunk = stream.readline(MAX_LINE + 1)
+        if not chunk:
+            return
+        number += 1
+        if len(chunk) > MAX_LINE and not chunk.endswith(b"\n"):
+            bad.append(BadLine(file, number, f"line longer than {MAX_LINE} bytes"))
+            while chunk and not chunk.endswith(b"\n"):  # skip the rest without holding it
+                chunk = stream.readline(MAX_LINE + 1)
+            continue
+        text = chunk.strip()
+        if not text:
+            continue
+        try:
+            got = parse_flow(text.decode("utf-8"), number)
+        except UnicodeDecodeError:
+            bad.append(BadLine(file, number, "not UTF-8"))
+            continue
+        except json.JSONDecodeError as err:
+            bad.append(BadLine(file, number, f"not JSON ({err.msg}, column {err.colno}); truncated?"))
+            continue
+        except (ValueError, RecursionError) as err:
+            bad.append(BadLine(file, number, str(err)))
+            continue
+        if got is not None:
+            yield got
+
+
+__all__ = ["MAX_LINE", "BadLine", "Flow", "FlowEnd", "parse_flow", "read_flows"]

@@ -1,0 +1,123 @@
+"""The replay report: text, JSON (stable fields), markdown; and the inventory entries that
+would admit exactly the observed-but-denied flows (`--suggest`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from topogate.analysis.netpolicy import External, PodClass
+from topogate.inventory.model import Inventory
+from topogate.replay.decide import Replay, Seen, denied_observed, dropped_allowed, per_job
+
+FORMATS = ("text", "json", "markdown")
+
+
+def _line(s: Seen) -> str:
+    at = s.decision.where or ("default deny" if not s.decision.allowed else "-")
+    return (f"{s.src.shown} -> {s.dst.shown} {s.port}/{s.protocol} x{s.count} (line {s.first_line}): "
+            f"{s.decision.words} [{at}]")
+
+
+def render_text(r: Replay) -> str:
+    out = [f"topogate replay: cluster {r.cluster}: {sum(s.count for s in r.seen.values())} flows, "
+           f"{len(r.seen)} distinct, {r.replies} replies skipped"]
+    denied, dropped = denied_observed(r), dropped_allowed(r)
+    out.append(f"observed but denied by the tree: {len(denied)}")
+    out += [f"  {_line(s)}" for s in denied]
+    out.append(f"dropped by the cluster but allowed by the tree: {len(dropped)}")
+    out += [f"  {_line(s)}" + (f" (drop: {s.drop_reason})" if s.drop_reason else "") for s in dropped]
+    for job, kinds in sorted(per_job(r).items()):
+        parts = [f"{k} {v['seen']} seen, {v['crossed']} across zones, {v['unknown']} zone unknown" for k, v in kinds.items()]
+        out.append(f"job {job}: " + "; ".join(parts))
+    return "\n".join(out) + "\n"
+
+
+def _seen_json(s: Seen) -> dict[str, Any]:
+    return {"source": s.src.shown, "destination": s.dst.shown, "protocol": s.protocol, "port": s.port,
+            "observed": s.observed, "count": s.count, "first_line": s.first_line,
+            "allowed": s.decision.allowed, "decided_by": s.decision.words,
+            "where": s.decision.where or ("default deny" if not s.decision.allowed else ""),
+            "drop_reason": s.drop_reason, "crossed_zones": s.crossed}
+
+
+def as_json(r: Replay) -> dict[str, Any]:
+    return {"cluster": r.cluster, "flows": sum(s.count for s in r.seen.values()), "replies_skipped": r.replies,
+            "observed_denied": [_seen_json(s) for s in denied_observed(r)],
+            "dropped_allowed": [_seen_json(s) for s in dropped_allowed(r)],
+            "jobs": per_job(r)}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def render_markdown(r: Replay) -> str:
+    out = ["## topogate replay", "", f"Cluster `{r.cluster}`.", ""]
+    for title, rows in (("Observed, denied by the tree", denied_observed(r)),
+                        ("Dropped by the cluster, allowed by the tree", dropped_allowed(r))):
+        out += [f"### {title}", ""]
+        if not rows:
+            out += ["None.", ""]
+            continue
+        out += ["| source | destination | port | flows | decided by |", "|---|---|---|---|---|"]
+        out += [f"| {_cell(s.src.shown)} | {_cell(s.dst.shown)} | {s.port}/{s.protocol} | {s.count} | "
+                f"{_cell(s.decision.words)} `{_cell(s.decision.where or 'default deny')}` |" for s in rows]
+        out.append("")
+    return "\n".join(out)
+
+
+def render(r: Replay, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(as_json(r), indent=2, sort_keys=True) + "\n"
+    if fmt == "markdown":
+        return render_markdown(r)
+    return render_text(r)
+
+
+def _q(text: str) -> str:
+    return json.dumps(text)  # a YAML double-quoted scalar: nothing a flow says can break out
+
+
+def suggest(r: Replay, inv: Inventory) -> str:
+    """Inventory entries admitting exactly the observed-but-denied flows: `egress:` of the
+    sending workload for an outside address, a `doors:` entry for a pod receiver."""
+    egress: dict[str, list[Seen]] = {}
+    doors: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[Seen]] = {}
+    skipped: list[str] = []
+    for s in denied_observed(r):
+        m = s.src.member
+        wl = inv.workload_at(r.cluster, *_job_parts(m.job)) if m is not None else None
+        if wl is None:
+            skipped.append(f"# {s.src.shown} -> {s.dst.shown} {s.port}/{s.protocol}: the sender is no inventory workload")
+            continue
+        peer = s.dst.peer
+        if isinstance(peer, External) and peer.cidr:
+            egress.setdefault(wl.name, []).append(s)
+        elif isinstance(peer, PodClass) and peer.labels:
+            doors.setdefault((wl.name, peer.namespace, peer.labels), []).append(s)
+        else:
+            skipped.append(f"# {s.src.shown} -> {s.dst.shown} {s.port}/{s.protocol}: no inventory entry names it")
+    out: list[str] = []
+    for name, rows in sorted(egress.items()):
+        out += [f"# workloads[name={name}]:", "egress:"]
+        for s in rows:
+            assert isinstance(s.dst.peer, External)
+            out += [f"- cidrs: [{_q(s.dst.peer.cidr or '')}]",
+                    f"  ports: [{{port: {s.port}, protocol: {s.protocol}}}]"]
+    if doors:
+        out.append("doors:")
+    for i, ((name, ns, labels), rows) in enumerate(sorted(doors.items())):
+        ls = ", ".join(f"{_q(k)}: {_q(v)}" for k, v in labels)
+        ports = ", ".join(f"{{port: {p}, protocol: {pr}}}" for pr, p in sorted({(s.protocol, s.port) for s in rows}))
+        out += [f"- name: replay-{name}-{i + 1}", f"  cluster: {_q(r.cluster)}", f"  from: {{workloads: [{_q(name)}]}}",
+                f"  to: {{namespace: {_q(ns)}, labels: {{{ls}}}}}", f"  ports: [{ports}]"]
+    return "\n".join(out + skipped) + ("\n" if out or skipped else "")
+
+
+def _job_parts(job: str) -> tuple[str, str, str]:
+    kind, ns, name = job.split("/", 2)
+    return ns, name, kind
+
+
+__all__ = ["FORMATS", "as_json", "render", "suggest"]
