@@ -1,0 +1,183 @@
+"""`topogate replay`: recorded Hubble flows (made from the incident fixture's pods, in the
+shape `hubble observe -o json` writes) decided against real trees (the lab inventory's base
+built with kubectl kustomize); hostile FLOWS files; replay agreeing with trace."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tracemalloc
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from hubbleflows import WORLD, endpoint, flow, incident_flows, pod_labels
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from topogate.cli.app import main
+from topogate.diff import read_tree
+from topogate.diff.members import sides_of
+from topogate.replay import MAX_LINE, BadLine, Replay, denied_observed, dropped_allowed, read_flows, replay
+from topogate.sources.manifests import collect
+from topogate.trace import trace
+
+REPO = Path(__file__).resolve().parents[1]
+INVENTORY = str(REPO / "fixtures" / "lab" / "inventory.yaml")
+INCIDENT = REPO / "fixtures" / "incident"
+WORKERS = "ml-demo/Group/train/Job/gpu-workers"
+COORD = "ml-demo/Group/train/Deployment/coordinator"
+
+
+def _replay(tmp: Path, tree: list[str], lines: list[str]) -> Replay:
+    t = read_tree("head", INVENTORY, tree, str(tmp))
+    bad: list[BadLine] = []
+    got = replay(read_flows(io.BytesIO(("\n".join(lines) + "\n").encode()), "flows.jsonl", bad),
+                 sides_of(t.inventory, t.objects)["lab"])
+    assert bad == []
+    return got
+
+
+def _rows(rows: list) -> list[str]:  # type: ignore[type-arg]
+    return [f"{s.src.shown} -> {s.dst.shown} {s.port}/{s.protocol} @{s.decision.where.replace('fixtures/incident/', '') or '-'}"
+            for s in rows]
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, ["replay", *args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_committed_flow_fixtures_are_the_generated_ones() -> None:
+    for t in ("broken", "fixed"):
+        got = (REPO / "fixtures" / "flows" / f"incident-{t}.jsonl").read_text()
+        assert got == "\n".join(incident_flows(INCIDENT / t)) + "\n"
+
+
+def test_broken_tree_denies_the_outside_call_and_agrees_with_the_drop(tmp_path: Path) -> None:
+    r = _replay(tmp_path, [str(INCIDENT / "broken")], incident_flows(INCIDENT / "broken"))
+    assert r.replies == 1
+    assert _rows(denied_observed(r)) == [f"{WORKERS} -> 198.51.100.7/32 443/TCP @broken/policies.yaml:14"]
+    assert dropped_allowed(r) == []  # the cluster dropped the rendezvous; the broken tree denies it too
+
+
+def test_fixed_tree_allows_what_the_cluster_dropped(tmp_path: Path) -> None:
+    r = _replay(tmp_path, [str(INCIDENT / "fixed")], incident_flows(INCIDENT / "fixed"))
+    assert _rows(dropped_allowed(r)) == [f"{WORKERS} -> {COORD} 29500/TCP @fixed/policies.yaml:16"]
+    assert [s.drop_reason for s in dropped_allowed(r)] == ["POLICY_DENIED"]
+    assert _rows(denied_observed(r)) == [f"{WORKERS} -> 198.51.100.7/32 443/TCP @fixed/policies.yaml:16"]
+
+
+def test_removing_a_rule_flips_exactly_the_flows_it_allowed(tmp_path: Path) -> None:
+    fixed = INCIDENT / "fixed"
+    lines = incident_flows(fixed)
+    before = _replay(tmp_path / "a", [str(fixed)], lines)
+    cut = tmp_path / "cut"
+    shutil.copytree(fixed, cut)
+    docs = list(yaml.safe_load_all((cut / "policies.yaml").read_text()))
+    rules = [d for d in docs if d and d["metadata"]["name"] == "zone-a-only"][0]["spec"]["egress"]
+    rules.pop(1)  # the DNS rule
+    (cut / "policies.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    after = _replay(tmp_path / "b", [str(cut)], lines)
+    flipped = {k for k, s in before.seen.items() if s.decision.allowed != after.seen[k].decision.allowed}
+    by_it = {k for k, s in before.seen.items()
+             if s.decision.allowed and "egress rule 1 of CiliumNetworkPolicy/ml-demo/zone-a-only" in s.decision.words}
+    assert by_it and flipped == by_it
+    assert all(k[3] == 53 for k in flipped)
+
+
+def test_cli_formats_and_exit_code() -> None:
+    flows = str(REPO / "fixtures" / "flows" / "incident-fixed.jsonl")
+    code, out, _ = _cli(flows, INVENTORY, str(INCIDENT / "fixed"), "--format", "json")
+    assert code == 1
+    data = json.loads(out)
+    assert sorted(data) == ["cluster", "dropped_allowed", "flows", "jobs", "observed_denied", "replies_skipped"]
+    assert data["observed_denied"][0]["destination"] == "198.51.100.7/32"
+    assert data["jobs"]["Group/ml-demo/train"]["dns"]["seen"] == 2
+    code, out, _ = _cli(flows, INVENTORY, str(INCIDENT / "fixed"), "--format", "markdown")
+    assert "### Observed, denied by the tree" in out and "| 443/TCP |" in out
+
+
+def test_every_bad_line_is_reported_at_its_line(tmp_path: Path) -> None:
+    good = incident_flows(INCIDENT / "fixed")[0]
+    f = tmp_path / "flows.jsonl"
+    f.write_text("\n".join([good, good[: len(good) // 2], "[1, 2]", good.replace("29500", "70000"), "",
+                            json.dumps({"flow": {"l4": {"TCP": {}}, "source": {}}}), good]) + "\n")
+    code, _, err = _cli(str(f), INVENTORY, str(INCIDENT / "fixed"))
+    assert code == 2
+    lines = err.splitlines()
+    assert [ln.split(": ", 2)[1].split(":")[1] for ln in lines] == ["2", "3", "4", "6"]
+    assert "truncated?" in lines[0]
+
+
+def test_a_line_longer_than_the_bound_is_an_error_and_the_next_line_is_read() -> None:
+    good = incident_flows(INCIDENT / "fixed")[0].encode()
+    data = good + b"\n" + b'{"flow": "' + b"x" * (3 * MAX_LINE) + b'"}\n' + good + b"\n"
+    bad: list[BadLine] = []
+    got = list(read_flows(io.BytesIO(data), "f", bad))
+    assert [b.line for b in bad] == [2] and "longer than" in bad[0].message
+    assert [g.line for g in got] == [1, 3]
+
+
+def test_a_large_file_is_read_as_a_stream(tmp_path: Path) -> None:
+    line = incident_flows(INCIDENT / "fixed")[4].encode() + b"\n"
+    f = tmp_path / "big.jsonl"
+    with f.open("wb") as out:
+        for _ in range(40_000):  # about 30 MB
+            out.write(line)
+    tracemalloc.start()
+    with f.open("rb") as stream:
+        n = sum(1 for _ in read_flows(stream, str(f), []))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert n == 40_000
+    assert peak < 4 * MAX_LINE  # a few lines at a time, not the file
+
+
+def test_nothing_from_a_flow_becomes_a_ci_command(tmp_path: Path) -> None:
+    ns, labels = pod_labels(INCIDENT / "fixed" / "workers.yaml")
+    evil = endpoint(ns, {**labels, "x": "y\n::error::owned ##[set-output name=a]"}, "p")
+    f = tmp_path / "flows.jsonl"
+    f.write_text(flow(evil, "10.0.1.5", WORLD, "203.0.113.9", 8443) + "\n")
+    for fmt in ("text", "markdown", "json"):
+        code, out, _ = _cli(str(f), INVENTORY, str(INCIDENT / "fixed"), "--format", fmt)
+        assert code == 1
+        assert not any(ln.lstrip().startswith("::") for ln in out.splitlines()) and "##[" not in out
+    code, out, _ = _cli(str(f), INVENTORY, str(INCIDENT / "fixed"), "--suggest")
+    assert not any(ln.lstrip().startswith("::") for ln in out.splitlines()) and "##[" not in out
+
+
+def test_suggest_prints_the_entry_admitting_exactly_the_denied_flow() -> None:
+    flows = str(REPO / "fixtures" / "flows" / "incident-fixed.jsonl")
+    code, out, _ = _cli(flows, INVENTORY, str(INCIDENT / "fixed"), "--suggest")
+    assert code == 1
+    assert out.splitlines() == ['# ml-demo/Group/train/Job/gpu-workers -> 198.51.100.7/32 443/TCP: '
+                                'the sender is no inventory workload']
+
+
+# --- replay agrees with trace -------------------------------------------------------------
+
+_OBJECTS = collect([str(INCIDENT / "broken")])
+_W = pod_labels(INCIDENT / "broken" / "workers.yaml")
+_C = pod_labels(INCIDENT / "broken" / "coordinator.yaml")
+_PODS = [_W, _C, ("kube-system", {"k8s-app": "kube-dns"}), ("ml-demo", {"app": "other"})]
+
+
+@pytest.fixture(scope="module")
+def lab_side(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    t = read_tree("head", INVENTORY, [str(INCIDENT / "broken")], str(tmp_path_factory.mktemp("t")))
+    return sides_of(t.inventory, t.objects)["lab"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(src=st.sampled_from(_PODS), dst=st.sampled_from(_PODS),
+       port=st.sampled_from([53, 443, 1024, 29500, 65535]), proto=st.sampled_from(["TCP", "UDP"]))
+def test_replay_verdict_equals_trace(lab_side, src, dst, port, proto) -> None:  # type: ignore[no-untyped-def]
+    line = flow(endpoint(src[0], src[1], "a"), "10.0.1.1", endpoint(dst[0], dst[1], "b"), "10.0.1.2", port, proto)
+    r = replay(read_flows(io.BytesIO(line.encode()), "f", []), lab_side)
+    (seen,) = r.seen.values()
+    spec = lambda p: f"{p[0]}:" + ",".join(f"{k}={v}" for k, v in sorted(p[1].items()))  # noqa: E731
+    t = trace(_OBJECTS, spec(src), spec(dst), f"{port}/{proto}", INVENTORY, "lab")
+    assert seen.decision.allowed == (t.verdict == "allowed")
