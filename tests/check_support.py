@@ -50,4 +50,10 @@ def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
             return run_check(str(inventory), paths or inside or [rendered, *extra], rendered, today=today)
         finally:
             shutil.rmtree(out)
-    return run_check(str(inventory), paths, rendered, spec.get("cluster"), today=today)
+    live = ()
+    if "flows" in spec:  # TG210: recorded Hubble flows replayed against the tree (topogate.replay)
+        from topogate.replay import carried_denied, run_replay
+
+        flows = str((case_dir / spec["flows"]).resolve())
+        live = carried_denied(run_replay(flows, str(inventory), paths, spec.get("cluster")), flows)
+    return run_check(str(inventory), paths, rendered, spec.get("cluster"), today=today, live=live)

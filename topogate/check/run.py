@@ -28,7 +28,7 @@ from topogate.core.words import plural
 from topogate.generators import render_tree
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
-from topogate.policies.context import Context, Drift, analysed
+from topogate.policies.context import Context, Drift, LiveFact, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
 from topogate.safeio.repopaths import Roots, WalkUnit, display
 from topogate.safeio.saferead import InputError
@@ -128,6 +128,7 @@ def run_check(
     strict: bool = False,
     changed_since: str | None = None,
     exclude: Sequence[Globs] | None = None,
+    live: tuple[LiveFact, ...] = (),
 ) -> CheckOutcome:
     today = today or dt.date.today()
     # With PATHs, the kustomize trees are checked and their builds started first, so kubectl
@@ -139,7 +140,7 @@ def run_check(
     # and the parsed builds stay alive to the end, and a collection in between would rescan them.
     with early if early is not None else contextlib.nullcontext(), gctune.paused():
         return _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early,
-                          exclude)
+                          exclude, live)
 
 
 def _load(inventory_path: str, cluster: str | None, rendered: str | None,
@@ -169,7 +170,8 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
 
 def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, cluster: str | None,
                today: dt.date, strict: bool, changed_since: str | None,
-               early: Collecting | None, exclude: Sequence[Globs] | None = None) -> CheckOutcome:
+               early: Collecting | None, exclude: Sequence[Globs] | None = None,
+               live: tuple[LiveFact, ...] = ()) -> CheckOutcome:
     loaded = _load(inventory_path, cluster, rendered, today)
     if isinstance(loaded, CheckOutcome):
         return loaded
@@ -202,7 +204,8 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         ctx = analysed(inv, inventory_path, objects, tuple(jobs), facts, today=today, drift=drifted,
                        rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped),
                        other_files=_other_files(other) if paths else (),
-                       not_local=tuple((display(root), err.pos, err.message) for root, err in not_local))
+                       not_local=tuple((display(root), err.pos, err.message) for root, err in not_local),
+                       live=live)
         progress.note(f"running the rules over {plural(len(jobs), 'job')}")
         ran = evaluate(ctx)
     result = CheckResult(ran.findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,

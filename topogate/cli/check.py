@@ -17,6 +17,7 @@ from topogate.core.exitcodes import FINDINGS
 
 if TYPE_CHECKING:
     from topogate.check.config import Globs, Settings
+    from topogate.policies.context import LiveFact
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class CheckOptions:
     config_file: str | None = None
     no_config: bool = False
     show_settings: bool = False
+    flows: str | None = None  # --flows: recorded Hubble flows (TG210)
 
     @property
     def verbosity(self) -> int:
@@ -76,6 +78,8 @@ class LiveOptions:
 @click.option("--changed-since", metavar="GITREF",
               help="Check only the clusters whose manifests changed since the merge base with "
                    "GITREF (docs/cli.md); anything unclear checks everything.")
+@click.option("--flows", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Recorded Hubble flows (`hubble observe -o json`): a carried flow the tree denies is TG210.")
 @click.option("--exit-zero", is_flag=True,
               help="Report only: exit 0 even when findings fail the check (2 still means bad input).")
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -88,7 +92,7 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
           fmt: str | None, strict: bool, output: tuple[str, ...], output_format: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
           context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
-          verbose: bool, changed_since: str | None, exit_zero: bool, exclude: tuple[str, ...],
+          verbose: bool, changed_since: str | None, flows: str | None, exit_zero: bool, exclude: tuple[str, ...],
           config_file: str | None, no_config: bool, show_settings: bool) -> None:
     """Check that placement and network policies agree, for every training job found.
 
@@ -102,8 +106,22 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     """
     opts = CheckOptions(inventory, paths, rendered, cluster, fmt, strict, output, output_format,
                         select, ignore, quiet, verbose, changed_since, exit_zero, exclude,
-                        config_file, no_config, show_settings)
+                        config_file, no_config, show_settings, flows)
     run(opts, LiveOptions(live, context, kubeconfig, from_file))
+
+
+def _flow_facts(opts: CheckOptions) -> tuple[LiveFact, ...]:
+    """TG210's facts: the recorded flows of --flows the tree denies (topogate.replay)."""
+    if opts.flows is None:
+        return ()
+    from topogate.replay import ReplayError, carried_denied, run_replay  # lazy: only with --flows
+
+    try:
+        return carried_denied(run_replay(opts.flows, opts.inventory, opts.paths, opts.cluster), opts.flows)
+    except ReplayError as err:
+        for p in err.problems[:-1]:
+            click.echo(one_line(f"topogate check: --flows: {p}"), err=True)
+        fail(f"topogate check: --flows: {err.problems[-1]}")
 
 
 def with_settings(opts: CheckOptions) -> tuple[CheckOptions, Settings, tuple[Globs, ...]]:
@@ -148,7 +166,8 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
             from topogate.check.select import select_outcome  # lazy: as run_check
 
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
-                                strict=opts.strict, changed_since=opts.changed_since, exclude=exclude)
+                                strict=opts.strict, changed_since=opts.changed_since, exclude=exclude,
+                                live=_flow_facts(opts))
         outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores)
         if outcome.result.scope is not None and outcome.result.scope.note:
             click.echo(one_line(f"topogate: {outcome.result.scope.note}"), err=True)

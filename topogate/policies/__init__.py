@@ -61,6 +61,7 @@ from topogate.policies.live import (
     tg207_pending_no_fit,
     tg208_unmanaged_policy,
     tg209_policy_differs,
+    tg210_carried_flow_denied,
 )
 
 REGISTRY: dict[str, ModuleType] = {
@@ -102,6 +103,7 @@ REGISTRY: dict[str, ModuleType] = {
     "TG207": tg207_pending_no_fit,
     "TG208": tg208_unmanaged_policy,
     "TG209": tg209_policy_differs,
+    "TG210": tg210_carried_flow_denied,
     "TG301": tg301_kueue_no_queue,
     "TG302": tg302_kueue_flavor_without_topology,
     "TG303": tg303_kueue_unknown_level,

@@ -18,9 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from topogate.analysis.netpolicy import PolicyError
+from topogate.core.position import Position
 from topogate.diff import DiffError, read_tree
 from topogate.diff.members import sides_of
 from topogate.inventory.model import Inventory
+from topogate.policies.context import LiveFact
+from topogate.policies.live.facts import CARRIED_DENIED
 from topogate.replay.decide import Replay, Seen, denied_observed, dropped_allowed, per_job, replay
 from topogate.replay.flows import MAX_LINE, BadLine, Flow, read_flows
 from topogate.replay.render import FORMATS, as_json, render, suggest
@@ -65,6 +68,17 @@ def run_replay(flows: str, inventory: str, paths: Sequence[str], cluster: str | 
         return ReplayRun(result, tree.inventory)
 
 
-__all__ = ["FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay", "ReplayError", "ReplayRun", "Seen", "as_json",
+def carried_denied(run: ReplayRun, flows: str) -> tuple[LiveFact, ...]:
+    """The flows the cluster carried that the tree denies, as TG210's facts (`check --flows`)."""
+    return tuple(
+        LiveFact(CARRIED_DENIED, f"{s.src.shown} -> {s.dst.shown}",
+                 f"{s.src.shown} -> {s.dst.shown} {s.port}/{s.protocol} was carried {s.count}x in the "
+                 f"recording; the tree denies it: {s.decision.words}"
+                 + (f" ({s.decision.where})" if s.decision.where else ""),
+                 Position(flows, s.first_line, 1))
+        for s in denied_observed(run.result))
+
+
+__all__ = ["carried_denied", "FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay", "ReplayError", "ReplayRun", "Seen", "as_json",
            "denied_observed", "dropped_allowed", "per_job", "read_flows", "render", "replay", "run_replay",
            "suggest"]

@@ -10,6 +10,7 @@ from topogate.policies.context import Context, LiveFact
 
 ZONE, POOL_SIZE, SCHEDULING, GPUS, UNDESCRIBED = "zone", "pool-size", "scheduling", "gpus", "undescribed"
 SPLIT, PENDING, UNMANAGED, DIFFERS = "split", "pending", "unmanaged", "differs"
+CARRIED_DENIED = "carried-denied"  # check --flows: recorded traffic, not the cluster now
 
 
 def issues(ctx: Context, kind: str) -> Iterator[Issue]:
@@ -19,5 +20,5 @@ def issues(ctx: Context, kind: str) -> Iterator[Issue]:
             yield Issue(f.object, f.message, f.pos)
 
 
-__all__ = ["DIFFERS", "GPUS", "LiveFact", "PENDING", "POOL_SIZE", "SCHEDULING", "SPLIT", "UNDESCRIBED",
+__all__ = ["CARRIED_DENIED", "DIFFERS", "GPUS", "LiveFact", "PENDING", "POOL_SIZE", "SCHEDULING", "SPLIT", "UNDESCRIBED",
            "UNMANAGED", "ZONE", "issues"]
