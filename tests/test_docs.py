@@ -39,6 +39,10 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
         "topogate trace fixtures/trace/lab --from ml-demo/Deployment/gpu-workers --to "
         "ml-demo/Deployment/coordinator --port 23456",
         "git init -q -b main && git add -A && git -c user.name=ci -c user.email=ci@example.com commit -qm base",
+        "topogate replay fixtures/flows/incident-fixed.jsonl fixtures/lab/inventory.yaml fixtures/incident/fixed",
+    ],
+    "docs/replay.md": [
+        "topogate replay fixtures/flows/incident-fixed.jsonl fixtures/lab/inventory.yaml fixtures/incident/fixed",
     ],
     "docs/cli.md": [
         "topogate generate fixtures/multi/inventory.yaml -o deploy > /dev/null",

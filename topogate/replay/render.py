@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from topogate.analysis.netpolicy import External, PodClass
+from topogate.core.words import plural
 from topogate.inventory.model import Inventory
 from topogate.replay.decide import Replay, Seen, denied_observed, dropped_allowed, per_job
 
@@ -20,8 +21,8 @@ def _line(s: Seen) -> str:
 
 
 def render_text(r: Replay) -> str:
-    out = [f"topogate replay: cluster {r.cluster}: {sum(s.count for s in r.seen.values())} flows, "
-           f"{len(r.seen)} distinct, {r.replies} replies skipped"]
+    out = [f"topogate replay: cluster {r.cluster}: {plural(sum(s.count for s in r.seen.values()), 'flow')}, "
+           f"{len(r.seen)} distinct, {plural(r.replies, 'reply', 'replies')} skipped"]
     denied, dropped = denied_observed(r), dropped_allowed(r)
     out.append(f"observed but denied by the tree: {len(denied)}")
     out += [f"  {_line(s)}" for s in denied]
