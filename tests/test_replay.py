@@ -20,7 +20,16 @@ from hypothesis import strategies as st
 from topogate.cli.app import main
 from topogate.diff import read_tree
 from topogate.diff.members import sides_of
-from topogate.replay import MAX_LINE, BadLine, Replay, denied_observed, dropped_allowed, read_flows, replay
+from topogate.replay import (
+    MAX_LINE,
+    BadLine,
+    Replay,
+    denied_observed,
+    dropped_allowed,
+    per_job,
+    read_flows,
+    replay,
+)
 from topogate.sources.manifests import collect
 from topogate.trace import trace
 
@@ -181,3 +190,48 @@ def test_replay_verdict_equals_trace(lab_side, src, dst, port, proto) -> None:  
     spec = lambda p: f"{p[0]}:" + ",".join(f"{k}={v}" for k, v in sorted(p[1].items()))  # noqa: E731
     t = trace(_OBJECTS, spec(src), spec(dst), f"{port}/{proto}", INVENTORY, "lab")
     assert seen.decision.allowed == (t.verdict == "allowed")
+
+
+# --- suggest -> generate -> replay -------------------------------------------------------
+
+def _member_end(m) -> dict:  # type: ignore[no-untyped-def]
+    """A Hubble endpoint for the pods of a job group, with the labels the tree gives them."""
+    return endpoint(m.peer.namespace, dict(m.peer.labels), m.key.rsplit("#", 1)[-1].lower() + "-0")
+
+
+def test_suggest_then_generate_then_replay_allows_everything_and_the_rules_hold(tmp_path: Path) -> None:
+    from topogate.check.run import run_check
+    from topogate.replay import run_replay, suggest
+
+    lab = tmp_path / "lab"
+    shutil.copytree(REPO / "fixtures" / "lab", lab)
+    inv = lab / "inventory.yaml"
+    t = read_tree("head", str(inv), [], str(tmp_path / "s"))
+    jobs = sides_of(t.inventory, t.objects)["lab"].jobs
+    master = next(m for k, m in jobs.items() if k.endswith("#Master"))
+    worker = next(m for k, m in jobs.items() if k.endswith("#Worker"))
+    dns = endpoint("kube-system", {"k8s-app": "kube-dns"}, "coredns-1")
+    flows = tmp_path / "flows.jsonl"
+    flows.write_text("\n".join([
+        flow(_member_end(worker), "10.0.1.5", _member_end(master), "10.0.1.9", 23456),
+        flow(_member_end(worker), "10.0.1.5", dns, "10.0.0.10", 53, "UDP"),
+        flow(_member_end(worker), "10.0.1.5", WORLD, "203.0.113.9", 443),
+        flow(_member_end(master), "10.0.1.9", {}, "203.0.113.10", 8443),
+    ]) + "\n")
+    first = run_replay(str(flows), str(inv), [])
+    assert {(s.dst.shown, s.port) for s in denied_observed(first.result)} == {("203.0.113.9/32", 443),
+                                                                             ("203.0.113.10/32", 8443)}
+    text = suggest(first.result, first.inventory)
+    entry = yaml.safe_load("\n".join(ln for ln in text.splitlines() if not ln.startswith("#")))
+    assert entry == {"egress": [{"cidrs": ["203.0.113.10/32"], "ports": [{"port": 8443, "protocol": "TCP"}]},
+                                {"cidrs": ["203.0.113.9/32"], "ports": [{"port": 443, "protocol": "TCP"}]}]}
+    data = yaml.safe_load(inv.read_text())
+    data["workloads"][0]["egress"] = entry["egress"]
+    inv.write_text(yaml.safe_dump(data, sort_keys=False))
+    again = run_replay(str(flows), str(inv), [])
+    assert denied_observed(again.result) == []
+    assert len(again.result.seen) == 4
+    (job,) = per_job(again.result).values()
+    assert (job["rendezvous"]["seen"], job["dns"]["seen"], job["nccl"]["seen"]) == (1, 1, 0)
+    found = {f.rule for f in run_check(str(inv)).result.findings}
+    assert not found & {"TG107", "TG112"}

@@ -1,6 +1,7 @@
 """Each observed flow decided by the one evaluator, as `trace --port` decides it.
 
-Endpoints: a reserved identity (kube-apiserver, host, remote-node, world) is that entity; an
+Endpoints: a reserved identity (kube-apiserver, host, remote-node) is that entity (world with an
+address is that address: toCIDR rules decide by address, and a CIDR peer is in world too); an
 endpoint with a namespace is the pod class of its namespace, k8s: labels and service account
 (topogate.analysis.map.pods.pod_class, the class `check` and `trace` give the same pod); any
 other is its IP as a /32 (/128) CIDR peer. The tree is read by `diff`'s reader and compiled by
@@ -23,7 +24,8 @@ from topogate.diff.members import ANY_ZONE, OUTSIDE, ClusterSide, Member
 from topogate.k8s.kinds import TRAINING_KINDS
 from topogate.replay.flows import Flow, FlowEnd
 
-ENTITY_ORDER = ("kube-apiserver", "host", "remote-node", "health", "ingress", "init", "world")
+ENTITY_ORDER = ("kube-apiserver", "host", "remote-node", "health", "ingress", "init", "world", "world-ipv4",
+                "world-ipv6")
 DNS_PORT = 53
 
 
@@ -74,7 +76,7 @@ def _cidr(ip: str) -> str:
 
 def peer_of(end: FlowEnd, side: ClusterSide) -> tuple[str, Peer]:
     for entity in ENTITY_ORDER:
-        if entity in end.reserved:
+        if entity in end.reserved and not (entity.startswith("world") and _cidr(end.ip)):
             return entity, External(entity=entity)
     if end.namespace:
         spec = {"serviceAccountName": end.service_account} if end.service_account else {}
