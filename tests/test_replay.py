@@ -235,3 +235,26 @@ def test_suggest_then_generate_then_replay_allows_everything_and_the_rules_hold(
     assert (job["rendezvous"]["seen"], job["dns"]["seen"], job["nccl"]["seen"]) == (1, 1, 0)
     found = {f.rule for f in run_check(str(inv)).result.findings}
     assert not found & {"TG107", "TG112"}
+
+
+def test_suggested_door_admits_the_denied_pod_flow(tmp_path: Path) -> None:
+    from topogate.replay import run_replay, suggest
+
+    shutil.copytree(REPO / "fixtures" / "lab", tmp_path / "lab")
+    inv = tmp_path / "lab" / "inventory.yaml"
+    t = read_tree("head", str(inv), [], str(tmp_path / "s"))
+    worker = next(m for k, m in sides_of(t.inventory, t.objects)["lab"].jobs.items() if k.endswith("#Worker"))
+    flows = tmp_path / "flows.jsonl"
+    flows.write_text(flow(_member_end(worker), "10.0.1.5", endpoint("storage", {"app": "s3-gateway"}, "gw-0"),
+                          "10.0.3.3", 9000) + "\n")
+    first = run_replay(str(flows), str(inv), [])
+    assert len(denied_observed(first.result)) == 1
+    doors = yaml.safe_load(suggest(first.result, first.inventory))["doors"]
+    assert doors == [{"name": "replay-train-1", "cluster": "lab", "from": {"workloads": ["train"]},
+                      "to": {"namespace": "storage", "labels": {"app": "s3-gateway"}},
+                      "ports": [{"port": 9000, "protocol": "TCP"}]}]
+    data = yaml.safe_load(inv.read_text())
+    data["doors"] = doors
+    inv.write_text(yaml.safe_dump(data, sort_keys=False))
+    (after,) = run_replay(str(flows), str(inv), []).result.seen.values()
+    assert after.decision.allowed and "topogate-train" in after.decision.words
