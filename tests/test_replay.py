@@ -258,3 +258,15 @@ def test_suggested_door_admits_the_denied_pod_flow(tmp_path: Path) -> None:
     inv.write_text(yaml.safe_dump(data, sort_keys=False))
     (after,) = run_replay(str(flows), str(inv), []).result.seen.values()
     assert after.decision.allowed and "topogate-train" in after.decision.words
+
+
+def test_check_flows_reports_tg210_at_the_flows_line_and_bad_files_exit_2(tmp_path: Path) -> None:
+    flows = str(REPO / "fixtures" / "flows" / "incident-fixed.jsonl")
+    r = CliRunner().invoke(main, ["check", INVENTORY, str(INCIDENT / "fixed"), "--flows", flows, "--format", "json"])
+    assert r.exit_code == 1
+    hits = [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "TG210"]
+    assert [(Path(h["file"]).name, h["line"]) for h in hits] == [("incident-fixed.jsonl", 6)]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"flow": {"l4": \n')
+    r = CliRunner().invoke(main, ["check", INVENTORY, str(INCIDENT / "fixed"), "--flows", str(bad)])
+    assert r.exit_code == 2 and "bad.jsonl:1:1:" in r.stderr
