@@ -32,7 +32,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -374,27 +374,44 @@ def _check_out(root: Path) -> None:
             "Choose an empty or new directory, or remove those files.")
 
 
-def write_file(path: str, text: str) -> str:
+def cannot_write(path: str) -> str:
+    """"" when a file may be made at `path`, else why not: the one check every `-o FILE` passes
+    before any work (a report after the analysis, an inventory after the cluster was read)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
+        return f"{directory} is not a writable directory"
+    if os.path.isdir(path) and not os.path.islink(path):
+        return f"{path} is a directory"
+    return ""
+
+
+def write_file(path: str, text: str, verify: Callable[[str], str] | None = None) -> str:
     """Write one file (a report, an imported inventory) whole or not at all; "" on success,
     else why it could not be written. Its text is redacted first (topogate.core.redact): a
     report is posted back to the pull request, as a log is.
 
     Written beside the target and renamed, so a reader (a CI step posting it as a comment)
-    never sees half a file."""
+    never sees half a file. `verify`, given the written temporary file, returns "" or why it
+    must not replace `path` (`import` loads the inventory back first)."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".topogate-report-", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=".topogate-report-", suffix=os.path.splitext(path)[1], dir=directory)
     except OSError as e:
         return f"cannot write in {directory}: {reason(e)}"
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(redact(text))
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        problem = verify(tmp) if verify is not None else ""
+        if not problem:
+            os.replace(tmp, path)
+            return ""
     except OSError as e:
-        os.unlink(tmp)
-        return f"cannot write: {reason(e)}"
-    return ""
+        problem = f"cannot write: {reason(e)}"
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    return problem
 
 
-__all__ = ["WriteError", "diff_tree", "foreign_files", "tree_entries", "write_file", "write_tree"]
+__all__ = ["WriteError", "cannot_write", "diff_tree", "foreign_files", "tree_entries", "write_file", "write_tree"]
