@@ -1,20 +1,25 @@
 """The only module that writes the generated tree to disk.
 
-Promise: after any failure or kill, OUT is the old tree or the new tree, never a mix, and the
-next run removes whatever a killed run left beside OUT.
+Promise: after any failure or kill, OUT is the old tree or the new tree, never a mix; what a
+killed run leaves beside OUT is invisible to git (`git add -A` takes none of it) and the next
+run removes it.
 
 How:
-- Runs are serialised by an exclusive `flock` on `.OUT.topogate.lock` beside OUT (not inside
-  the tree, which is replaced; removed at the end of the run). A second run waits, then sees
-  the first one's finished tree.
+- Runs are serialised by an exclusive `flock` on the directory holding OUT: no lock file, so a
+  kill leaves none (where directories cannot be locked, NFS, on `.OUT.topogate.lock` beside
+  OUT, removed at the end of the run). A second run waits, then sees the first one's finished
+  tree.
 - Under the lock, leftovers of killed runs are recovered first: a hidden old tree with no OUT
   (a kill between the two renames of the fallback swap below) is put back as OUT; every other
   `.OUT.topogate-new-*` / `.OUT.topogate-old-*` directory is removed.
 - OUT is checked before anything is written: not a symlink, a directory, every file carrying
   topogate's header (typo protection: `-o` pointed at a source directory), and every
   directory readable and writable by us (otherwise it could be moved but never deleted).
-- The new tree is written into a fresh directory beside OUT (same file system), given OUT's
-  mode and group first (so a setgid OUT passes its group on), then swapped with OUT in one
+- The new tree is written into `tree` inside a fresh holder `.OUT.topogate-new-*` beside OUT
+  (same file system), whose `.gitignore` of `*`, written first, hides the holder from git
+  whatever state a kill leaves it in (the old tree lands there after the swap, and the
+  fallback's `.OUT.topogate-old-*` gets one too). The tree is given OUT's mode and group
+  first (so a setgid OUT passes its group on), then swapped with OUT in one
   `renameat2(RENAME_EXCHANGE)`: no moment without OUT. Where the kernel or file system lacks
   it, two renames (OUT aside, new into place), with the recovery above for a kill in between.
 - Every OSError (a full disk, a permission, a race) becomes a WriteError with one line; the
@@ -228,7 +233,37 @@ def _recover(root: Path) -> None:
 
 @contextmanager
 def _locked(root: Path) -> Iterator[None]:
-    """An exclusive flock on `.OUT.topogate.lock` beside OUT, held for the whole run.
+    """An exclusive flock held for the whole run: on the directory holding OUT, so no lock file
+    is ever made and a kill leaves none in the repository (runs into one directory are
+    serialised, whichever their OUT). Where a directory cannot be locked (NFS emulates flock
+    with write locks, which need a file open for writing), on `.OUT.topogate.lock` beside OUT
+    instead (`_file_locked`)."""
+    try:
+        fd = os.open(root.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as e:
+        raise WriteError(f"cannot open {root.parent} to lock it: {e.strerror or e}") from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:
+            if e.errno not in (errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):
+                raise WriteError(f"cannot lock {root.parent}: {e.strerror or e}") from e
+            with _file_locked(root):
+                yield
+            return
+        try:  # the lock file of a killed run that had to use one: ours now, under the lock
+            os.unlink(root.parent / f".{root.name}.topogate.lock")
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _file_locked(root: Path) -> Iterator[None]:
+    """An exclusive flock on `.OUT.topogate.lock` beside OUT (not inside the tree, which is
+    replaced), where the directory cannot be locked.
 
     The file is removed at the end, so no stray file is left in the user's repository. That
     is safe because a waiter, once it holds the lock, checks that the name still points at the
@@ -286,13 +321,21 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+def hidden_from_git(directory: Path) -> None:
+    """A `.gitignore` of `*` in `directory`: `git add -A` and `git status` skip it whole (the
+    file included), so what a killed run leaves beside OUT is never committed by accident."""
+    (directory / ".gitignore").write_bytes(b"# a topogate run's scratch space, never committed\n*\n")
+
+
 def _swap(new: Path, out: Path) -> None:
-    """Make `new` OUT; afterwards `new` is gone (it held the old tree, which is removed)."""
+    """Make `new` (a holder's `tree`) OUT; the old tree ends in `new`'s place, still inside
+    its holder (hidden from git), which the caller removes."""
     if not out.exists():
         os.rename(new, out)
         return
     if not _exchange(new, out):
         old = Path(tempfile.mkdtemp(prefix=_prefixes(out.name)[1], dir=out.parent))
+        hidden_from_git(old)
         os.rename(out, old / "tree")
         try:
             os.rename(new, out)
@@ -300,8 +343,8 @@ def _swap(new: Path, out: Path) -> None:
             os.rename(old / "tree", out)  # put the previous tree back
             _remove(old)
             raise
-        os.rename(old, new)  # one name to remove below, and to recover if killed
-    _remove(new)
+        os.rename(old / "tree", new)  # beside the holder's .gitignore: removed with it
+        _remove(old)
 
 
 def _prepare(tmp: Path, root: Path) -> None:
@@ -333,23 +376,27 @@ def write_tree(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
                              "directories there") from e
         _check_out(root)
         try:
-            tmp = Path(tempfile.mkdtemp(prefix=_prefixes(root.name)[0], dir=root.parent))
+            holder = Path(tempfile.mkdtemp(prefix=_prefixes(root.name)[0], dir=root.parent))
         except OSError as e:
             raise WriteError(f"cannot create a temporary directory beside {root}: "
                              f"{e.strerror or e}") from e
+        tmp = holder / "tree"
         try:
+            hidden_from_git(holder)
+            tmp.mkdir()
             _prepare(tmp, root)
             _write_all(tmp, files)
         except (OSError, ValueError) as e:
-            _remove(tmp)
+            _remove(holder)
             raise WriteError(f"writing the new tree failed, {root} is unchanged: "
                              f"{getattr(e, 'strerror', None) or e}") from e
         try:
             _swap(tmp, root)
         except OSError as e:
-            _remove(tmp)
+            _remove(holder)
             raise WriteError(f"cannot put the new tree in place, {root} is unchanged: "
                              f"{e.strerror or e}") from e
+        _remove(holder)  # the old tree, in the new one's place
 
 
 def _check_out(root: Path) -> None:
