@@ -7,6 +7,8 @@ commands add 75/77/78 (see topogate.audit).
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from topogate.cli.audit import audit
@@ -19,10 +21,26 @@ from topogate.cli.generate import generate
 from topogate.cli.live import drift, import_
 from topogate.cli.replay import replay
 from topogate.cli.rules import rules
+from topogate.cli.stdio import guarded, install
 from topogate.cli.trace import trace
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The command group, with standard output guarded (topogate.cli.stdio): a full disk, a
+    closed pipe or a closed fd 1 is one line and exit 2, for every command, `--help` included."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        install()
+        return super().main(*args, **kwargs)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        return guarded(lambda: super(_Group, self).make_context(*args, **kwargs))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return guarded(lambda: super(_Group, self).invoke(ctx))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="topogate")
 def main() -> None:
     """topogate: one map of zones, pools and network doors for distributed training jobs.

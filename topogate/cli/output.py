@@ -20,7 +20,7 @@ from topogate.cli.common import fail
 from topogate.core.escape import for_log, lines
 from topogate.report import get_reporter, resolve_format
 from topogate.report.color import colorize, use_color
-from topogate.tree.writer import write_file
+from topogate.tree.writer import cannot_write, write_file
 
 # `-o FILE` without --output-format: by the file's extension. `-o report.md` (what action.yml
 # and most users pass for a job summary) is markdown; any other name gets the format of
@@ -55,9 +55,9 @@ def output_files(paths: tuple[str, ...], explicit: str | None, stdout_format: st
 def require_writable(outputs: tuple[tuple[str, str], ...]) -> None:
     """Exit 2 before any work when an `-o FILE` cannot be written (not after the report printed)."""
     for output, _ in outputs:
-        parent = os.path.dirname(os.path.abspath(output))
-        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-            fail(f"topogate: cannot write the report to {output}: {parent} is not a writable directory")
+        problem = cannot_write(output)
+        if problem:
+            fail(f"topogate: cannot write the report to {output}: {problem}")
 
 
 def stdout_format(fmt: str) -> str:

@@ -83,10 +83,15 @@ def exit_now(code: int) -> NoReturn:
     At interpreter exit every object is deallocated in turn, seconds for a large check, after
     the report is printed. Output is flushed and the atexit handlers run (they stop kubectl
     children and remove temporary directories) as on a normal exit; then the process ends.
-    Anything unusual (a stream that cannot be flushed, a thread still running) takes the normal
-    exit, so the interpreter reports and waits exactly as it always has."""
+    Anything unusual (a closed stream, a thread still running) takes the normal exit, so the
+    interpreter reports and waits exactly as it always has; a standard output that cannot be
+    written (a full disk, a reader gone) raises here, for the command line to report in one
+    line (topogate.cli.stdio) rather than exit with `code` as if the report had been read."""
     try:
         sys.stdout.flush()
+    except ValueError:
+        sys.exit(code)
+    try:
         sys.stderr.flush()
     except (OSError, ValueError):
         sys.exit(code)

@@ -21,7 +21,7 @@ from topogate.inventory.model import Cluster, Inventory
 from topogate.live.client import Target
 from topogate.live.drift import compare
 from topogate.live.errors import LiveError
-from topogate.live.importer import build, schema_ref_for, write
+from topogate.live.importer import build, refuse_unwritable, schema_ref_for, write
 from topogate.live.nodes import dns_label, parse_nodes
 from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts, where
 from topogate.live.snapshot import POLICY_KINDS, Snapshot, fetch, read_file
@@ -59,7 +59,7 @@ class ImportOutcome:
 
 def run_import(source: Source, out: str, *, cluster: str | None, pool_label: str | None,
                zone_label: str, force: bool) -> ImportOutcome:
-
+    refuse_unwritable(out, force)  # before the cluster is read
     snapshot = source.read(workloads=False)
     name = dns_label(cluster, "imported") if cluster else source.default_name()
     imported = build(snapshot, name, zone_label, pool_label, schema_ref_for(out))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from topogate.live.errors import LiveError
 from topogate.live.nodes import LiveNode, PoolGroup, dns_label, group_pools, parse_nodes
 from topogate.live.snapshot import Snapshot
 from topogate.sources.inventory import load_inventory
+from topogate.tree.writer import cannot_write, write_file
 
 _ZONE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _PROVIDER_HINTS = (("eks.amazonaws.com/", "aws"), ("karpenter.k8s.aws/", "aws"),
@@ -167,26 +167,31 @@ def schema_ref_for(out: str) -> str:
         return schema
 
 
-def write(imported: Imported, out: str, force: bool) -> None:
-    """Write atomically, never over an existing file without `force`, only if it loads back."""
-
+def refuse_unwritable(out: str, force: bool) -> None:
+    """Exit 2 before the cluster is read: OUT exists without `force`, or cannot be written
+    (the check every `-o FILE` passes: topogate.tree.writer.cannot_write)."""
     if os.path.lexists(out) and not force:
         raise LiveError(f"{out} exists; pass --force to replace it", ExitCode.BAD_INVOCATION)
-    d = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(d):
-        raise LiveError(f"{out}: directory {d} does not exist", ExitCode.BAD_INVOCATION)
-    fd, tmp = tempfile.mkstemp(prefix=".topogate-import-", suffix=".yaml", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(imported.text)
+    problem = cannot_write(out)
+    if problem:
+        raise LiveError(f"cannot write {out}: {problem}", ExitCode.BAD_INVOCATION)
+
+
+def write(imported: Imported, out: str, force: bool) -> None:
+    """Write atomically through the one file writer, never over an existing file without
+    `force`, only if it loads back."""
+    refuse_unwritable(out, force)
+
+    def loads(tmp: str) -> str:
         try:
             load_inventory(tmp, read_bases=False)
         except InventoryError as err:
             # A bug of ours, not the user's: say what the loader said, write nothing.
             first = "; ".join(p.message for p in err.problems[:3])
-            raise LiveError(f"the imported inventory does not load ({first}); nothing was "
-                            "written; please report it", ExitCode.BAD_INVOCATION) from None
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+            return f"the imported inventory does not load ({first}); nothing was written; please report it"
+        return ""
+
+    problem = write_file(out, imported.text, verify=loads)
+    if problem:
+        raise LiveError(f"{out}: {problem}" if problem.startswith("cannot") else problem,
+                        ExitCode.BAD_INVOCATION)

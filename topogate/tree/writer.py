@@ -1,20 +1,25 @@
 """The only module that writes the generated tree to disk.
 
-Promise: after any failure or kill, OUT is the old tree or the new tree, never a mix, and the
-next run removes whatever a killed run left beside OUT.
+Promise: after any failure or kill, OUT is the old tree or the new tree, never a mix; what a
+killed run leaves beside OUT is invisible to git (`git add -A` takes none of it) and the next
+run removes it.
 
 How:
-- Runs are serialised by an exclusive `flock` on `.OUT.topogate.lock` beside OUT (not inside
-  the tree, which is replaced; removed at the end of the run). A second run waits, then sees
-  the first one's finished tree.
+- Runs are serialised by an exclusive `flock` on the directory holding OUT: no lock file, so a
+  kill leaves none (where directories cannot be locked, NFS, on `.OUT.topogate.lock` beside
+  OUT, removed at the end of the run). A second run waits, then sees the first one's finished
+  tree.
 - Under the lock, leftovers of killed runs are recovered first: a hidden old tree with no OUT
   (a kill between the two renames of the fallback swap below) is put back as OUT; every other
   `.OUT.topogate-new-*` / `.OUT.topogate-old-*` directory is removed.
 - OUT is checked before anything is written: not a symlink, a directory, every file carrying
   topogate's header (typo protection: `-o` pointed at a source directory), and every
   directory readable and writable by us (otherwise it could be moved but never deleted).
-- The new tree is written into a fresh directory beside OUT (same file system), given OUT's
-  mode and group first (so a setgid OUT passes its group on), then swapped with OUT in one
+- The new tree is written into `tree` inside a fresh holder `.OUT.topogate-new-*` beside OUT
+  (same file system), whose `.gitignore` of `*`, written first, hides the holder from git
+  whatever state a kill leaves it in (the old tree lands there after the swap, and the
+  fallback's `.OUT.topogate-old-*` gets one too). The tree is given OUT's mode and group
+  first (so a setgid OUT passes its group on), then swapped with OUT in one
   `renameat2(RENAME_EXCHANGE)`: no moment without OUT. Where the kernel or file system lacks
   it, two renames (OUT aside, new into place), with the recovery above for a kill in between.
 - Every OSError (a full disk, a permission, a race) becomes a WriteError with one line; the
@@ -32,7 +37,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -228,7 +233,37 @@ def _recover(root: Path) -> None:
 
 @contextmanager
 def _locked(root: Path) -> Iterator[None]:
-    """An exclusive flock on `.OUT.topogate.lock` beside OUT, held for the whole run.
+    """An exclusive flock held for the whole run: on the directory holding OUT, so no lock file
+    is ever made and a kill leaves none in the repository (runs into one directory are
+    serialised, whichever their OUT). Where a directory cannot be locked (NFS emulates flock
+    with write locks, which need a file open for writing), on `.OUT.topogate.lock` beside OUT
+    instead (`_file_locked`)."""
+    try:
+        fd = os.open(root.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as e:
+        raise WriteError(f"cannot open {root.parent} to lock it: {e.strerror or e}") from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:
+            if e.errno not in (errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):
+                raise WriteError(f"cannot lock {root.parent}: {e.strerror or e}") from e
+            with _file_locked(root):
+                yield
+            return
+        try:  # the lock file of a killed run that had to use one: ours now, under the lock
+            os.unlink(root.parent / f".{root.name}.topogate.lock")
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _file_locked(root: Path) -> Iterator[None]:
+    """An exclusive flock on `.OUT.topogate.lock` beside OUT (not inside the tree, which is
+    replaced), where the directory cannot be locked.
 
     The file is removed at the end, so no stray file is left in the user's repository. That
     is safe because a waiter, once it holds the lock, checks that the name still points at the
@@ -286,13 +321,21 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+def hidden_from_git(directory: Path) -> None:
+    """A `.gitignore` of `*` in `directory`: `git add -A` and `git status` skip it whole (the
+    file included), so what a killed run leaves beside OUT is never committed by accident."""
+    (directory / ".gitignore").write_bytes(b"# a topogate run's scratch space, never committed\n*\n")
+
+
 def _swap(new: Path, out: Path) -> None:
-    """Make `new` OUT; afterwards `new` is gone (it held the old tree, which is removed)."""
+    """Make `new` (a holder's `tree`) OUT; the old tree ends in `new`'s place, still inside
+    its holder (hidden from git), which the caller removes."""
     if not out.exists():
         os.rename(new, out)
         return
     if not _exchange(new, out):
         old = Path(tempfile.mkdtemp(prefix=_prefixes(out.name)[1], dir=out.parent))
+        hidden_from_git(old)
         os.rename(out, old / "tree")
         try:
             os.rename(new, out)
@@ -300,8 +343,8 @@ def _swap(new: Path, out: Path) -> None:
             os.rename(old / "tree", out)  # put the previous tree back
             _remove(old)
             raise
-        os.rename(old, new)  # one name to remove below, and to recover if killed
-    _remove(new)
+        os.rename(old / "tree", new)  # beside the holder's .gitignore: removed with it
+        _remove(old)
 
 
 def _prepare(tmp: Path, root: Path) -> None:
@@ -333,23 +376,27 @@ def write_tree(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> None:
                              "directories there") from e
         _check_out(root)
         try:
-            tmp = Path(tempfile.mkdtemp(prefix=_prefixes(root.name)[0], dir=root.parent))
+            holder = Path(tempfile.mkdtemp(prefix=_prefixes(root.name)[0], dir=root.parent))
         except OSError as e:
             raise WriteError(f"cannot create a temporary directory beside {root}: "
                              f"{e.strerror or e}") from e
+        tmp = holder / "tree"
         try:
+            hidden_from_git(holder)
+            tmp.mkdir()
             _prepare(tmp, root)
             _write_all(tmp, files)
         except (OSError, ValueError) as e:
-            _remove(tmp)
+            _remove(holder)
             raise WriteError(f"writing the new tree failed, {root} is unchanged: "
                              f"{getattr(e, 'strerror', None) or e}") from e
         try:
             _swap(tmp, root)
         except OSError as e:
-            _remove(tmp)
+            _remove(holder)
             raise WriteError(f"cannot put the new tree in place, {root} is unchanged: "
                              f"{e.strerror or e}") from e
+        _remove(holder)  # the old tree, in the new one's place
 
 
 def _check_out(root: Path) -> None:
@@ -374,27 +421,44 @@ def _check_out(root: Path) -> None:
             "Choose an empty or new directory, or remove those files.")
 
 
-def write_file(path: str, text: str) -> str:
+def cannot_write(path: str) -> str:
+    """"" when a file may be made at `path`, else why not: the one check every `-o FILE` passes
+    before any work (a report after the analysis, an inventory after the cluster was read)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
+        return f"{directory} is not a writable directory"
+    if os.path.isdir(path) and not os.path.islink(path):
+        return f"{path} is a directory"
+    return ""
+
+
+def write_file(path: str, text: str, verify: Callable[[str], str] | None = None) -> str:
     """Write one file (a report, an imported inventory) whole or not at all; "" on success,
     else why it could not be written. Its text is redacted first (topogate.core.redact): a
     report is posted back to the pull request, as a log is.
 
     Written beside the target and renamed, so a reader (a CI step posting it as a comment)
-    never sees half a file."""
+    never sees half a file. `verify`, given the written temporary file, returns "" or why it
+    must not replace `path` (`import` loads the inventory back first)."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".topogate-report-", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=".topogate-report-", suffix=os.path.splitext(path)[1], dir=directory)
     except OSError as e:
         return f"cannot write in {directory}: {reason(e)}"
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(redact(text))
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        problem = verify(tmp) if verify is not None else ""
+        if not problem:
+            os.replace(tmp, path)
+            return ""
     except OSError as e:
-        os.unlink(tmp)
-        return f"cannot write: {reason(e)}"
-    return ""
+        problem = f"cannot write: {reason(e)}"
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    return problem
 
 
-__all__ = ["WriteError", "diff_tree", "foreign_files", "tree_entries", "write_file", "write_tree"]
+__all__ = ["WriteError", "cannot_write", "diff_tree", "foreign_files", "tree_entries", "write_file", "write_tree"]
