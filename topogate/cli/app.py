@@ -18,6 +18,7 @@ from topogate.cli.explain import explain
 from topogate.cli.generate import generate
 from topogate.cli.live import drift, import_
 from topogate.cli.rules import rules
+from topogate.cli.schema import schema
 from topogate.cli.trace import trace
 
 
@@ -32,8 +33,8 @@ def main() -> None:
     """
 
 
-for _command in (generate, check, diff, explain, rules, trace, audit, import_, drift, config, clusters):
+for _command in (generate, check, diff, explain, rules, trace, audit, import_, drift, config, clusters, schema):
     main.add_command(_command)
 
 __all__ = ["audit", "check", "clusters", "config", "diff", "drift", "explain", "generate", "import_", "main", "rules",
-           "trace"]
+           "schema", "trace"]
