@@ -41,8 +41,8 @@ def test_docs_show_real_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     # the schema line is relative to where the file is written; the doc writes it at the root
     first, rest = written.split("\n", 1)
     assert first.startswith("# yaml-language-server: $schema=")
-    assert first.endswith("topogate/schemas/inventory.schema.json")
-    assert shown_yaml == "# yaml-language-server: $schema=topogate/schemas/inventory.schema.json\n" + rest
+    assert first.endswith(".topogate/inventory.schema.json")
+    assert shown_yaml == "# yaml-language-server: $schema=.topogate/inventory.schema.json\n" + rest
 
 
 def _docs(name: str) -> list[dict[str, object]]:

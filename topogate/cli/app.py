@@ -21,6 +21,7 @@ from topogate.cli.generate import generate
 from topogate.cli.live import drift, import_
 from topogate.cli.replay import replay
 from topogate.cli.rules import rules
+from topogate.cli.schema import schema
 from topogate.cli.stdio import guarded, install
 from topogate.cli.trace import trace
 
@@ -51,8 +52,9 @@ def main() -> None:
     """
 
 
-for _command in (generate, check, diff, explain, rules, trace, replay, audit, import_, drift, config, clusters):
+for _command in (generate, check, diff, explain, rules, trace, replay, audit, import_, drift, config, clusters,
+                 schema):
     main.add_command(_command)
 
 __all__ = ["audit", "check", "clusters", "config", "diff", "drift", "explain", "generate", "import_", "main", "replay",
-           "rules", "trace"]
+           "rules", "schema", "trace"]

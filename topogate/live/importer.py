@@ -156,15 +156,18 @@ def build(snapshot: Snapshot, cluster: str, zone_label: str = DEFAULT_ZONE_LABEL
     return Imported(buf.getvalue(), cluster, zones, pools, tuple(notes))
 
 
-def schema_ref_for(out: str) -> str:
-    """The shipped schema, relative to the written file, for editors."""
-    from importlib.resources import files
+SCHEMA_HOME = ".topogate/inventory.schema.json"  # what `topogate schema -o` is documented to write
 
-    schema = str(files("topogate") / "schemas" / "inventory.schema.json")
+
+def schema_ref_for(out: str) -> str:
+    """The repository's copy of the schema (`topogate schema -o .topogate/inventory.schema.json`,
+    run at the repository's root, taken as the working directory), relative to the written file:
+    the installed package's own copy is no path a user's editor can keep."""
+    schema = os.path.join(os.getcwd(), SCHEMA_HOME)
     try:
         return os.path.relpath(schema, os.path.dirname(os.path.abspath(out))).replace(os.sep, "/")
     except ValueError:  # pragma: no cover - another drive on Windows
-        return schema
+        return SCHEMA_HOME
 
 
 def refuse_unwritable(out: str, force: bool) -> None:
