@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # promtool for the tests: $(PROMTOOL) when set, else the one `make test` extracts into the venv.
 PROMTOOL ?=
 
-.PHONY: demo test install crds promtool cluster-bin lint rules-doc bench fuzz clean
+.PHONY: demo test install crds promtool cluster-bin node-tools lint rules-doc bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -71,7 +71,34 @@ cluster-bin:
 	  if [ $$rc = 0 ]; then echo "cluster-bin: $$dir"; \
 	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_CLUSTER:-0}" != 0 ]; then exit 2; fi
 
-test: $(STAMP) promtool cluster-bin
+# The real renderer and editor server the tests drive: mermaid-cli (rendering with Debian's
+# chromium, never a downloaded browser) and yaml-language-server, pinned by tests/node's
+# package-lock.json and installed into tests/node/node_modules from a cache under ~/.cache.
+# Without npm or chromium those tests skip, unless TOPOGATE_REQUIRE_RENDER=1 (CI) makes that a
+# failure.
+NODE_TOOLS := tests/node/node_modules/.installed
+NPM_CACHE ?= $(HOME)/.cache/topogate/npm
+$(NODE_TOOLS): tests/node/package-lock.json
+	cd tests/node && PUPPETEER_SKIP_DOWNLOAD=1 npm ci -q --no-audit --no-fund --cache "$(NPM_CACHE)"
+	touch $@
+
+node-tools:
+	@req=$${TOPOGATE_REQUIRE_RENDER:-0}; \
+	  if ! command -v npm >/dev/null 2>&1; then \
+	    echo "node-tools: no npm on this machine; the render and editor tests will skip"; \
+	    [ "$$req" = 0 ] || exit 2; exit 0; fi; \
+	  $(MAKE) --no-print-directory $(NODE_TOOLS) || exit 2; \
+	  if ! command -v chromium >/dev/null 2>&1; then \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	    echo "node-tools: installing Debian's chromium for mermaid-cli"; \
+	    { $$SUDO apt-get install -y -qq --no-install-recommends chromium </dev/null >/dev/null 2>&1 || \
+	      { $$SUDO apt-get update -qq </dev/null && \
+	        $$SUDO apt-get install -y -qq --no-install-recommends chromium </dev/null >/dev/null; }; } \
+	      || { echo "node-tools: chromium could not be installed; the render tests will skip"; \
+	           [ "$$req" = 0 ] || exit 2; }; \
+	  fi
+
+test: $(STAMP) promtool cluster-bin node-tools
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/topogate rules --format markdown | diff -u docs/rules.md - \
 	  || { echo "docs/rules.md is stale: run 'make rules-doc'"; exit 1; }
