@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -441,3 +442,66 @@ def test_a_workload_of_a_changed_cluster_kept_elsewhere_widens_the_read(repo: Pa
                    "is not among that cluster's manifests: checking everything\n")
     assert built(builds) == ["deploy/clusters/gpu-east", "deploy/clusters/gpu-west", "deploy/clusters/gpu-west"]
     assert "JobSet/vision/resnet (cluster gpu-west)" in out
+
+
+# --- the one build a change needs starts before the inventory is read ---
+
+
+def test_the_changed_root_is_building_while_the_inventory_loads(
+        repo: Path, builds: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The narrowed run reads only the cluster names ahead (cluster_names), so kubectl runs
+    while the inventory and every base are loaded: the build log already names the root when
+    the loader is entered. The loader waits up to 20 s for it; a serial run never gets there."""
+    from topogate.check import run as check_run
+    from topogate.sources import manifests
+
+    if (os.cpu_count() or 1) == 1:
+        pytest.skip("one CPU: builds run when their output is read, so nothing can overlap")
+    assert manifests._Builds().workers > 1
+    seen: list[list[str]] = []
+    real_load = check_run.load_inventory
+
+    def load(path: str) -> object:
+        for _ in range(200):
+            if builds.read_text().strip():
+                break
+            time.sleep(0.1)
+        seen.append(built(builds))
+        return real_load(path)
+
+    monkeypatch.setattr(check_run, "load_inventory", load)
+    edit(repo / "bases/resnet/job.yaml", "resnet:3.1", "resnet:3.2")
+    code, out, err = check("inventory.yaml", "deploy/clusters", "--changed-since", "main")
+    assert code == 0 and err == "", out + err
+    assert seen == [["deploy/clusters/gpu-west"]]  # building before the inventory was read
+    assert built(builds) == ["deploy/clusters/gpu-west"]  # and only once
+
+
+def test_cluster_names_reads_ahead_only_what_it_can_tell(tmp_path: Path) -> None:
+    from topogate.check.narrow import cluster_names
+
+    def names(text: str) -> tuple[str, ...] | None:
+        f = tmp_path / "inv.yaml"
+        f.write_text(text)
+        return cluster_names(str(f))
+
+    assert cluster_names(str(MULTI / "inventory.yaml")) == ("gpu-east", "gpu-west")
+    assert names("workloads: [{name: w, base: x}]\nclusters:\n- {zones: [a], name: c1}\n- name: c2\n") == (
+        "c1", "c2")  # any key order, flow or block
+    # what the loader alone can judge: no early start, the run narrows after the load
+    assert names("- a\n- b\n") is None  # not a mapping
+    assert names("kind: Inventory\n") is None  # no clusters
+    assert names("base: &c {name: c1}\nclusters: [*c]\n") is None  # an alias
+    assert names("clusters:\n- zones: [a]\n") is None  # a cluster without a name
+    assert names("clusters: {c1: {}}\n") is None  # not a list
+    assert names("clusters: [{name: c1}\n") is None  # does not parse
+    assert cluster_names(str(tmp_path / "missing.yaml")) is None
+
+
+def test_names_read_ahead_that_the_inventory_does_not_hold_drop_the_narrowing() -> None:
+    from topogate.check.narrow import Narrowing
+
+    inv = load_inventory(str(MULTI / "inventory.yaml"))
+    assert Narrowing("main", "inventory.yaml", ("gpu-east", "gpu-west"), None).bind(inv)
+    assert not Narrowing("main", "inventory.yaml", ("gpu-east",), None).bind(inv)
+    assert not Narrowing("main", "inventory.yaml", ("gpu-west", "gpu-east"), None).bind(inv)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 import yaml
@@ -92,14 +92,103 @@ def files_read(root: Path, roots: Roots) -> frozenset[str]:
     return frozenset(files)
 
 
+def cluster_names(path: str) -> tuple[str, ...] | None:
+    """The names of the inventory's clusters, read ahead of the full load (which validates and
+    reads every base) so that the one build a change needs can start first; None when they
+    cannot be told this cheaply, and the caller narrows after the load instead.
+
+    Read under the same limits as every input (read_text), parsed as YAML events only, and
+    left at the end of the `clusters` list: the loader is still the judge of the file, and
+    Narrowing.bind compares the names it gives with these."""
+    try:
+        text = read_text(path, path)
+    except (InputError, OSError):
+        return None
+    events = yaml.parse(text, Loader=_EventLoader)
+    try:
+        depth = 0  # nesting below the top mapping
+        key = True  # at the top level, the next scalar is a key
+        for ev in events:
+            if isinstance(ev, (yaml.StreamStartEvent, yaml.DocumentStartEvent)):
+                continue
+            if depth == 0:
+                if isinstance(ev, yaml.MappingStartEvent):
+                    depth = 1
+                    continue
+                return None  # not a mapping
+            if depth == 1 and key:
+                if isinstance(ev, yaml.MappingEndEvent):
+                    return None  # no clusters
+                if not isinstance(ev, yaml.ScalarEvent):
+                    return None
+                key = False
+                if ev.value == "clusters":
+                    return _names(events)
+                continue
+            # skip one value at the top level
+            depth = _skip(ev, events, depth)
+            key = True
+        return None
+    except yaml.YAMLError:
+        return None
+
+
+class _EventLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+    """The parser only: no tag is resolved, nothing is constructed."""
+
+
+def _skip(ev: yaml.Event, events: Iterator[yaml.Event], depth: int) -> int:
+    """Consume the rest of the node `ev` starts; the depth after it."""
+    level = 1 if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) else 0
+    while level:
+        e = next(events)
+        if isinstance(e, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            level += 1
+        elif isinstance(e, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            level -= 1
+    return depth
+
+
+def _names(events: Iterator[yaml.Event]) -> tuple[str, ...] | None:
+    """`clusters: [{name: ...}, ...]`: the names, or None when the list is not that shape."""
+    if not isinstance(next(events), yaml.SequenceStartEvent):
+        return None
+    names: list[str] = []
+    for ev in events:
+        if isinstance(ev, yaml.SequenceEndEvent):
+            return tuple(names)
+        if not isinstance(ev, yaml.MappingStartEvent):
+            return None
+        name: str | None = None
+        while True:
+            k = next(events)
+            if isinstance(k, yaml.MappingEndEvent):
+                break
+            if not isinstance(k, yaml.ScalarEvent):
+                return None
+            v = next(events)
+            if k.value == "name" and isinstance(v, yaml.ScalarEvent):
+                name = v.value
+            else:
+                _skip(v, events, 0)
+        if name is None:
+            return None
+        names.append(name)
+    return None
+
+
 class Narrowing:
     """One --changed-since run: `keep` is collect's filter, `escaped` the check after it."""
 
-    def __init__(self, since: str, inventory_path: str, inv: Inventory, override: str | None,
+    def __init__(self, since: str, inventory_path: str, names: Sequence[str], override: str | None,
                  paths: Sequence[str] = (), generated: str | None = None):
+        """`names`: the inventory's clusters, in its order. `keep` needs only these, so a run can
+        start its builds before the inventory is loaded (cluster_names); `escaped` needs the
+        loaded inventory (`bind`)."""
         self.since = since
         self.inventory_path = inventory_path
-        self.inv = inv
+        self.names = tuple(names)
+        self.inv: Inventory | None = None
         self.override = override
         self.stdin = "-" in paths
         self.generated = os.path.realpath(generated) if generated else None  # check's scratch tree
@@ -110,7 +199,7 @@ class Narrowing:
     def _everything(self, why: str, units: Sequence[WalkUnit] = ()) -> Collection[Path]:
         roots = sum(1 for u in units if u.kustomization) or self.selection.roots
         self.selection = changed.ChangeSelection(self.since, True, why, self.selection.changed,
-                                           all_clusters=len(self.inv.clusters), built=roots, roots=roots)
+                                           all_clusters=len(self.names), built=roots, roots=roots)
         return {u.path for u in units}
 
     def keep(self, units: Sequence[WalkUnit], roots: Roots) -> Collection[Path]:
@@ -128,7 +217,7 @@ class Narrowing:
             self.selection = changed.ChangeSelection(self.since, changed=len(files))
             return self._everything(changed.INVENTORY_CHANGED, units)
         progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
-        names = [c.name for c in self.inv.clusters]
+        names = self.names
         mine: list[changed.UnitReads] = []
         for u in units:
             try:
@@ -148,13 +237,21 @@ class Narrowing:
         return (f.startswith(top + os.sep) or (self.generated is not None
                                                and f.startswith(self.generated + os.sep)))
 
+    def bind(self, inv: Inventory) -> bool:
+        """Attach the loaded inventory; False when its clusters are not the names `keep` used
+        (then this narrowing, and any build it started, must be dropped)."""
+        self.inv = inv
+        return tuple(c.name for c in inv.clusters) == self.names
+
     def escaped(self, objects: Sequence[K8sObject]) -> bool:
         """After a narrowed read: when it does not hold together (topogate.check.changed.escaped),
         the selection becomes "everything" and the caller reads everything again."""
         sel = self.selection
         if sel.everything:
             return False
-        of = ClusterOf(self.inv)
+        inv = self.inv
+        assert inv is not None, "bind() the inventory before escaped()"
+        of = ClusterOf(inv)
         read: list[tuple[str, str | None, str | None]] = []
         found: list[str] = []
         for o in objects:
@@ -171,7 +268,7 @@ class Narrowing:
             found.append(ref)
         touched = set(sel.clusters)
         # A workload missing from what was read can only hide in a unit that was not read.
-        expected = [f"{w.kind}/{w.namespace}/{w.name}" for w in self.inv.workloads
+        expected = [f"{w.kind}/{w.namespace}/{w.name}" for w in inv.workloads
                     if w.cluster in touched and (self.override is None or w.cluster == self.override)
                     ] if len(sel.keep) < self.units else []
         why = changed.escaped(sel, read, expected, found)
@@ -190,4 +287,4 @@ class Narrowing:
         return Scope(self.since, sel.summary(), checked, sel.note())
 
 
-__all__ = ["Narrowing", "files_read"]
+__all__ = ["Narrowing", "cluster_names", "files_read"]

@@ -20,7 +20,7 @@ from topogate.analysis.result import CheckResult
 from topogate.check.config import Globs
 from topogate.check.drift import drift
 from topogate.check.errors import CheckInputError
-from topogate.check.narrow import Narrowing
+from topogate.check.narrow import Narrowing, cluster_names
 from topogate.core import gctune, progress
 from topogate.core.exitcodes import exit_for
 from topogate.core.position import Position
@@ -133,14 +133,25 @@ def run_check(
     today = today or dt.date.today()
     # With PATHs, the kustomize trees are checked and their builds started first, so kubectl
     # runs while the inventory is read and the rendered tree compared (each waits on neither).
-    # A narrowed run must read the inventory before it knows which roots to build.
-    early = (Collecting(paths, [inventory_path], _keep(None, exclude))
-             if paths and changed_since is None else None)
+    # A narrowed run needs only the inventory's cluster names to know which roots to build:
+    # read ahead (cluster_names), they let the one build a change needs start first too.
+    early: Collecting | None = None
+    narrowing: Narrowing | None = None
+    if paths and changed_since is not None and "-" not in paths:
+        names = cluster_names(inventory_path)
+        if names is not None:
+            narrowing = Narrowing(changed_since, inventory_path, names, cluster, paths)
+            early = Collecting(paths, [inventory_path], _keep(narrowing, exclude))
+    elif paths and changed_since is None:
+        early = Collecting(paths, [inventory_path], _keep(None, exclude))
     # No cyclic collection from the first read to the result: the inventory, the rendered tree
     # and the parsed builds stay alive to the end, and a collection in between would rescan them.
-    with early if early is not None else contextlib.nullcontext(), gctune.paused():
+    with contextlib.ExitStack() as stack:
+        if early is not None:
+            stack.enter_context(early)
+        stack.enter_context(gctune.paused())
         return _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early,
-                          exclude, live)
+                          exclude, live, narrowing)
 
 
 def _load(inventory_path: str, cluster: str | None, rendered: str | None,
@@ -171,11 +182,17 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
 def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, cluster: str | None,
                today: dt.date, strict: bool, changed_since: str | None,
                early: Collecting | None, exclude: Sequence[Globs] | None = None,
-               live: tuple[LiveFact, ...] = ()) -> CheckOutcome:
+               live: tuple[LiveFact, ...] = (), narrowing: Narrowing | None = None) -> CheckOutcome:
     loaded = _load(inventory_path, cluster, rendered, today)
     if isinstance(loaded, CheckOutcome):
         return loaded
     inv, drifted = loaded
+    if narrowing is not None and not narrowing.bind(inv):
+        # The names read ahead are not the loaded inventory's: what the early builds were
+        # chosen by cannot stand, so they are dropped and the narrowing starts again.
+        assert early is not None
+        early.__exit__(None, None, None)
+        early = narrowing = None
     with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp:
         targets = list(paths)
         if not targets:
@@ -183,8 +200,10 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         skipped: list[ManifestError] = []
         other: list[tuple[str, list[Path]]] = []
         not_local: list[tuple[Path, InputError]] = []
-        narrowing = (Narrowing(changed_since, inventory_path, inv, cluster, paths, None if paths else targets[0])
-                     if changed_since is not None else None)
+        if narrowing is None and changed_since is not None:
+            narrowing = Narrowing(changed_since, inventory_path, [c.name for c in inv.clusters], cluster,
+                                  paths, None if paths else targets[0])
+            narrowing.bind(inv)
         objects = _collect_each(targets, skipped, inventory_path, narrowing, early, other,
                                 exclude if paths else None, not_local)
         if narrowing is not None and narrowing.escaped(objects):  # read everything after all
