@@ -15,6 +15,9 @@ Every bad case is one of three kinds, and the test proves which:
     tokens of the same mistake;
   - loader-only cases (LOADER_ONLY below, each with why a JSON Schema cannot say it): the schema
     accepts the file, and the editor must stay quiet rather than say something else.
+
+Past the corpus, MUTATIONS breaks fixtures/lab's inventory once per assertion keyword the schema
+uses (the list is checked against the schema itself), with the same agreement required.
 """
 
 from __future__ import annotations
@@ -255,6 +258,85 @@ def test_a_modeline_to_a_missing_file_is_reported_and_checks_nothing(repo: Path,
     assert diag.source == "YAML"
     assert f"Unable to load schema from '{repo / missing}'" in diag.message
     assert loader_positions(bad) == {_where(bad, "openstack")}
+
+
+# Beyond the corpus: fixtures/lab's inventory (with a door) broken once per assertion keyword
+# the schema uses, each mutation (old text, new text) named by the keyword it trips.
+LAB_DOOR = ("doors:\n- name: metrics\n  cluster: lab\n  from: {networkZone: gpu}\n"
+            "  to: {namespace: monitoring, labels: {app: prometheus}}\n  ports: [{port: 9090}]\n")
+MUTATIONS: dict[str, tuple[str, str]] = {
+    "type": ("      gpusPerNode: 4\n", "      gpusPerNode: 4.5\n"),
+    "additionalProperties": ("effect: NoSchedule}", "effect: NoSchedule, operator: Exists}"),
+    "required": ("  region: us-east-1\n", ""),
+    "pattern": ("labels: {node-type: cpu}", "labels: {node-type: 'c p u'}"),
+    "minLength": ("  region: us-east-1\n", "  region: ''\n"),
+    "minItems": ("{name: general, zones: [zone-b]}", "{name: general, zones: []}"),
+    "enum": ("  provider: aws\n", "  provider: openstack\n"),
+    "const": ("kind: Inventory\n", "kind: Inventry\n"),
+    "minimum": ("      gpusPerNode: 4\n", "      gpusPerNode: -4\n"),
+    "maximum": ("ports: [{port: 9090}]", "ports: [{port: 90900}]"),
+    "maxLength": ("labels: {node-type: cpu}", "labels: {node-type: " + "c" * 64 + "}"),
+    "not": ("{name: general, zones: [zone-b]}", "{name: kustomization, zones: [zone-b]}"),
+    "uniqueItems": ("  region: us-east-1\n", "  region: us-east-1\n  trainingRuntimes: [a/b, a/b]\n"),
+    "propertyNames": ("labels: {node-type: cpu}", "labels: {node-type: cpu, Node Type: cpu}"),
+    "minProperties": ("labels: {app: prometheus}", "labels: {}"),
+}
+# Keywords that only describe, name or lead to other schemas: nothing to trip on their own.
+NOT_ASSERTIONS = {"$schema", "$id", "$defs", "$ref", "title", "description", "default",
+                  "properties", "items", "allOf"}
+
+
+def _keywords(schema: object) -> set[str]:
+    """Every keyword used anywhere in a schema (not the names of properties or definitions)."""
+    if not isinstance(schema, dict):
+        return set()
+    found = set(schema)
+    for k, v in schema.items():
+        if k in ("properties", "$defs"):
+            found |= set().union(*(_keywords(sub) for sub in v.values()))
+        elif k in ("allOf", "anyOf", "oneOf"):
+            found |= set().union(*(_keywords(sub) for sub in v))
+        elif k in ("items", "additionalProperties", "propertyNames", "not"):
+            found |= _keywords(v)
+    return found
+
+
+def _lab(repo: Path, name: str, old: str = "", new: str = "") -> Path:
+    """fixtures/lab's inventory with LAB_DOOR, old replaced by new (once: old occurs once)."""
+    body = (ROOT / "fixtures/lab/inventory.yaml").read_text().split("\n", 1)[1] + LAB_DOOR
+    assert not old or body.count(old) == 1, old
+    f = repo / "lab" / f"{name}.yaml"
+    f.parent.mkdir(exist_ok=True)
+    f.write_text(f"# yaml-language-server: $schema=../{SCHEMA_HOME}\n" + (body.replace(old, new) if old else body))
+    shutil.copytree(ROOT / "fixtures/lab/bases", f.parent / "bases", dirs_exist_ok=True)
+    track(repo)
+    return f
+
+
+def test_every_assertion_keyword_of_the_schema_has_its_mutation(repo: Path) -> None:
+    import jsonschema
+    import yaml
+
+    schema = json.loads((repo / SCHEMA_HOME).read_text())
+    assert set(MUTATIONS) == _keywords(schema) - NOT_ASSERTIONS
+    validator = jsonschema.Draft202012Validator(schema)
+    assert loader_positions(_lab(repo, "unmutated")) == set()  # each problem is its mutation's
+    for keyword, (old, new) in MUTATIONS.items():
+        data = yaml.safe_load(_lab(repo, keyword, old, new).read_text())
+        tripped = {e.validator for e in validator.iter_errors(data)} | {
+            "propertyNames" for e in validator.iter_errors(data) if "propertyNames" in e.schema_path}
+        assert keyword in tripped, (keyword, tripped)
+
+
+@pytest.mark.parametrize("keyword", sorted(MUTATIONS))
+def test_each_schema_keyword_lands_where_the_loader_reports_it(keyword: str, repo: Path,
+                                                               lsp: YamlLanguageServer) -> None:
+    inventory = _lab(repo, keyword, *MUTATIONS[keyword])
+    expected = schema_positions(inventory)
+    assert expected and expected <= loader_positions(inventory)
+    diags = lsp.diagnostics(inventory)
+    assert {d.source for d in diags} == {SCHEMA_SOURCE}, diags
+    assert at(diags) == expected, diags
 
 
 def test_the_docs_name_the_version_tested_here() -> None:
