@@ -62,7 +62,7 @@ def require_server() -> Path:
     """The server's launcher, or skip the calling test with one line (fail it when required)."""
     problem = ""
     if shutil.which("node") is None:
-        problem = "no node on PATH"
+        problem = "no node on PATH (install Node.js with npm)"
     elif not SERVER.exists():
         problem = f"{SERVER.relative_to(ROOT)} is not installed"
     else:
@@ -241,9 +241,9 @@ class YamlLanguageServer:
                    "yaml/schema/store/initialized")
         return result
 
-    def diagnostics(self, path: Path, text: str | None = None) -> list[Diagnostic]:
-        """Open path (its text as on disk unless given) and return the diagnostics the server
-        publishes for it, sorted by position; the document is closed again afterwards."""
+    def diagnostics(self, path: Path) -> list[Diagnostic]:
+        """Open path and return the diagnostics the server publishes for it (its one validation
+        of this open), sorted by position; the document is closed again afterwards."""
         uri = path.as_uri()
         with self._cond:
             seen = len(self._diagnostics.get(uri, []))
@@ -252,7 +252,7 @@ class YamlLanguageServer:
         self._version += 1
         self.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": "yaml", "version": self._version,
-            "text": path.read_text() if text is None else text}})
+            "text": path.read_text()}})
         published = self._wait(lambda: self._diagnostics.get(uri, [])[seen:], f"diagnostics for {path.name}")
         self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
         # didClose publishes an empty list: wait for it, so the next open of uri starts clean
