@@ -41,6 +41,9 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
         "git init -q -b main && git add -A && git -c user.name=ci -c user.email=ci@example.com commit -qm base",
         "topogate replay fixtures/flows/incident-fixed.jsonl fixtures/lab/inventory.yaml fixtures/incident/fixed",
     ],
+    "docs/inventory.md": [
+        "topogate schema -o .topogate/inventory.schema.json",
+    ],
     "docs/replay.md": [
         "topogate replay fixtures/flows/incident-fixed.jsonl fixtures/lab/inventory.yaml fixtures/incident/fixed",
     ],

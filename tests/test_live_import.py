@@ -8,6 +8,7 @@ server cannot be made to answer, on the stand-in of tests/live_support.py.
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,23 @@ def test_never_overwrites_without_force(tmp_path: Path) -> None:
     assert run("import", "--from-file", str(EKS), "-o", str(out), "--force")[0] == 0
     assert "kind: Inventory" in out.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inventory.yaml"]  # no temp file left
+
+
+def test_inside_a_git_work_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The user's repository: import's check that its output loads back reads its own
+    # temporary file, which git does not track; the tracked-only rule for inputs refused it.
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "clusters").mkdir()
+    code, stdout, stderr = run("import", "--from-file", str(EKS), "-o", "clusters/eks.yaml")
+    assert (code, stderr) == (0, "")
+    assert stdout.startswith("wrote clusters/eks.yaml: cluster eks, 3 zones, 4 pools, 11 nodes\n")
+    out = tmp_path / "clusters" / "eks.yaml"
+    assert out.read_text().startswith("# yaml-language-server: $schema=../.topogate/inventory.schema.json\n")
+    assert [p.name for p in out.parent.iterdir()] == ["eks.yaml"]  # no temp file left
+    # as an input the written file is still held to the rule until it is tracked
+    subprocess.run(["git", "add", "-N", "clusters/eks.yaml"], check=True, timeout=60)
+    assert [c.name for c in load_inventory(out).clusters] == ["eks"]
 
 
 @pytest.mark.parametrize(("content", "words"), [

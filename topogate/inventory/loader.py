@@ -40,24 +40,26 @@ _GIT_URL = re.compile(r"^(https?|ssh)://[^\s/@]+(@[^\s/]+)?(/[^\s]*)?$")
 
 
 def load_inventory(path: str | os.PathLike[str], read_bases: bool = True,
-                   build: BaseBuilder | None = None) -> Inventory:
+                   build: BaseBuilder | None = None, *, tracked: bool = True) -> Inventory:
     """Read, validate and build the inventory; raise InventoryError with every problem found.
 
     `read_bases=False` skips the workloads' base manifests (and what depends on them: replica
     groups, GPU demand): for commands that need only clusters, such as the cost audit running
     where only the inventory file is mounted. `build` builds the bases that transform their
     resources (topogate.sources.inventory passes the kustomize builder); without it such a
-    base is a problem."""
+    base is a problem. `tracked=False` reads the file even where git does not track it: only
+    for a file topogate itself has just written (import's check that its output loads back)."""
     # The model is built in one go and frees almost nothing: a cyclic collection would only
     # rescan the growing heap, more often the larger the inventory (gctune.paused).
     with gctune.paused():
-        return _load(str(path), read_bases, build)
+        return _load(str(path), read_bases, build, tracked)
 
 
-def _load(file: str, read_bases: bool, build: BaseBuilder | None = None) -> Inventory:
+def _load(file: str, read_bases: bool, build: BaseBuilder | None = None,
+          tracked: bool = True) -> Inventory:
     try:
         # The reading limits of every manifest (confined, regular, bounded, tracked).
-        text = read_input(file)
+        text = read_input(file, tracked=tracked)
     except InputError as e:
         msg = e.message.replace("cannot read:", "cannot read the inventory:", 1)
         raise InventoryError([Problem(e.pos, msg)]) from None

@@ -8,6 +8,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from topogate.core.position import Position
 from topogate.inventory.problems import Problem
 from topogate.inventory.quickschema import Check, compile_schema
 from topogate.inventory.yamlpos import Located, YPath
@@ -48,6 +49,15 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
                "object": "a mapping", "array": "a list", "boolean": "true or false"}
 
 
+def _named_key(loc: Located, err: Any, path: YPath) -> Position | None:
+    """A propertyNames error is about one key of the mapping at path: its place is that key's
+    (where an editor puts it too), not the mapping's."""
+    key = err.instance
+    if "propertyNames" in err.schema_path and isinstance(key, str) and path + (key,) in loc.keys:
+        return loc.key_at(path + (key,))
+    return None
+
+
 def schema_problems(loc: Located, bad_paths: set[YPath]) -> list[Problem]:
     if _quick()(loc.data) is True:
         return []  # certain to pass: jsonschema would say nothing (quickschema.py)
@@ -58,6 +68,7 @@ def schema_problems(loc: Located, bad_paths: set[YPath]) -> list[Problem]:
     for err in validator.iter_errors(loc.data):
         path: YPath = tuple(err.absolute_path)
         bad_paths.add(path)
+        here = _named_key(loc, err, path) or loc.at(path)
         where = "/".join(str(p) for p in path) or "the document"
         v = err.validator
         if v == "additionalProperties":
@@ -68,31 +79,31 @@ def schema_problems(loc: Located, bad_paths: set[YPath]) -> list[Problem]:
         elif v == "required":
             missing = [k for k in err.validator_value if k not in err.instance]
             for key in missing:
-                out.append(Problem(loc.at(path), f"missing required field '{key}' in {where}"))
+                out.append(Problem(here, f"missing required field '{key}' in {where}"))
         elif v == "type":
             want = err.validator_value
             words = " or ".join(str(_TYPE_WORDS.get(t, t)) for t in (want if isinstance(want, list) else [want]))
-            out.append(Problem(loc.at(path), f"{where} must be {words}, not {describe(err.instance)}"))
+            out.append(Problem(here, f"{where} must be {words}, not {describe(err.instance)}"))
         elif v == "pattern" and err.validator_value == inventory_schema()["$defs"]["dnsLabel"]["pattern"]:
-            out.append(Problem(loc.at(path), (
+            out.append(Problem(here, (
                 f"{where}: {describe(err.instance)} is not a DNS-1123 label (lowercase letters, "
                 "digits and '-', 1-63 characters, starting and ending with a letter or digit); it "
                 "becomes a path in the generated tree")))
         elif v in ("enum", "const"):
             allowed_vals = err.validator_value if v == "enum" else [err.validator_value]
-            out.append(Problem(loc.at(path), (
+            out.append(Problem(here, (
                 f"{where}: {describe(err.instance)} is not allowed; use one of: "
                 + ", ".join(str(a) for a in allowed_vals))))
         elif v in ("not", "pattern") and err.schema.get("description"):
-            out.append(Problem(loc.at(path), (
+            out.append(Problem(here, (
                 f"{where}: {describe(err.instance)} is not allowed: {err.schema['description']}")))
         elif v == "minItems":
-            out.append(Problem(loc.at(path), f"{where} must list at least {err.validator_value} item(s)"))
+            out.append(Problem(here, f"{where} must list at least {err.validator_value} item(s)"))
         elif v in ("minimum", "maximum") and isinstance(err.instance, float) and err.instance != err.instance:
-            out.append(Problem(loc.at(path), f"{where} must be a number, not NaN"))
+            out.append(Problem(here, f"{where} must be a number, not NaN"))
         elif v in ("minimum", "maximum"):
             word = "at least" if v == "minimum" else "at most"
-            out.append(Problem(loc.at(path), f"{where} must be {word} {err.validator_value}, not {err.instance}"))
+            out.append(Problem(here, f"{where} must be {word} {err.validator_value}, not {err.instance}"))
         else:
-            out.append(Problem(loc.at(path), f"{where}: {err.message}"))
+            out.append(Problem(here, f"{where}: {err.message}"))
     return out

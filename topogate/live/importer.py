@@ -17,12 +17,11 @@ from typing import Any
 
 from topogate.core.exitcodes import ExitCode
 from topogate.core.labels import DEFAULT_ZONE_LABEL
-from topogate.inventory.loader import InventoryError
+from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.model import API_VERSION, KIND, Taint
 from topogate.live.errors import LiveError
 from topogate.live.nodes import LiveNode, PoolGroup, dns_label, group_pools, parse_nodes
 from topogate.live.snapshot import Snapshot
-from topogate.sources.inventory import load_inventory
 from topogate.tree.writer import cannot_write, write_file
 
 _ZONE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -187,7 +186,9 @@ def write(imported: Imported, out: str, force: bool) -> None:
 
     def loads(tmp: str) -> str:
         try:
-            load_inventory(tmp, read_bases=False)
+            # The temporary file is ours, so git cannot track it yet: in the user's repository a
+            # tracked-only read would refuse every import.
+            load_inventory(tmp, read_bases=False, tracked=False)
         except InventoryError as err:
             # A bug of ours, not the user's: say what the loader said, write nothing.
             first = "; ".join(p.message for p in err.problems[:3])
