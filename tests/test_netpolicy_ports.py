@@ -365,3 +365,23 @@ def test_many_rules_decided_by_the_first_that_admits_the_port(
             for proto in _PROTOS:
                 d = ps.evaluate(XA, dst, port, proto).ingress.decided_by
                 assert (None if d is None else (d.section, d.index)) == scan(port, proto), (port, proto)
+
+
+def test_pairs_of_one_signature_share_exactly_the_answer_a_cold_evaluator_gives() -> None:
+    """port_classes remembers its ranges per pair signature (SideVerdicts.signature): the
+    proofs ask thousands of pairs no rule tells apart. Over every policy set of the evaluator's
+    cases and every ordered pair of their endpoints (pods of three namespaces, with and
+    without named ports, entities), the answer from a warm evaluator, asked every pair in
+    turn, equals that of a fresh one asked that pair alone: reasons, rules and ranges."""
+    peers = list(dict.fromkeys([*(c.src for c in CASES), *(c.dst for c in CASES)]))
+    assert len(peers) > 10 and any(isinstance(p, PodClass) and p.ports for p in peers)
+    asked = remembered = 0
+    for text in dict.fromkeys(c.policies for c in CASES):
+        docs = [(d, SourceRef("case.yaml", i + 1, 1)) for i, d in enumerate(load(text))]
+        warm = PolicySet.from_objects(docs)
+        for src, dst in itertools.product(peers, peers):
+            got = warm.port_classes(src, dst, ("TCP", "UDP"))
+            assert got == PolicySet.from_objects(docs).port_classes(src, dst, ("TCP", "UDP")), (text, src, dst)
+            asked += 1
+        remembered += len(warm._classes_cache)
+    assert remembered < asked * 9 // 10  # the memo is in use: pairs answered from another's ranges

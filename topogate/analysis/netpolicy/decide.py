@@ -67,6 +67,19 @@ class SideVerdicts:
             self._side_cache[key] = got
         return got
 
+    def signature(self, pod: PodClass, peer: Peer, dst: Peer, direction: str) -> tuple[object, ...]:
+        """What the verdicts of the pod's side with this peer depend on, for every port: the
+        units selecting the pod (its selection and default deny), the rules of each list that
+        name the peer (by identity: a rule carries its own reference), whether the peer is the
+        local host, and the pod itself where a reason names it (no policy selects it). Two
+        pairs of one signature get the same verdict on every port (with the same destination
+        ports: see PolicySet.port_classes)."""
+        units = self._units_for(pod)
+        lists = self._rules_for(pod, peer, dst, direction)
+        host = (direction == DIRECTION_INGRESS and isinstance(peer, External) and peer.entity == "host")
+        return (direction, tuple(map(id, units)), tuple(tuple(map(id, fm.rules)) for fm in lists), host,
+                None if units else pod)
+
     def _rules_for(self, pod: PodClass, peer: Peer, dst: Peer, direction: str) -> _PairRules:
         """(deny rules, allow rules, toFQDNs allows that cannot work) of the pod's side that name
         this peer, in policy order: which of them admits a port is all that is left to ask per

@@ -58,6 +58,7 @@ class PolicySet:
         self._policies = self.selection.policies
         self._side = self._sides.side
         self._verdict_cache: dict[tuple[Peer, Peer, int, str], Verdict] = {}
+        self._classes_cache: dict[tuple[object, ...], tuple[PortRange, ...]] = {}
 
     @property
     def allow_localhost(self) -> bool:
@@ -136,6 +137,24 @@ class PolicySet:
         """Split 1-65535 of each protocol into maximal ranges with one verdict each, so a trace
         without ``--port`` can answer per class.  Only ports named by a rule that applies to this
         pair can change the verdict, so evaluating one port per elementary range is exact."""
+        # The ranges are maximal runs of one verdict, so they are a function of the verdict on
+        # each port: pairs whose sides have one signature (SideVerdicts.signature) and whose
+        # destination names the same ports share them. The proofs ask thousands of pairs that
+        # differ only in pods no rule tells apart (a job's Master and Worker and one witness).
+        key = (self._sig(src, dst, dst, DIRECTION_EGRESS), self._sig(dst, src, dst, DIRECTION_INGRESS),
+               dst.ports if isinstance(dst, PodClass) else dst, tuple(protocols))
+        got = self._classes_cache.get(key)
+        if got is None:
+            got = self._port_classes(src, dst, protocols)
+            self._classes_cache[key] = got
+        return list(got)
+
+    def _sig(self, pod: Peer, peer: Peer, dst: Peer, direction: str) -> object:
+        if isinstance(pod, PodClass):
+            return self._sides.signature(pod, peer, dst, direction)
+        return pod  # not an endpoint: its side says so in its own words
+
+    def _port_classes(self, src: Peer, dst: Peer, protocols: Sequence[str]) -> tuple[PortRange, ...]:
         # Only rules whose peers match this pair can change the verdict from one port to the
         # next; the others (DNS to kube-dns, say) would only split ranges needlessly.
         ctx = self.labels
@@ -162,7 +181,7 @@ class PolicySet:
                     out[-1] = PortRange(proto, out[-1].start, nxt - 1, v)
                 else:
                     out.append(PortRange(proto, lo, nxt - 1, v))
-        return out
+        return tuple(out)
 
     # -- the boundary proof --------------------------------------------------------------------
     def closed(self, pod: PodClass, peer: Peer, dst: Peer, direction: str) -> bool:
