@@ -166,6 +166,7 @@ def _map_cluster(inv: Inventory, cluster: Cluster, objs: list[K8sObject], shared
     acc.openings += got_open
     acc.ingress += got_in
     acc.shut += got_shut
+    cm.pset.forget()  # the next cluster's analysis needs the memory more than this one's memos
     return cm.pset
 
 

@@ -58,6 +58,10 @@ class SideVerdicts:
         self._side_cache: dict[_SideKey, SideVerdict] = {}
         self._rules_cache: dict[tuple[PodClass, Peer, Peer, str], _PairRules] = {}
 
+    def forget(self) -> None:
+        self._side_cache.clear()
+        self._rules_cache.clear()
+
     def side(self, pod: PodClass, peer: Peer, dst: Peer, port: int, proto: str, direction: str) -> SideVerdict:
         """The verdict of `pod`'s side (`direction`) on traffic with `peer`, to `dst` on a port."""
         key: _SideKey = (pod, peer, dst, port, proto, direction)

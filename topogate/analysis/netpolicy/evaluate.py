@@ -60,6 +60,14 @@ class PolicySet:
         self._verdict_cache: dict[tuple[Peer, Peer, int, str], Verdict] = {}
         self._classes_cache: dict[tuple[object, ...], tuple[PortRange, ...]] = {}
 
+    def forget(self) -> None:
+        """Drop the remembered verdicts, once a cluster's proofs are done: they are most of its
+        analysis' memory, and the policy set outlives the analysis (the rules and reports ask it
+        again, rarely). Any later question is answered afresh, the same way."""
+        self._verdict_cache.clear()
+        self._classes_cache.clear()
+        self._sides.forget()
+
     @property
     def allow_localhost(self) -> bool:
         return self._sides.allow_localhost
