@@ -19,6 +19,8 @@ from topogate.report.base import port_text, zone_choice
 from topogate.report.openings import EGRESS, Opening
 
 BLOCKED_STYLE = "stroke:red,stroke-width:2px,stroke-dasharray:5 5"
+# Declared openings in a colour of their own: what the inventory allows, beside what the job needs.
+OPENING_STYLE = "stroke:steelblue"
 
 # Mermaid reads `#name;` / `#123;` as entity codes inside quoted labels: encode the
 # characters that would otherwise end a label (`"`, `|`, brackets), start markup (`<`, `>`,
@@ -77,20 +79,20 @@ def _one_zone_picture(job: JobMap) -> JobMap:
 
 
 def _opening_lines(openings: tuple[Opening, ...], groups: list[str]) -> tuple[list[str], list[str]]:
-    """(nodes, edges) of the openings: a node per opening (`o<i>`, in the given order), and one
-    `&`-joined edge statement between it and the job's drawn group nodes, pointing the way
-    connections are opened. (Edges to a subgraph would say "the job" once, but mermaid's layout
-    routes them over the box's border, where labels overlap.)"""
+    """(nodes, edges) of the openings: a node per opening (`o<i>`, in the given order), and an
+    edge between it and each of the job's drawn group nodes, pointing the way connections are
+    opened. Only the first edge of an opening carries its label: the same words on every
+    group's edge would bury the picture. (One edge to the zone's subgraph would be fewer, but
+    mermaid's layout routes such edges over the box's border, where their labels overlap.)"""
     nodes: list[str] = []
     edges: list[str] = []
-    ours = " & ".join(groups)
     for i, o in enumerate(openings):
         nid, text = f"o{i}", escape_label(o.peer)
         # Outside the cluster (FQDNs, CIDRs) a parallelogram; pods of the cluster a stadium, as kube-dns.
         nodes.append(f'  {nid}[/"{text}"/]' if o.kind == EGRESS else f'  {nid}(["{text}"])')
-        if ours:
-            src, dst = (nid, ours) if o.inbound else (ours, nid)
-            edges.append(f'  {src} -->|"{escape_label(o.label)}"| {dst}')
+        for n, g in enumerate(groups):
+            src, dst = (nid, g) if o.inbound else (g, nid)
+            edges.append(f'  {src} -->|"{escape_label(o.label)}"| {dst}' if n == 0 else f"  {src} --> {dst}")
     return nodes, edges
 
 
@@ -162,11 +164,13 @@ def job_diagram(job: JobMap, openings: tuple[Opening, ...] = ()) -> str:
         else:
             lines.append(f'  {e.src} -.->|"{escape_label("blocked: " + e.label)}"| {e.dst}')
             blocked.append(str(n))
-    # After the flows: the blocked edges' linkStyle indices count only the edges above (an
-    # `a & b --> c` statement is one link per pair).
+    # After the flows, so the blocked edges' linkStyle indices count only the edges above.
     lines += opening_edges
     if blocked:
         lines.append(f"  linkStyle {','.join(blocked)} {BLOCKED_STYLE}")
+    if opening_edges:
+        declared = range(len(edges), len(edges) + len(opening_edges))
+        lines.append(f"  linkStyle {','.join(map(str, declared))} {OPENING_STYLE}")
     return "\n".join(lines) + "\n"
 
-__all__ = ["BLOCKED_STYLE", "escape_label", "job_diagram"]
+__all__ = ["BLOCKED_STYLE", "OPENING_STYLE", "escape_label", "job_diagram"]
