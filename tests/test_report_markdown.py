@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+from render_support import MULTI, mermaid_blocks
 from report_support import CLEAN_RESULT, result
 
+from topogate.cli.output import emit
+from topogate.inventory.loader import load_inventory
 from topogate.report.markdown import MarkdownReporter, cell
 
 
@@ -40,3 +44,17 @@ def test_passed_report() -> None:
 
 def test_cell_is_inert() -> None:
     assert cell("<img src=x onerror=alert(1)> | a\nb") == "&lt;img src=x onerror=alert(1)&gt; \\| a<br>b"
+
+
+def test_pictures_draw_each_jobs_openings_from_the_inventory_checked_against(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    inv = load_inventory(str(MULTI))  # its llama-ft is BROKEN's job: a door, a scraper, egress
+    (without,) = mermaid_blocks(MarkdownReporter().render(result()))
+    (block,) = mermaid_blocks(MarkdownReporter(inventory=inv).render(result()))
+    assert "o0" not in without
+    assert '  o0(["pods app=s3-gateway in namespace storage"])' in block
+    assert '|"door datasets TCP/9000"|' in block and '|"scrape TCP/9090"|' in block
+    assert block.startswith(without.split("\n  z0_g1 -->")[0])  # the same job, more around it
+    # the CLI's one output path hands the inventory to the reporter
+    emit(result(), "markdown", strict=False, inventory=inv)
+    assert mermaid_blocks(capsys.readouterr().out) == [block]
