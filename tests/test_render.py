@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import render_support
 from render_support import (
     Picture,
     Rendered,
@@ -67,7 +68,19 @@ def test_a_broken_diagram_is_reported_and_only_it(tmp_path: Path) -> None:
     require_renderer()
     good = Picture("good", "flowchart LR\n  a --> b\n")
     broken = Picture("broken: a bracket left open", 'flowchart LR\n  a["x" --> b\n')
-    out = render([good, broken, Picture("also good", "flowchart LR\n  c --> d\n")], tmp_path)
+    out = render([good, broken], tmp_path)
     assert sorted(out.failures) == ["broken: a bracket left open"], out.failures
     assert "Parse error" in out.failures["broken: a bracket left open"]
-    assert sorted(out.svgs) == ["also good", "good"]
+    assert sorted(out.svgs) == ["good"]
+    assert out.runs == 3  # the pair, then each alone: the parse error is not run again
+
+
+def test_without_the_renderer_it_skips_saying_how_unless_required(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(render_support, "MMDC", tmp_path / "no-mmdc")
+    monkeypatch.delenv("TOPOGATE_REQUIRE_RENDER", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="make node-tools"):
+        require_renderer()
+    monkeypatch.setenv("TOPOGATE_REQUIRE_RENDER", "1")
+    with pytest.raises(pytest.fail.Exception, match="TOPOGATE_REQUIRE_RENDER is set: run `make node-tools`"):
+        require_renderer()
