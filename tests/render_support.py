@@ -204,6 +204,20 @@ def door_widened_repo(tmp: Path) -> Path:
     return repo
 
 
+SPLIT = FIXTURES / "rules" / "TG102-may-split" / "fail" / "manifests.yaml"  # lab's train, may split
+
+
+def lab_with_openings(tmp: Path) -> Path:
+    """The lab inventory with a scraper and a CIDR egress on its `train`: checked against SPLIT,
+    a job in trouble (so the markdown report draws it) that has openings."""
+    repo = tmp / "lab-openings"
+    shutil.copytree(FIXTURES / "lab", repo)
+    inv = repo / "inventory.yaml"
+    inv.write_text(inv.read_text() + "  metrics: {port: 9090}\n  egress:\n  - cidrs: [10.9.0.0/16]\n"
+                   "    ports: [{port: 443}]\n")
+    return inv
+
+
 def incident_repo(tmp: Path) -> Path:
     """The lab inventory with the broken incident (as m/) committed, the fixed one in the work tree."""
     repo = tmp / "incident"
@@ -279,6 +293,9 @@ def project_pictures(tmp: Path) -> list[Picture]:
            for inv, job, paths in EXPLAINED]
     md = topogate("check", str(LAB), str(INCIDENT / "broken"), "--format", "markdown")[1]
     out += [Picture(f"check {rel(LAB)} fixtures/incident/broken --format markdown block {k}", m)
+            for k, m in enumerate(mermaid_blocks(md))]
+    md = topogate("check", str(lab_with_openings(tmp)), str(SPLIT), "--format", "markdown")[1]
+    out += [Picture(f"check (lab with openings) {rel(SPLIT)} --format markdown block {k}", m)
             for k, m in enumerate(mermaid_blocks(md))]
     md = MarkdownReporter(inventory=load_inventory(str(MULTI))).render(result())
     out += [Picture(f"MarkdownReporter(inventory={rel(MULTI)}) block {k}", m) for k, m in enumerate(mermaid_blocks(md))]
