@@ -1,8 +1,11 @@
 """A job's map as a mermaid flowchart: zones are subgraphs, replica groups are nodes, the
 required flows are edges; a blocked flow is a red dashed edge. What the inventory opens for the
 job (topogate.report.openings: its doors, its metrics scrapers, its FQDN/CIDR egress) is drawn
-around it: a node per peer, an edge from (or to) each drawn group, since every pod of the job
-has the opening, labelled with the door's name and the ports.
+around it, in a colour of its own: a node per peer (the door's target or sources, the scraping
+namespace, the FQDN patterns and CIDRs) and an edge from or to each drawn group, since every pod
+of the job has the opening; the first of them says which (door and its name, scrape, egress) and
+on which ports. They are what the inventory declares, not a verdict: the picture does not say
+whether the manifests' policies let them through (for a door, TG113 door-closed does).
 
 A group that may land in several zones is drawn once per zone (with a distinct id): that
 duplication is the picture of "this job can be split". Flows are merged per pair of drawn
