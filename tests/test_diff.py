@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from render_support import door_widened_repo, mermaid_blocks, topogate
 
 from topogate.cli.app import main
 from topogate.diff import DiffResult, diff_trees, render, same_trees
@@ -195,3 +197,15 @@ def test_check_changed_since_markdown_ends_with_the_diff(repo: Path, tmp_path: P
     # Text and JSON reports are as before: the diff belongs to the pull-request comment.
     text = CliRunner().invoke(main, ["check", "inventory.yaml", "m", "--changed-since", "main", "--format", "text"])
     assert "Connectivity changes" not in text.stdout
+
+
+def test_widening_a_door_shows_in_the_diff_picture(tmp_path: Path) -> None:
+    repo = door_widened_repo(tmp_path)  # fixtures/multi's datasets door: TCP 9000 -> 9000-9100
+    _, md = topogate("diff", "inventory.yaml", "--base", "HEAD", "--format", "markdown", cwd=repo)
+    (picture,) = mermaid_blocks(md)
+    nodes = dict(re.findall(r'^    (n\d+)\["([^"]*)"\]$', picture, flags=re.M))
+    edges = re.findall(r'^  (n\d+) -->\|"([^"]*)"\| (n\d+)$', picture, flags=re.M)
+    opened = {(nodes[a], label, nodes[b]) for a, label, b in edges}
+    assert ("ml-team/PyTorchJob/llama-ft/Master", "opened 9001-9100/TCP", "storage:app=s3-gateway") in opened
+    assert ("ml-team/PyTorchJob/llama-ft/Worker", "opened 9001-9100/TCP", "storage:app=s3-gateway") in opened
+    assert all(label == "opened 9001-9100/TCP" for _, label, _ in opened)  # nothing else moved

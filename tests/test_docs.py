@@ -35,6 +35,7 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
         "topogate generate fixtures/lab/inventory.yaml -o out",
         "topogate check fixtures/lab/inventory.yaml fixtures/incident/broken",
         "topogate explain fixtures/lab/inventory.yaml train fixtures/incident/broken --format mermaid",
+        "topogate explain fixtures/multi/inventory.yaml llama-ft --format mermaid",
         "topogate rules",
         "topogate trace fixtures/trace/lab --from ml-demo/Deployment/gpu-workers --to "
         "ml-demo/Deployment/coordinator --port 23456",

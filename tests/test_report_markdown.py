@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from render_support import MULTI, REPO, SPLIT, lab_with_openings, mermaid_blocks, topogate
 from report_support import CLEAN_RESULT, result
 
+from topogate.cli.output import emit
+from topogate.inventory.loader import load_inventory
 from topogate.report.markdown import MarkdownReporter, cell
 
 
@@ -40,3 +46,30 @@ def test_passed_report() -> None:
 
 def test_cell_is_inert() -> None:
     assert cell("<img src=x onerror=alert(1)> | a\nb") == "&lt;img src=x onerror=alert(1)&gt; \\| a<br>b"
+
+
+def test_pictures_draw_each_jobs_openings_from_the_inventory_checked_against(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    inv = load_inventory(str(MULTI))  # its llama-ft is BROKEN's job: a door, a scraper, egress
+    (without,) = mermaid_blocks(MarkdownReporter().render(result()))
+    (block,) = mermaid_blocks(MarkdownReporter(inventory=inv).render(result()))
+    assert "o0" not in without
+    assert '  o0(["pods app=s3-gateway in namespace storage"])' in block
+    assert '|"door datasets TCP/9000"|' in block and '|"scrape TCP/9090"|' in block
+    assert block.startswith(without.split("\n  z0_g1 -->")[0])  # the same job, more around it
+    # the CLI's one output path hands the inventory to the reporter
+    emit(result(), "markdown", strict=False, inventory=inv)
+    assert mermaid_blocks(capsys.readouterr().out) == [block]
+
+
+def test_check_markdown_draws_the_openings_of_the_inventory_it_checked(tmp_path: Path) -> None:
+    code, md = topogate("check", str(lab_with_openings(tmp_path)), str(SPLIT), "--format", "markdown")
+    assert code == 1 and "**can be split across zones**" in md
+    (picture,) = mermaid_blocks(md)
+    assert '  o0(["pods of namespace monitoring"])' in picture and '  o1[/"10.9.0.0/16"/]' in picture
+    assert '  o0 -->|"scrape TCP/9090"| z0_g0' in picture
+    assert '  z0_g0 -->|"egress TCP/443"| o1' in picture
+    # the same check against the lab as it is: no openings, nothing drawn around the job
+    _, plain = topogate("check", str(REPO / "fixtures" / "lab" / "inventory.yaml"), str(SPLIT), "--format", "markdown")
+    (without,) = mermaid_blocks(plain)
+    assert "o0" not in without and without.splitlines()[:4] == picture.splitlines()[:4]

@@ -175,7 +175,7 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
         fail(f"topogate: {err}")
     appendix = _connectivity(opts, name) if "markdown" in (name, *(f for _, f in outputs)) else ""
     output.emit(outcome.result, name, strict=opts.strict, verbosity=opts.verbosity,
-                outputs=outputs, markdown_appendix=appendix)
+                outputs=outputs, markdown_appendix=appendix, inventory=outcome.inventory)
     done(report_only(outcome.exit_code, opts.exit_zero))
 
 

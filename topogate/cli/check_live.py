@@ -22,7 +22,7 @@ def print_report(live: LiveOutcome, fmt: str, strict: bool,
     """The report of a live command (check --live, drift) through the one output path; the
     header says what was compared."""
     emit(live.outcome.result, stdout_format(fmt), strict=strict, outputs=outputs, header=live.header,
-         verbosity=verbosity)
+         verbosity=verbosity, inventory=live.outcome.inventory)
 
 
 def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, str], ...]) -> NoReturn:

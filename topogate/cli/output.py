@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,9 @@ from topogate.core.escape import for_log, lines
 from topogate.report import get_reporter, resolve_format
 from topogate.report.color import colorize, use_color
 from topogate.tree.writer import cannot_write, write_file
+
+if TYPE_CHECKING:
+    from topogate.inventory.model import Inventory
 
 # `-o FILE` without --output-format: by the file's extension. `-o report.md` (what action.yml
 # and most users pass for a job summary) is markdown; any other name gets the format of
@@ -67,12 +71,13 @@ def stdout_format(fmt: str) -> str:
 
 def emit(result: CheckResult, fmt: str, *, strict: bool, verbosity: int = 0,
          outputs: tuple[tuple[str, str], ...] = (), header: str | None = None,
-         markdown_appendix: str = "") -> None:
+         markdown_appendix: str = "", inventory: Inventory | None = None) -> None:
     """Print the report of `result` in `fmt` (concrete), and write it to each (file, format) of
     `outputs`. A header goes before it: on stdout for text, else on stderr.
-    `markdown_appendix` ends a markdown report (check --changed-since: the connectivity diff)."""
+    `markdown_appendix` ends a markdown report (check --changed-since: the connectivity diff);
+    `inventory` (the one checked against) gives the markdown pictures each job's openings."""
     def rendered(name: str, verbosity: int = 0) -> str:
-        text = get_reporter(name, strict=strict, verbosity=verbosity).render(result)
+        text = get_reporter(name, strict=strict, verbosity=verbosity, inventory=inventory).render(result)
         return text + "\n" + markdown_appendix if name == "markdown" and markdown_appendix else text
 
     if header is not None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from topogate.inventory.model import Inventory
     from topogate.report.base import Reporter
 
 # The names, in registry order, known without importing a reporter: the CLI offers them as
@@ -78,14 +79,21 @@ def resolve_format(fmt: str, env: Mapping[str, str], isatty: bool) -> str:
     return fmt
 
 
-def get_reporter(fmt: str, *, strict: bool = False, verbosity: int = 0) -> Reporter:
+def get_reporter(fmt: str, *, strict: bool = False, verbosity: int = 0,
+                 inventory: Inventory | None = None) -> Reporter:
     """A reporter for a concrete (already resolved) format; `verbosity` (-1 quiet, 0, 1 -v)
-    decides how many workload summaries the text format lists."""
+    decides how many workload summaries the text format lists; `inventory` (the one checked
+    against) lets the markdown pictures draw each job's doors, scrapers and egress."""
     if fmt == "text":
         # lazy: start-up time: `generate` and `--format` choices need no reporter
         from topogate.report.text import TextReporter
 
         return TextReporter(strict=strict, verbosity=verbosity)
+    if fmt == "markdown":
+        # lazy: start-up time, as above
+        from topogate.report.markdown import MarkdownReporter
+
+        return MarkdownReporter(strict=strict, inventory=inventory)
     return _reporters()[fmt](strict=strict)
 
 

@@ -9,6 +9,7 @@ import re
 
 from topogate.analysis.result import CheckResult, JobMap
 from topogate.core.findings import Finding
+from topogate.inventory.model import Inventory
 from topogate.report.base import (
     Reporter,
     counts_line,
@@ -22,6 +23,7 @@ from topogate.report.base import (
     zone_choice_text,
 )
 from topogate.report.mermaid import job_diagram
+from topogate.report.openings import Opening, job_openings
 
 # GitHub rejects comments over 65,536 characters; these caps keep a huge run well below it.
 MAX_FINDING_ROWS = 100
@@ -74,7 +76,7 @@ def in_trouble(job: JobMap) -> bool:
     return bool(job.blocked) or not job.colocated or not job.schedulable
 
 
-def job_section(job: JobMap, picture: bool) -> list[str]:
+def job_section(job: JobMap, picture: bool, openings: tuple[Opening, ...] = ()) -> list[str]:
     choice = zone_choice(job)
     state = " · ".join([
         f"colocated ({zone_choice_text(choice)})" if choice else
@@ -94,7 +96,7 @@ def job_section(job: JobMap, picture: bool) -> list[str]:
             lines.append(f"- …and {len(blocked) - MAX_BLOCKED_LINES} more")
         lines.append("")
     if picture:
-        lines += ["```mermaid", job_diagram(job).rstrip("\n"), "```", ""]
+        lines += ["```mermaid", job_diagram(job, openings).rstrip("\n"), "```", ""]
     return lines
 
 
@@ -114,6 +116,12 @@ def clean_table(jobs: list[JobMap]) -> list[str]:
 class MarkdownReporter(Reporter):
     name = "markdown"
     description = "a PR comment or job summary, with mermaid pictures of jobs in trouble"
+
+    def __init__(self, *, strict: bool = False, inventory: Inventory | None = None) -> None:
+        super().__init__(strict=strict)
+        # The inventory the result was checked against: the pictures draw each job's doors,
+        # scrapers and egress from it (topogate.report.openings). None: the flows alone.
+        self.inventory = inventory
 
     def render(self, result: CheckResult) -> str:
         failed = self.failed(result)
@@ -137,7 +145,8 @@ class MarkdownReporter(Reporter):
         if trouble:
             lines += ["### Workloads that need attention", ""]
             for i, j in enumerate(trouble):
-                lines += job_section(j, picture=i < MAX_DIAGRAMS)
+                lines += job_section(j, picture=i < MAX_DIAGRAMS,
+                                     openings=job_openings(self.inventory, j) if i < MAX_DIAGRAMS else ())
             if len(trouble) > MAX_DIAGRAMS:
                 lines += [f"Pictures are shown for the first {MAX_DIAGRAMS}; "
                           "`topogate explain INVENTORY WORKLOAD --format mermaid` draws any job.", ""]

@@ -1,5 +1,11 @@
 """A job's map as a mermaid flowchart: zones are subgraphs, replica groups are nodes, the
-required flows are edges; a blocked flow is a red dashed edge.
+required flows are edges; a blocked flow is a red dashed edge. What the inventory opens for the
+job (topogate.report.openings: its doors, its metrics scrapers, its FQDN/CIDR egress) is drawn
+around it, in a colour of its own: a node per peer (the door's target or sources, the scraping
+namespace, the FQDN patterns and CIDRs) and an edge from or to each drawn group, since every pod
+of the job has the opening; the first of them says which (door and its name, scrape, egress) and
+on which ports. They are what the inventory declares, not a verdict: the picture does not say
+whether the manifests' policies let them through (for a door, TG113 door-closed does).
 
 A group that may land in several zones is drawn once per zone (with a distinct id): that
 duplication is the picture of "this job can be split". Flows are merged per pair of drawn
@@ -13,19 +19,34 @@ from dataclasses import dataclass
 
 from topogate.analysis.result import Flow, JobMap
 from topogate.report.base import port_text, zone_choice
+from topogate.report.openings import EGRESS, Opening
 
 BLOCKED_STYLE = "stroke:red,stroke-width:2px,stroke-dasharray:5 5"
+# Declared openings in a colour of their own: what the inventory allows, beside what the job needs.
+OPENING_STYLE = "stroke:steelblue"
 
 # Mermaid reads `#name;` / `#123;` as entity codes inside quoted labels: encode the
-# characters that would otherwise end a label, start markup, or start an entity.
+# characters that would otherwise end a label (`"`, `|`, brackets), start markup (`<`, `>`,
+# `&`, backticks: a markdown string or a closing fence), end a statement (`;`), or start an
+# entity or a directive (`#`, `%`). Whitespace runs, newlines included, become one space; any
+# other character that does not print (controls, bidi and zero-width format characters) is
+# spelled out as U+XXXX: as an entity the browser would decode it again and, say, a
+# right-to-left override would reverse the rest of the label in the picture.
 _ESCAPES = {
     "#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "|": "#124;", "`": "#96;",
     "[": "#91;", "]": "#93;", "{": "#123;", "}": "#125;",
+    ";": "#59;", "&": "#38;", "%": "#37;",
 }
 
 
+def _escape_char(c: str) -> str:
+    if c in _ESCAPES:
+        return _ESCAPES[c]
+    return c if c.isprintable() else f"U+{ord(c):04X}"
+
+
 def escape_label(s: str) -> str:
-    return "".join(_ESCAPES.get(c, c) for c in " ".join(s.split()))
+    return "".join(_escape_char(c) for c in " ".join(s.split()))
 
 
 @dataclass(frozen=True)
@@ -60,8 +81,27 @@ def _one_zone_picture(job: JobMap) -> JobMap:
     return dataclasses.replace(job, groups=groups, flows=flows)
 
 
-def job_diagram(job: JobMap) -> str:
-    """Mermaid source (no code fence) for one job; the same job always gives the same text."""
+def _opening_lines(openings: tuple[Opening, ...], groups: list[str]) -> tuple[list[str], list[str]]:
+    """(nodes, edges) of the openings: a node per opening (`o<i>`, in the given order), and an
+    edge between it and each of the job's drawn group nodes, pointing the way connections are
+    opened. Only the first edge of an opening carries its label: the same words on every
+    group's edge would bury the picture. (One edge to the zone's subgraph would be fewer, but
+    mermaid's layout routes such edges over the box's border, where their labels overlap.)"""
+    nodes: list[str] = []
+    edges: list[str] = []
+    for i, o in enumerate(openings):
+        nid, text = f"o{i}", escape_label(o.peer)
+        # Outside the cluster (FQDNs, CIDRs) a parallelogram; pods of the cluster a stadium, as kube-dns.
+        nodes.append(f'  {nid}[/"{text}"/]' if o.kind == EGRESS else f'  {nid}(["{text}"])')
+        for n, g in enumerate(groups):
+            src, dst = (nid, g) if o.inbound else (g, nid)
+            edges.append(f'  {src} -->|"{escape_label(o.label)}"| {dst}' if n == 0 else f"  {src} --> {dst}")
+    return nodes, edges
+
+
+def job_diagram(job: JobMap, openings: tuple[Opening, ...] = ()) -> str:
+    """Mermaid source (no code fence) for one job, with what the inventory opens for it
+    (topogate.report.openings.job_openings); the same job always gives the same text."""
     job = _one_zone_picture(job)
     zones = sorted({z for g in job.groups for z in g.zones} | {
         z for f in job.flows for z in (f.src_zone, f.dst_zone) if z})
@@ -107,6 +147,10 @@ def job_diagram(job: JobMap) -> str:
         lines += [f"    {node_line(*m)}" for m in sorted(members.get(z, ()), key=order)]
         lines.append("  end")
     lines += [f"  {node_line(*m)}" for m in sorted(members.get("", ()), key=order)]
+    drawn = [node_id(*m) for z in (*zones, "") for m in sorted(members.get(z, ()), key=order)
+             if m[0] in group_index]
+    opening_nodes, opening_edges = _opening_lines(openings, drawn)
+    lines += opening_nodes
 
     grouped: dict[tuple[str, str, bool], list[Flow]] = {}
     for f in job.flows:
@@ -123,8 +167,13 @@ def job_diagram(job: JobMap) -> str:
         else:
             lines.append(f'  {e.src} -.->|"{escape_label("blocked: " + e.label)}"| {e.dst}')
             blocked.append(str(n))
+    # After the flows, so the blocked edges' linkStyle indices count only the edges above.
+    lines += opening_edges
     if blocked:
         lines.append(f"  linkStyle {','.join(blocked)} {BLOCKED_STYLE}")
+    if opening_edges:
+        declared = range(len(edges), len(edges) + len(opening_edges))
+        lines.append(f"  linkStyle {','.join(map(str, declared))} {OPENING_STYLE}")
     return "\n".join(lines) + "\n"
 
-__all__ = ["BLOCKED_STYLE", "escape_label", "job_diagram"]
+__all__ = ["BLOCKED_STYLE", "OPENING_STYLE", "escape_label", "job_diagram"]
