@@ -348,8 +348,12 @@ _SCALARS = ("tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,20
             "tag:yaml.org,2002:float")
 
 
-def _construct(loader: Any, root: Any) -> Any:
+def _construct(loader: Any, root: Any, strings: dict[str, str] | None = None) -> Any:
     """What loader.construct_document(root) returns, for a document without aliases.
+
+    `strings` holds one copy of each string met (shared by the documents of one stream): the
+    keys and most values of a build's manifests repeat thousands of times, and `check` keeps
+    every object to the end.
 
     PyYAML's constructor costs a few Python calls and a generator per node; Kubernetes
     manifests hold only strings, numbers, booleans, nulls, maps and lists, which are built
@@ -357,19 +361,21 @@ def _construct(loader: Any, root: Any) -> Any:
     custom tags, non-scalar keys, a value its type cannot hold) is left to PyYAML for the
     whole document, so the result, and any error, are PyYAML's."""
     try:
-        return _build(root, loader, {tag: loader.yaml_constructors[tag] for tag in _SCALARS})
+        return _build(root, loader, {tag: loader.yaml_constructors[tag] for tag in _SCALARS},
+                      {} if strings is None else strings)
     except (_Unusual, ValueError, OverflowError, RecursionError):
         return loader.construct_document(root)
 
 
-def _build(node: Any, loader: Any, scalar: dict[str, Any]) -> Any:
+def _build(node: Any, loader: Any, scalar: dict[str, Any], strings: dict[str, str]) -> Any:
     # A module function, not a closure: a recursive closure is a reference cycle, and check
     # runs with the cyclic collector off, so each document would keep its loader alive.
     t = type(node)
     tag = node.tag
     if t is _Scalar:
         if tag == _STR:
-            return node.value
+            v = node.value
+            return strings.setdefault(v, v)
         f = scalar.get(tag)
         if f is None:
             raise _Unusual
@@ -379,10 +385,10 @@ def _build(node: Any, loader: Any, scalar: dict[str, Any]) -> Any:
         for k, v in node.value:
             if type(k) is not _Scalar or (k.tag != _STR and k.tag not in scalar):
                 raise _Unusual  # merge `<<`, `=`, a mapping or list as a key...
-            out[_build(k, loader, scalar)] = _build(v, loader, scalar)
+            out[_build(k, loader, scalar, strings)] = _build(v, loader, scalar, strings)
         return out
     if t is _Sequence and tag == _SEQ:
-        return [_build(item, loader, scalar) for item in node.value]
+        return [_build(item, loader, scalar, strings) for item in node.value]
     raise _Unusual
 
 
@@ -392,6 +398,7 @@ def documents(text: str, display: str, construct: bool = True,
     checked before it is constructed. Syntax problems are InputError with the parser's position."""
     loader = memo_loader(text, Loader)
     plain = "*" not in text  # no alias anywhere: no node is shared, cheaper paths are exact
+    strings: dict[str, str] = {}
     doc = -1
     try:
         while loader.check_node():
@@ -404,7 +411,7 @@ def documents(text: str, display: str, construct: bool = True,
             if not construct:
                 yield doc, node, None
             else:
-                yield doc, node, _construct(loader, node) if plain else loader.construct_document(node)
+                yield doc, node, _construct(loader, node, strings) if plain else loader.construct_document(node)
     except _BadValue as e:
         where = _mark_position(display, e.problem_mark) if e.problem_mark else Position(display, 1, 1)
         raise InputError(where, str(e.problem)) from None
