@@ -10,6 +10,7 @@ Kubernetes object (every later step recurses).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,9 @@ class _Builder:
             raise _Refused(node.start_mark, "a base manifest is nested too deeply")
         tag = node.tag
         if tag == _STR:
-            return node.value
+            # One copy of each string over every base: the inventory keeps each base's
+            # documents, and their keys and most values are the same in every one.
+            return sys.intern(node.value)
         if tag not in _PLAIN_SCALARS:
             raise _Slow
         try:

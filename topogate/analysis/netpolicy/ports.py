@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -148,6 +149,12 @@ def _parse_port_value(value: Any) -> tuple[int, str | None]:
     return 0, text
 
 
+@functools.lru_cache(maxsize=64)
+def _one_protocol(proto: str) -> frozenset[str]:
+    # One set per protocol, not one per port of every rule (a set is 200 bytes).
+    return frozenset({proto})
+
+
 def read_policy_port(raw: Mapping[str, Any], default_protos: frozenset[str]) -> PolicyPort:
     """``default_protos`` is what a missing protocol means: every L4 protocol for Cilium, TCP for NP."""
     proto = str(raw.get("protocol") or "").upper()
@@ -156,7 +163,7 @@ def read_policy_port(raw: Mapping[str, Any], default_protos: frozenset[str]) -> 
     elif proto == "ANY":
         protos = ANY_PROTOCOL
     else:
-        protos = frozenset({proto})
+        protos = _one_protocol(proto)
     number, name = _parse_port_value(raw.get("port"))
     if name is not None:
         return PolicyPort(protos, 0, 0, name)  # endPort is ignored for named ports

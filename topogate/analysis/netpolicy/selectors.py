@@ -5,6 +5,7 @@ namespace scoping of a CNP peer selector).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +74,13 @@ class CompiledSelector:
         return any(r.pod_source and r.key.startswith(NAMESPACE_LABELS_PREFIX) for r in self.reqs)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _requirement(key: str, op: str, values: frozenset[str], pod_source: bool) -> Requirement:
+    """One object per distinct requirement: every job's policies repeat the same few (its
+    namespace, its replica group), and a cluster's thousands of selectors are kept to the end."""
+    return Requirement(key, op, values, pod_source)
+
+
 def compile_selector(raw: Any) -> CompiledSelector:
     if not isinstance(raw, Mapping):
         raw = {}
@@ -86,7 +94,7 @@ def compile_selector(raw: Any) -> CompiledSelector:
     reqs: list[Requirement] = []
     for k, v in sorted((raw.get("matchLabels") or {}).items()):
         src, key = split_source(str(k))
-        reqs.append(Requirement(key, "In", frozenset({"" if v is None else str(v)}), src in ("k8s", "any")))
+        reqs.append(_requirement(key, "In", frozenset({"" if v is None else str(v)}), src in ("k8s", "any")))
     for expr in raw.get("matchExpressions") or []:
         if not isinstance(expr, Mapping):
             continue
@@ -98,6 +106,6 @@ def compile_selector(raw: Any) -> CompiledSelector:
             # into a silent verdict (e.g. `in` instead of `In`).
             raise ValueError(f"matchExpressions key {key!r}: operator {op!r} is not one of "
                              f"{', '.join(_OPERATORS)} (operators are case-sensitive)")
-        reqs.append(Requirement(key, op, values, src in ("k8s", "any")))
+        reqs.append(_requirement(key, op, values, src in ("k8s", "any")))
     text = ",".join(f"{r.key} {r.op} {sorted(r.values)}" for r in reqs) or "{}"
     return CompiledSelector(tuple(reqs), text)
