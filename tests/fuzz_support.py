@@ -552,6 +552,7 @@ def snapshot_mutant(draw: st.DrawFn) -> tuple[str, str]:
     """(seed name, the mutated snapshot's text): JSON mostly, sometimes YAML, sometimes cut."""
     seed = draw(st.sampled_from(sorted(SNAPSHOT_SEEDS)))
     doc = json.loads(SNAPSHOT_SEEDS[seed].read_text())
+    first = doc["items"][:1]  # a well-formed node ahead of the deep nesting (the mutations may remove `items`)
     nodes = [i for i, o in enumerate(doc["items"]) if o.get("kind") == "Node"]
     hot = [("items", i, *f) for i in nodes for f in _NODE_FIELDS] + [("items",), ("kind",)]
     for _ in range(draw(st.integers(1, 3))):
@@ -559,7 +560,7 @@ def snapshot_mutant(draw: st.DrawFn) -> tuple[str, str]:
     form = draw(st.sampled_from(["json", "json", "json1", "yaml", "text", "deep"]))
     if form == "deep":  # JSON nested past any recursion limit, which no encoder here can write
         n = draw(st.sampled_from([2000, 10**4, 10**5]))
-        return seed, '{"kind": "List", "items": [' + _dump_json(doc["items"][:1], None) + ", " + \
+        return seed, '{"kind": "List", "items": [' + _dump_json(first, None)[1:-1] + ", " + \
             "[" * n + "]" * n + "]}"
     if form == "yaml":
         try:
