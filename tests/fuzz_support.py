@@ -576,14 +576,14 @@ def snapshot_mutant(draw: st.DrawFn) -> tuple[str, str]:
 
 def _node_view(doc: Any) -> list[tuple[Any, ...]] | None:
     """What drift can judge of a snapshot, read independently of topogate's readers: per node
-    its zone, pool label, the labels the inventory selects by, its taints and GPUs; None when
-    a field of that is not what the API server serves (the snapshot is malformed)."""
-    from topogate.live.nodes import GPU_RESOURCES, POOL_LABELS, is_state_taint
+    its zone, the inventory pool it belongs to (by its pool label, else by the pool's labels),
+    the values of that pool's labels, its taints and GPUs; None when a field of that is not
+    what the API server serves (the snapshot is malformed)."""
+    from topogate.live.nodes import GPU_RESOURCES, POOL_LABELS, dns_label, is_state_taint
 
     inv = yaml.safe_load(SNAPSHOT_INVENTORY.read_text())
     cluster = inv["clusters"][0]
-    selected = sorted({cluster["zoneLabel"], *POOL_LABELS,
-                       *(k for z in cluster["zones"] for p in z.get("pools", []) for k in p.get("labels", {}))})
+    pools = {z["name"]: [(p["name"], p.get("labels", {})) for p in z.get("pools", [])] for z in cluster["zones"]}
     if not isinstance(doc, dict):
         return None
     items = doc.get("items") if "items" in doc else [doc]
@@ -601,8 +601,15 @@ def _node_view(doc: Any) -> list[tuple[Any, ...]] | None:
         alloc = status.get("allocatable") or {}
         if not (isinstance(labels, dict) and isinstance(taints, list) and isinstance(alloc, dict)):
             return None
-        if any(not isinstance(labels.get(k, ""), str) for k in selected):
+        if not all(isinstance(v, str) for v in labels.values()):
             return None
+        zone = labels.get(cluster["zoneLabel"], "")
+        mine = pools.get(zone, [])
+        named = next((labels[k] for k in POOL_LABELS if labels.get(k)), None)
+        pool = next((p for p in mine if named is not None and p[0] == dns_label(named)), None)
+        if pool is None:
+            fits = [p for p in mine if p[1] and all(labels.get(k) == v for k, v in p[1].items())]
+            pool = max(fits, key=lambda p: (len(p[1]), p[0]), default=None)
         ts = []
         for t in taints:
             if not isinstance(t, dict) or not all(isinstance(t.get(f, ""), str) for f in ("key", "value", "effect")):
@@ -617,8 +624,9 @@ def _node_view(doc: Any) -> list[tuple[Any, ...]] | None:
             if not (isinstance(q, str) and q.isascii() and q.isdigit()):
                 return None  # extended resources are whole numbers, served as strings
             gpus += int(q)
-        view.append((tuple(labels.get(k, "") for k in selected), tuple(sorted(ts)), gpus))
-    return sorted(view)
+        chosen = (pool[0], tuple(labels.get(k, "") for k in sorted(pool[1]))) if pool else None
+        view.append((zone, chosen, tuple(sorted(ts)), gpus))
+    return sorted(view, key=repr)
 
 
 def _parse_snapshot(text: str) -> Any:
@@ -736,6 +744,11 @@ def ce_mutant(draw: st.DrawFn) -> list[dict[str, Any]]:
     return pages
 
 
+# Page fields the audit does not read, as the seed pages carry them.
+_CE_PAGE_EXTRAS = {"DimensionValueAttributes": [], "GroupDefinitions": [
+    {"Type": "TAG", "Key": CE_TAG}, {"Type": "DIMENSION", "Key": "USAGE_TYPE"}]}
+
+
 def _ce_amount(raw: Any, bound: Decimal) -> Decimal | str:
     """A metric's amount, "malformed", or "unknown" (past a plausibility bound topogate may
     or may not draw, or a text too long to be one)."""
@@ -770,8 +783,7 @@ def ce_verdict(pages: list[Any]) -> str:
             return "malformed"
         # Fields the audit does not read but botocore's model types: a wrong one may fail
         # botocore's parser first (exit 75 too, or read fine): either is right.
-        unknown = unknown or any(k in page and not isinstance(page[k], list)
-                                 for k in ("DimensionValueAttributes", "GroupDefinitions"))
+        unknown = unknown or any(page.get(k, v) != v for k, v in _CE_PAGE_EXTRAS.items())
         for r in page["ResultsByTime"]:
             if not isinstance(r, dict) or not isinstance(r.get("TimePeriod"), dict):
                 return "malformed"
