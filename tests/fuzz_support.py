@@ -593,7 +593,10 @@ def _node_view(doc: Any) -> list[tuple[Any, ...]] | None:
     for item in items:
         if not isinstance(item, dict) or item.get("kind") != "Node":
             continue
-        md, spec, status = item.get("metadata"), item.get("spec", {}), item.get("status", {})
+        # null is absent in the API's JSON (a node without status has no allocatable GPUs)
+        md = item.get("metadata")
+        spec = {} if item.get("spec") is None else item["spec"]
+        status = {} if item.get("status") is None else item["status"]
         if not isinstance(md, dict) or not isinstance(spec, dict) or not isinstance(status, dict):
             return None
         labels = md.get("labels") or {}
