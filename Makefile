@@ -105,13 +105,14 @@ test: $(STAMP) promtool cluster-bin node-tools
 	$(VENV)/bin/mypy topogate
 	$(VENV)/bin/ruff check topogate tests benchmarks
 
-# Long fuzz run: mutated manifests, kustomizations, inventories and bases (tests/test_fuzz.py) and
-# the property over generated inventories (tests/test_inventory_property.py); failures are kept
-# in fixtures/fuzz-corpus/.
+# Long fuzz run: mutated manifests, kustomizations, inventories and bases, drift snapshots, Cost
+# Explorer answers and trace specs (tests/test_fuzz.py), the property over generated inventories
+# (tests/test_inventory_property.py) and over inventories at and past every limit
+# (tests/test_generated_crd_constraints.py); failures are kept in fixtures/fuzz-corpus/.
 fuzz: $(STAMP)
 	TOPOGATE_FUZZ_EXAMPLES=$${TOPOGATE_FUZZ_EXAMPLES:-2000} TOPOGATE_FUZZ_SAVE=1 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	  $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py tests/test_inventory_property.py \
-	  -k "mutated or accepted_inventories"
+	  tests/test_generated_crd_constraints.py -k "mutated or accepted_inventories or edge_values"
 
 rules-doc: $(STAMP)
 	$(VENV)/bin/topogate rules --format markdown > docs/rules.md

@@ -122,6 +122,24 @@ def _strict(schema: Any) -> Any:
     return out
 
 
+def _cidr(value: object) -> bool:
+    """`format: cidr` as Cilium takes it (an address, '/', a prefix length in range; no IPv6
+    zone, which Go's CIDR parser refuses and Python's accepts)."""
+    import ipaddress
+
+    if not isinstance(value, str):
+        return True
+    addr, sep, bits = value.partition("/")
+    # A leading zero (/08) passes the API server but not Cilium's agent (Go's netip).
+    if not sep or not (bits.isascii() and bits.isdigit()) or (bits != "0" and bits[0] == "0") or "%" in addr:
+        return False
+    try:
+        ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
 @functools.cache
 def _validator(api_version: str, kind: str) -> Any:
     import jsonschema
@@ -129,7 +147,11 @@ def _validator(api_version: str, kind: str) -> Any:
     schema = crd_schemas().get((api_version, kind))
     if schema is None:
         return None
-    return jsonschema.Draft7Validator(_strict(schema))
+    # The formats the API server enforces that generated objects carry (Cilium's CIDRs);
+    # jsonschema checks no format unless given a checker.
+    formats = jsonschema.FormatChecker(formats=())
+    formats.checks("cidr")(_cidr)
+    return jsonschema.Draft7Validator(_strict(schema), format_checker=formats)
 
 
 def crd_errors(obj: dict[str, Any]) -> list[str] | None:

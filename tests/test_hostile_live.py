@@ -49,6 +49,16 @@ CASES = [
     ("Node", "spec.taints", {"key": "a"}, "spec.taints must be a list"),
     ("Node", "spec.taints", ["NoSchedule"], "spec.taints[0] must be a mapping"),
     ("Node", "spec", "x", "spec must be a mapping"),
+    # What drift compares is typed as served (issue 21, fuzzed): `value: false`, `0`, a label
+    # of `true`, a GPU count of "x", "-8" or "8e0" read as "" or 0 and gave "no drift".
+    ("Node", "spec.taints", [{"key": "a", "value": False, "effect": "NoSchedule"}],
+     "spec.taints[0].value must be a string"),
+    ("Node", "spec.taints", [{"key": "a", "value": 0, "effect": "NoSchedule"}],
+     "spec.taints[0].value must be a string"),
+    ("Node", "metadata.labels", {"node-role": True}, "must be a string"),
+    ("Node", "status.allocatable", {"nvidia.com/gpu": "x"}, "must be a whole number"),
+    ("Node", "status.allocatable", {"nvidia.com/gpu": "-8"}, "must be a whole number"),
+    ("Node", "status.allocatable", {"nvidia.com/gpu": "8e0"}, "must be a whole number"),
     ("Pod", "spec.nodeName", {"a": 1}, "spec.nodeName must be a scalar"),
     ("Pod", "spec.containers", "x", "spec.containers must be a list"),
     ("Pod", "status.conditions", "x", "status.conditions must be a list"),

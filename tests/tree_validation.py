@@ -6,7 +6,8 @@
 - a built-in kind: kubernetes-validate (Kubernetes 1.37 schemas, strict);
 - a Kustomization (kustomize.config.k8s.io): its resources and patch files exist;
 - every object: metadata.name, namespace, label and annotation keys and values as the API
-  server checks them (no CRD schema covers ObjectMeta);
+  server checks them (no CRD schema covers ObjectMeta), and the label keys and values in its
+  selectors, node labels, tolerations and topology keys;
 - each workload's JSON patch, applied to its base job with an independent RFC 6902 library: the
   patched job validates against its CRD (when one is known), its pod templates with
   kubernetes-validate, and the cluster's generated admission policy admits it.
@@ -48,6 +49,54 @@ def _key_problems(key: str) -> str | None:
     if len(name) > 63 or not _NAME.match(name):
         return f"key name {name!r} is not a qualified name"
     return None
+
+
+# Cilium writes a label's source before its key (k8s:app, any:app); the rest is the pod's label.
+_CILIUM_SOURCE = re.compile(r"^(k8s|any|reserved|cidr|fqdn|unspec|container):")
+
+
+def _selector_key(key: str) -> str | None:
+    key = _CILIUM_SOURCE.sub("", key)
+    # Cilium's own keys for a pod's namespace and service account are qualified names too.
+    return _key_problems(key)
+
+
+def selector_problems(node: Any, where: str) -> list[str]:
+    """Label keys and values inside an object's spec (selectors, node labels, tolerations,
+    topology keys): the API server checks them in pods and node selectors, and a selector with a
+    key no object can carry matches nothing. No CRD schema says so; Kubernetes' label rules do."""
+    out: list[str] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("matchLabels", "nodeSelector", "nodeLabels") and isinstance(v, dict):
+                for lk, lv in v.items():
+                    bad = _selector_key(str(lk))
+                    if bad or not isinstance(lv, str) or len(lv) > 63 or not _VALUE.match(lv):
+                        out.append(f"{where}: {k} {lk!r}: {lv!r} is not a label ({bad or 'value'})")
+            elif k == "matchExpressions" and isinstance(v, list):
+                for e in v:
+                    if isinstance(e, dict) and isinstance(e.get("key"), str):
+                        bad = _selector_key(e["key"])
+                        vals = e.get("values") or []
+                        if e.get("operator") in ("In", "NotIn"):
+                            bad = bad or next((f"value {x!r}" for x in vals if not isinstance(x, str)
+                                               or len(x) > 63 or not _VALUE.match(x)), None)
+                        if bad:
+                            out.append(f"{where}: matchExpressions {e['key']!r}: {bad}")
+            elif k in ("topologyKey", "nodeLabel") and isinstance(v, str) and _key_problems(v):
+                out.append(f"{where}: {k} {v!r}: {_key_problems(v)}")
+            elif k == "tolerations" and isinstance(v, list):
+                for t in v:
+                    if isinstance(t, dict) and t.get("key") and _key_problems(str(t["key"])):
+                        out.append(f"{where}: toleration key {t['key']!r}: {_key_problems(str(t['key']))}")
+                    tv = t.get("value") if isinstance(t, dict) else None
+                    if isinstance(tv, str) and (len(tv) > 63 or not _VALUE.match(tv)):
+                        out.append(f"{where}: toleration value {tv!r} is not a label value")
+            out += selector_problems(v, where)
+    elif isinstance(node, list):
+        for v in node:
+            out += selector_problems(v, where)
+    return out
 
 
 def meta_problems(meta: Any, where: str, namespaced: bool | None = None) -> list[str]:
@@ -124,6 +173,7 @@ def object_problems(obj: dict[str, Any], where: str) -> list[str]:
     """Everything the API server would refuse in one object, as far as the tests can tell."""
     api, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
     out = meta_problems(obj.get("metadata"), f"{where} {kind}")
+    out += selector_problems({k: v for k, v in obj.items() if k != "metadata"}, f"{where} {kind}")
     errors = crd_errors(obj)
     if errors is not None:
         out += [f"{where} {kind}: {e}" for e in errors[:5]]

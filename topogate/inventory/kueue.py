@@ -29,12 +29,21 @@ def read_kueue(chk: Checker, base: YPath, c: dict[str, Any], zones: list[Zone]) 
                 f"but not on every pool; its ClusterQueue covers a resource for all pools or "
                 f"none: declare {what} on every pool or on none"))
     _check_flavors(chk, base, c, zones)
+    zone_label = c.get("zoneLabel")
+    if isinstance(zone_label, str) and len(zone_label) > _MAX_NODE_LABEL:
+        # A label key may be 317 characters (prefix 253, '/', name 63); Kueue's Topology
+        # takes 316 as a level's nodeLabel, and the generated Topology's first level is this.
+        chk.err(base + ("zoneLabel",), (
+            f"zoneLabel is {len(zone_label)} characters; cluster '{c.get('name')}' uses Kueue, "
+            f"whose Topology takes a node label of at most {_MAX_NODE_LABEL}: use a shorter "
+            "label key, or remove `kueue:`"))
     return KueueConfig(k["queue"], chk.loc.at(base + ("kueue",)))
 
 
 # Limits of Kueue's v1beta2 CRDs: a resource group holds 1-64 flavors, a ResourceFlavor at most
 # 8 nodeLabels and 8 tolerations. Refused here, at the pool, not by the API server after merge.
 _MAX_FLAVORS, _MAX_NODE_LABELS, _MAX_TOLERATIONS = 64, 8, 8
+_MAX_NODE_LABEL = 316  # Topology.spec.levels[].nodeLabel maxLength
 
 
 def _check_flavors(chk: Checker, base: YPath, c: dict[str, Any], zones: list[Zone]) -> None:

@@ -95,6 +95,21 @@ def read_workload(chk: Checker, i: int, w: dict[str, Any], clusters: dict[str, C
 
 
 _RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_PREFIX_LENGTH = re.compile(r"^(0|[1-9][0-9]{0,2})$")
+
+
+def _is_cidr(text: str) -> bool:
+    """An address and a prefix length in range, the length written without leading zeros:
+    Python reads `/08` as 8, but Cilium's agent parses prefixes with Go's netip, which refuses
+    it (and `%zone`, which the schema's pattern already keeps out)."""
+    addr, sep, length = text.partition("/")
+    if not sep or not _PREFIX_LENGTH.match(length) or "%" in addr:
+        return False
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _egress(chk: Checker, base: YPath, w: dict[str, Any]) -> tuple[EgressRule, ...]:
@@ -114,9 +129,7 @@ def _egress(chk: Checker, base: YPath, w: dict[str, Any]) -> tuple[EgressRule, .
         if not e.get("fqdns") and not e.get("cidrs"):
             chk.err(base + ("egress", ei), "an egress entry needs `fqdns:` or `cidrs:`")
         for ci, cidr in enumerate(seq(e.get("cidrs"))):
-            try:
-                ipaddress.ip_network(str(cidr), strict=False)
-            except ValueError:
+            if not _is_cidr(str(cidr)):
                 chk.err(base + ("egress", ei, "cidrs", ci), (
                     f"'{cidr}' is not a CIDR (like 10.0.0.0/8 or 2001:db8::/32); Cilium's CRD "
                     "would reject the policy"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from topogate.k8s import shapes
+from topogate.k8s.kinds import GPU_RESOURCES
 
 _STRING, _SCALAR = shapes.STRING, shapes.SCALAR
 
@@ -21,10 +22,16 @@ _METADATA = {"name": _SCALAR, "namespace": _SCALAR, "labels": {"*": _SCALAR},
 # What topogate.live.nodes and topogate.live.running read of nodes and pods, beyond the pod
 # spec topogate.k8s.shapes already types (containers' GPU limits among it).
 _EXTRA: dict[str, Any] = {
-    "Node": {"metadata": _METADATA,
-             "spec": {"taints": [{"key": _SCALAR, "value": _SCALAR, "effect": _SCALAR}],
+    # A node's labels, taints and GPUs are what drift compares with the inventory: the API
+    # server serves them as strings (a GPU count as a whole-number string), and a reader that
+    # turned `value: false` or `nvidia.com/gpu: "x"` into "" or 0 would call a broken export
+    # "no drift". So those are typed strictly here.
+    "Node": {"metadata": {**_METADATA, "labels": {"*": shapes.STRING}},
+             "spec": {"taints": [{"key": shapes.STRING, "value": shapes.STRING,
+                                  "effect": shapes.STRING}],
                       "unschedulable": _SCALAR},
-             "status": {"allocatable": {"*": _SCALAR}}},
+             "status": {"allocatable": {**{g: shapes.QUANTITY for g in GPU_RESOURCES},
+                                        "*": _SCALAR}}},
     "Pod": {"metadata": _METADATA,
             "spec": {"nodeName": _SCALAR, "containers": [{"resources": {"limits": {}}}]},
             "status": {"phase": _SCALAR,

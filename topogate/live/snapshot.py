@@ -191,7 +191,9 @@ def read_file(path: str) -> Snapshot:
         if not isinstance(item, dict):
             continue
         kind = item.get("kind")
-        if kind in wanted:
+        # A kind that is not a string (a list cannot even be looked up) is refused at its item;
+        # an item without one is no object the commands read, as before.
+        if (kind is not None and not isinstance(kind, str)) or kind in wanted:
             _check_item(path, item, i if "items" in doc else None, lines)
         by_kind.setdefault(str(kind or ""), []).append(item)
     nodes = tuple(by_kind.get("Node", []))
