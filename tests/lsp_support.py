@@ -26,11 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
+from node_tools import BIN, NODE_DIR, missing
 
 ROOT = Path(__file__).resolve().parent.parent
-NODE_DIR = ROOT / "tests" / "node"
-SERVER = NODE_DIR / "node_modules" / ".bin" / "yaml-language-server"
+SERVER = BIN / "yaml-language-server"
 HOW = "run `make node-tools` (npm ci of tests/node) to install yaml-language-server"
 # Generous: the shared 2-core machine may be busy; a healthy answer comes in well under a second.
 TIMEOUT = 60.0
@@ -45,11 +44,6 @@ YAML_SETTINGS: dict[str, Any] = {
     "schemas": {},  # none by glob: each document names its schema in its modeline
 }
 HTTP_SETTINGS: dict[str, Any] = {"proxy": "http://127.0.0.1:9", "proxyStrictSSL": True}
-
-
-def render_required() -> bool:
-    """CI sets TOPOGATE_REQUIRE_RENDER=1: there a missing node tool fails instead of skipping."""
-    return os.environ.get("TOPOGATE_REQUIRE_RENDER", "") not in ("", "0")
 
 
 def pinned_version() -> str:
@@ -71,9 +65,7 @@ def require_server() -> Path:
         if installed != pinned_version():
             problem = f"yaml-language-server {installed} is installed, the lockfile pins {pinned_version()}"
     if problem:
-        if render_required():
-            pytest.fail(f"{problem} and TOPOGATE_REQUIRE_RENDER is set: {HOW}", pytrace=False)
-        pytest.skip(f"{problem}: {HOW}")
+        missing(problem, HOW)
     return SERVER
 
 

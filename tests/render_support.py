@@ -25,9 +25,10 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from node_tools import BIN, missing
 
 REPO = Path(__file__).resolve().parents[1]
-MMDC = REPO / "tests" / "node" / "node_modules" / ".bin" / "mmdc"
+MMDC = BIN / "mmdc"
 HOW = "run `make node-tools` (npm ci of tests/node; chromium from Debian's package)"
 # A browser start plus a second per picture is ample; a hung chromium fails, it does not hang CI.
 TIMEOUT_BASE = 90
@@ -51,10 +52,6 @@ class Rendered:
     runs: int  # mmdc runs it took
 
 
-def render_required() -> bool:
-    return os.environ.get("TOPOGATE_REQUIRE_RENDER", "") not in ("", "0")
-
-
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -71,9 +68,7 @@ def require_renderer() -> None:
     """Skip the calling test when the renderer is missing (fail it under TOPOGATE_REQUIRE_RENDER)."""
     problem = renderer_problem()
     if problem is not None:
-        if render_required():
-            pytest.fail(f"{problem} and TOPOGATE_REQUIRE_RENDER is set: {HOW}", pytrace=False)
-        pytest.skip(f"{problem}: {HOW}")
+        missing(problem, HOW)
 
 
 def _fence(source: str) -> str:
