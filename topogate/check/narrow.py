@@ -106,30 +106,16 @@ def cluster_names(path: str) -> tuple[str, ...] | None:
         return None
     events = yaml.parse(text, Loader=_EventLoader)
     try:
-        depth = 0  # nesting below the top mapping
-        key = True  # at the top level, the next scalar is a key
-        for ev in events:
-            if isinstance(ev, (yaml.StreamStartEvent, yaml.DocumentStartEvent)):
-                continue
-            if depth == 0:
-                if isinstance(ev, yaml.MappingStartEvent):
-                    depth = 1
-                    continue
+        while not isinstance(ev := next(events), yaml.MappingStartEvent):
+            if not isinstance(ev, (yaml.StreamStartEvent, yaml.DocumentStartEvent)):
                 return None  # not a mapping
-            if depth == 1 and key:
-                if isinstance(ev, yaml.MappingEndEvent):
-                    return None  # no clusters
-                if not isinstance(ev, yaml.ScalarEvent):
-                    return None
-                key = False
-                if ev.value == "clusters":
-                    return _names(events)
-                continue
-            # skip one value at the top level
-            depth = _skip(ev, events, depth)
-            key = True
-        return None
-    except yaml.YAMLError:
+        # the top mapping: key, value, key, value, ... up to `clusters`
+        while isinstance(key := next(events), yaml.ScalarEvent):
+            if key.value == "clusters":
+                return _names(events)
+            _skip(next(events), events)
+        return None  # no clusters (or a key that is not a plain scalar)
+    except (yaml.YAMLError, StopIteration):
         return None
 
 
@@ -137,8 +123,8 @@ class _EventLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.Sa
     """The parser only: no tag is resolved, nothing is constructed."""
 
 
-def _skip(ev: yaml.Event, events: Iterator[yaml.Event], depth: int) -> int:
-    """Consume the rest of the node `ev` starts; the depth after it."""
+def _skip(ev: yaml.Event, events: Iterator[yaml.Event]) -> None:
+    """Consume the rest of the node `ev` starts."""
     level = 1 if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) else 0
     while level:
         e = next(events)
@@ -146,7 +132,6 @@ def _skip(ev: yaml.Event, events: Iterator[yaml.Event], depth: int) -> int:
             level += 1
         elif isinstance(e, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             level -= 1
-    return depth
 
 
 def _names(events: Iterator[yaml.Event]) -> tuple[str, ...] | None:
@@ -170,7 +155,7 @@ def _names(events: Iterator[yaml.Event]) -> tuple[str, ...] | None:
             if k.value == "name" and isinstance(v, yaml.ScalarEvent):
                 name = v.value
             else:
-                _skip(v, events, 0)
+                _skip(v, events)
         if name is None:
             return None
         names.append(name)
