@@ -224,11 +224,14 @@ class YamlLanguageServer:
             },
             "locale": "en",
         })
-        self.notify("initialized", {})
         # Asks the server to announce when its settings are applied: the pull it starts on
         # `initialized` is answered by _answer, and only then may documents be opened (a document
-        # validated earlier would be checked against the defaults).
+        # validated earlier would be checked against the defaults). It goes before `initialized`:
+        # the server reads its messages in order, and the announcement is made only if this one
+        # was read before the pull's answer came back (sent after `initialized`, a slow client
+        # thread loses that race and the announcement never comes).
         self.notify("yaml/supportSchemaSelection", {})
+        self.notify("initialized", {})
         self._wait(lambda: any(n["method"] == "yaml/schema/store/initialized" for n in self._notifications),
                    "yaml/schema/store/initialized")
         return result
