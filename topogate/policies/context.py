@@ -8,14 +8,12 @@ One home: `analysed()` is the only place a context is built from the map, for `c
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from topogate.analysis.map.build import MapFacts
 from topogate.analysis.map.coverage import Ungrouped, Unread, ungrouped_templates, unread_objects
 from topogate.analysis.map.duplicates import Duplicate
 from topogate.analysis.map.labels import LabelLie, SpreadSplit
-from topogate.analysis.netpolicy import PolicySet
 from topogate.analysis.placement.kueue import Concern
 from topogate.analysis.proofs.boundary import Opening
 from topogate.analysis.proofs.doors import ClosedDoor
@@ -61,7 +59,6 @@ class Context:
     inventory_file: str
     objects: tuple[K8sObject, ...] = ()
     jobs: tuple[JobMap, ...] = ()
-    policies: Mapping[str, PolicySet] = field(default_factory=dict)  # per cluster analysed
     inventory_problems: tuple[Problem, ...] = ()
     drift: tuple[Drift, ...] = ()
     rendered: str | None = None
@@ -111,7 +108,7 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
              live: tuple[LiveFact, ...] = ()) -> Context:
     """The context of a run that built the map (analysis.map.build_map) over `objects`."""
     return Context(
-        inv, inventory_file, objects, jobs, facts.policies, drift=drift, rendered=rendered,
+        inv, inventory_file, objects, jobs, drift=drift, rendered=rendered,
         today=today,
         policy_selects=tuple(PolicySelects(ref, n, pos) for ref, n, pos in facts.policy_selects),
         boundary_openings=facts.boundary_openings, zone_label_lies=facts.zone_label_lies,

@@ -48,6 +48,36 @@ class _Compiler(CiliumCompiler, NetworkPolicyCompiler, ClusterNetworkPolicyCompi
     """The compilers over one record of what is not modelled."""
 
 
+def _take(compiler: _Compiler, units: list[PolicyUnit], ns_labels: dict[str, dict[str, str]],
+          obj: Any, ref: SourceRef, paths: PathMap | None) -> None:
+    # A module function, not a closure inside compile_objects: a recursive closure is a
+    # reference cycle (function, cell), which would hold every compiled unit of a cluster until
+    # a cyclic collection, and check runs with the collector paused.
+    if not isinstance(obj, Mapping):
+        return
+    api = str(obj.get("apiVersion", ""))
+    kind = str(obj.get("kind", ""))
+    if kind.endswith("List") and isinstance(obj.get("items"), list):
+        for item in obj["items"]:
+            _take(compiler, units, ns_labels, item, ref, None)
+    elif kind in (KIND_CNP, KIND_CCNP) and not api:
+        raise PolicyError(ref, no_api_version(obj, kind))
+    elif kind in (KIND_CNP, KIND_CCNP) and api.startswith("cilium.io/"):
+        units.extend(compiler.cilium(obj, ref, paths))
+    elif kind == KIND_NP and api == "networking.k8s.io/v1":
+        units.extend(compiler.netpol(obj, ref, paths))
+    elif kind == KIND_KCNP and api in (_NETWORK_POLICY_API + "v1alpha2", _NETWORK_POLICY_API + "v1beta1"):
+        units.extend(compiler.cluster_network_policy(obj, ref, paths))
+    elif kind in (KIND_ANP, KIND_BANP) and api.startswith(_NETWORK_POLICY_API):
+        units.extend(compiler.admin_network_policy(obj, ref))
+    elif kind == "Namespace" and api == "v1":
+        meta = obj.get("metadata") or {}
+        name = meta.get("name")
+        if name:
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            ns_labels.setdefault(str(name), {}).update(labels)
+
+
 def compile_objects(objs: Iterable[tuple[Any, ...]]) -> CompiledPolicies:
     """Compile ``(object, SourceRef)`` pairs or ``(object, SourceRef, paths)`` triples (see
     `PolicySet.from_objects`). A malformed policy raises `PolicyError` naming where it is."""
@@ -55,36 +85,11 @@ def compile_objects(objs: Iterable[tuple[Any, ...]]) -> CompiledPolicies:
     units: list[PolicyUnit] = []
     ns_labels: dict[str, dict[str, str]] = {}
 
-    def take(obj: Any, ref: SourceRef, paths: PathMap | None) -> None:
-        if not isinstance(obj, Mapping):
-            return
-        api = str(obj.get("apiVersion", ""))
-        kind = str(obj.get("kind", ""))
-        if kind.endswith("List") and isinstance(obj.get("items"), list):
-            for item in obj["items"]:
-                take(item, ref, None)
-        elif kind in (KIND_CNP, KIND_CCNP) and not api:
-            raise PolicyError(ref, no_api_version(obj, kind))
-        elif kind in (KIND_CNP, KIND_CCNP) and api.startswith("cilium.io/"):
-            units.extend(compiler.cilium(obj, ref, paths))
-        elif kind == KIND_NP and api == "networking.k8s.io/v1":
-            units.extend(compiler.netpol(obj, ref, paths))
-        elif kind == KIND_KCNP and api in (_NETWORK_POLICY_API + "v1alpha2", _NETWORK_POLICY_API + "v1beta1"):
-            units.extend(compiler.cluster_network_policy(obj, ref, paths))
-        elif kind in (KIND_ANP, KIND_BANP) and api.startswith(_NETWORK_POLICY_API):
-            units.extend(compiler.admin_network_policy(obj, ref))
-        elif kind == "Namespace" and api == "v1":
-            meta = obj.get("metadata") or {}
-            name = meta.get("name")
-            if name:
-                labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-                ns_labels.setdefault(str(name), {}).update(labels)
-
     for item in objs:
         obj, ref = item[0], item[1]
         paths = item[2] if len(item) > 2 else None
         try:
-            take(obj, ref, paths)
+            _take(compiler, units, ns_labels, obj, ref, paths)
         except PolicyError:
             raise
         except (AttributeError, TypeError, ValueError, KeyError, IndexError) as err:
