@@ -5,7 +5,6 @@ Rules never recompute anything; reporters never reason. Both read these frozen o
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +13,7 @@ from topogate.core.findings import Finding
 from topogate.core.position import NOWHERE, Position
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PoolVerdict:
     zone: str
     pool: str
@@ -22,7 +21,7 @@ class PoolVerdict:
     reason: str = ""  # why the pool was removed ("" when feasible)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupMap:
     name: str
     pods: int
@@ -36,7 +35,7 @@ class GroupMap:
     host_network: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Flow:
     """One required flow of a job between two groups in one pair of zones, with its verdict."""
 
@@ -54,14 +53,20 @@ class Flow:
     # Builds the sentence that cites each side's deciding line. Called only when someone reads
     # `reason`: citing a line re-reads the policy's file, and most allowed flows are never shown.
     cite: Callable[[], str] | None = field(default=None, compare=False, repr=False)
+    # `reason` once written (a slot: tens of thousands of flows are kept, and a class with slots
+    # is a third smaller than one with an instance dict)
+    _said: str | None = field(default=None, init=False, compare=False, repr=False)
 
-    @functools.cached_property
+    @property
     def reason(self) -> str:
         """The sentence that says which side decided and which rule, at which line."""
-        return self.cite() if self.cite is not None else self.plain_reason
+        if self._said is None:
+            object.__setattr__(self, "_said", self.cite() if self.cite is not None else self.plain_reason)
+        assert self._said is not None
+        return self._said
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobMap:
     object: str  # Kind/namespace/name
     cluster: str

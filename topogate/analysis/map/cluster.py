@@ -98,6 +98,9 @@ class ClusterMap:
         self.placements = placement_mod.place_all(
             self.jobs, lambda _j: cluster, ns_labels, self.kueue, workloads, pod_groups)
         self.policy_keys = policy_keys(o for o in policy_objs if o.kind in POLICY_KINDS)
+        # One copy of each group's pool verdicts: jobs of one shape land on the same pools for
+        # the same reasons, and every job's verdicts are kept to the end of the run.
+        self._pool_verdicts: dict[tuple[PoolVerdict, ...], tuple[PoolVerdict, ...]] = {}
 
     def _kueue(self, kueue_objects: list[K8sObject]) -> dict[str, KueueJob]:
         """How Kueue places each job (only jobs it has something to do with)."""
@@ -131,6 +134,7 @@ class ClusterMap:
             gp = plc.group(g.name)
             pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "; ".join(f.notes) if f.fits else f.reason)
                           for f in gp.fits) if gp else ()
+            pools = self._pool_verdicts.setdefault(pools, pools)
             groups.append(GroupMap(
                 g.name, g.pods, g.gpus_per_pod, tuple(gp.zones) if gp else (), pools,
                 position_of(g.source), g.labels, bool(gp and gp.splits), g.spec.get("hostNetwork") is True))

@@ -106,7 +106,7 @@ class External:
 Peer = PodClass | External
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PolicyRef:
     kind: str
     namespace: str | None  # None for CiliumClusterwideNetworkPolicy
@@ -119,7 +119,7 @@ class PolicyRef:
         return f"{self.kind}/{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RuleRef:
     policy: PolicyRef
     section: str  # "ingress" | "ingressDeny" | "egress" | "egressDeny"
@@ -132,7 +132,7 @@ class RuleRef:
         return f"{self.section} rule {self.index}{where} of {self.policy} ({self.source})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cited:
     """"allowed by <rule> (file:line)", written out only when read: a caller's source may find
     its line only when asked (tracing a built policy back to its file parses sources), and most
@@ -145,7 +145,7 @@ class Cited:
         return f"{self.verb} by {self.rule}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SideVerdict:
     enforced: bool  # is default deny in force in this direction
     selected_by: tuple[PolicyRef, ...]
@@ -160,7 +160,7 @@ class SideVerdict:
         return self.why if isinstance(self.why, str) else str(self.why)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     allowed: bool
     egress: SideVerdict  # the sender side (not applicable when the sender is External)

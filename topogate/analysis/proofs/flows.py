@@ -42,6 +42,18 @@ def _cite(v: Verdict, locate_rule: RuleLocator) -> str:
     return f"egress: {egress}; ingress: {ingress}"
 
 
+def citation(v: Verdict, locate_rule: RuleLocator) -> functools.partial[str]:
+    """The flow's sentence, to be written when read; one per distinct verdict of the cluster.
+
+    A job's flows on different ports and zone pairs are mostly decided by the same rules, and
+    every flow is kept to the end of the run: equal verdicts (and their citations) share one
+    object rather than one each."""
+    got: functools.partial[str] | None = locate_rule.cited.get(v)
+    if got is None:
+        got = locate_rule.cited[v] = functools.partial(_cite, v, locate_rule)
+    return got
+
+
 def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, purpose: str,
           v: Verdict, locate_rule: RuleLocator) -> Flow:
     if not v.egress.allowed:
@@ -57,7 +69,7 @@ def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, pur
         by, at = str(side.enforced_by[0]), locate_rule.section(side.enforced_by[0], direction)
     # The sentence is written by `_cite` when read: v.reason would find every rule's line now.
     return Flow(src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed, "", by, at,
-                functools.partial(_cite, v, locate_rule))
+                citation(v, locate_rule))
 
 
 def _pairs(plc: JobPlacement, a: str, b: str) -> list[tuple[str, str]]:
