@@ -444,6 +444,74 @@ def test_a_workload_of_a_changed_cluster_kept_elsewhere_widens_the_read(repo: Pa
     assert "JobSet/vision/resnet (cluster gpu-west)" in out
 
 
+# --- what the inventory's load reads again ---
+
+
+def bases_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The bases the inventory's loader reads, as the inventory writes them, in order."""
+    from topogate.inventory import workloads
+
+    read: list[str] = []
+    real = workloads.read_base
+
+    def spy(chk: object, path: object, rel: str) -> object:
+        read.append(rel)
+        return real(chk, path, rel)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(workloads, "read_base", spy)
+    return read
+
+
+def test_a_narrowed_run_reads_again_only_the_bases_its_clusters_need(
+        repo: Path, builds: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    read = bases_read(monkeypatch)
+    edit(repo / "bases/resnet/job.yaml", "resnet:3.1", "resnet:3.2")  # gpu-west's
+    code, out, err = check("inventory.yaml", "deploy/clusters", "--changed-since", "main")
+    assert (code, err) == (0, ""), out + err
+    # gpu-west's two workloads; gpu-east's bases were walked through its root, unchanged
+    assert sorted(read) == ["bases/gpt-sft", "bases/resnet"]
+    read.clear()
+    full = check("inventory.yaml", "deploy/clusters/gpu-west")[1]  # gpu-west alone, every base read
+    assert sorted(read) == ["bases/bert-mpi", "bases/gpt-sft", "bases/llama-ft", "bases/resnet"]
+    assert out.rsplit("\n", 2)[0] == full.rsplit("\n", 2)[0]  # the same report, but for its last line
+
+
+def test_a_base_no_checked_path_reads_is_read_and_its_problem_reported_as_without_the_flag(
+        repo: Path, builds: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only gpu-west's root is checked; gpu-east's llama-ft base breaks. The walk never met that
+    # base, so nothing says it is unchanged: the loader reads it and the run fails as a full one.
+    read = bases_read(monkeypatch)
+    edit(repo / "bases/llama-ft/job.yaml", "kind: PyTorchJob", "kind: [PyTorchJob")
+    code, out, err = check("inventory.yaml", "deploy/clusters/gpu-west", "--changed-since", "main")
+    assert "bases/llama-ft" in read
+    assert code == 2 and "TG001" in out and "bases/llama-ft/job.yaml" in out, out + err
+    full = check("inventory.yaml", "deploy/clusters/gpu-west")
+    assert (full[0], full[1]) == (code, out)
+
+
+def test_bases_to_read_follows_the_walk_through_every_directory(tmp_path: Path) -> None:
+    from topogate.check.narrow import Narrowing
+
+    n = Narrowing("main", str(tmp_path / "inventory.yaml"), ["east", "west"], None, ["deploy"])
+    n.selection = ChangeSelection("main", clusters=("west",))
+    real = os.path.realpath(tmp_path)
+    base, common = f"{real}/bases/a", f"{real}/common"
+    n.dirs = {base: (frozenset({f"{base}/kustomization.yaml", f"{base}/job.yaml"}), (common,)),
+              common: (frozenset({f"{common}/kustomization.yaml", f"{common}/labels.yaml"}), ())}
+    wanted = n.bases_to_read()
+    assert wanted is not None
+    assert wanted("west", "bases/a")  # a checked cluster's workload: always
+    assert not wanted("east", "bases/a")  # walked, and nothing it reads changed
+    assert wanted("east", "bases/b")  # never walked: cannot tell
+    n.changed = frozenset({f"{common}/labels.yaml"})  # a file a directory below it reads
+    assert n.bases_to_read()("east", "bases/a")  # type: ignore[misc]
+    n.changed = frozenset()
+    del n.dirs[common]  # a directory below it the walk did not finish
+    assert n.bases_to_read()("east", "bases/a")  # type: ignore[misc]
+    n.selection = ChangeSelection("main", True, "inventory changed")
+    assert n.bases_to_read() is None  # everything checked: every base read
+
+
 # --- the one build a change needs starts before the inventory is read ---
 
 
@@ -461,13 +529,13 @@ def test_the_changed_root_is_building_while_the_inventory_loads(
     seen: list[list[str]] = []
     real_load = check_run.load_inventory
 
-    def load(path: str) -> object:
+    def load(path: str, *args: object) -> object:
         for _ in range(200):
             if builds.read_text().strip():
                 break
             time.sleep(0.1)
         seen.append(built(builds))
-        return real_load(path)
+        return real_load(path, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(check_run, "load_inventory", load)
     edit(repo / "bases/resnet/job.yaml", "resnet:3.1", "resnet:3.2")

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topogate.safeio.repopaths import Roots
+from topogate.safeio.repopaths import Roots, display
 from topogate.sources.kustomization import _join, check_tree
 
 _PARTS = ["a", "b.yaml", ".", "..", "", "x y", ".hidden", "a\\b"]
@@ -128,3 +128,19 @@ def test_check_tree_resolves_each_overlay_in_constant_calls(tmp_path: Path,
     # directory is resolved once: an overlay and its base cost a fixed number of lstats.
     assert large["realpath"] == small["realpath"]
     assert (large["lstat"] - small["lstat"]) / 36 <= 18  # 26 when each `..` path was resolved whole
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", ".", "..", "", "..x", "x..", ".hidden"]), min_size=1, max_size=6),
+       st.booleans(), st.booleans())
+def test_display_is_relpath_below_the_working_directory_and_the_path_as_given_elsewhere(
+        parts: list[str], absolute: bool, trailing: bool) -> None:
+    """display's short cut for relative paths gives what os.path.relpath gave (the definition
+    it replaced), for every shape of path: `..` anywhere, empty and dotted components."""
+    text = "/".join(parts) + ("/" if trailing else "")
+    if absolute:
+        text = os.getcwd() + "/" + text
+    if not text:
+        return
+    rel = os.path.relpath(text)
+    assert display(text) == (rel if not rel.startswith("..") else text)

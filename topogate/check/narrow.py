@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Collection, Iterator, Sequence
+import threading
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 import yaml
@@ -35,12 +36,17 @@ class _Unknown(Exception):
     """What a unit reads cannot be told; str() says why."""
 
 
-def files_read(root: Path, roots: Roots) -> frozenset[str]:
+DirReads = dict[str, tuple[frozenset[str], tuple[str, ...]]]
+
+
+def files_read(root: Path, roots: Roots, dirs: DirReads | None = None) -> frozenset[str]:
     """Real paths of every file building `root` reads: its kustomization files and the files
     they name, at every depth. Raises _Unknown.
 
     Paths resolve as check_tree's do (Roots.realpath: each component in order, so `..` in a
-    symlinked base is next to the link's target, where kustomize reads it)."""
+    symlinked base is next to the link's target, where kustomize reads it). `dirs`, when
+    given, gets each kustomization directory met: (the files it reads itself, the directories
+    it names), by real path."""
     real = roots.realpath
     inside = tuple(str(d).rstrip(os.sep) + os.sep for d in roots.dirs)  # string tests: 10,000 paths
     files: set[str] = set()
@@ -60,6 +66,7 @@ def files_read(root: Path, roots: Roots) -> frozenset[str]:
         if not kreal.startswith(inside):
             raise _Unknown(f"{display(kfile)} is outside the repository")
         files.add(kreal)
+        own, below = {kreal}, []
         shown = display(kfile)
         try:
             nodes = [n for _, n, _ in documents(read_text(kfile, shown), shown, construct=False)]
@@ -79,8 +86,10 @@ def files_read(root: Path, roots: Roots) -> frozenset[str]:
                 raise _Unknown(f"{where}: '{ref}' is outside the repository")
             if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(target_real):
                 stack.append(target)
+                below.append(target_real)
                 continue
             files.add(target_real)
+            own.add(target_real)
             if field in CONFIG_LISTS:
                 # a generator or transformer config names files the same build reads
                 ref_shown = os.path.normpath(os.path.join(os.path.dirname(shown), ref))
@@ -89,6 +98,8 @@ def files_read(root: Path, roots: Roots) -> frozenset[str]:
                 except InputError as e:
                     raise _Unknown(str(e)) from None
                 refs.extend(reversed(inner))
+        if dirs is not None:
+            dirs[here] = (frozenset(own), tuple(below))
     return frozenset(files)
 
 
@@ -162,6 +173,38 @@ def _names(events: Iterator[yaml.Event]) -> tuple[str, ...] | None:
     return None
 
 
+class _Background:
+    """One call run on a thread; result() waits for it and returns or raises what it did."""
+
+    def __init__(self, call: Callable[[], tuple[str, str, tuple[str, ...]]]):
+        self._call = call
+        self._got: tuple[str, str, tuple[str, ...]] | None = None
+        self._err: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="topogate-git", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._got = self._call()
+        except BaseException as e:  # noqa: BLE001 - handed to result(), never lost in the thread
+            self._err = e
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def checks_everything(self, inventory: str) -> bool:
+        """Once done: whether git's answer alone makes the run check everything (git could
+        not tell, or the inventory changed)."""
+        return self._err is not None or (self._got is not None and inventory in self._got[2])
+
+    def result(self) -> tuple[str, str, tuple[str, ...]]:
+        self._thread.join()
+        if self._err is not None:
+            raise self._err
+        assert self._got is not None
+        return self._got
+
+
 class Narrowing:
     """One --changed-since run: `keep` is collect's filter, `escaped` the check after it."""
 
@@ -180,6 +223,8 @@ class Narrowing:
         self.selection = changed.ChangeSelection(since, True, "not started")
         self.unit_cluster: dict[str, str | None] = {}
         self.units = 0  # walked, read or not
+        self.changed: frozenset[str] = frozenset()  # real paths git reports changed
+        self.dirs: DirReads = {}  # every kustomization directory the walk met (files_read)
 
     def _everything(self, why: str, units: Sequence[WalkUnit] = ()) -> Collection[Path]:
         roots = sum(1 for u in units if u.kustomization) or self.selection.roots
@@ -192,23 +237,36 @@ class Narrowing:
         self.units = len(units)
         if self.stdin:
             return self._everything("standard input cannot be compared with a git ref", units)
+        # git runs while the units are walked (its processes wait, the walk reads): its answer
+        # decides first, as if it had been asked first.
+        asked = _Background(lambda: gitdiff.changed_files(
+            self.since, os.path.dirname(os.path.abspath(self.inventory_path))))
+        progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
+        reads: list[frozenset[str]] = []
+        unknown = ""
+        inventory = os.path.realpath(self.inventory_path)
+        for u in units:
+            if asked.done() and asked.checks_everything(inventory):
+                break  # the walk's answer would not be used
+            try:
+                reads.append(files_read(u.path, roots, self.dirs) if u.kustomization
+                             else frozenset({str(u.real)}))
+            except _Unknown as e:
+                unknown = f"cannot tell what {display(u.path)} reads ({e})"
+                break
         try:
-            top, _base, files = gitdiff.changed_files(
-                self.since, os.path.dirname(os.path.abspath(self.inventory_path)))
+            top, _base, files = asked.result()
         except gitdiff.GitUnknown as e:
             return self._everything(str(e), units)
-        inventory = os.path.realpath(self.inventory_path)
         if inventory in files:
             self.selection = changed.ChangeSelection(self.since, changed=len(files))
             return self._everything(changed.INVENTORY_CHANGED, units)
-        progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
+        if unknown:
+            return self._everything(unknown, units)
         names = self.names
         mine: list[changed.UnitReads] = []
-        for u in units:
-            try:
-                read = files_read(u.path, roots) if u.kustomization else frozenset({str(u.real)})
-            except _Unknown as e:
-                return self._everything(f"cannot tell what {display(u.path)} reads ({e})", units)
+        self.changed = frozenset(files)
+        for u, read in zip(units, reads, strict=True):
             outside = next((f for f in sorted(read) if not self._seen_by_git(f, top)), None)
             if outside is not None:
                 return self._everything(f"{display(outside)} is outside the git repository {top}", units)
@@ -217,6 +275,45 @@ class Narrowing:
             mine.append(changed.UnitReads(str(u.path), display(u.path), cluster, read, u.kustomization))
         self.selection = changed.select(self.since, files, mine, inventory, len(names))
         return {u.path for u in units if str(u.path) in self.selection.keep}
+
+    def bases_to_read(self) -> Callable[[str, str], bool] | None:
+        """For the inventory's loader: which workloads' bases a narrowed run reads (None: all).
+
+        A base is read again when its workload's cluster is checked, and otherwise whenever
+        it may have changed: unless the walk met its directory and no file that directory's
+        tree reads is among the changed ones. What is left unread is what the run on REF
+        already read, byte for byte; at 10,000 jobs it is most of the inventory's load."""
+        sel = self.selection
+        if sel.everything:
+            return None
+        checked = set(sel.clusters)
+        inv_dir = os.path.dirname(os.path.abspath(self.inventory_path))
+        settled: dict[str, bool] = {}  # directory -> its tree reads no changed file
+
+        def unchanged(d: str) -> bool:
+            todo, met = [d], set()
+            while todo:
+                cur = todo.pop()
+                if cur in met:
+                    continue
+                met.add(cur)
+                if settled.get(cur) is False or cur not in self.dirs:
+                    return False  # a directory the walk never met: cannot tell, read it
+                own, below = self.dirs[cur]
+                if own & self.changed:
+                    return False
+                todo.extend(below)
+            return True
+
+        def wanted(cluster: str, base: str) -> bool:
+            if cluster in checked or os.path.isabs(base):
+                return True
+            real = os.path.realpath(os.path.join(inv_dir, base))
+            if real not in settled:
+                settled[real] = unchanged(real)
+            return not settled[real]
+
+        return wanted
 
     def _seen_by_git(self, f: str, top: str) -> bool:
         return (f.startswith(top + os.sep) or (self.generated is not None

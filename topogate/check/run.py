@@ -26,6 +26,7 @@ from topogate.core.exitcodes import exit_for
 from topogate.core.position import Position
 from topogate.core.words import plural
 from topogate.generators import render_tree
+from topogate.inventory.checker import ReadBases
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
 from topogate.policies.context import Context, Drift, LiveFact, analysed
@@ -155,10 +156,10 @@ def run_check(
 
 
 def _load(inventory_path: str, cluster: str | None, rendered: str | None,
-          today: dt.date) -> tuple[Inventory, tuple[Drift, ...]] | CheckOutcome:
+          today: dt.date, read_bases: ReadBases = True) -> tuple[Inventory, tuple[Drift, ...]] | CheckOutcome:
     """The inventory and the drift of --rendered, or the outcome of an unreadable inventory."""
     try:
-        inv = load_inventory(inventory_path)
+        inv = load_inventory(inventory_path, read_bases)
     except InventoryError as err:
         ctx = Context(None, inventory_path, inventory_problems=tuple(err.problems), today=today)
         findings = run_rules(ctx, only={"TG001"})
@@ -183,16 +184,25 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                today: dt.date, strict: bool, changed_since: str | None,
                early: Collecting | None, exclude: Sequence[Globs] | None = None,
                live: tuple[LiveFact, ...] = (), narrowing: Narrowing | None = None) -> CheckOutcome:
-    loaded = _load(inventory_path, cluster, rendered, today)
+    # A narrowed run whose builds were chosen before the load reads only the bases that may
+    # have changed or that a checked cluster's workloads need (Narrowing.bases_to_read); the
+    # comparison with --rendered renders every workload, so it reads them all.
+    some = narrowing.bases_to_read() if narrowing is not None and rendered is None else None
+    loaded = _load(inventory_path, cluster, rendered, today, some if some is not None else True)
     if isinstance(loaded, CheckOutcome):
         return loaded
     inv, drifted = loaded
     if narrowing is not None and not narrowing.bind(inv):
         # The names read ahead are not the loaded inventory's: what the early builds were
-        # chosen by cannot stand, so they are dropped and the narrowing starts again.
+        # chosen by cannot stand, so they are dropped and the narrowing starts again, over
+        # an inventory read whole.
         assert early is not None
         early.__exit__(None, None, None)
         early = narrowing = None
+        if some is not None:
+            if isinstance(whole := _load(inventory_path, cluster, rendered, today), CheckOutcome):
+                return whole
+            inv = whole[0]
     with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp:
         targets = list(paths)
         if not targets:
@@ -207,6 +217,10 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         objects = _collect_each(targets, skipped, inventory_path, narrowing, early, other,
                                 exclude if paths else None, not_local)
         if narrowing is not None and narrowing.escaped(objects):  # read everything after all
+            if some is not None:  # the bases left unread are needed now
+                if isinstance(whole := _load(inventory_path, cluster, rendered, today), CheckOutcome):
+                    return whole
+                inv = whole[0]
             skipped.clear()
             other.clear()
             not_local.clear()

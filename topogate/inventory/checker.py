@@ -5,6 +5,7 @@ paths the schema already complained about. The checks are functions taking the c
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,8 +25,12 @@ def _repo_root(start: Path) -> Path:
     return start
 
 
+# Whether to read the workloads' bases: all or none, or per workload (cluster, base as written).
+ReadBases = bool | Callable[[str, str], bool]
+
+
 class Checker:
-    def __init__(self, loc: Located, file: str, inv_dir: Path, read_bases: bool = True,
+    def __init__(self, loc: Located, file: str, inv_dir: Path, read_bases: ReadBases = True,
                  build: BaseBuilder | None = None):
         self.read_bases = read_bases
         self.build = build  # builds a base's kustomization (inventory.bases.BaseBuilder)
@@ -38,6 +43,10 @@ class Checker:
         self.cluster_index: dict[str, int] = {}
         self._real: dict[str, Path] = {}  # resolved directory entries, for resolve_under
         self.base_roots: Roots | None = None  # where bases may read (inventory.bases)
+
+    def reads_base(self, cluster: str, base: str) -> bool:
+        rb = self.read_bases
+        return rb if isinstance(rb, bool) else rb(cluster, base)
 
     def resolve_under(self, real_dir: Path, rel: str) -> Path:
         """`(real_dir / rel).resolve()` for a `real_dir` that is already resolved.
@@ -76,3 +85,6 @@ class Checker:
                                 "names must be unique"))
             else:
                 seen[name] = path
+
+
+__all__ = ["Checker", "ReadBases"]

@@ -17,7 +17,7 @@ from typing import Any
 from topogate.core import gctune, progress
 from topogate.core.position import Position
 from topogate.inventory.bases import BaseBuilder
-from topogate.inventory.checker import Checker
+from topogate.inventory.checker import Checker, ReadBases
 from topogate.inventory.clusters import read_cluster
 from topogate.inventory.doors import read_doors
 from topogate.inventory.model import Cluster, GitOps, Inventory, Waiver, Workload
@@ -39,13 +39,15 @@ __all__ = ["InventoryError", "Problem", "inventory_schema", "load_inventory"]
 _GIT_URL = re.compile(r"^(https?|ssh)://[^\s/@]+(@[^\s/]+)?(/[^\s]*)?$")
 
 
-def load_inventory(path: str | os.PathLike[str], read_bases: bool = True,
+def load_inventory(path: str | os.PathLike[str], read_bases: ReadBases = True,
                    build: BaseBuilder | None = None, *, tracked: bool = True) -> Inventory:
     """Read, validate and build the inventory; raise InventoryError with every problem found.
 
     `read_bases=False` skips the workloads' base manifests (and what depends on them: replica
     groups, GPU demand): for commands that need only clusters, such as the cost audit running
-    where only the inventory file is mounted. `build` builds the bases that transform their
+    where only the inventory file is mounted; a function (cluster, base as written) -> bool
+    reads those it says (check --changed-since: what cannot have changed is not read again).
+    `build` builds the bases that transform their
     resources (topogate.sources.inventory passes the kustomize builder); without it such a
     base is a problem. `tracked=False` reads the file even where git does not track it: only
     for a file topogate itself has just written (import's check that its output loads back)."""
@@ -55,7 +57,7 @@ def load_inventory(path: str | os.PathLike[str], read_bases: bool = True,
         return _load(str(path), read_bases, build, tracked)
 
 
-def _load(file: str, read_bases: bool, build: BaseBuilder | None = None,
+def _load(file: str, read_bases: ReadBases, build: BaseBuilder | None = None,
           tracked: bool = True) -> Inventory:
     try:
         # The reading limits of every manifest (confined, regular, bounded, tracked).

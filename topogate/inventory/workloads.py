@@ -68,8 +68,8 @@ def read_workload(chk: Checker, i: int, w: dict[str, Any], clusters: dict[str, C
     base_dir, docs = "", ()
     groups: tuple[ReplicaGroup, ...] = ()
     if isinstance(base_rel, str) and base_rel:
-        base_dir, docs = (read_base(chk, base + ("base",), base_rel) if chk.read_bases
-                          else ("", ()))
+        base_dir, docs = (read_base(chk, base + ("base",), base_rel)
+                          if chk.reads_base(str(cname or ""), base_rel) else ("", ()))
         if base_dir and kind in kinds.TRAINING_KINDS and DNS.match(name):
             groups = groups_of(chk, base + ("base",), docs, kind, name, base_rel)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from topogate.inventory import loader
 from topogate.inventory.bases import BaseBuildError
+from topogate.inventory.checker import ReadBases
 from topogate.inventory.model import Inventory
 from topogate.safeio.repopaths import Roots
 from topogate.safeio.saferead import InputError
@@ -37,7 +38,7 @@ def build_base(target: Path, roots: Roots) -> str:
     return proc.stdout
 
 
-def load_inventory(path: str | os.PathLike[str], read_bases: bool = True) -> Inventory:
+def load_inventory(path: str | os.PathLike[str], read_bases: ReadBases = True) -> Inventory:
     """topogate.inventory.loader.load_inventory with the kustomize builder for bases."""
     return loader.load_inventory(path, read_bases, build_base)
 
