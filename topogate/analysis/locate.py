@@ -92,8 +92,6 @@ class RuleLocator:
         self.by_ref = {policy_key(o.kind, o.namespace, o.name): o for o in policy_objs}
         self.inv = inv
         self.cluster = cluster
-        # equal verdicts of the cluster's flows, kept once (proofs.flows.citation)
-        self.cited: dict[Any, Any] = {}
 
     def __call__(self, rule: RuleRef | None) -> Position:
         if rule is None:

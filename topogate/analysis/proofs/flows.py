@@ -42,20 +42,24 @@ def _cite(v: Verdict, locate_rule: RuleLocator) -> str:
     return f"egress: {egress}; ingress: {ingress}"
 
 
-def citation(v: Verdict, locate_rule: RuleLocator) -> functools.partial[str]:
-    """The flow's sentence, to be written when read; one per distinct verdict of the cluster.
+Cited = dict[Verdict, "functools.partial[str]"]
+
+
+def citation(v: Verdict, locate_rule: RuleLocator, cited: Cited) -> functools.partial[str]:
+    """The flow's sentence, to be written when read; one per distinct verdict of a job.
 
     A job's flows on different ports and zone pairs are mostly decided by the same rules, and
     every flow is kept to the end of the run: equal verdicts (and their citations) share one
-    object rather than one each."""
-    got: functools.partial[str] | None = locate_rule.cited.get(v)
+    object rather than one each. `cited` is the job's own memo: held by nothing the partials
+    reach, so it makes no reference cycle (tests/test_no_cycles.py)."""
+    got = cited.get(v)
     if got is None:
-        got = locate_rule.cited[v] = functools.partial(_cite, v, locate_rule)
+        got = cited[v] = functools.partial(_cite, v, locate_rule)
     return got
 
 
 def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, purpose: str,
-          v: Verdict, locate_rule: RuleLocator) -> Flow:
+          v: Verdict, locate_rule: RuleLocator, cited: Cited) -> Flow:
     if not v.egress.allowed:
         side, direction = v.egress, "egress"
     elif not v.ingress.allowed:
@@ -69,7 +73,7 @@ def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, pur
         by, at = str(side.enforced_by[0]), locate_rule.section(side.enforced_by[0], direction)
     # The sentence is written by `_cite` when read: v.reason would find every rule's line now.
     return Flow(src, dst, zpair[0], zpair[1], port, proto, purpose, v.allowed, "", by, at,
-                citation(v, locate_rule))
+                citation(v, locate_rule, cited))
 
 
 def _pairs(plc: JobPlacement, a: str, b: str) -> list[tuple[str, str]]:
@@ -83,6 +87,7 @@ def job_flows(pset: PolicySet, locate_rule: RuleLocator, job: TrainingJob, class
     members = [g for g in job.groups
                if not (job.kind == "TrainJob" and g.name.endswith("initializer"))]
     out: list[Flow] = []
+    cited: Cited = {}
     for a in members:
         for b in members:
             if a.name == b.name and a.pods < 2:
@@ -91,30 +96,30 @@ def job_flows(pset: PolicySet, locate_rule: RuleLocator, job: TrainingJob, class
             for zp in _pairs(plc, a.name, b.name):
                 if denied is None:
                     v = pset.evaluate(classes[a.name], classes[b.name], 1024, "TCP")
-                    out.append(_flow(a.name, b.name, zp, 0, "TCP", "nccl", v, locate_rule))
+                    out.append(_flow(a.name, b.name, zp, 0, "TCP", "nccl", v, locate_rule, cited))
                 else:
                     out.append(_flow(a.name, b.name, zp, denied[0], "TCP", "nccl", denied[1],
-                                     locate_rule))
+                                     locate_rule, cited))
     if info and info.coordinator and job.group(info.coordinator):
         if info.rendezvous_port:  # every other group reaches the coordinator's rendezvous
             out += _coordinator_flows(pset, locate_rule, info.coordinator, members, classes, plc,
-                                      info.rendezvous_port, "rendezvous", inbound=True)
+                                      info.rendezvous_port, "rendezvous", cited, inbound=True)
         if info.ssh_from_coordinator:  # the MPI launcher reaches every worker over SSH
             out += _coordinator_flows(pset, locate_rule, info.coordinator, members, classes, plc,
-                                      22, "ssh", inbound=False)
+                                      22, "ssh", cited, inbound=False)
     for g in job.groups:
         gp = plc.group(g.name)
         zones = tuple(gp.zones) if gp and gp.zones else ("",)
         for proto in ("UDP", "TCP"):
             v = pset.evaluate(classes[g.name], KUBE_DNS, 53, proto)
             for z in zones:
-                out.append(_flow(g.name, "kube-dns", (z, ""), 53, proto, "dns", v, locate_rule))
+                out.append(_flow(g.name, "kube-dns", (z, ""), 53, proto, "dns", v, locate_rule, cited))
     return out
 
 
 def _coordinator_flows(pset: PolicySet, locate_rule: RuleLocator, coord: str, members: Sequence[Any],
                        classes: dict[str, Peer], plc: JobPlacement, port: int, purpose: str,
-                       inbound: bool) -> list[Flow]:
+                       cited: Cited, inbound: bool) -> list[Flow]:
     out: list[Flow] = []
     for g in members:
         if g.name == coord:
@@ -122,5 +127,5 @@ def _coordinator_flows(pset: PolicySet, locate_rule: RuleLocator, coord: str, me
         src, dst = (g.name, coord) if inbound else (coord, g.name)
         v = pset.evaluate(classes[src], classes[dst], port, "TCP")
         for zp in _pairs(plc, src, dst):
-            out.append(_flow(src, dst, zp, port, "TCP", purpose, v, locate_rule))
+            out.append(_flow(src, dst, zp, port, "TCP", purpose, v, locate_rule, cited))
     return out
