@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -442,6 +443,102 @@ def test_a_workload_of_a_changed_cluster_kept_elsewhere_widens_the_read(repo: Pa
                    "is not among that cluster's manifests: checking everything\n")
     assert built(builds) == ["deploy/clusters/gpu-east", "deploy/clusters/gpu-west", "deploy/clusters/gpu-west"]
     assert "JobSet/vision/resnet (cluster gpu-west)" in out
+
+
+# --- the walk, shared with a forked child ---
+
+
+def _roots(tmp: Path, n: int, bad: Sequence[int] = ()) -> list[Path]:
+    """n cluster roots, each two overlays on bases of their own; those in `bad` name a remote base."""
+    out = []
+    for c in range(n):
+        root = tmp / "clusters" / f"c{c}"
+        for j in range(2):
+            base = tmp / "bases" / f"c{c}-j{j}"
+            base.mkdir(parents=True)
+            (base / "kustomization.yaml").write_text("resources: [job.yaml]\n")
+            (base / "job.yaml").write_text("kind: ConfigMap\n")
+            ov = root / f"j{j}"
+            ov.mkdir(parents=True)
+            (ov / "kustomization.yaml").write_text(f"resources: [../../../bases/c{c}-j{j}, cnp.yaml]\n")
+            (ov / "cnp.yaml").write_text("kind: ConfigMap\n")
+        remote = ", https://example.com/x" if c in bad else ""
+        (root / "kustomization.yaml").write_text(f"resources: [j0, j1{remote}]\n")
+        out.append(root)
+    return out
+
+
+def _walks(tmp: Path, n: int, bad: Sequence[int] = ()) -> tuple[object, object]:
+    from topogate.check import narrow
+    from topogate.safeio.repopaths import Roots, walk
+
+    _roots(tmp, n, bad)
+    answers = []
+    for f in (narrow._walk_serial, narrow.walk_units):
+        roots = Roots.of([str(tmp)])
+        units = list(walk(str(tmp / "clusters"), roots, []))
+        dirs: dict[str, object] = {}
+        reads, why = f(units, roots, dirs)  # type: ignore[arg-type]
+        answers.append((reads, why, dirs))
+    return answers[0], answers[1]
+
+
+@pytest.mark.parametrize("bad", [(), (3,), (2, 5), (0, 1)], ids=["clean", "child-fails", "both-fail", "first"])
+def test_the_shared_walk_answers_as_the_serial_one(tmp_path: Path, bad: tuple[int, ...],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from topogate.check import narrow
+
+    forks: list[int] = []
+    real_start = narrow._Child.start
+
+    def start(work: object) -> object:
+        child = real_start(work)  # type: ignore[arg-type]
+        forks.append(child.pid)  # type: ignore[union-attr]
+        return child
+
+    monkeypatch.setattr(narrow._Child, "start", start)
+    serial, shared = _walks(tmp_path, 6, bad)
+    assert forks, "six roots: the walk was shared"
+    assert shared[:2] == serial[:2]  # type: ignore[index]
+    reads, why, dirs = serial  # type: ignore[misc]
+    if not why:  # after a failure everything is checked and the directories are not used
+        assert shared[2] == dirs  # type: ignore[index]
+    if bad:  # the first failing unit in order names itself, as the serial walk does
+        assert why.startswith(f"cannot tell what {tmp_path}/clusters/c{bad[0]} reads")
+        assert len(reads) == bad[0]  # type: ignore[arg-type]
+    else:
+        assert why == "" and len(reads) == 6  # type: ignore[arg-type]
+    with pytest.raises(ProcessLookupError):
+        os.kill(forks[0], 0)  # the child was reaped
+
+
+def test_a_child_that_fails_or_hangs_leaves_the_walk_to_the_parent(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from topogate.check import narrow
+
+    parent = os.getpid()
+    real = narrow.files_read
+
+    def files_read(*args: object) -> object:
+        if os.getpid() != parent:
+            raise RuntimeError("the child breaks")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(narrow, "files_read", files_read)
+    serial, shared = _walks(tmp_path / "fails", 6)
+    assert shared == serial and len(serial[0]) == 6  # type: ignore[arg-type]
+
+    def hangs(*args: object) -> object:
+        if os.getpid() != parent:
+            time.sleep(60)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(narrow, "files_read", hangs)
+    monkeypatch.setattr(narrow, "CHILD_WAIT", 0.5)
+    started = time.monotonic()
+    serial, shared = _walks(tmp_path / "hangs", 6)
+    assert shared == serial and len(serial[0]) == 6  # type: ignore[arg-type]
+    assert time.monotonic() - started < 20  # killed at its deadline, not waited for
 
 
 # --- what the inventory's load reads again ---

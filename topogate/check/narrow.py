@@ -13,10 +13,15 @@ flag.
 from __future__ import annotations
 
 import os
+import pickle
+import select
+import signal
 import stat
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -173,6 +178,135 @@ def _names(events: Iterator[yaml.Event]) -> tuple[str, ...] | None:
     return None
 
 
+Walked = tuple[list[frozenset[str]], str]  # what each unit reads, in order; why not, if one failed
+
+
+def _walk_serial(units: Sequence[WalkUnit], roots: Roots, dirs: DirReads,
+                 stop: Callable[[], bool] = lambda: False) -> Walked:
+    """What each unit reads, up to the first that cannot be told (its reason) or `stop()`."""
+    reads: list[frozenset[str]] = []
+    for u in units:
+        if stop():
+            break  # the walk's answer would not be used
+        try:
+            reads.append(files_read(u.path, roots, dirs) if u.kustomization else frozenset({str(u.real)}))
+        except _Unknown as e:
+            return reads, f"cannot tell what {display(u.path)} reads ({e})"
+    return reads, ""
+
+
+# Below this many kustomization roots the walk is too short for a second process to pay.
+PARALLEL_FROM = 4
+# The child's answer is awaited this long at least (or four times the parent's own share).
+CHILD_WAIT = 30.0
+
+
+def walk_units(units: Sequence[WalkUnit], roots: Roots, dirs: DirReads,
+               stop: Callable[[], bool] = lambda: False) -> Walked:
+    """_walk_serial's answer, with the walk shared by a forked child where that can help.
+
+    The walk is Python reading thousands of small kustomization files, one CPU's work, and it
+    runs before the build a change needs can start. The child takes every other unit and sends
+    back what they read (pickled, over a pipe); anything amiss with it (no fork here, an error,
+    no answer in time) and this process walks its units itself. The answer is the serial one:
+    the same reads, in unit order, and the first unit (in that order) that cannot be told."""
+    roots_n = sum(1 for u in units if u.kustomization)
+    if roots_n < PARALLEL_FROM or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        return _walk_serial(units, roots, dirs, stop)
+    theirs = list(range(1, len(units), 2))
+    ours = list(range(0, len(units), 2))
+    child = _Child.start(lambda: _walk_indexed(units, theirs, roots))
+    started = time.monotonic()
+    try:
+        got, mine_dirs = _walk_indexed(units, ours, roots, stop)
+    except BaseException:
+        if child is not None:
+            child.result(timeout=0)  # killed and reaped: no process or descriptor outlives us
+        raise
+    answer = child.result(timeout=max(CHILD_WAIT, 4 * (time.monotonic() - started))) if child else None
+    if answer is None:  # walk the child's share here instead
+        answer = _walk_indexed(units, theirs, roots, stop)
+    their_got, their_dirs = answer
+    dirs.update(mine_dirs)
+    dirs.update(their_dirs)
+    merged = {**got, **their_got}
+    reads: list[frozenset[str]] = []
+    for i, u in enumerate(units):
+        r = merged.get(i)
+        if isinstance(r, str):
+            return reads, f"cannot tell what {display(u.path)} reads ({r})"
+        if r is None:  # stopped early: the answer is not used
+            return reads, ""
+        reads.append(r)
+    return reads, ""
+
+
+def _walk_indexed(units: Sequence[WalkUnit], which: Sequence[int], roots: Roots,
+                  stop: Callable[[], bool] = lambda: False,
+                  ) -> tuple[dict[int, frozenset[str] | str], DirReads]:
+    """Unit index -> its reads, or the reason it cannot be told (then no later index)."""
+    out: dict[int, frozenset[str] | str] = {}
+    dirs: DirReads = {}
+    for i in which:
+        if stop():
+            break
+        u = units[i]
+        try:
+            out[i] = files_read(u.path, roots, dirs) if u.kustomization else frozenset({str(u.real)})
+        except _Unknown as e:
+            out[i] = str(e)
+            break
+    return out, dirs
+
+
+class _Child:
+    """A forked process computing one value and sending it back pickled; None when it could
+    not (fork refused, the child failed or did not answer in time: it is then killed)."""
+
+    def __init__(self, pid: int, fd: int):
+        self.pid, self.fd = pid, fd
+
+    @classmethod
+    def start(cls, work: Callable[[], object]) -> _Child | None:
+        try:
+            r, w = os.pipe()
+            pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:  # the child: never returns into the caller's code
+            code = 1
+            try:
+                os.close(r)
+                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(w, "wb") as out:
+                    out.write(data)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        return cls(pid, r)
+
+    def result(self, timeout: float) -> Any:
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                    os.kill(self.pid, signal.SIGKILL)
+                    return None
+                chunk = os.read(self.fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(self.fd)
+            _, status = os.waitpid(self.pid, 0)
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            return None
+        return pickle.loads(b"".join(chunks))  # noqa: S301 - our own child's bytes
+
+
 class _Background:
     """One call run on a thread; result() waits for it and returns or raises what it did."""
 
@@ -242,18 +376,9 @@ class Narrowing:
         asked = _Background(lambda: gitdiff.changed_files(
             self.since, os.path.dirname(os.path.abspath(self.inventory_path))))
         progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
-        reads: list[frozenset[str]] = []
-        unknown = ""
         inventory = os.path.realpath(self.inventory_path)
-        for u in units:
-            if asked.done() and asked.checks_everything(inventory):
-                break  # the walk's answer would not be used
-            try:
-                reads.append(files_read(u.path, roots, self.dirs) if u.kustomization
-                             else frozenset({str(u.real)}))
-            except _Unknown as e:
-                unknown = f"cannot tell what {display(u.path)} reads ({e})"
-                break
+        reads, unknown = walk_units(units, roots, self.dirs,
+                                    lambda: asked.done() and asked.checks_everything(inventory))
         try:
             top, _base, files = asked.result()
         except gitdiff.GitUnknown as e:
