@@ -474,11 +474,11 @@ def _walks(tmp: Path, n: int, bad: Sequence[int] = ()) -> tuple[object, object]:
 
     _roots(tmp, n, bad)
     answers = []
-    for f in (narrow._walk_serial, narrow.walk_units):
+    for share in (False, True):
         roots = Roots.of([str(tmp)])
         units = list(walk(str(tmp / "clusters"), roots, []))
         dirs: dict[str, object] = {}
-        reads, why = f(units, roots, dirs)  # type: ignore[arg-type]
+        reads, why = narrow.walk_units(units, roots, dirs, share=share)  # type: ignore[arg-type]
         answers.append((reads, why, dirs))
     return answers[0], answers[1]
 
@@ -489,14 +489,14 @@ def test_the_shared_walk_answers_as_the_serial_one(tmp_path: Path, bad: tuple[in
     from topogate.check import narrow
 
     forks: list[int] = []
-    real_start = narrow._Child.start
+    real_start = narrow.Child.start
 
     def start(work: object) -> object:
         child = real_start(work)  # type: ignore[arg-type]
         forks.append(child.pid)  # type: ignore[union-attr]
         return child
 
-    monkeypatch.setattr(narrow._Child, "start", start)
+    monkeypatch.setattr(narrow.Child, "start", start)
     serial, shared = _walks(tmp_path, 6, bad)
     assert forks, "six roots: the walk was shared"
     assert shared[:2] == serial[:2]  # type: ignore[index]

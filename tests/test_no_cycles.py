@@ -64,6 +64,30 @@ def test_a_check_leaves_no_cyclic_garbage(collector_off: None, inventory: Path, 
     assert not leaked, f"cyclic garbage left by the run (type: count): {dict(leaked)}"
 
 
+def test_a_check_that_refuses_a_root_leaves_no_cyclic_garbage(collector_off: None, tmp_path: Path) -> None:
+    """The error paths keep exceptions as values (a remote root refused, a build that failed):
+    kept with their tracebacks, their frames held the collection that held them."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (remote / "kustomization.yaml").write_text("resources: [https://example.com/x.yaml]\n")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    outcome = run_check(str(LAB), [str(BROKEN), str(remote)])
+    rules = {f.rule for f in outcome.result.findings}
+    assert "TG009" in rules and outcome.result.jobs, rules  # refused, and the rest analysed
+    del outcome
+    try:
+        run_check(str(LAB), [str(BROKEN), str(broken)])
+    except Exception as err:  # noqa: BLE001 - the refusal itself is not what is tested here
+        assert "missing.yaml" in str(err)
+        del err
+    else:
+        raise AssertionError("a root naming a missing file was checked")
+    leaked = _our_garbage()
+    assert not leaked, f"cyclic garbage left by the run (type: count): {dict(leaked)}"
+
+
 def test_the_garbage_probe_sees_a_cycle(collector_off: None) -> None:
     """Negative control: a recursive closure of a topogate module is seen."""
     from topogate.core import words

@@ -13,15 +13,11 @@ flag.
 from __future__ import annotations
 
 import os
-import pickle
-import select
-import signal
 import stat
-import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -29,6 +25,7 @@ from topogate.analysis.map.clusters import ClusterOf
 from topogate.analysis.result import Scope
 from topogate.check import changed, gitdiff
 from topogate.core import progress
+from topogate.core.forked import Child
 from topogate.inventory.model import Inventory
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display
 from topogate.safeio.repopaths import WalkUnit as WalkUnit
@@ -179,21 +176,7 @@ def _names(events: Iterator[yaml.Event]) -> tuple[str, ...] | None:
 
 
 Walked = tuple[list[frozenset[str]], str]  # what each unit reads, in order; why not, if one failed
-
-
-def _walk_serial(units: Sequence[WalkUnit], roots: Roots, dirs: DirReads,
-                 stop: Callable[[], bool] = lambda: False) -> Walked:
-    """What each unit reads, up to the first that cannot be told (its reason) or `stop()`."""
-    reads: list[frozenset[str]] = []
-    for u in units:
-        if stop():
-            break  # the walk's answer would not be used
-        try:
-            reads.append(files_read(u.path, roots, dirs) if u.kustomization else frozenset({str(u.real)}))
-        except _Unknown as e:
-            return reads, f"cannot tell what {display(u.path)} reads ({e})"
-    return reads, ""
-
+_Share = dict[int, "frozenset[str] | str"]  # unit index -> its reads, or why they cannot be told
 
 # Below this many kustomization roots the walk is too short for a second process to pay.
 PARALLEL_FROM = 4
@@ -202,54 +185,43 @@ CHILD_WAIT = 30.0
 
 
 def walk_units(units: Sequence[WalkUnit], roots: Roots, dirs: DirReads,
-               stop: Callable[[], bool] = lambda: False) -> Walked:
-    """_walk_serial's answer, with the walk shared by a forked child where that can help.
+               stop: Callable[[], bool] = lambda: False, share: bool = True) -> Walked:
+    """What each unit reads, in order, up to the first that cannot be told (with its reason)
+    or until `stop()`; `dirs` gets every directory met (files_read).
 
     The walk is Python reading thousands of small kustomization files, one CPU's work, and it
-    runs before the build a change needs can start. The child takes every other unit and sends
-    back what they read (pickled, over a pipe); anything amiss with it (no fork here, an error,
-    no answer in time) and this process walks its units itself. The answer is the serial one:
-    the same reads, in unit order, and the first unit (in that order) that cannot be told."""
-    roots_n = sum(1 for u in units if u.kustomization)
-    if roots_n < PARALLEL_FROM or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-        return _walk_serial(units, roots, dirs, stop)
-    theirs = list(range(1, len(units), 2))
-    ours = list(range(0, len(units), 2))
-    child = _Child.start(lambda: _walk_indexed(units, theirs, roots))
+    runs before the build a change needs can start. With `share`, four roots or more and two
+    CPUs, a forked child (core.forked) walks every other unit meanwhile; should it fail, this
+    process walks its units too. The answer is the same either way."""
+    everyone = range(len(units))
+    if not share or sum(1 for u in units if u.kustomization) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
+        got, met = _walk_share(units, everyone, roots, stop)
+        dirs.update(met)
+        return _in_order(units, got)
+    theirs, ours = everyone[1::2], everyone[0::2]
+    child = Child.start(lambda: _walk_share(units, theirs, roots))
     started = time.monotonic()
     try:
-        got, mine_dirs = _walk_indexed(units, ours, roots, stop)
+        got, met = _walk_share(units, ours, roots, stop)
     except BaseException:
         if child is not None:
             child.result(timeout=0)  # killed and reaped: no process or descriptor outlives us
         raise
     answer = child.result(timeout=max(CHILD_WAIT, 4 * (time.monotonic() - started))) if child else None
-    if answer is None:  # walk the child's share here instead
-        answer = _walk_indexed(units, theirs, roots, stop)
-    their_got, their_dirs = answer
-    dirs.update(mine_dirs)
-    dirs.update(their_dirs)
-    merged = {**got, **their_got}
-    reads: list[frozenset[str]] = []
-    for i, u in enumerate(units):
-        r = merged.get(i)
-        if isinstance(r, str):
-            return reads, f"cannot tell what {display(u.path)} reads ({r})"
-        if r is None:  # stopped early: the answer is not used
-            return reads, ""
-        reads.append(r)
-    return reads, ""
+    their_got, their_met = answer if answer is not None else _walk_share(units, theirs, roots, stop)
+    dirs.update(met)
+    dirs.update(their_met)
+    return _in_order(units, {**got, **their_got})
 
 
-def _walk_indexed(units: Sequence[WalkUnit], which: Sequence[int], roots: Roots,
-                  stop: Callable[[], bool] = lambda: False,
-                  ) -> tuple[dict[int, frozenset[str] | str], DirReads]:
-    """Unit index -> its reads, or the reason it cannot be told (then no later index)."""
-    out: dict[int, frozenset[str] | str] = {}
+def _walk_share(units: Sequence[WalkUnit], which: Sequence[int], roots: Roots,
+                stop: Callable[[], bool] = lambda: False) -> tuple[_Share, DirReads]:
+    """The units at `which`, in order, up to the first that cannot be told or `stop()`."""
+    out: _Share = {}
     dirs: DirReads = {}
     for i in which:
         if stop():
-            break
+            break  # the walk's answer would not be used
         u = units[i]
         try:
             out[i] = files_read(u.path, roots, dirs) if u.kustomization else frozenset({str(u.real)})
@@ -259,84 +231,17 @@ def _walk_indexed(units: Sequence[WalkUnit], which: Sequence[int], roots: Roots,
     return out, dirs
 
 
-class _Child:
-    """A forked process computing one value and sending it back pickled; None when it could
-    not (fork refused, the child failed or did not answer in time: it is then killed)."""
-
-    def __init__(self, pid: int, fd: int):
-        self.pid, self.fd = pid, fd
-
-    @classmethod
-    def start(cls, work: Callable[[], object]) -> _Child | None:
-        try:
-            r, w = os.pipe()
-            pid = os.fork()
-        except OSError:
-            return None
-        if pid == 0:  # the child: never returns into the caller's code
-            code = 1
-            try:
-                os.close(r)
-                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-                with os.fdopen(w, "wb") as out:
-                    out.write(data)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        return cls(pid, r)
-
-    def result(self, timeout: float) -> Any:
-        chunks: list[bytes] = []
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                    os.kill(self.pid, signal.SIGKILL)
-                    return None
-                chunk = os.read(self.fd, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            os.close(self.fd)
-            _, status = os.waitpid(self.pid, 0)
-        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            return None
-        return pickle.loads(b"".join(chunks))  # noqa: S301 - our own child's bytes
-
-
-class _Background:
-    """One call run on a thread; result() waits for it and returns or raises what it did."""
-
-    def __init__(self, call: Callable[[], tuple[str, str, tuple[str, ...]]]):
-        self._call = call
-        self._got: tuple[str, str, tuple[str, ...]] | None = None
-        self._err: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="topogate-git", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._got = self._call()
-        except BaseException as e:  # noqa: BLE001 - handed to result(), never lost in the thread
-            self._err = e
-
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def checks_everything(self, inventory: str) -> bool:
-        """Once done: whether git's answer alone makes the run check everything (git could
-        not tell, or the inventory changed)."""
-        return self._err is not None or (self._got is not None and inventory in self._got[2])
-
-    def result(self) -> tuple[str, str, tuple[str, ...]]:
-        self._thread.join()
-        if self._err is not None:
-            raise self._err
-        assert self._got is not None
-        return self._got
+def _in_order(units: Sequence[WalkUnit], got: _Share) -> Walked:
+    """The reads up to the first unit that failed (its reason) or was not walked (stopped)."""
+    reads: list[frozenset[str]] = []
+    for i, u in enumerate(units):
+        r = got.get(i)
+        if isinstance(r, str):
+            return reads, f"cannot tell what {display(u.path)} reads ({r})"
+        if r is None:
+            break
+        reads.append(r)
+    return reads, ""
 
 
 class Narrowing:
@@ -372,17 +277,26 @@ class Narrowing:
         if self.stdin:
             return self._everything("standard input cannot be compared with a git ref", units)
         # git runs while the units are walked (its processes wait, the walk reads): its answer
-        # decides first, as if it had been asked first.
-        asked = _Background(lambda: gitdiff.changed_files(
-            self.since, os.path.dirname(os.path.abspath(self.inventory_path))))
-        progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
-        inventory = os.path.realpath(self.inventory_path)
-        reads, unknown = walk_units(units, roots, self.dirs,
-                                    lambda: asked.done() and asked.checks_everything(inventory))
-        try:
-            top, _base, files = asked.result()
-        except gitdiff.GitUnknown as e:
-            return self._everything(str(e), units)
+        # decides first, as if it had been asked first, and once it says "everything" the
+        # walk stops.
+        with ThreadPoolExecutor(1, thread_name_prefix="topogate-git") as pool:
+            asked = pool.submit(gitdiff.changed_files, self.since,
+                                os.path.dirname(os.path.abspath(self.inventory_path)))
+            progress.note(f"--changed-since {self.since}: what each of {len(units):,} roots and files reads")
+            inventory = os.path.realpath(self.inventory_path)
+
+            said: list[bool] = []  # git's answer, once it has one: makes it check everything
+
+            def everything() -> bool:
+                if not said and asked.done():
+                    said.append(asked.exception() is not None or inventory in asked.result()[2])
+                return bool(said) and said[0]
+
+            reads, unknown = walk_units(units, roots, self.dirs, everything)
+            try:
+                top, _base, files = asked.result()
+            except gitdiff.GitUnknown as e:
+                return self._everything(str(e), units)
         if inventory in files:
             self.selection = changed.ChangeSelection(self.since, changed=len(files))
             return self._everything(changed.INVENTORY_CHANGED, units)
@@ -422,7 +336,7 @@ class Narrowing:
                 if cur in met:
                     continue
                 met.add(cur)
-                if settled.get(cur) is False or cur not in self.dirs:
+                if cur not in self.dirs:
                     return False  # a directory the walk never met: cannot tell, read it
                 own, below = self.dirs[cur]
                 if own & self.changed:

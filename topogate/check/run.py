@@ -192,17 +192,13 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
     if isinstance(loaded, CheckOutcome):
         return loaded
     inv, drifted = loaded
+    chosen_by = narrowing  # what the bases left unread were chosen by
     if narrowing is not None and not narrowing.bind(inv):
         # The names read ahead are not the loaded inventory's: what the early builds were
-        # chosen by cannot stand, so they are dropped and the narrowing starts again, over
-        # an inventory read whole.
+        # chosen by cannot stand, so they are dropped and the narrowing starts again.
         assert early is not None
         early.__exit__(None, None, None)
         early = narrowing = None
-        if some is not None:
-            if isinstance(whole := _load(inventory_path, cluster, rendered, today), CheckOutcome):
-                return whole
-            inv = whole[0]
     with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp:
         targets = list(paths)
         if not targets:
@@ -217,15 +213,17 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         objects = _collect_each(targets, skipped, inventory_path, narrowing, early, other,
                                 exclude if paths else None, not_local)
         if narrowing is not None and narrowing.escaped(objects):  # read everything after all
-            if some is not None:  # the bases left unread are needed now
-                if isinstance(whole := _load(inventory_path, cluster, rendered, today), CheckOutcome):
-                    return whole
-                inv = whole[0]
             skipped.clear()
             other.clear()
             not_local.clear()
             objects = _collect_each(targets, skipped, inventory_path, other=other,
                                     exclude=exclude if paths else None, not_local=not_local)
+        if some is not None and (narrowing is None or narrowing is not chosen_by or narrowing.only is None):
+            # The narrowing the unread bases were chosen by did not stand (other names, or
+            # everything read after all): the analysis needs the inventory whole.
+            if isinstance(whole := _load(inventory_path, cluster, rendered, today), CheckOutcome):
+                return whole
+            inv = whole[0]
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
         progress.note(f"analysing placement and network paths of {plural(len(objects), 'object')}")

@@ -318,7 +318,7 @@ def _syntax_problem(text: str, file: str, fast_error: yaml.YAMLError) -> YamlPro
         for _ in yaml.compose_all(text, Loader=yaml.SafeLoader):
             pass
     except yaml.YAMLError as e:
-        err = e
+        err = e.with_traceback(None)  # a local: with its traceback, a cycle through this frame
     except RecursionError:
         return YamlProblem(Position(file, 1, 1), TOO_DEEP)
     if isinstance(err, yaml.MarkedYAMLError):

@@ -314,15 +314,23 @@ class _Builds:
         job = self.pending.pop(d)
         out = _build_one(job) if isinstance(job, Path) else job.result()
         if isinstance(out, InputError):
-            raise out
+            raise _again(out)  # the future keeps `out`: as Collecting.result
         return out
+
+
+def _again(e: InputError) -> InputError:
+    """A fresh exception saying what `e` says, of its class, for raising one that is kept."""
+    return type(e)(e.pos, e.message)
 
 
 def _build_one(d: Path) -> str | InputError:
     try:
         return kustomization.build(d)
     except InputError as e:
-        return e
+        # Kept as a value, so without its traceback: the frames it holds (up to the worker's,
+        # which holds the future that holds it) would be a reference cycle, and check runs
+        # with the cyclic collector paused.
+        return e.with_traceback(None)
 
 
 def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
@@ -367,7 +375,7 @@ class Collecting:
         try:
             self._begin(list(paths), also_inside, keep)
         except InputError as e:  # raised by result(), where collect() raised it
-            self.error = e
+            self.error = e.with_traceback(None)  # kept: its frames would hold self (a cycle)
 
     def _begin(self, paths: list[str], also_inside: Sequence[str],
                keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None) -> None:
@@ -411,7 +419,7 @@ class Collecting:
                     except NotLocal as err:
                         # Refused, never fetched; the other roots are still checked, and this
                         # one is reported where the caller asks (check: one finding).
-                        self.not_local.append((u.path, err))
+                        self.not_local.append((u.path, err.with_traceback(None)))  # as self.error
                         refused.append(u)
             if refused:
                 us[:] = [u for u in us if u not in refused]
@@ -448,11 +456,13 @@ class Collecting:
         `empty` the PATHs that held no object, `other` per PATH the files of other extensions
         its walk met, `not_local` the kustomization roots left unbuilt because they are remote
         or need Helm (without it, the first of those is raised, as any unreadable input)."""
+        # What is kept is raised as a copy: raised itself, it would get a traceback whose
+        # frames hold self, which holds it (a reference cycle, with the collector paused).
         if self.error is not None:
-            raise self.error
+            raise _again(self.error)
         if self.not_local:
             if not_local is None:
-                raise self.not_local[0][1]
+                raise _again(self.not_local[0][1])
             not_local.extend(self.not_local)
         if other is not None:
             other.extend(self.other)

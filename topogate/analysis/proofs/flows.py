@@ -42,10 +42,10 @@ def _cite(v: Verdict, locate_rule: RuleLocator) -> str:
     return f"egress: {egress}; ingress: {ingress}"
 
 
-Cited = dict[Verdict, "functools.partial[str]"]
+Citations = dict[Verdict, "functools.partial[str]"]
 
 
-def citation(v: Verdict, locate_rule: RuleLocator, cited: Cited) -> functools.partial[str]:
+def citation(v: Verdict, locate_rule: RuleLocator, cited: Citations) -> functools.partial[str]:
     """The flow's sentence, to be written when read; one per distinct verdict of a job.
 
     A job's flows on different ports and zone pairs are mostly decided by the same rules, and
@@ -59,7 +59,7 @@ def citation(v: Verdict, locate_rule: RuleLocator, cited: Cited) -> functools.pa
 
 
 def _flow(src: str, dst: str, zpair: tuple[str, str], port: int, proto: str, purpose: str,
-          v: Verdict, locate_rule: RuleLocator, cited: Cited) -> Flow:
+          v: Verdict, locate_rule: RuleLocator, cited: Citations) -> Flow:
     if not v.egress.allowed:
         side, direction = v.egress, "egress"
     elif not v.ingress.allowed:
@@ -87,7 +87,7 @@ def job_flows(pset: PolicySet, locate_rule: RuleLocator, job: TrainingJob, class
     members = [g for g in job.groups
                if not (job.kind == "TrainJob" and g.name.endswith("initializer"))]
     out: list[Flow] = []
-    cited: Cited = {}
+    cited: Citations = {}
     for a in members:
         for b in members:
             if a.name == b.name and a.pods < 2:
@@ -119,7 +119,7 @@ def job_flows(pset: PolicySet, locate_rule: RuleLocator, job: TrainingJob, class
 
 def _coordinator_flows(pset: PolicySet, locate_rule: RuleLocator, coord: str, members: Sequence[Any],
                        classes: dict[str, Peer], plc: JobPlacement, port: int, purpose: str,
-                       cited: Cited, inbound: bool) -> list[Flow]:
+                       cited: Citations, inbound: bool) -> list[Flow]:
     out: list[Flow] = []
     for g in members:
         if g.name == coord:
