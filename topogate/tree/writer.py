@@ -324,7 +324,14 @@ def _exchange(a: Path, b: Path) -> bool:
 def hidden_from_git(directory: Path) -> None:
     """A `.gitignore` of `*` in `directory`: `git add -A` and `git status` skip it whole (the
     file included), so what a killed run leaves beside OUT is never committed by accident."""
-    (directory / ".gitignore").write_bytes(b"# a topogate run's scratch space, never committed\n*\n")
+    # Two system calls, nothing between them: a kill after the file exists and before its
+    # content is in leaves an empty .gitignore, which ignores nothing (itself included), and
+    # Path.write_bytes put Python's buffering and a close in that window.
+    fd = os.open(directory / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, b"# a topogate run's scratch space, never committed\n*\n")
+    finally:
+        os.close(fd)
 
 
 def _swap(new: Path, out: Path) -> None:
