@@ -28,6 +28,7 @@ from topogate.core.position import Position
 from topogate.safeio import subproc
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display, kustomization_file
 from topogate.safeio.saferead import InputError, documents, is_generated, read_bytes, read_text
+from topogate.sources import split_build
 
 # Fields holding paths (files, or directories with a kustomization) that kustomize reads.
 _PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators",
@@ -92,6 +93,9 @@ class Tree:
     # Secret generator: the values of such objects come from files and are never echoed
     # (topogate.core.redact).
     generates: bool = False
+    # The root's directories as its kustomization lists them, when the build may be split
+    # among them (topogate.sources.split_build); () when it must be built whole.
+    parts: tuple[str, ...] = ()
 
 
 def _pos(shown: str, node: Any) -> Position:
@@ -216,6 +220,8 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) ->
     done: set[str] = set()
     stack = [str(d)]
     generates = False
+    keeps = True  # no kustomization of the tree renames (split_build)
+    parts: tuple[str, ...] = ()
     while stack:  # iterative: a chain of a thousand bases must not exhaust the stack
         cur = stack.pop()
         real_dir = roots.real_dir(cur)  # remembered: its kustomization file resolves from it
@@ -223,19 +229,33 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) ->
             continue
         done.add(real_dir)
         order.append(real_dir)
-        subdirs, gen = _check_dir(cur, roots, checked)
-        generates = generates or gen
-        stack.extend(reversed(subdirs))
-    return Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]), generates)
+        found = _check_dir(cur, roots, checked, root=len(order) == 1)
+        generates = generates or found.generates
+        keeps = keeps and found.keeps
+        if len(order) == 1:
+            parts = found.parts
+        stack.extend(reversed(found.subdirs))
+    return Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]), generates,
+                parts if keeps and len(parts) > 1 else ())
 
 
-def _check_dir(cur: str, roots: Roots, checked: dict[str, bool]) -> tuple[list[str], bool]:
-    """Check one kustomization directory (a Path's text) and the files it names; the
-    directories it names, as Path texts, to check next, and whether it (not being a file
-    topogate generated) runs a ConfigMap or Secret generator.
+@dataclass(frozen=True)
+class _Dir:
+    """What checking one kustomization directory found."""
+
+    subdirs: list[str]  # the directories it names, as Path texts, to check next
+    generates: bool  # it (not being a file topogate generated) runs a ConfigMap/Secret generator
+    keeps: bool  # it renames nothing (split_build), its patches and files included
+    parts: tuple[str, ...] = ()  # a root: its directories, when it only lists directories
+
+
+def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = False) -> _Dir:
+    """Check one kustomization directory (a Path's text) and the files it names.
 
     Paths are kept as text here: a tree of thousands of overlays would otherwise build and
-    hash several Path objects for every file it names."""
+    hash several Path objects for every file it names. `checked` maps a file's real path to
+    whether it is free of kustomize's needs-hash annotation, and the real path + NUL (no path
+    holds one) to whether, as a patch, it keeps every id (split_build)."""
     kfile = next((f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f)), None)
     if kfile is None:
         raise InputError(Position(display(Path(cur)), 1, 1), (
@@ -247,6 +267,13 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool]) -> tuple[list[s
     nodes = [node for _, node, _ in documents(text, kshown, construct=False)]
     if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
         raise InputError(Position(kshown, 1, 1), "a kustomization must be one YAML mapping")
+    fields = {k.value: v for k, v in reversed(nodes[0].value) if isinstance(k, yaml.ScalarNode)}
+    if root:
+        keeps = split_build.root_parts(fields)
+    else:
+        keeps = split_build.keeps_ids(fields) and split_build.NEEDS_HASH not in text and all(
+            _inline_keeps_ids(p, kshown) for p in split_build.inline_patches(fields))
+    listed_dirs: list[str] = []
     subdirs: list[str] = []
     generates = False
     refs = list(reversed(list(references(kshown, nodes[0]))))  # a stack, popped in order
@@ -263,21 +290,44 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool]) -> tuple[list[s
         # the mode is of the real path's lstat, and it is no symlink: as a stat of it would say
         if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(real):
             subdirs.append(target)
+            listed_dirs.append(ref)
             continue
+        if root:
+            keeps = False  # a root that lists a file is built whole
         roots.check_tracked(real, where, f"{field} entry '{ref}'")
         generates = generates or field.startswith(_GENERATORS)
         shown = os.path.normpath(os.path.join(os.path.dirname(kshown), ref))
         if field in _CONFIG_LISTS:
             # a config file names files of its own, read by the same build: checked as well
             refs.extend(reversed(list(config_references(read_text(target, shown), shown))))
-        elif real not in checked:
+            continue
+        as_patch = field in _ID_PATCHES
+        if real not in checked or (as_patch and real + "\0" not in checked):
             if _yaml_field(field):
-                for _ in documents(read_text(target, shown), shown, construct=False):
-                    pass
+                body = read_text(target, shown)
+                docs = [n for _, n, _ in documents(body, shown, construct=False)]
+                checked[real] = split_build.NEEDS_HASH not in body
+                if as_patch:
+                    checked[real + "\0"] = split_build.patch_keeps_ids(docs)
             else:
                 read_bytes(target, shown)
-        checked[real] = True
-    return subdirs, generates and not is_generated(kreal)
+                checked[real] = True
+        keeps = keeps and checked[real] and (not as_patch or checked[real + "\0"])
+    parts = tuple(listed_dirs) if root and keeps and len(listed_dirs) == len(set(listed_dirs)) else ()
+    return _Dir(subdirs, generates and not is_generated(kreal), keeps, parts)
+
+
+def _inline_keeps_ids(patch: str, kshown: str) -> bool:
+    """Whether an inline patch keeps ids; one that is not YAML is kustomize's to report (the
+    positions would be the patch text's, not the kustomization's): the tree is built whole."""
+    try:
+        return split_build.patch_keeps_ids([n for _, n, _ in documents(patch, kshown, construct=False)])
+    except InputError:
+        return False
+
+
+# Fields whose files are patches that could rename what they patch (split_build).
+_ID_PATCHES = ("patches", "patchesJson6902")
 
 
 def _join(cur: str, ref: str) -> str:
@@ -300,5 +350,16 @@ def build(d: Path) -> str:
     return proc.stdout
 
 
-__all__ = ["CONFIG_LISTS", "NotLocal", "Tree", "REMOTE", "references", "build", "check_tree",
+def build_in_parts(tree: Tree, n: int) -> tuple[str, tuple[split_build.Doc, ...]] | None:
+    """The output of `kubectl kustomize tree.root` from n builds of its parts side by side, and
+    the documents it holds; None where the whole build must answer (topogate.sources.split_build:
+    the caller then calls `build`, and `split_build.confirm`s what it parsed)."""
+    def one(part: str) -> tuple[bool, str]:
+        proc = run_kustomize(Path(part))
+        return proc.returncode == 0, proc.stdout
+
+    return split_build.build_in_parts(str(tree.root), tree.parts, n, one)
+
+
+__all__ = ["CONFIG_LISTS", "NotLocal", "Tree", "REMOTE", "references", "build", "build_in_parts", "check_tree",
            "config_references", "kubectl", "run_kustomize"]

@@ -27,7 +27,7 @@ from topogate.safeio import subproc
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, MANIFEST_SUFFIXES, Roots, WalkUnit, display, walk
 from topogate.safeio.saferead import InputError, Loader, documents, is_regular, read_text
 from topogate.safeio.stdin import DISPLAY, StdinError, read_stdin
-from topogate.sources import kustomization
+from topogate.sources import kustomization, split_build
 from topogate.sources.kustomization import NotLocal, Tree, check_tree, kubectl
 from topogate.sources.overlay_blame import blame, changed_paths, patches_of
 from topogate.sources.positions import (
@@ -239,8 +239,12 @@ class _TreePatches:
         return self._patches
 
 
-def _built_objects(d: Path, tree: Tree, text: str, sources: Sources) -> list[K8sObject]:
-    built = parse_yaml(text, f"{display(d)} (kustomize build)", guard=False)  # no file to re-read
+def _built_objects(d: Path, tree: Tree, output: _Built, sources: Sources) -> list[K8sObject]:
+    shown = f"{display(d)} (kustomize build)"
+    built = list(parse_yaml(output.text, shown, guard=False))  # no file to re-read
+    if output.docs is not None and not split_build.confirm(output.docs, [o.obj for o in built]):
+        # the parts' documents were not read as YAML reads them: the whole build answers
+        built = list(parse_yaml(kustomization.build(d), shown, guard=False))
     # Each built object is traced back to its source (the overlay dir and the bases it
     # references) only when someone asks where it is: a finding, or a report naming it.
     # Nested positions then come from the source document: a field a patch added resolves to
@@ -279,6 +283,22 @@ def _kfile(d: Path) -> Path:
     return next(d / n for n in KUSTOMIZATION_FILES if (d / n).is_file())
 
 
+# A root is built in parts (topogate.sources.split_build) when fewer roots than CPUs are built:
+# this many parts per CPU left to it (measured at 1,000 jobs: 8.1 s whole, 4.1 s in 2 parts,
+# 3.7 s in 4), and only when it lists at least SPLIT_FROM directories (below that the processes
+# cost more than they save).
+PARTS_PER_CPU = 2
+SPLIT_FROM = 16
+
+
+@dataclass(frozen=True)
+class _Built:
+    """A root's output; `docs` when it was merged from parts, to confirm once parsed."""
+
+    text: str
+    docs: tuple[split_build.Doc, ...] | None = None
+
+
 class _Builds:
     """Kustomize builds started as soon as each tree is checked, at most one per CPU at a
     time; results taken in the order the trees were given.
@@ -289,7 +309,7 @@ class _Builds:
     def __init__(self) -> None:
         self.pool: ThreadPoolExecutor | None = None
         self.workers = os.cpu_count() or 1
-        self.pending: dict[Path, Future[str | InputError] | Path] = {}
+        self.pending: dict[Path, Future[_Built | InputError] | tuple[Path, Tree, int]] = {}
 
     def __enter__(self) -> _Builds:
         return self
@@ -300,19 +320,25 @@ class _Builds:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def start(self, d: Path) -> None:
+    def parts(self, tree: Tree, roots: int) -> int:
+        """How many parts to build `tree` in, with `roots` roots to build in all."""
+        if self.workers == 1 or roots >= self.workers or len(tree.parts) < SPLIT_FROM:
+            return 1
+        return PARTS_PER_CPU * self.workers // roots
+
+    def start(self, d: Path, tree: Tree, parts: int = 1) -> None:
         """Build d (already checked) when a worker is free; with one CPU, at its `result`."""
         if self.workers == 1:
-            self.pending[d] = d
+            self.pending[d] = (d, tree, parts)
             return
         if self.pool is None:
             subproc.install_handlers()  # from the main thread, before any worker starts a child
             self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kustomize")
-        self.pending[d] = self.pool.submit(_build_one, d)
+        self.pending[d] = self.pool.submit(_build_one, d, tree, parts)
 
-    def result(self, d: Path) -> str:
+    def result(self, d: Path) -> _Built:
         job = self.pending.pop(d)
-        out = _build_one(job) if isinstance(job, Path) else job.result()
+        out = _build_one(*job) if isinstance(job, tuple) else job.result()
         if isinstance(out, InputError):
             raise _again(out)  # the future keeps `out`: as Collecting.result
         return out
@@ -323,9 +349,10 @@ def _again(e: InputError) -> InputError:
     return type(e)(e.pos, e.message)
 
 
-def _build_one(d: Path) -> str | InputError:
+def _build_one(d: Path, tree: Tree, parts: int = 1) -> _Built | InputError:
     try:
-        return kustomization.build(d)
+        merged = kustomization.build_in_parts(tree, parts) if parts > 1 else None
+        return _Built(*merged) if merged is not None else _Built(kustomization.build(d))
     except InputError as e:
         # Kept as a value, so without its traceback: the frames it holds (up to the worker's,
         # which holds the future that holds it) would be a reference cycle, and check runs
@@ -437,10 +464,12 @@ class Collecting:
                     self.covered.add(raw)
                 for u in inner:
                     del self.trees[u.path]
+        building = sum(1 for _, us in self.per_path for u in us if u.kustomization)
         for _, us in self.per_path:
             for u in us:
                 if u.kustomization:
-                    self.builds.start(u.path)
+                    tree = self.trees[u.path]
+                    self.builds.start(u.path, tree, self.builds.parts(tree, building))
 
     def __enter__(self) -> Collecting:
         return self
@@ -466,7 +495,7 @@ class Collecting:
             not_local.extend(self.not_local)
         if other is not None:
             other.extend(self.other)
-        outputs: dict[Path, str] = {}
+        outputs: dict[Path, _Built] = {}
         sources = Sources(self.roots, {})
         objs: list[K8sObject] = []
         n_roots = sum(1 for _, us in self.per_path for u in us if u.kustomization)

@@ -1,0 +1,347 @@
+"""A root built in parts says, byte for byte, what the real `kubectl kustomize` of the whole root
+says, or it is built whole (topogate.sources.split_build).
+
+Every comparison here is against the real kubectl on the same files. The random trees mix what
+kustomize treats specially at the top of a build (ids shared across parts, references kustomize
+resolves as mappings, the legacy kind order, cluster-scoped kinds, namespaces, renames); the
+named cases pin each condition, with a control showing that a naive merge would have differed.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from topogate.safeio.repopaths import Roots
+from topogate.sources import kustomization, manifests, split_build
+from topogate.sources.kustomization import Tree, check_tree
+
+
+def _kubectl(d: Path) -> subprocess.CompletedProcess[str]:
+    return kustomization.run_kustomize(d)
+
+
+def _tree(root: Path) -> Tree:
+    return check_tree(root, Roots.of([str(root)]))
+
+
+def _write(root: Path, entries: dict[str, dict[str, str]], top: str | None = None) -> Path:
+    """A root listing one directory per entry, each a kustomization with the given files."""
+    (root / ".git").mkdir(parents=True, exist_ok=True)  # the repository the reads stay in
+    for name, files in entries.items():
+        d = root / "parts" / name
+        d.mkdir(parents=True)
+        for f, text in files.items():
+            (d / f).write_text(text)
+    (root / "kustomization.yaml").write_text(
+        top if top is not None else yaml.safe_dump({"resources": [f"parts/{n}" for n in entries]}))
+    return root
+
+
+def _naive(root: Path, tree: Tree, n: int) -> str:
+    """The parts merged with no condition checked (the control): what a careless split says."""
+    outs = []
+    for i, share in enumerate(split_build.shares(tree.parts, n)):
+        d = root.parent / f"naive-{root.name}-{i}"
+        d.mkdir()
+        (d / "kustomization.yaml").write_text(yaml.safe_dump({"resources": [
+            str(Path("..") / root.name / e) for e in share]}))
+        outs.append(split_build.scan(_kubectl(d).stdout, i) or [])
+    docs = sorted((doc for p in outs for doc in p), key=split_build.Doc.sort_key)
+    return "---\n".join(doc.text for doc in docs)
+
+
+# --- random trees ------------------------------------------------------------------------------
+
+_NAMES = ("a", "b", "trainer", "web", "db")
+_NAMESPACES = ("", "default", "team-a", "team-b")
+
+
+def _object(rng: random.Random, ns: str) -> dict[str, object]:
+    kind = rng.choice(["ConfigMap", "ServiceAccount", "Service", "Deployment", "RoleBinding",
+                       "ClusterRole", "Namespace", "PyTorchJob", "CiliumNetworkPolicy",
+                       "ValidatingWebhookConfiguration", "Secret", "PodDisruptionBudget"])
+    name = f"{rng.choice(_NAMES)}-{rng.randrange(40)}" if rng.random() < 0.7 else rng.choice(_NAMES)
+    api = {"Deployment": "apps/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
+           "ClusterRole": "rbac.authorization.k8s.io/v1", "PyTorchJob": "kubeflow.org/v1",
+           "CiliumNetworkPolicy": "cilium.io/v2", "PodDisruptionBudget": "policy/v1",
+           "ValidatingWebhookConfiguration": "admissionregistration.k8s.io/v1"}.get(kind, "v1")
+    meta: dict[str, object] = {"name": name}
+    if ns and kind not in ("ClusterRole", "Namespace", "ValidatingWebhookConfiguration"):
+        meta["namespace"] = ns
+    obj: dict[str, object] = {"apiVersion": api, "kind": kind, "metadata": meta}
+    if kind == "RoleBinding":
+        obj["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                          "name": rng.choice(_NAMES)}
+        obj["subjects"] = [{"kind": "ServiceAccount", "name": rng.choice(_NAMES)}]
+    elif kind == "ValidatingWebhookConfiguration":
+        obj["webhooks"] = [{"name": "v.example.com", "sideEffects": "None",
+                            "admissionReviewVersions": ["v1"],
+                            "clientConfig": {"service": {"name": rng.choice(_NAMES),
+                                                         "namespace": "team-a"}}}]
+    elif kind == "Deployment":
+        obj["spec"] = {"template": {"spec": {"serviceAccountName": rng.choice(_NAMES),
+                                             "containers": [{"name": "c", "image": "x"}]}}}
+    elif kind in ("ConfigMap", "Secret"):
+        obj["data"] = {"k": "dg==" if kind == "Secret" else "v"}
+    return obj
+
+
+def _random_entries(rng: random.Random, n: int) -> dict[str, dict[str, str]]:
+    entries = {}
+    for i in range(n):
+        ns = rng.choice(_NAMESPACES)
+        objs = [_object(rng, ns) for _ in range(rng.randrange(1, 4))]
+        k: dict[str, object] = {"resources": ["objects.yaml"]}
+        if rng.random() < 0.3:
+            k["namespace"] = rng.choice(["team-a", "team-b"])
+        if rng.random() < 0.15:
+            k["commonLabels"] = {"team": "x"}
+        if rng.random() < 0.1:
+            k["namePrefix"] = "p-"  # a rename: the tree is built whole
+        entries[f"e{i:02d}"] = {"objects.yaml": yaml.safe_dump_all(objs),
+                                "kustomization.yaml": yaml.safe_dump(k)}
+    return entries
+
+
+def test_random_trees_split_or_whole_never_differ(tmp_path: Path) -> None:
+    merged = whole_only = refused = 0
+    for seed in range(24):
+        rng = random.Random(seed)
+        root = _write(tmp_path / f"t{seed}", _random_entries(rng, rng.randrange(3, 9)))
+        whole = _kubectl(root)
+        tree = _tree(root)
+        split = kustomization.build_in_parts(tree, 3) if tree.parts else None
+        if split is None:
+            whole_only += whole.returncode == 0
+            refused += whole.returncode != 0
+            continue
+        assert whole.returncode == 0, f"seed {seed}: the split built what kustomize refuses"
+        assert split[0] == whole.stdout, f"seed {seed}"
+        merged += 1
+    # each way is taken: the merge, the fallback of a tree that builds, and kustomize's refusal
+    assert merged >= 5 and whole_only >= 3 and refused >= 1, (merged, whole_only, refused)
+
+
+# --- each condition --------------------------------------------------------------------------
+
+def _objects(*objs: dict[str, object]) -> dict[str, str]:
+    return {"objects.yaml": yaml.safe_dump_all(objs), "kustomization.yaml": "resources: [objects.yaml]\n"}
+
+
+def _sa(name: str, ns: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}}
+
+
+def test_a_subject_naming_another_parts_account_builds_whole(tmp_path: Path) -> None:
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "rb"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+               "subjects": [{"kind": "ServiceAccount", "name": "trainer", "namespace": "default"}]}
+    moved = _objects({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "trainer"}})
+    moved["kustomization.yaml"] = "namespace: team-a\nresources: [objects.yaml]\n"
+    root = _write(tmp_path / "r", {"a": moved, "b": _objects(binding)})
+    whole = _kubectl(root).stdout
+    assert "namespace: team-a" in whole.split("kind: ClusterRoleBinding")[1]  # kustomize set it
+    tree = _tree(root)
+    assert tree.parts == ("parts/a", "parts/b")
+    assert _naive(root, tree, 2) != whole  # the control: merged blindly, the subject has no namespace
+    assert kustomization.build_in_parts(tree, 2) is None
+
+
+def test_an_id_in_two_parts_builds_whole(tmp_path: Path) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    cm_default = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+    root = _write(tmp_path / "r", {"a": _objects(cm), "b": _objects(cm_default)})
+    assert _kubectl(root).returncode != 0  # "" and "default" are one namespace to kustomize
+    assert kustomization.build_in_parts(_tree(root), 2) is None
+
+
+def test_one_name_in_two_namespaces_is_merged(tmp_path: Path) -> None:
+    root = _write(tmp_path / "r", {"a": _objects(_sa("trainer", "team-a")),
+                                   "b": _objects(_sa("trainer", "team-b"))})
+    whole = _kubectl(root)
+    assert whole.returncode == 0
+    split = kustomization.build_in_parts(_tree(root), 2)
+    assert split is not None and split[0] == whole.stdout
+
+
+def test_the_legacy_order_of_many_kinds(tmp_path: Path) -> None:
+    kinds = [("v1", "Namespace", ""), ("apiextensions.k8s.io/v1", "CustomResourceDefinition", ""),
+             ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", ""),
+             ("cilium.io/v2", "CiliumNetworkPolicy", "n1"), ("kubeflow.org/v1", "PyTorchJob", "n1"),
+             ("apps/v1", "Deployment", "n2"), ("v1", "Service", "n1"), ("v1", "ConfigMap", "n2"),
+             ("policy/v1", "PodDisruptionBudget", "n1"), ("kueue.x-k8s.io/v1beta1", "LocalQueue", "n1"),
+             ("v1", "LimitRange", "n3"), ("scheduling.k8s.io/v1", "PriorityClass", "")]
+    entries = {}
+    for i, (api, kind, ns) in enumerate(kinds):
+        objs = []
+        for j in range(3):  # names whose order differs as text and as (namespace, name) pairs
+            meta: dict[str, object] = {"name": f"x{'-' * j}{i}"}
+            if ns:
+                meta["namespace"] = ns + "-b" * (j % 2)
+            objs.append({"apiVersion": api, "kind": kind, "metadata": meta})
+        entries[f"k{i:02d}"] = _objects(*objs)
+    root = _write(tmp_path / "r", entries)
+    whole = _kubectl(root)
+    assert whole.returncode == 0, whole.stderr
+    tree = _tree(root)
+    for n in (2, 3, 5):
+        split = kustomization.build_in_parts(tree, n)
+        assert split is not None and split[0] == whole.stdout, n
+
+
+@pytest.mark.parametrize("change", [
+    {"namePrefix": "p-"},
+    {"nameSuffix": "-s"},
+    {"configMapGenerator": [{"name": "g", "literals": ["k=v"]}]},
+    {"vars": [{"name": "V", "objref": {"kind": "ConfigMap", "name": "c", "apiVersion": "v1"}}]},
+    {"patches": [{"path": "rename.yaml", "target": {"kind": "ConfigMap"}}]},
+    {"patches": [{"patch": "- op: replace\n  path: /metadata/namespace\n  value: x\n",
+                  "target": {"kind": "ConfigMap"}}]},
+    {"patches": [{"path": "smp.yaml", "options": {"allowNameChange": True}}]},
+    {"commonAnnotations": {"kustomize.config.k8s.io/needs-hash": "true"}},
+], ids=["namePrefix", "nameSuffix", "generator", "vars", "json-patch-file", "json-patch-inline",
+        "allowNameChange", "needs-hash"])
+def test_a_tree_that_may_rename_is_built_whole(tmp_path: Path, change: dict[str, object]) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    files = _objects(cm)
+    files["kustomization.yaml"] = yaml.safe_dump({"resources": ["objects.yaml"], **change})
+    files["rename.yaml"] = "- op: replace\n  path: /metadata/name\n  value: c2\n"
+    files["smp.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: v}\n"
+    user = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x",
+                                                           "envFrom": [{"configMapRef": {"name": "c"}}]}]}}}}
+    root = _write(tmp_path / "r", {"a": files, "b": _objects(user)})
+    assert _kubectl(root).returncode == 0
+    assert _tree(root).parts == ()
+
+
+def test_a_rename_would_reach_across_parts(tmp_path: Path) -> None:
+    """The control for the case above: kustomize points b's reference at a's renamed object."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    files = _objects(cm)
+    files["kustomization.yaml"] = "namePrefix: p-\nresources: [objects.yaml]\n"
+    user = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x",
+                                                           "envFrom": [{"configMapRef": {"name": "c"}}]}]}}}}
+    root = _write(tmp_path / "r", {"a": files, "b": _objects(user)})
+    whole = _kubectl(root).stdout
+    assert "name: p-c" in whole.split("kind: Deployment")[1]
+    forced = Tree(Path(root).resolve(), (), False, ("parts/a", "parts/b"))
+    assert _naive(root, forced, 2) != whole
+
+
+def test_json_patches_that_keep_ids_split(tmp_path: Path) -> None:
+    files = _objects({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+    files["kustomization.yaml"] = yaml.safe_dump({
+        "resources": ["objects.yaml"], "namespace": "team-a",
+        "patches": [{"path": "p.yaml", "target": {"kind": "ConfigMap"}},
+                    {"patch": "- op: add\n  path: /metadata/labels\n  value: {a: b}\n",
+                     "target": {"kind": "ConfigMap"}}]})
+    files["p.yaml"] = "- op: add\n  path: /data\n  value: {k: v}\n"
+    root = _write(tmp_path / "r", {"a": files, "b": _objects(_sa("s", "team-b"))})
+    tree = _tree(root)
+    assert tree.parts == ("parts/a", "parts/b")
+    split = kustomization.build_in_parts(tree, 2)
+    assert split is not None and split[0] == _kubectl(root).stdout
+
+
+@pytest.mark.parametrize("top", [
+    "resources: [parts/a, parts/b]\nnamespace: x\n",
+    "resources: [parts/a, parts/b]\nsortOptions: {order: fifo}\n",
+    "resources: [parts/a, parts/b, parts/a/objects.yaml]\n",
+    "resources: [parts/a, parts/a]\n",
+    "kind: Component\nresources: [parts/a, parts/b]\n",
+], ids=["namespace", "sortOptions", "a-file", "twice", "component"])
+def test_a_root_that_does_more_than_list_directories_is_built_whole(tmp_path: Path, top: str) -> None:
+    root = _write(tmp_path / "r", {"a": _objects(_sa("s", "x")), "b": _objects(_sa("t", "x"))}, top)
+    assert _tree(root).parts == ()
+
+
+def test_scan_reads_kustomize_output_or_declines() -> None:
+    text = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  annotations:\n    name: not-this\n"
+            "  name: c\n  namespace: 'ns'\ndata:\n  name: nor-this\n---\n"
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: \"d\"\n")
+    docs = split_build.scan(text, 0)
+    assert docs is not None
+    assert [(d.group, d.version, d.kind, d.namespace, d.name) for d in docs] == [
+        ("", "v1", "ConfigMap", "ns", "c"), ("apps", "v1", "Deployment", "", "d")]
+    assert "---\n".join(d.text for d in docs) == text
+    for odd in ("# a comment\napiVersion: v1\n", "apiVersion: v1\nkind: K\nmetadata:\n  name: a # b\n",
+                "kind: K\nmetadata:\n  name: \"a\\u0062\"\n", "kind: K\n\"x\": 1\n", "kind: K"):
+        assert split_build.scan(odd, 0) is None, odd
+
+
+def test_confirm_holds_the_scan_to_what_yaml_read() -> None:
+    docs = split_build.scan("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n", 0)
+    assert docs is not None
+    assert split_build.confirm(docs, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}])
+    assert not split_build.confirm(docs, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}])
+    assert not split_build.confirm(docs, [])
+
+
+# --- in collect -------------------------------------------------------------------------------
+
+def _many(root: Path, n: int) -> Path:
+    entries = {f"e{i:02d}": _objects(_sa(f"s{i}", f"team-{i % 3}"),
+                                     {"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": "shared", "namespace": f"team-{i}"}})
+               for i in range(n)}
+    return _write(root, entries)
+
+
+def _seen(objs: list[manifests.K8sObject]) -> list[tuple[str, str, str | None]]:
+    return [(o.obj["kind"], o.obj["metadata"]["name"], o.obj["metadata"].get("namespace")) for o in objs]
+
+
+def test_collect_builds_a_large_root_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    n = manifests.SPLIT_FROM + 4
+    root = _many(tmp_path / "r", n)
+    calls: list[int] = []
+    real = kustomization.build_in_parts
+
+    def spy(tree: Tree, n: int) -> object:
+        calls.append(n)
+        return real(tree, n)
+
+    monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(kustomization, "build_in_parts", spy)
+    split = manifests.collect([str(root)])
+    assert calls == [manifests.PARTS_PER_CPU * 2]
+    monkeypatch.setattr(manifests, "SPLIT_FROM", 10_000)
+    whole = manifests.collect([str(root)])
+    assert calls == [manifests.PARTS_PER_CPU * 2]  # not asked again
+    assert _seen(split) == _seen(whole) and len(whole) == 2 * n
+    assert [o.pos for o in split] == [o.pos for o in whole]
+
+
+def test_collect_builds_whole_when_the_parse_disagrees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan that misread a document (forced here: no real output makes it) is caught once the
+    output is parsed, and the whole build is read instead."""
+    root = _many(tmp_path / "r", manifests.SPLIT_FROM)
+    real_scan = split_build.scan
+
+    def misread(text: str, part: int) -> list[split_build.Doc] | None:
+        docs = real_scan(text, part)
+        return [split_build.Doc(d.text, d.part, d.group, d.version, d.kind, d.namespace, d.name + "x")
+                for d in docs] if docs else docs
+
+    monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(split_build, "scan", misread)
+    got = manifests.collect([str(root)])
+    monkeypatch.setattr(manifests, "SPLIT_FROM", 10_000)
+    assert _seen(got) == _seen(manifests.collect([str(root)]))
+
+
+def test_an_inline_patch_that_is_not_yaml_is_kustomizes_to_report(tmp_path: Path) -> None:
+    files = _objects({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+    files["kustomization.yaml"] = yaml.safe_dump({"resources": ["objects.yaml"], "patches": [
+        {"patch": "- op: [unclosed\n", "target": {"kind": "ConfigMap"}}]})
+    root = _write(tmp_path / "r", {"a": files, "b": _objects(_sa("s", "x"))})
+    assert _tree(root).parts == ()  # no error of check_tree's: the build reports it
+    assert _kubectl(root).returncode != 0

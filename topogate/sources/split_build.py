@@ -1,0 +1,373 @@
+"""One kustomization root built as parts side by side, where kustomize's own algorithm says the
+parts' outputs merged are the root's output, byte for byte.
+
+`kubectl kustomize` uses about one core, and its time grows faster than the objects it builds
+(each object it accumulates is checked against every id before it). A root that only lists
+directories, as the generated `clusters/<name>/` does, is by kustomize's algorithm
+(api/internal/target/kusttarget.go: `makeCustomizedResMap`) what each listed directory
+accumulates, appended, followed by steps run once at the top over all of it. Building the
+directories in a few parts, each through a kustomization that lists its share, and merging, is
+the same build wherever none of those top-level steps can reach from one part into another:
+
+- `resmap.Append`'s id check: no object of one part has the id of an object of another
+  (checked on the outputs, with kustomize's effective namespace; any doubt counts as equal);
+- `addHashesToNames` (the HashTransformer) renames only generated objects and those annotated
+  `kustomize.config.k8s.io/needs-hash`: no generator and no such text anywhere in the tree;
+- `FixBackReferences` (filters/nameref) points references at renamed objects: nothing in the
+  tree may rename (only the kustomization fields of `SAFE_FIELDS`; a JSON patch must not touch
+  metadata.name, metadata.namespace, kind or apiVersion; no patch option allowing a name or kind
+  change). A reference by name is then left as it is, except one written as a mapping (a
+  RoleBinding's `subjects`, a webhook's `clientConfig.service`, a Node's `configSource`), which
+  takes the namespace of the object it names: none may name an object of another part. A
+  reference written as a mapping where Kubernetes takes a name (an object the API server would
+  refuse) is not looked at;
+- `ResolveVars`: no `vars` in the tree;
+- `IgnoreLocal` drops objects one by one: the same in parts;
+- the default legacy order (builtins/SortOrderTransformer.go, `legacyIDSorter`): applied
+  again to the merged documents, and confirmed on the parsed objects (`confirm`).
+
+Whatever else happens (a part fails, an id is shared, a document looks other than kustomize
+writes it), the root is built whole and that build is the answer: a split never says what the
+whole build would not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+# The root's kustomization may hold only these: then it appends its directories and nothing else.
+ROOT_FIELDS = frozenset({"apiVersion", "kind", "resources"})
+# Fields of the kustomizations below the root that rename nothing and are applied where they
+# are written (not at the top of the build).
+SAFE_FIELDS = frozenset({
+    "apiVersion", "kind", "metadata", "resources", "bases", "namespace", "commonLabels", "labels",
+    "commonAnnotations", "images", "replicas", "patches", "patchesStrategicMerge",
+    "patchesJson6902", "sortOptions"})
+PATCH_FIELDS = ("patches", "patchesStrategicMerge", "patchesJson6902")
+NEEDS_HASH = "needs-hash"  # kustomize.config.k8s.io/needs-hash, matched loosely (any doubt: whole)
+_KUSTOMIZATION_API = "kustomize.config.k8s.io/v1beta1"
+
+# SortOrderTransformer.go: defaultOrderFirst, defaultOrderLast ("DO NOT CHANGE!" upstream).
+_ORDER_FIRST = ("Namespace", "ResourceQuota", "StorageClass", "CustomResourceDefinition",
+                "ServiceAccount", "PodSecurityPolicy", "Role", "ClusterRole", "RoleBinding",
+                "ClusterRoleBinding", "ConfigMap", "Secret", "Endpoints", "Service", "LimitRange",
+                "PriorityClass", "PersistentVolume", "PersistentVolumeClaim", "Deployment",
+                "StatefulSet", "CronJob", "PodDisruptionBudget")
+_ORDER_LAST = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+_TYPE_ORDER = {**{k: i - len(_ORDER_FIRST) for i, k in enumerate(_ORDER_FIRST)},
+               **{k: 1 + i for i, k in enumerate(_ORDER_LAST)}}
+# Kinds kustomize may take as cluster-scoped (its built-in schema), by kind alone: a superset,
+# so that two objects of one name in two namespaces count as one id when in doubt.
+_MAYBE_CLUSTER_SCOPED = frozenset({
+    "APIService", "CSIDriver", "CSINode", "CertificateSigningRequest", "ClusterRole",
+    "ClusterRoleBinding", "ComponentStatus", "CustomResourceDefinition", "FlowSchema",
+    "IngressClass", "MutatingWebhookConfiguration", "Namespace", "Node", "PersistentVolume",
+    "PodSecurityPolicy", "PriorityClass", "PriorityLevelConfiguration", "RuntimeClass",
+    "StorageClass", "TokenReview", "SelfSubjectAccessReview", "SelfSubjectRulesReview",
+    "SubjectAccessReview", "ValidatingWebhookConfiguration", "VolumeAttachment",
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "ClusterTrustBundle",
+    "StorageVersionMigration", "VolumeAttributesClass", "DeviceClass", "ResourceSlice",
+    "IPAddress", "ServiceCIDR"})
+# filters/nameref: the references kustomize's default nameReference config reaches as mappings
+# (setMapping), by referrer kind: the kind they name and where the name sits.
+_MAPPING_REFERRERS: dict[str, tuple[str, Callable[[dict[str, Any]], Iterable[Any]]]] = {
+    "RoleBinding": ("ServiceAccount", lambda o: [s.get("name") for s in _items(o.get("subjects"))]),
+    "ClusterRoleBinding": ("ServiceAccount",
+                           lambda o: [s.get("name") for s in _items(o.get("subjects"))]),
+    "ValidatingWebhookConfiguration": ("Service", lambda o: _webhook_services(o)),
+    "MutatingWebhookConfiguration": ("Service", lambda o: _webhook_services(o)),
+    "Node": ("ConfigMap", lambda o: [_dig(o, "spec", "configSource", "configMap", "name")]),
+}
+
+
+def _items(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _dig(o: Any, *keys: str) -> Any:
+    for k in keys:
+        o = o.get(k) if isinstance(o, dict) else None
+    return o
+
+
+def _webhook_services(o: dict[str, Any]) -> list[Any]:
+    return [_dig(w, "clientConfig", "service", "name") for w in _items(o.get("webhooks"))]
+
+
+# --- what check_tree asks of each kustomization --------------------------------------------
+
+def root_parts(fields: dict[str, Any]) -> bool:
+    """Whether a root kustomization (its fields, as composed nodes) only appends what it lists."""
+    if not set(fields) <= ROOT_FIELDS:
+        return False
+    kind, api = _scalar(fields.get("kind")), _scalar(fields.get("apiVersion"))
+    return kind in (None, "Kustomization") and api in (None, _KUSTOMIZATION_API)
+
+
+def keeps_ids(fields: dict[str, Any]) -> bool:
+    """Whether a kustomization below the root renames nothing by its own fields (its patches'
+    contents are `patch_keeps_ids`'s)."""
+    if not set(fields) <= SAFE_FIELDS:
+        return False
+    if _scalar(fields.get("kind")) not in (None, "Kustomization"):
+        return False
+    items = fields.get("patches")
+    for item in items.value if isinstance(items, yaml.SequenceNode) else ():
+        options = _get(item, "options")
+        for key in ("allowNameChange", "allowKindChange"):
+            if _scalar(_get(options, key)) not in (None, "false"):
+                return False
+    return True
+
+
+def inline_patches(fields: dict[str, Any]) -> Iterable[str]:
+    """The `patch:` texts written inline in a kustomization's `patches` and `patchesJson6902`
+    (an inline `patchesStrategicMerge` entry is a strategic merge patch: it keeps ids)."""
+    for key in ("patches", "patchesJson6902"):
+        items = fields.get(key)
+        for item in items.value if isinstance(items, yaml.SequenceNode) else ():
+            text = _scalar(_get(item, "patch"))
+            if text is not None:
+                yield text
+
+
+def patch_keeps_ids(nodes: Iterable[Any]) -> bool:
+    """Whether a patch (its documents, composed) leaves every object's id as it was: a strategic
+    merge patch does unless an option allows it (`keeps_ids`); a JSON 6902 patch (a sequence of
+    operations) unless an operation's path or from reaches the name, namespace, kind or
+    apiVersion."""
+    for node in nodes:
+        if isinstance(node, yaml.MappingNode):
+            continue
+        if not isinstance(node, yaml.SequenceNode):
+            return False
+        for op in node.value:
+            if not isinstance(op, yaml.MappingNode):
+                return False
+            path = _scalar(_get(op, "path"))
+            if path is None or _touches_id(path):
+                return False
+            source = _get(op, "from")
+            if source is not None and (_scalar(source) is None or _touches_id(_scalar(source) or "")):
+                return False
+    return True
+
+
+def _touches_id(pointer: str) -> bool:
+    if not pointer.startswith("/"):
+        return True  # the whole document, or no JSON pointer kustomize would take
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
+    if tokens[0] in ("kind", "apiVersion", ""):
+        return True
+    if tokens[0] == "metadata":
+        return len(tokens) == 1 or tokens[1] in ("name", "namespace", "")
+    return False
+
+
+def _get(node: Any, key: str) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return v
+    return None
+
+
+def _scalar(node: Any) -> str | None:
+    return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
+# --- the documents kustomize wrote ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Doc:
+    """One document of a part's output and what kustomize sorts and identifies it by."""
+
+    text: str  # ends with a newline, no separator
+    part: int
+    group: str
+    version: str
+    kind: str
+    namespace: str
+    name: str
+
+    def sort_key(self) -> tuple[int, str, str]:
+        """legacyIDSorter.Less as a key: the kind's rank, then legacyGVKSortString, then
+        legacyResIDSortString (whose Gvk.String() is kind_version_group). Exact while no two
+        Namespace kinds of different groups meet (`merge` checks)."""
+        g, v, k = self.group or "~G", self.version or "~V", self.kind or "~K"
+        return (_TYPE_ORDER.get(self.kind, 0), f"{g}_{v}_{k}",
+                f"{k}_{v}_{g}|{self.namespace or '~X'}|{self.name or '~N'}")
+
+    def effective_id(self) -> tuple[str, str, str, str, str]:
+        """resid.ResId.Equals: group, version, kind, name and the effective namespace ("" and
+        "default" alike; none for a kind that may be cluster-scoped)."""
+        ns = "" if self.kind in _MAYBE_CLUSTER_SCOPED else (self.namespace or "default")
+        return self.group, self.version, self.kind, ns, self.name
+
+
+_TOP_KEY = re.compile(r"^([A-Za-z]+):(?: (.*))?$")
+_META_KEY = re.compile(r"^  (name|namespace): (.*)$")
+_PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+
+
+def scan(text: str, part: int) -> list[Doc] | None:
+    """The documents of one `kubectl kustomize` output, as kustomize's encoder writes them
+    (top-level keys at column 0, metadata's at two spaces, `---` between documents); None for
+    anything else, which sends the root to a whole build."""
+    if not text:
+        return []
+    if not text.endswith("\n"):
+        return None
+    out: list[Doc] = []
+    for chunk in text[:-1].split("\n---\n"):
+        fields: dict[str, str] = {}
+        section = ""
+        for line in chunk.split("\n"):
+            if not line or line[0] == " " or line[0] == "-":
+                if section == "metadata" and line.startswith("  ") and line[2:3] != " ":
+                    m = _META_KEY.match(line)
+                    if m:
+                        value = _value(m.group(2))
+                        if value is None:
+                            return None
+                        fields[m.group(1)] = value
+                continue
+            m = _TOP_KEY.match(line)
+            if m is None:
+                return None
+            section = m.group(1)
+            if section in ("apiVersion", "kind"):
+                value = _value(m.group(2) or "")
+                if value is None:
+                    return None
+                fields[section] = value
+        group, _, version = fields.get("apiVersion", "").rpartition("/")
+        out.append(Doc(chunk + "\n", part, group, version, fields.get("kind", ""),
+                       fields.get("namespace", ""), fields.get("name", "")))
+    return out
+
+
+def _value(raw: str) -> str | None:
+    """A scalar as written on one line: plain, or quoted without escapes; None otherwise."""
+    if _PLAIN.match(raw):
+        return raw
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'" and "'" not in raw[1:-1]:
+        return raw[1:-1]
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"' and not set(raw[1:-1]) & {'"', "\\"}:
+        return raw[1:-1]
+    return None
+
+
+def merge(parts: Sequence[list[Doc]]) -> tuple[str, tuple[Doc, ...]] | None:
+    """The root's output from its parts' (module doc), or None where it might differ."""
+    docs = [d for p in parts for d in p]
+    if len({d.effective_id() for d in docs}) != len(docs):
+        return None  # a shared id: the whole build decides (it refuses two)
+    if len({(d.group, d.version) for d in docs if d.kind == "Namespace"}) > 1:
+        return None  # gvkLessThan's special case for Namespace kinds: not worth mirroring
+    keyed = sorted((d.sort_key(), i, d) for i, d in enumerate(docs))
+    if any(a[0] == b[0] for a, b in zip(keyed, keyed[1:], strict=False)):
+        return None  # legacyIDSorter would meet a tie, which Go's unstable sort breaks its way
+    docs = [d for _, _, d in keyed]
+    if _mapping_reference_across(parts):
+        return None
+    return "---\n".join(d.text for d in docs), tuple(docs)
+
+
+def _mapping_reference_across(parts: Sequence[list[Doc]]) -> bool:
+    """Whether a reference kustomize resolves as a mapping (module doc) names an object, of the
+    kind it refers to, that another part holds."""
+    owners: dict[tuple[str, str], set[int]] = {}
+    for p in parts:
+        for d in p:
+            owners.setdefault((d.kind, d.name), set()).add(d.part)
+    for p in parts:
+        for d in p:
+            found = _MAPPING_REFERRERS.get(d.kind)
+            if found is None:
+                continue
+            target, names = found
+            try:
+                obj = yaml.load(d.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            except yaml.YAMLError:
+                return True
+            for name in names(obj if isinstance(obj, dict) else {}):
+                if name is None:
+                    continue
+                if not isinstance(name, str) or owners.get((target, name), set()) - {d.part}:
+                    return True  # named in another part, or written so that it is in doubt
+    return False
+
+
+def confirm(docs: Sequence[Doc], objects: Sequence[dict[str, Any]]) -> bool:
+    """Whether the objects parsed from a merged output are the documents `scan` saw, in order:
+    what the line scan read is then what YAML says."""
+    if len(docs) != len(objects):
+        return False
+    for d, o in zip(docs, objects, strict=True):
+        meta = o.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        got = (o.get("apiVersion") or "", o.get("kind") or "", meta.get("namespace") or "",
+               meta.get("name") or "")
+        want = (f"{d.group}/{d.version}" if d.group else d.version, d.kind, d.namespace, d.name)
+        if got != want:
+            return False
+    return True
+
+
+# --- the build -------------------------------------------------------------------------------
+
+def shares(entries: Sequence[str], n: int) -> list[list[str]]:
+    """`entries` in n runs of consecutive entries, as even as can be."""
+    n = max(1, min(n, len(entries)))
+    size, extra = divmod(len(entries), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (i < extra)
+        out.append(list(entries[start:end]))
+        start = end
+    return out
+
+
+def build_in_parts(root: str, entries: Sequence[str], n: int,
+                   run: Callable[[str], tuple[bool, str]]) -> tuple[str, tuple[Doc, ...]] | None:
+    """The output of the root (its real path) whose kustomization lists `entries` (directories,
+    as written), built in n parts at once; `run(dir)` is one `kubectl kustomize dir` (ok, stdout).
+    None when any part fails or the merge cannot stand: build the root whole."""
+    with tempfile.TemporaryDirectory(prefix="topogate-parts-") as scratch:
+        dirs = []
+        for i, share in enumerate(shares(entries, n)):
+            d = os.path.join(scratch, f"part-{i}")
+            os.mkdir(d)
+            # kustomize joins a listed directory to the listing kustomization's directory and
+            # cleans the result lexically (filepath.Join): the same directory, from here, is
+            # the cleaned join made relative. It refuses absolute paths.
+            listed = [os.path.relpath(os.path.normpath(os.path.join(root, e)), d) for e in share]
+            body = {"apiVersion": _KUSTOMIZATION_API, "kind": "Kustomization", "resources": listed}
+            with open(os.path.join(d, "kustomization.yaml"), "w", encoding="utf-8") as f:
+                yaml.safe_dump(body, f, sort_keys=False)
+            dirs.append(d)
+        with ThreadPoolExecutor(max_workers=len(dirs), thread_name_prefix="kustomize-part") as pool:
+            results = list(pool.map(run, dirs))
+    if not all(ok for ok, _ in results):
+        return None
+    parts = []
+    for i, (_, text) in enumerate(results):
+        docs = scan(text, i)
+        if docs is None:
+            return None
+        parts.append(docs)
+    return merge(parts)
+
+
+__all__ = ["Doc", "NEEDS_HASH", "PATCH_FIELDS", "build_in_parts", "confirm", "inline_patches",
+           "keeps_ids", "merge", "patch_keeps_ids", "root_parts", "scan", "shares"]
