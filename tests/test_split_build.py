@@ -273,16 +273,17 @@ def test_scan_reads_kustomize_output_or_declines() -> None:
         ("", "v1", "ConfigMap", "ns", "c"), ("apps", "v1", "Deployment", "", "d")]
     assert "---\n".join(d.text for d in docs) == text
     for odd in ("# a comment\napiVersion: v1\n", "apiVersion: v1\nkind: K\nmetadata:\n  name: a # b\n",
-                "kind: K\nmetadata:\n  name: \"a\\u0062\"\n", "kind: K\n\"x\": 1\n", "kind: K"):
+                "kind: K\nmetadata:\n  name: \"a\\u0062\"\n", "kind: |\n  K\n", "kind: K"):
         assert split_build.scan(odd, 0) is None, odd
 
 
 def test_confirm_holds_the_scan_to_what_yaml_read() -> None:
     docs = split_build.scan("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n", 0)
     assert docs is not None
-    assert split_build.confirm(docs, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}])
-    assert not split_build.confirm(docs, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}])
-    assert not split_build.confirm(docs, [])
+    ids = tuple(d.id() for d in docs)
+    assert split_build.confirm(ids, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}])
+    assert not split_build.confirm(ids, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}])
+    assert not split_build.confirm(ids, [])
 
 
 # --- in collect -------------------------------------------------------------------------------

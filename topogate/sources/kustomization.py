@@ -350,9 +350,9 @@ def build(d: Path) -> str:
     return proc.stdout
 
 
-def build_in_parts(tree: Tree, n: int) -> tuple[str, tuple[split_build.Doc, ...]] | None:
+def build_in_parts(tree: Tree, n: int) -> tuple[str, split_build.Ids] | None:
     """The output of `kubectl kustomize tree.root` from n builds of its parts side by side, and
-    the documents it holds; None where the whole build must answer (topogate.sources.split_build:
+    the ids of the documents it holds; None where the whole build must answer (topogate.sources.split_build:
     the caller then calls `build`, and `split_build.confirm`s what it parsed)."""
     def one(part: str) -> tuple[bool, str]:
         proc = run_kustomize(Path(part))

@@ -242,7 +242,7 @@ class _TreePatches:
 def _built_objects(d: Path, tree: Tree, output: _Built, sources: Sources) -> list[K8sObject]:
     shown = f"{display(d)} (kustomize build)"
     built = list(parse_yaml(output.text, shown, guard=False))  # no file to re-read
-    if output.docs is not None and not split_build.confirm(output.docs, [o.obj for o in built]):
+    if output.ids is not None and not split_build.confirm(output.ids, [o.obj for o in built]):
         # the parts' documents were not read as YAML reads them: the whole build answers
         built = list(parse_yaml(kustomization.build(d), shown, guard=False))
     # Each built object is traced back to its source (the overlay dir and the bases it
@@ -293,10 +293,10 @@ SPLIT_FROM = 16
 
 @dataclass(frozen=True)
 class _Built:
-    """A root's output; `docs` when it was merged from parts, to confirm once parsed."""
+    """A root's output; `ids` when it was merged from parts, to confirm once parsed."""
 
     text: str
-    docs: tuple[split_build.Doc, ...] | None = None
+    ids: split_build.Ids | None = None
 
 
 class _Builds:

@@ -207,6 +207,11 @@ class Doc:
         return (_TYPE_ORDER.get(self.kind, 0), f"{g}_{v}_{k}",
                 f"{k}_{v}_{g}|{self.namespace or '~X'}|{self.name or '~N'}")
 
+    def id(self) -> tuple[str, str, str, str]:
+        """apiVersion, kind, namespace and name, as the parsed object has them."""
+        api = f"{self.group}/{self.version}" if self.group else self.version
+        return api, self.kind, self.namespace, self.name
+
     def effective_id(self) -> tuple[str, str, str, str, str]:
         """resid.ResId.Equals: group, version, kind, name and the effective namespace ("" and
         "default" alike; none for a kind that may be cluster-scoped)."""
@@ -214,15 +219,15 @@ class Doc:
         return self.group, self.version, self.kind, ns, self.name
 
 
-_TOP_KEY = re.compile(r"^([A-Za-z]+):(?: (.*))?$")
+_ID_KEY = re.compile(r"^(apiVersion|kind|metadata):(?: (.*))?$")
 _META_KEY = re.compile(r"^  (name|namespace): (.*)$")
 _PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 
 
 def scan(text: str, part: int) -> list[Doc] | None:
-    """The documents of one `kubectl kustomize` output, as kustomize's encoder writes them
-    (top-level keys at column 0, metadata's at two spaces, `---` between documents); None for
-    anything else, which sends the root to a whole build."""
+    """The documents of one `kubectl kustomize` output, as kustomize's encoder writes them (no
+    comments, top-level keys at column 0, metadata's at two spaces, `---` between documents,
+    which no value can hold at column 0); None for anything else: the root is built whole."""
     if not text:
         return []
     if not text.endswith("\n"):
@@ -232,8 +237,8 @@ def scan(text: str, part: int) -> list[Doc] | None:
         fields: dict[str, str] = {}
         section = ""
         for line in chunk.split("\n"):
-            if not line or line[0] == " " or line[0] == "-":
-                if section == "metadata" and line.startswith("  ") and line[2:3] != " ":
+            if not line or line[0] in " -":  # inside the value of the top-level key above
+                if section == "metadata" and line[:2] == "  " and line[2:3] != " ":
                     m = _META_KEY.match(line)
                     if m:
                         value = _value(m.group(2))
@@ -241,12 +246,12 @@ def scan(text: str, part: int) -> list[Doc] | None:
                             return None
                         fields[m.group(1)] = value
                 continue
-            m = _TOP_KEY.match(line)
-            if m is None:
+            if line[0] == "#":
                 return None
-            section = m.group(1)
+            m = _ID_KEY.match(line)
+            section = m.group(1) if m else ""  # "": a top-level key of no interest here
             if section in ("apiVersion", "kind"):
-                value = _value(m.group(2) or "")
+                value = _value(m.group(2) or "") if m else None
                 if value is None:
                     return None
                 fields[section] = value
@@ -267,8 +272,12 @@ def _value(raw: str) -> str | None:
     return None
 
 
-def merge(parts: Sequence[list[Doc]]) -> tuple[str, tuple[Doc, ...]] | None:
-    """The root's output from its parts' (module doc), or None where it might differ."""
+Ids = tuple[tuple[str, str, str, str], ...]  # (apiVersion, kind, namespace, name) of each document
+
+
+def merge(parts: Sequence[list[Doc]]) -> tuple[str, Ids] | None:
+    """The root's output from its parts' (module doc) and the ids `confirm` holds it to, or None
+    where it might differ."""
     docs = [d for p in parts for d in p]
     if len({d.effective_id() for d in docs}) != len(docs):
         return None  # a shared id: the whole build decides (it refuses two)
@@ -280,7 +289,7 @@ def merge(parts: Sequence[list[Doc]]) -> tuple[str, tuple[Doc, ...]] | None:
     docs = [d for _, _, d in keyed]
     if _mapping_reference_across(parts):
         return None
-    return "---\n".join(d.text for d in docs), tuple(docs)
+    return "---\n".join(d.text for d in docs), tuple(d.id() for d in docs)
 
 
 def _mapping_reference_across(parts: Sequence[list[Doc]]) -> bool:
@@ -308,17 +317,16 @@ def _mapping_reference_across(parts: Sequence[list[Doc]]) -> bool:
     return False
 
 
-def confirm(docs: Sequence[Doc], objects: Sequence[dict[str, Any]]) -> bool:
+def confirm(ids: Ids, objects: Sequence[dict[str, Any]]) -> bool:
     """Whether the objects parsed from a merged output are the documents `scan` saw, in order:
     what the line scan read is then what YAML says."""
-    if len(docs) != len(objects):
+    if len(ids) != len(objects):
         return False
-    for d, o in zip(docs, objects, strict=True):
+    for want, o in zip(ids, objects, strict=True):
         meta = o.get("metadata")
         meta = meta if isinstance(meta, dict) else {}
         got = (o.get("apiVersion") or "", o.get("kind") or "", meta.get("namespace") or "",
                meta.get("name") or "")
-        want = (f"{d.group}/{d.version}" if d.group else d.version, d.kind, d.namespace, d.name)
         if got != want:
             return False
     return True
@@ -339,7 +347,7 @@ def shares(entries: Sequence[str], n: int) -> list[list[str]]:
 
 
 def build_in_parts(root: str, entries: Sequence[str], n: int,
-                   run: Callable[[str], tuple[bool, str]]) -> tuple[str, tuple[Doc, ...]] | None:
+                   run: Callable[[str], tuple[bool, str]]) -> tuple[str, Ids] | None:
     """The output of the root (its real path) whose kustomization lists `entries` (directories,
     as written), built in n parts at once; `run(dir)` is one `kubectl kustomize dir` (ok, stdout).
     None when any part fails or the merge cannot stand: build the root whole."""
@@ -369,5 +377,5 @@ def build_in_parts(root: str, entries: Sequence[str], n: int,
     return merge(parts)
 
 
-__all__ = ["Doc", "NEEDS_HASH", "PATCH_FIELDS", "build_in_parts", "confirm", "inline_patches",
+__all__ = ["Doc", "Ids", "NEEDS_HASH", "PATCH_FIELDS", "build_in_parts", "confirm", "inline_patches",
            "keeps_ids", "merge", "patch_keeps_ids", "root_parts", "scan", "shares"]
