@@ -9,8 +9,10 @@ named cases pin each condition, with a control showing that a naive merge would 
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -129,7 +131,7 @@ def test_random_trees_split_or_whole_never_differ(tmp_path: Path) -> None:
 
 # --- each condition --------------------------------------------------------------------------
 
-def _objects(*objs: dict[str, object]) -> dict[str, str]:
+def _objects(*objs: Mapping[str, object]) -> dict[str, str]:
     return {"objects.yaml": yaml.safe_dump_all(objs), "kustomization.yaml": "resources: [objects.yaml]\n"}
 
 
@@ -346,3 +348,81 @@ def test_an_inline_patch_that_is_not_yaml_is_kustomizes_to_report(tmp_path: Path
     root = _write(tmp_path / "r", {"a": files, "b": _objects(_sa("s", "x"))})
     assert _tree(root).parts == ()  # no error of check_tree's: the build reports it
     assert _kubectl(root).returncode != 0
+
+
+# --- a root that wraps one directory (the generated argocd/clusters/<name>/) -----------------
+
+def _wrapped(tmp_path: Path, wrapper: dict[str, object], files: dict[str, str] | None = None) -> Path:
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    inner = _write(tmp_path / "r", {
+        f"e{i}": _objects(_sa(f"s{i}", f"team-{i % 2}"),
+                          {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+                           "metadata": {"name": f"p{i}", "namespace": f"team-{i % 2}"}})
+        for i in range(5)})
+    top = tmp_path / "wrap"  # beside the root it wraps, as argocd/clusters/<c> is beside clusters/<c>
+    top.mkdir()
+    for f, text in (files or {}).items():
+        (top / f).write_text(text)
+    (top / "kustomization.yaml").write_text(yaml.safe_dump({"resources": [os.path.relpath(inner, top)], **wrapper}))
+    return top
+
+
+_WAVE = '{"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy", "metadata": {"name": "all", "annotations": {"argocd.argoproj.io/sync-wave": "-1"}}}'
+
+
+def test_a_wrapping_root_with_targeted_patches_splits(tmp_path: Path) -> None:
+    top = _wrapped(tmp_path, {"patches": [
+        {"patch": _WAVE, "target": {"group": "cilium.io", "kind": "CiliumNetworkPolicy"}},
+        {"path": "labels.yaml", "target": {"kind": "ServiceAccount", "labelSelector": "x notin (y)"}}]},
+        {"labels.yaml": "- op: add\n  path: /metadata/labels\n  value: {team: a}\n"})
+    tree = _tree(top)
+    assert len(tree.parts) == 5 and tree.parts_from == (tmp_path / "r").resolve()
+    whole = _kubectl(top)
+    assert whole.returncode == 0 and "sync-wave" in whole.stdout and "team: a" in whole.stdout
+    for n in (2, 3):
+        split = kustomization.build_in_parts(tree, n)
+        assert split is not None and split[0] == whole.stdout, n
+
+
+@pytest.mark.parametrize("wrapper", [
+    {"patches": [{"patch": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: s1, namespace: team-1}\n"
+                           "automountServiceAccountToken: false\n"}]},
+    {"patches": [{"patch": _WAVE, "target": {"kind": "CiliumNetworkPolicy"}, "options": {"allowNameChange": True}}]},
+    {"patches": [{"patch": "- op: replace\n  path: /metadata/name\n  value: z\n", "target": {"name": "s1"}}]},
+    {"patches": [{"patch": _WAVE, "target": {"kind": "CiliumNetworkPolicy"}}], "namespace": "x"},
+], ids=["untargeted", "options", "renames", "more-fields"])
+def test_a_wrapping_root_that_does_more_is_built_whole(tmp_path: Path, wrapper: dict[str, object]) -> None:
+    top = _wrapped(tmp_path, wrapper)
+    assert _tree(top).parts == ()  # (with allowNameChange every policy becomes "all": refused)
+
+
+def test_an_untargeted_patch_would_fail_in_the_parts_without_its_object(tmp_path: Path) -> None:
+    """The control for "untargeted": that patch names one object, which the other parts lack."""
+    patch = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: s1, namespace: team-1}\nautomountServiceAccountToken: false\n"
+    top = _wrapped(tmp_path, {"patches": [{"patch": patch}]})
+    part = tmp_path / "part"
+    part.mkdir()
+    (part / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": ["../r/parts/e0"], "patches": [{"patch": patch}]}))
+    assert _kubectl(top).returncode == 0 and _kubectl(part).returncode != 0
+
+
+def test_small_roots_beside_do_not_keep_a_large_one_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small root (few kustomizations: the monitoring roots beside a cluster's) takes a CPU only
+    briefly, so one large root beside it is still built in parts; two large ones fill two CPUs."""
+    big = _many(tmp_path / "big", manifests.SPLIT_FROM)
+    small = _write(tmp_path / "small", {"a": _objects(_sa("s", "x")), "b": _objects(_sa("t", "x"))})
+    other = _many(tmp_path / "other", manifests.SPLIT_FROM)
+    calls: list[int] = []
+    real = kustomization.build_in_parts
+
+    def spy(tree: Tree, n: int) -> object:
+        calls.append(n)
+        return real(tree, n)
+
+    monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(kustomization, "build_in_parts", spy)
+    manifests.collect([str(big), str(small)])
+    assert calls == [manifests.PARTS_PER_CPU * 2]
+    manifests.collect([str(big), str(other)])
+    assert calls == [manifests.PARTS_PER_CPU * 2]

@@ -93,9 +93,13 @@ class Tree:
     # Secret generator: the values of such objects come from files and are never echoed
     # (topogate.core.redact).
     generates: bool = False
-    # The root's directories as its kustomization lists them, when the build may be split
-    # among them (topogate.sources.split_build); () when it must be built whole.
+    # The directories the build may be split among (topogate.sources.split_build), as the
+    # kustomization of `parts_from` (the root, or the one directory a wrapping root lists)
+    # lists them; () when it must be built whole. `part_patches`: the wrapping root's patches
+    # (patch text, target selector), which each part applies to its share.
     parts: tuple[str, ...] = ()
+    parts_from: Path | None = None
+    part_patches: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
 
 def _pos(shown: str, node: Any) -> Position:
@@ -221,7 +225,7 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) ->
     stack = [str(d)]
     generates = False
     keeps = True  # no kustomization of the tree renames (split_build)
-    parts: tuple[str, ...] = ()
+    found: dict[str, _Dir] = {}  # the root's and the directory it lists first
     while stack:  # iterative: a chain of a thousand bases must not exhaust the stack
         cur = stack.pop()
         real_dir = roots.real_dir(cur)  # remembered: its kustomization file resolves from it
@@ -229,14 +233,30 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) ->
             continue
         done.add(real_dir)
         order.append(real_dir)
-        found = _check_dir(cur, roots, checked, root=len(order) == 1)
-        generates = generates or found.generates
-        keeps = keeps and found.keeps
-        if len(order) == 1:
-            parts = found.parts
-        stack.extend(reversed(found.subdirs))
-    return Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]), generates,
-                parts if keeps and len(parts) > 1 else ())
+        one = _check_dir(cur, roots, checked, root=len(order) == 1)
+        if len(order) <= 2:
+            found[real_dir] = one
+        generates = generates or one.generates
+        keeps = keeps and one.keeps
+        stack.extend(reversed(one.subdirs))
+    tree = Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]), generates)
+    return _with_parts(tree, found, order) if keeps else tree
+
+
+def _with_parts(tree: Tree, found: dict[str, _Dir], order: list[str]) -> Tree:
+    """The tree with the directories its build may be split among: the root's own, or, for a
+    root that wraps one directory with targeted patches, that directory's."""
+    top = found[order[0]]
+    patches: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+    if top.composition:
+        parts, base, patches = top.composition, None, ()
+    elif top.patches is not None and len(order) > 1 and found[order[1]].composition:
+        parts, base, patches = found[order[1]].composition, Path(order[1]), top.patches
+    else:
+        return tree
+    if len(parts) < 2:
+        return tree
+    return Tree(tree.root, tree.dirs, tree.generates, parts, base, patches)
 
 
 @dataclass(frozen=True)
@@ -246,7 +266,10 @@ class _Dir:
     subdirs: list[str]  # the directories it names, as Path texts, to check next
     generates: bool  # it (not being a file topogate generated) runs a ConfigMap/Secret generator
     keeps: bool  # it renames nothing (split_build), its patches and files included
-    parts: tuple[str, ...] = ()  # a root: its directories, when it only lists directories
+    # the directories it lists, when it lists only directories and does nothing else
+    composition: tuple[str, ...] = ()
+    # a root that wraps one directory with targeted patches: those (patch text, target)
+    patches: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] | None = None
 
 
 def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = False) -> _Dir:
@@ -268,12 +291,15 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
     if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
         raise InputError(Position(kshown, 1, 1), "a kustomization must be one YAML mapping")
     fields = {k.value: v for k, v in reversed(nodes[0].value) if isinstance(k, yaml.ScalarNode)}
+    pure = split_build.root_parts(fields)  # it only lists (directories, checked below)
+    wrapper = split_build.wrapper_patches(fields) if root else None
     if root:
-        keeps = split_build.root_parts(fields)
+        keeps = pure or wrapper is not None
     else:
-        keeps = split_build.keeps_ids(fields) and split_build.NEEDS_HASH not in text and all(
-            _inline_keeps_ids(p, kshown) for p in split_build.inline_patches(fields))
+        keeps = split_build.keeps_ids(fields) and split_build.NEEDS_HASH not in text
+    keeps = keeps and all(_inline_keeps_ids(p, kshown) for p in split_build.inline_patches(fields))
     listed_dirs: list[str] = []
+    patch_texts: dict[str, str] = {}  # a wrapping root's patch files, to repeat in each part
     subdirs: list[str] = []
     generates = False
     refs = list(reversed(list(references(kshown, nodes[0]))))  # a stack, popped in order
@@ -292,8 +318,8 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
             subdirs.append(target)
             listed_dirs.append(ref)
             continue
-        if root:
-            keeps = False  # a root that lists a file is built whole
+        if field in ("resources", "bases"):
+            pure = False  # it lists a file: not a composition of directories
         roots.check_tracked(real, where, f"{field} entry '{ref}'")
         generates = generates or field.startswith(_GENERATORS)
         shown = os.path.normpath(os.path.join(os.path.dirname(kshown), ref))
@@ -302,19 +328,27 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
             refs.extend(reversed(list(config_references(read_text(target, shown), shown))))
             continue
         as_patch = field in _ID_PATCHES
-        if real not in checked or (as_patch and real + "\0" not in checked):
+        if real not in checked or (as_patch and real + "\0" not in checked) or (wrapper and field == "patches"):
             if _yaml_field(field):
                 body = read_text(target, shown)
                 docs = [n for _, n, _ in documents(body, shown, construct=False)]
                 checked[real] = split_build.NEEDS_HASH not in body
                 if as_patch:
                     checked[real + "\0"] = split_build.patch_keeps_ids(docs)
+                if wrapper and field == "patches":
+                    patch_texts[ref] = body
             else:
                 read_bytes(target, shown)
                 checked[real] = True
         keeps = keeps and checked[real] and (not as_patch or checked[real + "\0"])
-    parts = tuple(listed_dirs) if root and keeps and len(listed_dirs) == len(set(listed_dirs)) else ()
-    return _Dir(subdirs, generates and not is_generated(kreal), keeps, parts)
+    composition = tuple(listed_dirs) if pure and len(listed_dirs) == len(set(listed_dirs)) else ()
+    patches = None
+    if wrapper is not None and len(listed_dirs) == 1:
+        patches = tuple((patch_texts[p.path] if p.path is not None else p.text or "", p.target)
+                        for p in wrapper)
+    if root and not composition and patches is None:
+        keeps = False
+    return _Dir(subdirs, generates and not is_generated(kreal), keeps, composition, patches)
 
 
 def _inline_keeps_ids(patch: str, kshown: str) -> bool:
@@ -358,7 +392,8 @@ def build_in_parts(tree: Tree, n: int) -> tuple[str, split_build.Ids] | None:
         proc = run_kustomize(Path(part))
         return proc.returncode == 0, proc.stdout
 
-    return split_build.build_in_parts(str(tree.root), tree.parts, n, one)
+    patches = [(text, dict(target)) for text, target in tree.part_patches]
+    return split_build.build_in_parts(str(tree.parts_from or tree.root), tree.parts, n, one, patches)
 
 
 __all__ = ["CONFIG_LISTS", "NotLocal", "Tree", "REMOTE", "references", "build", "build_in_parts", "check_tree",

@@ -113,6 +113,53 @@ def root_parts(fields: dict[str, Any]) -> bool:
     return kind in (None, "Kustomization") and api in (None, _KUSTOMIZATION_API)
 
 
+_WRAPPER_FIELDS = frozenset({"apiVersion", "kind", "resources", "patches"})
+_SELECTOR_KEYS = frozenset({"group", "version", "kind", "name", "namespace", "labelSelector",
+                            "annotationSelector"})
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A `patches` entry of a wrapping root, to repeat in each part: the patch as written (file
+    or inline) and its target selector."""
+
+    path: str | None  # as written, or None when inline
+    text: str | None  # the inline patch, or None when in a file
+    target: tuple[tuple[str, str], ...]
+
+
+def wrapper_patches(fields: dict[str, Any]) -> tuple[Patch, ...] | None:
+    """A root that lists one directory and patches what it selects by target, as the generated
+    `argocd/clusters/<name>/` does (sync waves): its patches, or None for any other root.
+
+    A targeted patch applies to each object it selects, on its own (builtins/PatchTransformer.go:
+    `Select`, then one patch per object), so each part may apply it to its share; an entry
+    without a target names one object, which all parts but one lack, and options may rename."""
+    if not set(fields) <= _WRAPPER_FIELDS or not root_parts({k: v for k, v in fields.items() if k != "patches"}):
+        return None
+    listed, items = fields.get("resources"), fields.get("patches")
+    if not isinstance(listed, yaml.SequenceNode) or len(listed.value) != 1:
+        return None
+    if not isinstance(items, yaml.SequenceNode):
+        return None
+    out = []
+    for item in items.value:
+        if not isinstance(item, yaml.MappingNode):
+            return None
+        keys = {_scalar(k) for k, _ in item.value}
+        target = _get(item, "target")
+        if not keys <= {"path", "patch", "target"} or not isinstance(target, yaml.MappingNode):
+            return None
+        selector = [(_scalar(k), _scalar(v)) for k, v in target.value]
+        if any(k not in _SELECTOR_KEYS or v is None for k, v in selector):
+            return None
+        path, text = _scalar(_get(item, "path")), _scalar(_get(item, "patch"))
+        if (path is None) == (text is None):
+            return None
+        out.append(Patch(path, text, tuple((str(k), str(v)) for k, v in selector)))
+    return tuple(out)
+
+
 def keeps_ids(fields: dict[str, Any]) -> bool:
     """Whether a kustomization below the root renames nothing by its own fields (its patches'
     contents are `patch_keeps_ids`'s)."""
@@ -346,10 +393,11 @@ def shares(entries: Sequence[str], n: int) -> list[list[str]]:
     return out
 
 
-def build_in_parts(root: str, entries: Sequence[str], n: int,
-                   run: Callable[[str], tuple[bool, str]]) -> tuple[str, Ids] | None:
-    """The output of the root (its real path) whose kustomization lists `entries` (directories,
-    as written), built in n parts at once; `run(dir)` is one `kubectl kustomize dir` (ok, stdout).
+def build_in_parts(base: str, entries: Sequence[str], n: int, run: Callable[[str], tuple[bool, str]],
+                   patches: Sequence[tuple[str, dict[str, str]]] = ()) -> tuple[str, Ids] | None:
+    """The output of the root whose directories are `entries` (as written in the kustomization
+    of `base`, a real path), built in n parts at once, each also applying `patches` ((patch
+    text, target) of a wrapping root); `run(dir)` is one `kubectl kustomize dir` (ok, stdout).
     None when any part fails or the merge cannot stand: build the root whole."""
     with tempfile.TemporaryDirectory(prefix="topogate-parts-") as scratch:
         dirs = []
@@ -359,8 +407,11 @@ def build_in_parts(root: str, entries: Sequence[str], n: int,
             # kustomize joins a listed directory to the listing kustomization's directory and
             # cleans the result lexically (filepath.Join): the same directory, from here, is
             # the cleaned join made relative. It refuses absolute paths.
-            listed = [os.path.relpath(os.path.normpath(os.path.join(root, e)), d) for e in share]
-            body = {"apiVersion": _KUSTOMIZATION_API, "kind": "Kustomization", "resources": listed}
+            listed = [os.path.relpath(os.path.normpath(os.path.join(base, e)), d) for e in share]
+            body: dict[str, Any] = {"apiVersion": _KUSTOMIZATION_API, "kind": "Kustomization",
+                                    "resources": listed}
+            if patches:
+                body["patches"] = [{"patch": text, "target": target} for text, target in patches]
             with open(os.path.join(d, "kustomization.yaml"), "w", encoding="utf-8") as f:
                 yaml.safe_dump(body, f, sort_keys=False)
             dirs.append(d)
@@ -377,5 +428,5 @@ def build_in_parts(root: str, entries: Sequence[str], n: int,
     return merge(parts)
 
 
-__all__ = ["Doc", "Ids", "NEEDS_HASH", "PATCH_FIELDS", "build_in_parts", "confirm", "inline_patches",
+__all__ = ["Doc", "Ids", "NEEDS_HASH", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches",
            "keeps_ids", "merge", "patch_keeps_ids", "root_parts", "scan", "shares"]
