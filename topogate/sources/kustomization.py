@@ -11,6 +11,7 @@ duplicate-key checks (topogate.safeio.saferead). The build itself runs under the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -95,11 +96,11 @@ class Tree:
     generates: bool = False
     # The directories the build may be split among (topogate.sources.split_build), as the
     # kustomization of `parts_from` (the root, or the one directory a wrapping root lists)
-    # lists them; () when it must be built whole. `part_patches`: the wrapping root's patches
-    # (patch text, target selector), which each part applies to its share.
+    # lists them; () when it must be built whole. `part_patches`: the wrapping root's patches,
+    # which each part applies to its share.
     parts: tuple[str, ...] = ()
     parts_from: Path | None = None
-    part_patches: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    part_patches: tuple[split_build.Patch, ...] = ()
 
 
 def _pos(shown: str, node: Any) -> Position:
@@ -247,7 +248,7 @@ def _with_parts(tree: Tree, found: dict[str, _Dir], order: list[str]) -> Tree:
     """The tree with the directories its build may be split among: the root's own, or, for a
     root that wraps one directory with targeted patches, that directory's."""
     top = found[order[0]]
-    patches: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+    patches: tuple[split_build.Patch, ...]
     if top.composition:
         parts, base, patches = top.composition, None, ()
     elif top.patches is not None and len(order) > 1 and found[order[1]].composition:
@@ -268,8 +269,8 @@ class _Dir:
     keeps: bool  # it renames nothing (split_build), its patches and files included
     # the directories it lists, when it lists only directories and does nothing else
     composition: tuple[str, ...] = ()
-    # a root that wraps one directory with targeted patches: those (patch text, target)
-    patches: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] | None = None
+    # a root that wraps one directory with targeted patches: those, their files' text read
+    patches: tuple[split_build.Patch, ...] | None = None
 
 
 def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = False) -> _Dir:
@@ -344,7 +345,7 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
     composition = tuple(listed_dirs) if pure and len(listed_dirs) == len(set(listed_dirs)) else ()
     patches = None
     if wrapper is not None and len(listed_dirs) == 1:
-        patches = tuple((patch_texts[p.path] if p.path is not None else p.text or "", p.target)
+        patches = tuple(p if p.path is None else dataclasses.replace(p, text=patch_texts[p.path])
                         for p in wrapper)
     if root and not composition and patches is None:
         keeps = False
@@ -392,8 +393,8 @@ def build_in_parts(tree: Tree, n: int) -> tuple[str, split_build.Ids] | None:
         proc = run_kustomize(Path(part))
         return proc.returncode == 0, proc.stdout
 
-    patches = [(text, dict(target)) for text, target in tree.part_patches]
-    return split_build.build_in_parts(str(tree.parts_from or tree.root), tree.parts, n, one, patches)
+    return split_build.build_in_parts(str(tree.parts_from or tree.root), tree.parts, n, one,
+                                      tree.part_patches)
 
 
 __all__ = ["CONFIG_LISTS", "NotLocal", "Tree", "REMOTE", "references", "build", "build_in_parts", "check_tree",

@@ -123,8 +123,8 @@ class Patch:
     """A `patches` entry of a wrapping root, to repeat in each part: the patch as written (file
     or inline) and its target selector."""
 
-    path: str | None  # as written, or None when inline
-    text: str | None  # the inline patch, or None when in a file
+    path: str | None  # the file as written, or None when inline
+    text: str  # the patch: inline, or the file's content (filled in by the caller that read it)
     target: tuple[tuple[str, str], ...]
 
 
@@ -156,7 +156,7 @@ def wrapper_patches(fields: dict[str, Any]) -> tuple[Patch, ...] | None:
         path, text = _scalar(_get(item, "path")), _scalar(_get(item, "patch"))
         if (path is None) == (text is None):
             return None
-        out.append(Patch(path, text, tuple((str(k), str(v)) for k, v in selector)))
+        out.append(Patch(path, text or "", tuple((str(k), str(v)) for k, v in selector)))
     return tuple(out)
 
 
@@ -394,11 +394,12 @@ def shares(entries: Sequence[str], n: int) -> list[list[str]]:
 
 
 def build_in_parts(base: str, entries: Sequence[str], n: int, run: Callable[[str], tuple[bool, str]],
-                   patches: Sequence[tuple[str, dict[str, str]]] = ()) -> tuple[str, Ids] | None:
+                   patches: Sequence[Patch] = ()) -> tuple[str, Ids] | None:
     """The output of the root whose directories are `entries` (as written in the kustomization
-    of `base`, a real path), built in n parts at once, each also applying `patches` ((patch
-    text, target) of a wrapping root); `run(dir)` is one `kubectl kustomize dir` (ok, stdout).
-    None when any part fails or the merge cannot stand: build the root whole."""
+    of `base`, a real path), built in n parts at once, each also applying a wrapping root's
+    `patches` (a patch file copied beside the part, so kustomize loads the same bytes the same
+    way); `run(dir)` is one `kubectl kustomize dir` (ok, stdout). None when any part fails or
+    the merge cannot stand: build the root whole."""
     with tempfile.TemporaryDirectory(prefix="topogate-parts-") as scratch:
         dirs = []
         for i, share in enumerate(shares(entries, n)):
@@ -411,7 +412,7 @@ def build_in_parts(base: str, entries: Sequence[str], n: int, run: Callable[[str
             body: dict[str, Any] = {"apiVersion": _KUSTOMIZATION_API, "kind": "Kustomization",
                                     "resources": listed}
             if patches:
-                body["patches"] = [{"patch": text, "target": target} for text, target in patches]
+                body["patches"] = [_patch_entry(d, j, p) for j, p in enumerate(patches)]
             with open(os.path.join(d, "kustomization.yaml"), "w", encoding="utf-8") as f:
                 yaml.safe_dump(body, f, sort_keys=False)
             dirs.append(d)
@@ -426,6 +427,15 @@ def build_in_parts(base: str, entries: Sequence[str], n: int, run: Callable[[str
             return None
         parts.append(docs)
     return merge(parts)
+
+
+def _patch_entry(d: str, j: int, p: Patch) -> dict[str, Any]:
+    if p.path is None:
+        return {"patch": p.text, "target": dict(p.target)}
+    name = f"patch-{j}.yaml"
+    with open(os.path.join(d, name), "w", encoding="utf-8") as f:
+        f.write(p.text)
+    return {"path": name, "target": dict(p.target)}
 
 
 __all__ = ["Doc", "Ids", "NEEDS_HASH", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches",
