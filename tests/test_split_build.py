@@ -302,9 +302,8 @@ def _seen(objs: list[manifests.K8sObject]) -> list[tuple[str, str, str | None]]:
     return [(o.obj["kind"], o.obj["metadata"]["name"], o.obj["metadata"].get("namespace")) for o in objs]
 
 
-def test_collect_builds_a_large_root_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    n = manifests.SPLIT_FROM + 4
-    root = _many(tmp_path / "r", n)
+def _spy_on_parts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Two CPUs, and the part counts each split build was asked for."""
     calls: list[int] = []
     real = kustomization.build_in_parts
 
@@ -314,6 +313,13 @@ def test_collect_builds_a_large_root_in_parts(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(kustomization, "build_in_parts", spy)
+    return calls
+
+
+def test_collect_builds_a_large_root_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    n = manifests.SPLIT_FROM + 4
+    root = _many(tmp_path / "r", n)
+    calls = _spy_on_parts(monkeypatch)
     split = manifests.collect([str(root)])
     assert calls == [manifests.PARTS_PER_CPU * 2]
     monkeypatch.setattr(manifests, "SPLIT_FROM", 10_000)
@@ -413,15 +419,7 @@ def test_small_roots_beside_do_not_keep_a_large_one_whole(tmp_path: Path, monkey
     big = _many(tmp_path / "big", manifests.SPLIT_FROM)
     small = _write(tmp_path / "small", {"a": _objects(_sa("s", "x")), "b": _objects(_sa("t", "x"))})
     other = _many(tmp_path / "other", manifests.SPLIT_FROM)
-    calls: list[int] = []
-    real = kustomization.build_in_parts
-
-    def spy(tree: Tree, n: int) -> object:
-        calls.append(n)
-        return real(tree, n)
-
-    monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(kustomization, "build_in_parts", spy)
+    calls = _spy_on_parts(monkeypatch)
     manifests.collect([str(big), str(small)])
     assert calls == [manifests.PARTS_PER_CPU * 2]
     manifests.collect([str(big), str(other)])

@@ -30,6 +30,7 @@ from topogate.safeio import subproc
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display, kustomization_file
 from topogate.safeio.saferead import InputError, documents, is_generated, read_bytes, read_text
 from topogate.sources import split_build
+from topogate.sources.split_build import node_field as _get
 
 # Fields holding paths (files, or directories with a kustomization) that kustomize reads.
 _PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators",
@@ -105,14 +106,6 @@ class Tree:
 
 def _pos(shown: str, node: Any) -> Position:
     return Position(shown, node.start_mark.line + 1, node.start_mark.column + 1)
-
-
-def _get(node: Any, key: str) -> Any:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return v
-    return None
 
 
 def _scalars(node: Any) -> Iterator[Any]:

@@ -147,13 +147,13 @@ def wrapper_patches(fields: dict[str, Any]) -> tuple[Patch, ...] | None:
         if not isinstance(item, yaml.MappingNode):
             return None
         keys = {_scalar(k) for k, _ in item.value}
-        target = _get(item, "target")
+        target = node_field(item, "target")
         if not keys <= {"path", "patch", "target"} or not isinstance(target, yaml.MappingNode):
             return None
         selector = [(_scalar(k), _scalar(v)) for k, v in target.value]
         if any(k not in _SELECTOR_KEYS or v is None for k, v in selector):
             return None
-        path, text = _scalar(_get(item, "path")), _scalar(_get(item, "patch"))
+        path, text = _scalar(node_field(item, "path")), _scalar(node_field(item, "patch"))
         if (path is None) == (text is None):
             return None
         out.append(Patch(path, text or "", tuple((str(k), str(v)) for k, v in selector)))
@@ -169,9 +169,9 @@ def keeps_ids(fields: dict[str, Any]) -> bool:
         return False
     items = fields.get("patches")
     for item in items.value if isinstance(items, yaml.SequenceNode) else ():
-        options = _get(item, "options")
+        options = node_field(item, "options")
         for key in ("allowNameChange", "allowKindChange"):
-            if _scalar(_get(options, key)) not in (None, "false"):
+            if _scalar(node_field(options, key)) not in (None, "false"):
                 return False
     return True
 
@@ -182,7 +182,7 @@ def inline_patches(fields: dict[str, Any]) -> Iterable[str]:
     for key in ("patches", "patchesJson6902"):
         items = fields.get(key)
         for item in items.value if isinstance(items, yaml.SequenceNode) else ():
-            text = _scalar(_get(item, "patch"))
+            text = _scalar(node_field(item, "patch"))
             if text is not None:
                 yield text
 
@@ -200,10 +200,10 @@ def patch_keeps_ids(nodes: Iterable[Any]) -> bool:
         for op in node.value:
             if not isinstance(op, yaml.MappingNode):
                 return False
-            path = _scalar(_get(op, "path"))
+            path = _scalar(node_field(op, "path"))
             if path is None or _touches_id(path):
                 return False
-            source = _get(op, "from")
+            source = node_field(op, "from")
             if source is not None and (_scalar(source) is None or _touches_id(_scalar(source) or "")):
                 return False
     return True
@@ -220,7 +220,8 @@ def _touches_id(pointer: str) -> bool:
     return False
 
 
-def _get(node: Any, key: str) -> Any:
+def node_field(node: Any, key: str) -> Any:
+    """The value node of `key` in a composed mapping node (the first, as kustomize reads it)."""
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             if isinstance(k, yaml.ScalarNode) and k.value == key:
@@ -438,5 +439,5 @@ def _patch_entry(d: str, j: int, p: Patch) -> dict[str, Any]:
     return {"path": name, "target": dict(p.target)}
 
 
-__all__ = ["Doc", "Ids", "NEEDS_HASH", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches",
+__all__ = ["Doc", "Ids", "NEEDS_HASH", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches", "node_field",
            "keeps_ids", "merge", "patch_keeps_ids", "root_parts", "scan", "shares"]
