@@ -270,3 +270,36 @@ def test_check_flows_reports_tg210_at_the_flows_line_and_bad_files_exit_2(tmp_pa
     bad.write_text('{"flow": {"l4": \n')
     r = CliRunner().invoke(main, ["check", INVENTORY, str(INCIDENT / "fixed"), "--flows", str(bad)])
     assert r.exit_code == 2 and "bad.jsonl:1:1:" in r.stderr
+
+
+def _tg210(r: object) -> list[str]:
+    return [f["message"] for f in json.loads(r.stdout)["findings"] if f["rule"] == "TG210"]  # type: ignore[attr-defined]
+
+
+def test_check_flows_replays_against_what_the_check_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """check --flows decides the flows against the objects the check read, not a second read
+    (and build) of the same tree; its facts are those of replay's own read. With --exclude (the
+    check's view is not the whole tree) the replay reads the tree itself, as before."""
+    from topogate.replay import carried_denied, run_replay
+    from topogate.sources import manifests
+
+    flows = str(REPO / "fixtures" / "flows" / "incident-fixed.jsonl")
+    paths = [str(INCIDENT / "fixed")]
+    reads: list[object] = []
+    real = manifests.Collecting.__init__
+
+    def counted(self: manifests.Collecting, *args: object, **kwargs: object) -> None:
+        reads.append(args[0])
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(manifests.Collecting, "__init__", counted)
+    r = CliRunner().invoke(main, ["check", INVENTORY, *paths, "--flows", flows, "--format", "json"])
+    assert r.exit_code == 1, r.output
+    assert len(reads) == 1  # the check's read, and no other
+    own = [f.message for f in carried_denied(run_replay(flows, INVENTORY, paths), flows)]
+    assert _tg210(r) == own and own
+    reads.clear()
+    r = CliRunner().invoke(main, ["check", INVENTORY, *paths, "--flows", flows, "--format", "json",
+                                  "--exclude", "nothing-matches/*"])
+    assert r.exit_code == 1 and _tg210(r) == own
+    assert len(reads) == 2  # the check's, and the replay's own

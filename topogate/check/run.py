@@ -120,6 +120,11 @@ def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
     return tuple(objects)
 
 
+# Facts from the inventory and the objects a check read, given the clusters it analyses (None:
+# all; a narrowed run reads only the changed clusters' manifests).
+Observed = Callable[[Inventory, tuple[K8sObject, ...], Collection[str] | None], tuple[LiveFact, ...]]
+
+
 def run_check(
     inventory_path: str,
     paths: Sequence[str] = (),
@@ -130,7 +135,11 @@ def run_check(
     changed_since: str | None = None,
     exclude: Sequence[Globs] | None = None,
     live: tuple[LiveFact, ...] = (),
+    observed: Observed | None = None,
 ) -> CheckOutcome:
+    """`live`: facts of the cluster, for the TG2xx rules; `observed`: more such facts, worked out
+    from the inventory and the objects this check read (check --flows replays recorded flows
+    against them, rather than building the same tree a second time)."""
     today = today or dt.date.today()
     # With PATHs, the kustomize trees are checked and their builds started first, so kubectl
     # runs while the inventory is read and the rendered tree compared (each waits on neither).
@@ -152,7 +161,7 @@ def run_check(
             stack.enter_context(early)
         stack.enter_context(gctune.paused())
         return _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early,
-                          exclude, live, narrowing)
+                          exclude, live, narrowing, observed)
 
 
 def _load(inventory_path: str, cluster: str | None, rendered: str | None,
@@ -183,7 +192,8 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
 def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, cluster: str | None,
                today: dt.date, strict: bool, changed_since: str | None,
                early: Collecting | None, exclude: Sequence[Globs] | None = None,
-               live: tuple[LiveFact, ...] = (), narrowing: Narrowing | None = None) -> CheckOutcome:
+               live: tuple[LiveFact, ...] = (), narrowing: Narrowing | None = None,
+               observed: Observed | None = None) -> CheckOutcome:
     # A narrowed run whose builds were chosen before the load reads only the bases that may
     # have changed or that a checked cluster's workloads need (Narrowing.bases_to_read); the
     # comparison with --rendered renders every workload, so it reads them all.
@@ -226,6 +236,8 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
             inv = whole[0]
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
+        if observed is not None:
+            live = (*live, *observed(inv, objects, narrowing.only if narrowing is not None else None))
         progress.note(f"analysing placement and network paths of {plural(len(objects), 'object')}")
         try:
             jobs, facts = build_map(inv, objects, cluster, narrowing.only if narrowing is not None else None)
@@ -243,4 +255,4 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                          scope=narrowing.scope() if narrowing is not None else None)
     return CheckOutcome(result, exit_for(result.errors, result.warnings, strict), inv, objects)
 
-__all__ = ["CheckInputError", "CheckOutcome", "drift", "run_check"]
+__all__ = ["CheckInputError", "CheckOutcome", "Observed", "drift", "run_check"]

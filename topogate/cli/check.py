@@ -16,8 +16,13 @@ from topogate.core.escape import one_line
 from topogate.core.exitcodes import FINDINGS
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from topogate.check.config import Globs, Settings
+    from topogate.check.run import Observed
+    from topogate.inventory.model import Inventory
     from topogate.policies.context import LiveFact
+    from topogate.sources.manifests import K8sObject
 
 
 @dataclass(frozen=True)
@@ -110,18 +115,34 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
     run(opts, LiveOptions(live, context, kubeconfig, from_file))
 
 
-def _flow_facts(opts: CheckOptions) -> tuple[LiveFact, ...]:
-    """TG210's facts: the recorded flows of --flows the tree denies (topogate.replay)."""
+def _flow_facts(opts: CheckOptions, exclude: tuple[Globs, ...]) -> Observed | None:
+    """TG210's facts: the recorded flows of --flows the tree denies (topogate.replay), replayed
+    against the objects the check read. Its own read of the tree where the check's is not the
+    whole tree (a narrowed run that does not analyse the replayed cluster, --exclude)."""
     if opts.flows is None:
-        return ()
-    from topogate.replay import ReplayError, carried_denied, run_replay  # lazy: only with --flows
+        return None
+    flows = opts.flows
 
-    try:
-        return carried_denied(run_replay(opts.flows, opts.inventory, opts.paths, opts.cluster), opts.flows)
-    except ReplayError as err:
-        for p in err.problems[:-1]:
-            click.echo(one_line(f"topogate check: --flows: {p}"), err=True)
-        fail(f"topogate check: --flows: {err.problems[-1]}")
+    def facts(inv: Inventory, objects: tuple[K8sObject, ...], only: Collection[str] | None) -> tuple[LiveFact, ...]:
+        from topogate.replay import (  # lazy: only with --flows
+            ReplayError,
+            carried_denied,
+            replay_objects,
+            run_replay,
+        )
+
+        shared = (only is None or (opts.cluster is not None and opts.cluster in only)) and not any(
+            g.patterns for g in exclude)
+        try:
+            run = (replay_objects(flows, inv, objects, opts.cluster) if shared
+                   else run_replay(flows, opts.inventory, opts.paths, opts.cluster))
+        except ReplayError as err:
+            for p in err.problems[:-1]:
+                click.echo(one_line(f"topogate check: --flows: {p}"), err=True)
+            fail(f"topogate check: --flows: {err.problems[-1]}")
+        return carried_denied(run, flows)
+
+    return facts
 
 
 def with_settings(opts: CheckOptions) -> tuple[CheckOptions, Settings, tuple[Globs, ...]]:
@@ -167,7 +188,7 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
 
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
                                 strict=opts.strict, changed_since=opts.changed_since, exclude=exclude,
-                                live=_flow_facts(opts))
+                                observed=_flow_facts(opts, exclude))
         outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores)
         if outcome.result.scope is not None and outcome.result.scope.note:
             click.echo(one_line(f"topogate: {outcome.result.scope.note}"), err=True)

@@ -28,6 +28,7 @@ from topogate.replay.decide import Replay, Seen, denied_observed, dropped_allowe
 from topogate.replay.flows import MAX_LINE, BadLine, Flow, read_flows
 from topogate.replay.render import FORMATS, as_json, render, suggest
 from topogate.safeio.oserror import reason
+from topogate.sources.manifests import K8sObject
 
 
 class ReplayError(Exception):
@@ -49,23 +50,33 @@ def run_replay(flows: str, inventory: str, paths: Sequence[str], cluster: str | 
     with tempfile.TemporaryDirectory(prefix="topogate-replay-") as scratch:
         try:
             tree = read_tree("head", inventory, paths, scratch)
-            sides = sides_of(tree.inventory, tree.objects)
-        except (DiffError, PolicyError) as err:
+        except DiffError as err:
             raise ReplayError([str(err)]) from None
-        names = sorted(sides)
-        if cluster is None and len(names) == 1:
-            cluster = names[0]
-        if cluster not in sides:
-            raise ReplayError([f"--cluster: name one of {', '.join(names) or 'none (no manifests)'}"])
-        bad: list[BadLine] = []
-        try:
-            with open(flows, "rb") as stream:
-                result = replay(read_flows(stream, flows, bad), sides[cluster])
-        except OSError as err:
-            raise ReplayError([f"{flows}: cannot read: {reason(err)}"]) from None
-        if bad:
-            raise ReplayError([str(b) for b in bad])
-        return ReplayRun(result, tree.inventory)
+        return replay_objects(flows, tree.inventory, tree.objects, cluster)
+
+
+def replay_objects(flows: str, inventory: Inventory, objects: Sequence[K8sObject],
+                   cluster: str | None = None) -> ReplayRun:
+    """Stream FLOWS through the evaluator, against objects already read (`check --flows`
+    replays against the objects the check read, not a second build of the same tree)."""
+    try:
+        sides = sides_of(inventory, objects)
+    except PolicyError as err:
+        raise ReplayError([str(err)]) from None
+    names = sorted(sides)
+    if cluster is None and len(names) == 1:
+        cluster = names[0]
+    if cluster not in sides:
+        raise ReplayError([f"--cluster: name one of {', '.join(names) or 'none (no manifests)'}"])
+    bad: list[BadLine] = []
+    try:
+        with open(flows, "rb") as stream:
+            result = replay(read_flows(stream, flows, bad), sides[cluster])
+    except OSError as err:
+        raise ReplayError([f"{flows}: cannot read: {reason(err)}"]) from None
+    if bad:
+        raise ReplayError([str(b) for b in bad])
+    return ReplayRun(result, inventory)
 
 
 def carried_denied(run: ReplayRun, flows: str) -> tuple[LiveFact, ...]:
@@ -79,6 +90,6 @@ def carried_denied(run: ReplayRun, flows: str) -> tuple[LiveFact, ...]:
         for s in denied_observed(run.result))
 
 
-__all__ = ["carried_denied", "FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay", "ReplayError", "ReplayRun", "Seen", "as_json",
+__all__ = ["carried_denied", "replay_objects", "FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay", "ReplayError", "ReplayRun", "Seen", "as_json",
            "denied_observed", "dropped_allowed", "per_job", "read_flows", "render", "replay", "run_replay",
            "suggest"]
