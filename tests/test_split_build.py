@@ -313,13 +313,14 @@ def _spy_on_parts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(kustomization, "build_in_parts", spy)
+    monkeypatch.setattr(manifests, "SPLIT_FROM", 12)  # the policy, on trees quick to build
     return calls
 
 
 def test_collect_builds_a_large_root_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _spy_on_parts(monkeypatch)
     n = manifests.SPLIT_FROM + 4
     root = _many(tmp_path / "r", n)
-    calls = _spy_on_parts(monkeypatch)
     split = manifests.collect([str(root)])
     assert calls == [manifests.PARTS_PER_CPU * 2]
     monkeypatch.setattr(manifests, "SPLIT_FROM", 10_000)
@@ -332,6 +333,7 @@ def test_collect_builds_a_large_root_in_parts(tmp_path: Path, monkeypatch: pytes
 def test_collect_builds_whole_when_the_parse_disagrees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A scan that misread a document (forced here: no real output makes it) is caught once the
     output is parsed, and the whole build is read instead."""
+    calls = _spy_on_parts(monkeypatch)
     root = _many(tmp_path / "r", manifests.SPLIT_FROM)
     real_scan = split_build.scan
 
@@ -340,9 +342,9 @@ def test_collect_builds_whole_when_the_parse_disagrees(tmp_path: Path, monkeypat
         return [split_build.Doc(d.text, d.part, d.group, d.version, d.kind, d.namespace, d.name + "x")
                 for d in docs] if docs else docs
 
-    monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(split_build, "scan", misread)
     got = manifests.collect([str(root)])
+    assert calls == [2]  # it was built in parts, then read whole
     monkeypatch.setattr(manifests, "SPLIT_FROM", 10_000)
     assert _seen(got) == _seen(manifests.collect([str(root)]))
 
@@ -416,10 +418,10 @@ def test_an_untargeted_patch_would_fail_in_the_parts_without_its_object(tmp_path
 def test_small_roots_beside_do_not_keep_a_large_one_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A small root (few kustomizations: the monitoring roots beside a cluster's) takes a CPU only
     briefly, so one large root beside it is still built in parts; two large ones fill two CPUs."""
+    calls = _spy_on_parts(monkeypatch)
     big = _many(tmp_path / "big", manifests.SPLIT_FROM)
     small = _write(tmp_path / "small", {"a": _objects(_sa("s", "x")), "b": _objects(_sa("t", "x"))})
     other = _many(tmp_path / "other", manifests.SPLIT_FROM)
-    calls = _spy_on_parts(monkeypatch)
     manifests.collect([str(big), str(small)])
     assert calls == [manifests.PARTS_PER_CPU * 2]
     manifests.collect([str(big), str(other)])

@@ -284,11 +284,15 @@ def _kfile(d: Path) -> Path:
 
 
 # A root is built in parts (topogate.sources.split_build) when fewer large roots than CPUs are
-# built: this many parts per CPU left to it (measured at 1,000 jobs: 8.1 s whole, 4.1 s in 2 parts,
-# 3.7 s in 4), and only when it lists at least SPLIT_FROM directories (below that the processes
-# cost more than they save).
-PARTS_PER_CPU = 2
-SPLIT_FROM = 16
+# built: one part per CPU left to it, and only when it lists at least SPLIT_FROM directories.
+# Measured on two CPUs: at 1,000 directories one root builds in 8.1 s whole, 4.1 s in 2 parts,
+# 3.7 s in 4; but the builds run beside Python's own work (the inventory, the drift of
+# --rendered), and more parts than CPUs took that CPU from it (the Action's check of one
+# changed cluster at 10,000 jobs: 13.2 s in 2 parts, 13.9-17.4 s in 4). Below about 200
+# directories the build hides behind that work anyway: at 100, a check of the root took 1.2 s
+# in parts and 1.0 s whole; at 300, --changed-since 2.5 s in parts, 3.0-3.3 s whole.
+PARTS_PER_CPU = 1
+SPLIT_FROM = 200
 
 
 def _is_large(tree: Tree) -> bool:
