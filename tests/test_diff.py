@@ -34,28 +34,28 @@ WORKERS = "ml-demo/Group/train/Job/gpu-workers"
 # fixtures/incident broken -> fixed, one line per row (protocols of one range joined):
 # change, sender -> receiver, ports, boundary, the deciding line at the base | at the head.
 INCIDENT_ROWS = [
-    f"closed ml-demo:zone=zone-b -> {COORD} 1-65535/TCP,UDP,SCTP maybe | broken/policies.yaml:33 | fixed/policies.yaml:13",
-    f"closed {COORD} -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP maybe | broken/policies.yaml:33 | fixed/policies.yaml:16",
-    f"opened {COORD} -> {WORKERS} 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33 | fixed/policies.yaml:16",
-    f"opened {COORD} -> ml-demo:zone=zone-a 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33 | fixed/policies.yaml:16",
-    f"opened {WORKERS} -> {COORD} 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:14 | fixed/policies.yaml:16",
-    f"opened ml-demo:zone=zone-a -> {COORD} 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:14 | fixed/policies.yaml:16",
-    "opened kube-apiserver -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30 | -",
-    "opened remote-node -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30 | -",
-    "opened world -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30 | -",
-    "opened ml-demo:zone=zone-b -> host 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33 | -",
-    "opened ml-demo:zone=zone-b -> kube-apiserver 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33 | -",
-    "opened ml-demo:zone=zone-b -> remote-node 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33 | -",
-    "opened ml-demo:zone=zone-b -> world 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33 | -",
-    "opened kube-system:k8s-app=kube-dns -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30 | -",
+    f"closed ml-demo:zone=zone-b -> {COORD} 1-65535/TCP,UDP,SCTP maybe | broken/policies.yaml:33:5 | fixed/policies.yaml:13:3",
+    f"closed {COORD} -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP maybe | broken/policies.yaml:33:5 | fixed/policies.yaml:16:3",
+    f"opened {COORD} -> {WORKERS} 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33:3 | fixed/policies.yaml:16:5",
+    f"opened {COORD} -> ml-demo:zone=zone-a 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33:3 | fixed/policies.yaml:16:5",
+    f"opened {WORKERS} -> {COORD} 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:14:3 | fixed/policies.yaml:16:5",
+    f"opened ml-demo:zone=zone-a -> {COORD} 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:14:3 | fixed/policies.yaml:16:5",
+    "opened kube-apiserver -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30:3 | -",
+    "opened remote-node -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30:3 | -",
+    "opened world -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30:3 | -",
+    "opened ml-demo:zone=zone-b -> host 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33:3 | -",
+    "opened ml-demo:zone=zone-b -> kube-apiserver 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33:3 | -",
+    "opened ml-demo:zone=zone-b -> remote-node 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33:3 | -",
+    "opened ml-demo:zone=zone-b -> world 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33:3 | -",
+    "opened kube-system:k8s-app=kube-dns -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30:3 | -",
     # DNS on 53 was open before (the zone-b policy's DNS rule) and stays open
-    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 1-52/TCP - | broken/policies.yaml:33 | -",
-    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 54-65535/TCP - | broken/policies.yaml:33 | -",
-    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 1-52/UDP - | broken/policies.yaml:33 | -",
-    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 54-65535/UDP - | broken/policies.yaml:33 | -",
-    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 1-65535/SCTP - | broken/policies.yaml:33 | -",
-    "opened ml-demo:zone=zone-b -> topogate-witness: (unlabelled) 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33 | -",
-    "opened topogate-witness: (unlabelled) -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30 | -",
+    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 1-52/TCP - | broken/policies.yaml:33:3 | -",
+    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 54-65535/TCP - | broken/policies.yaml:33:3 | -",
+    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 1-52/UDP - | broken/policies.yaml:33:3 | -",
+    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 54-65535/UDP - | broken/policies.yaml:33:3 | -",
+    "opened ml-demo:zone=zone-b -> kube-system:k8s-app=kube-dns 1-65535/SCTP - | broken/policies.yaml:33:3 | -",
+    "opened ml-demo:zone=zone-b -> topogate-witness: (unlabelled) 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:33:3 | -",
+    "opened topogate-witness: (unlabelled) -> ml-demo:zone=zone-b 1-65535/TCP,UDP,SCTP - | broken/policies.yaml:30:3 | -",
 ]
 
 
@@ -121,8 +121,8 @@ def test_base_from_a_git_worktree_names_the_repository_files(repo: Path) -> None
     got = json.loads(out)
     assert got["summary"] == {"rows": 53, "opened": 47, "closed": 6, "openedAcrossBoundary": 0}
     first = got["rows"][0]
-    assert (first["base"]["file"], first["base"]["line"]) == ("m/policies.yaml", 33)
-    assert (first["head"]["file"], first["head"]["line"]) == ("m/policies.yaml", 13)
+    assert (first["base"]["file"], first["base"]["line"], first["base"]["column"]) == ("m/policies.yaml", 33, 5)
+    assert (first["head"]["file"], first["head"]["line"], first["head"]["column"]) == ("m/policies.yaml", 13, 3)
     # The worktree is gone again, and nothing of the user's repository changed.
     listed = subprocess.run(["git", "worktree", "list"], capture_output=True, text=True, check=True).stdout
     assert len(listed.splitlines()) == 1
@@ -182,6 +182,8 @@ def test_formats_render_the_same_rows(tmp_path: Path) -> None:
     sarif = json.loads(render(d, "sarif"))
     results = sarif["runs"][0]["results"]
     assert all(r["level"] == "note" and r["locations"] for r in results)
+    regions = [r["locations"][0]["physicalLocation"]["region"] for r in results]
+    assert all(g["startLine"] >= 1 and g["startColumn"] >= 1 for g in regions)  # the rule's own line and column
     assert sum(r["message"]["text"].count(" -> ") for r in results) == len(collapsed(d.rows))
     assert len(json.loads(render(d, "json"))["rows"]) == len(d.rows)
 

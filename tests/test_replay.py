@@ -68,15 +68,15 @@ def test_committed_flow_fixtures_are_the_generated_ones() -> None:
 def test_broken_tree_denies_the_outside_call_and_agrees_with_the_drop(tmp_path: Path) -> None:
     r = _replay(tmp_path, [str(INCIDENT / "broken")], incident_flows(INCIDENT / "broken"))
     assert r.replies == 1
-    assert _rows(denied_observed(r)) == [f"{WORKERS} -> 198.51.100.7/32 443/TCP @broken/policies.yaml:14"]
+    assert _rows(denied_observed(r)) == [f"{WORKERS} -> 198.51.100.7/32 443/TCP @broken/policies.yaml:14:3"]
     assert dropped_allowed(r) == []  # the cluster dropped the rendezvous; the broken tree denies it too
 
 
 def test_fixed_tree_allows_what_the_cluster_dropped(tmp_path: Path) -> None:
     r = _replay(tmp_path, [str(INCIDENT / "fixed")], incident_flows(INCIDENT / "fixed"))
-    assert _rows(dropped_allowed(r)) == [f"{WORKERS} -> {COORD} 29500/TCP @fixed/policies.yaml:16"]
+    assert _rows(dropped_allowed(r)) == [f"{WORKERS} -> {COORD} 29500/TCP @fixed/policies.yaml:16:5"]
     assert [s.drop_reason for s in dropped_allowed(r)] == ["POLICY_DENIED"]
-    assert _rows(denied_observed(r)) == [f"{WORKERS} -> 198.51.100.7/32 443/TCP @fixed/policies.yaml:16"]
+    assert _rows(denied_observed(r)) == [f"{WORKERS} -> 198.51.100.7/32 443/TCP @fixed/policies.yaml:16:3"]
 
 
 def test_removing_a_rule_flips_exactly_the_flows_it_allowed(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ class Decision:
 
     allowed: bool
     words: str  # "allowed by egress rule 0 of CiliumNetworkPolicy/ml-demo/zone-a-only", "default deny (...)"
-    where: str = ""  # file:line of that rule (of the enforcing policy's rules for default deny)
+    where: str = ""  # file:line:column of that rule (of the enforcing policy's rules for default deny)
     rule: str = ""  # the deciding rule or policy, without its place ("" when none decides)
     side: str = ""  # egress | ingress: the side that decides
 
@@ -84,7 +84,16 @@ def _rule_words(r: RuleRef) -> str:
 
 
 def _place(src: SourceRef | None, shown: Callable[[str], str]) -> str:
-    return f"{shown(src.file)}:{src.line}" if src is not None else ""
+    return f"{shown(src.file)}:{src.line}:{src.column}" if src is not None else ""
+
+
+def place_parts(where: str) -> tuple[str, int, int] | None:
+    """A Decision's `where` (file:line:column) as its parts; None when it holds no place."""
+    file, _, rest = where.rpartition(":")
+    file, _, line = file.rpartition(":")
+    if not file or not line.isdigit() or not rest.isdigit():
+        return None
+    return file, int(line), int(rest)
 
 
 def _denial(sv: SideVerdict, direction: str, side: ClusterSide, shown: Callable[[str], str]) -> Decision:
@@ -181,4 +190,4 @@ def diff_trees(base: Tree, head: Tree, base_label: str) -> DiffResult:
     return DiffResult(base_label, tuple(rows), tuple(clusters), asked, tuple(notes))
 
 
-__all__ = ["Decision", "DiffResult", "PROTOCOLS", "Row", "decision", "diff_trees", "pair_rows"]
+__all__ = ["Decision", "DiffResult", "PROTOCOLS", "Row", "decision", "diff_trees", "pair_rows", "place_parts"]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from topogate.core.words import plural
-from topogate.diff.compare import Decision, DiffResult, Row
+from topogate.diff.compare import Decision, DiffResult, Row, place_parts
 from topogate.diff.members import ANY_ZONE, OUTSIDE, Member
 from topogate.report.markdown import cell
 from topogate.report.mermaid import escape_label
@@ -83,9 +83,10 @@ def _member_json(m: Member) -> dict[str, Any]:
 
 
 def _decision_json(dec: Decision) -> dict[str, Any]:
-    file, _, line = dec.where.rpartition(":")
+    place = place_parts(dec.where)
+    file, line, column = place if place is not None else (None, None, None)
     return {"allowed": dec.allowed, "decision": dec.words, "rule": dec.rule or None, "side": dec.side or None,
-            "file": file or None, "line": int(line) if file and line.isdigit() else None}
+            "file": file, "line": line, "column": column}
 
 
 def as_json(d: DiffResult) -> dict[str, Any]:
@@ -169,11 +170,12 @@ def render_markdown(d: DiffResult, level: int = 2, title: str = "topogate diff")
 
 
 def _location(where: str) -> list[dict[str, Any]]:
-    file, _, line = where.rpartition(":")
-    if not file or not line.isdigit():
+    place = place_parts(where)
+    if place is None:
         return []
+    file, line, column = place
     return [{"physicalLocation": {"artifactLocation": artifact_location(file),
-                                  "region": {"startLine": int(line)}}}]
+                                  "region": {"startLine": line, "startColumn": column}}}]
 
 
 def sarif_dict(d: DiffResult) -> dict[str, Any]:

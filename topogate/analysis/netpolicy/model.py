@@ -50,7 +50,7 @@ class SourceRef:
     column: int
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}:{self.column}"
 
 
 @dataclass(frozen=True)
