@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from topogate.safeio.repopaths import Roots
+from topogate.safeio.saferead import InputError
 from topogate.sources import kustomization, manifests, split_build
 from topogate.sources.kustomization import Tree, check_tree
 
@@ -426,3 +427,124 @@ def test_small_roots_beside_do_not_keep_a_large_one_whole(tmp_path: Path, monkey
     assert calls == [manifests.PARTS_PER_CPU * 2]
     manifests.collect([str(big), str(other)])
     assert calls == [manifests.PARTS_PER_CPU * 2]
+
+
+# --- cases a review found (each once built in parts where the whole build differed) --------
+
+def _cm(name: str, ns: str = "", **meta: object) -> dict[str, object]:
+    m: dict[str, object] = {"name": name, **meta}
+    if ns:
+        m["namespace"] = ns
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": m}
+
+
+def _user_of(cm: str) -> dict[str, object]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x",
+                                                           "envFrom": [{"configMapRef": {"name": cm}}]}]}}}}
+
+
+@pytest.mark.parametrize("annotations", [
+    {"internal.config.kubernetes.io/needsHashSuffix": "enabled"},
+    {"internal.config.kubernetes.io/previousNames": "cfg", "internal.config.kubernetes.io/previousKinds": "ConfigMap",
+     "internal.config.kubernetes.io/previousNamespaces": "default"},
+], ids=["needsHashSuffix", "previousNames"])
+def test_kustomizes_internal_annotations_build_whole(tmp_path: Path, annotations: dict[str, str]) -> None:
+    root = _write(tmp_path / "r", {"a": _objects(_user_of("cfg")),
+                                   "b": _objects(_cm("renamed" if "previousNames" in str(annotations) else "cfg",
+                                                     annotations=annotations))})
+    whole = _kubectl(root)
+    assert whole.returncode == 0
+    forced = Tree(root.resolve(), (), False, ("parts/a", "parts/b"))
+    assert _naive(root, forced, 2) != whole.stdout  # the control: the whole build renamed a reference
+    assert _tree(root).parts == ()
+
+
+def test_a_local_config_object_builds_whole(tmp_path: Path) -> None:
+    local = _cm("x", annotations={"config.kubernetes.io/local-config": "true"})
+    root = _write(tmp_path / "r", {"a": _objects(local), "b": _objects(_cm("x"))})
+    assert _kubectl(root).returncode != 0  # the local object still takes its id, then is dropped
+    assert _tree(root).parts == ()
+
+
+def test_an_entry_above_the_root_builds_whole(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "kustomization.yaml").write_text("resources: [objects.yaml]\n")
+    (tmp_path / "a" / "objects.yaml").write_text(yaml.safe_dump(_cm("a")))
+    (tmp_path / "kustomization.yaml").write_text("resources: [a]\n")
+    root = tmp_path / "root"  # in the repository of tmp_path, below the directory it lists
+    (root / "b").mkdir(parents=True)
+    for f, text in _objects(_cm("b")).items():
+        (root / "b" / f).write_text(text)
+    (root / "kustomization.yaml").write_text("resources: [.., b]\n")
+    assert "cycle" in _kubectl(root).stderr
+    assert _tree(root).parts == ()
+
+
+def test_two_kustomization_files_build_whole(tmp_path: Path) -> None:
+    root = _write(tmp_path / "r", {"a": _objects(_cm("a")), "b": _objects(_cm("b"))})
+    (root / "kustomization.yml").write_text((root / "kustomization.yaml").read_text())
+    assert _kubectl(root).returncode != 0
+    assert _tree(root).parts == ()
+
+
+@pytest.mark.parametrize("names", [("yes", "no"), ("1", "2")])
+def test_entries_kustomize_does_not_read_as_strings_build_whole(tmp_path: Path, names: tuple[str, str]) -> None:
+    root = _write(tmp_path / "r", {n: _objects(_cm(f"c{n}")) for n in names},
+                  "resources: [" + ", ".join(f"parts/{n}".replace("parts/", "") for n in names) + "]\n")
+    for n in names:
+        (root / "parts" / n).rename(root / n)
+    assert _kubectl(root).returncode != 0  # a boolean, a number: not a path to kustomize
+    assert _tree(root).parts == ()
+
+
+def test_a_cluster_scoped_kind_of_kustomizes_schema_shares_an_id_across_namespaces(tmp_path: Path) -> None:
+    opts = [{"apiVersion": "v1", "kind": "NodeProxyOptions", "metadata": {"name": "x", "namespace": ns}}
+            for ns in ("a", "b")]
+    root = _write(tmp_path / "r", {"a": _objects(opts[0]), "b": _objects(opts[1])})
+    assert _kubectl(root).returncode != 0
+    assert kustomization.build_in_parts(_tree(root), 2) is None
+
+
+def test_a_subject_written_as_one_mapping_is_looked_at(tmp_path: Path) -> None:
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "rb", "namespace": "team-a"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+               "subjects": {"kind": "ServiceAccount", "name": "sa"}}
+    moved = _objects({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"}})
+    moved["kustomization.yaml"] = "namespace: team-a\nresources: [objects.yaml]\n"
+    root = _write(tmp_path / "r", {"a": _objects(binding), "b": moved})
+    whole = _kubectl(root).stdout
+    tree = _tree(root)
+    assert _naive(root, tree, 2) != whole  # kustomize set the namespace in that odd shape too
+    assert kustomization.build_in_parts(tree, 2) is None
+
+
+def test_two_kinds_of_one_legacy_sort_text_build_whole(tmp_path: Path) -> None:
+    objs = [{"apiVersion": "g_v1/A", "kind": "B", "metadata": {"name": "x"}},
+            {"apiVersion": "g/v1", "kind": "A_B", "metadata": {"name": "x"}}]
+    root = _write(tmp_path / "r", {"a": _objects(objs[0]), "b": _objects(objs[1])})
+    assert _kubectl(root).returncode == 0
+    assert kustomization.build_in_parts(_tree(root), 2) is None
+
+
+def test_a_wrapper_target_that_is_not_a_string_builds_whole(tmp_path: Path) -> None:
+    top = _wrapped(tmp_path, {})
+    (top / "kustomization.yaml").write_text(
+        "resources: [../r]\npatches:\n- target: {kind: ConfigMap, name: null}\n"
+        "  patch: '{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"all\"}, \"data\": {\"k\": \"v\"}}'\n")
+    assert _tree(top).parts == ()
+
+
+def test_dotdot_after_a_symlink_is_refused(tmp_path: Path) -> None:
+    """kustomize joins `link/../b` as text (root/b), the file system follows the link first
+    (other/b): the directory kustomize would build is not the one checked. Refused outright."""
+    root = _write(tmp_path / "r", {"a": _objects(_cm("a")), "b": _objects(_cm("b"))})
+    (tmp_path / "r" / "other" / "x").mkdir(parents=True)
+    (tmp_path / "r" / "other" / "b").mkdir()
+    (tmp_path / "r" / "other" / "b" / "kustomization.yaml").write_text("resources: []\n")
+    (root / "parts" / "link").symlink_to(root / "other" / "x")
+    (root / "kustomization.yaml").write_text("resources: [parts/a, parts/link/../b]\n")
+    with pytest.raises(InputError, match=r"after a symbolic link: kustomize resolves it to .*parts/b"):
+        _tree(root)

@@ -242,15 +242,23 @@ def _with_parts(tree: Tree, found: dict[str, _Dir], order: list[str]) -> Tree:
     root that wraps one directory with targeted patches, that directory's."""
     top = found[order[0]]
     patches: tuple[split_build.Patch, ...]
-    if top.composition:
-        parts, base, patches = top.composition, None, ()
-    elif top.patches is not None and len(order) > 1 and found[order[1]].composition:
-        parts, base, patches = found[order[1]].composition, Path(order[1]), top.patches
+    if top.composition and top.single:
+        parts, base, patches, tops = top.composition, None, (), order[:1]
+    elif (top.patches is not None and top.single and len(order) > 1 and found[order[1]].composition
+          and found[order[1]].single):
+        parts, base, patches, tops = found[order[1]].composition, Path(order[1]), top.patches, order[:2]
     else:
         return tree
-    if len(parts) < 2:
+    # kustomize refuses a directory that holds one it came from ("cycle detected"): the parts,
+    # which come from elsewhere, would not. Such a tree is built whole, which refuses it.
+    if len(parts) < 2 or any(_holds(d, t) for d in order[1:] for t in tops if d != t):
         return tree
     return Tree(tree.root, tree.dirs, tree.generates, parts, base, patches)
+
+
+def _holds(d: str, t: str) -> bool:
+    """Whether directory d (a real path) is t or above it."""
+    return d == t or t.startswith(d.rstrip("/") + "/")
 
 
 @dataclass(frozen=True)
@@ -264,6 +272,7 @@ class _Dir:
     composition: tuple[str, ...] = ()
     # a root that wraps one directory with targeted patches: those, their files' text read
     patches: tuple[split_build.Patch, ...] | None = None
+    single: bool = True  # one kustomization file (kustomize refuses a directory with two)
 
 
 def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = False) -> _Dir:
@@ -273,7 +282,8 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
     hash several Path objects for every file it names. `checked` maps a file's real path to
     whether it is free of kustomize's needs-hash annotation, and the real path + NUL (no path
     holds one) to whether, as a patch, it keeps every id (split_build)."""
-    kfile = next((f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f)), None)
+    kfiles = [f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f)]
+    kfile = kfiles[0] if kfiles else None
     if kfile is None:
         raise InputError(Position(display(Path(cur)), 1, 1), (
             "a directory named as a base or resource has no kustomization.yaml"))
@@ -290,7 +300,7 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
     if root:
         keeps = pure or wrapper is not None
     else:
-        keeps = split_build.keeps_ids(fields) and split_build.NEEDS_HASH not in text
+        keeps = split_build.keeps_ids(fields) and not split_build.forbidden(text)
     keeps = keeps and all(_inline_keeps_ids(p, kshown) for p in split_build.inline_patches(fields))
     listed_dirs: list[str] = []
     patch_texts: dict[str, str] = {}  # a wrapping root's patch files, to repeat in each part
@@ -307,6 +317,8 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
         if not os.path.lexists(target):
             raise InputError(where, f"{field} entry '{ref}' does not exist")
         real, mode = roots.check_text(target, where, f"{field} entry '{ref}'")
+        if ".." in ref.split("/"):
+            _same_as_kustomize(cur, ref, real, roots, where, field)
         # the mode is of the real path's lstat, and it is no symlink: as a stat of it would say
         if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(real):
             subdirs.append(target)
@@ -326,7 +338,7 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
             if _yaml_field(field):
                 body = read_text(target, shown)
                 docs = [n for _, n, _ in documents(body, shown, construct=False)]
-                checked[real] = split_build.NEEDS_HASH not in body
+                checked[real] = not split_build.forbidden(body)
                 if as_patch:
                     checked[real + "\0"] = split_build.patch_keeps_ids(docs)
                 if wrapper and field == "patches":
@@ -342,7 +354,20 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
                         for p in wrapper)
     if root and not composition and patches is None:
         keeps = False
-    return _Dir(subdirs, generates and not is_generated(kreal), keeps, composition, patches)
+    return _Dir(subdirs, generates and not is_generated(kreal), keeps, composition, patches, len(kfiles) == 1)
+
+
+def _same_as_kustomize(cur: str, ref: str, real: str, roots: Roots, where: Position, field: str) -> None:
+    """Refuse a path whose `..` follows a symlink it names: kustomize joins it to the
+    kustomization's directory as text and then follows links (filepath.Join), the system
+    follows the link first, so the two would read different directories, and the one kustomize
+    reads would not be the one checked here."""
+    as_kustomize = os.path.realpath(os.path.normpath(os.path.join(roots.real_dir(cur), ref)))
+    if as_kustomize != real:
+        raise InputError(where, (
+            f"{field} entry '{ref}' has `..` after a symbolic link: kustomize resolves it to "
+            f"{display(Path(as_kustomize))}, the file system to {display(Path(real))}; name the "
+            "directory without `..` after the link"))
 
 
 def _inline_keeps_ids(patch: str, kshown: str) -> bool:

@@ -11,20 +11,25 @@ the same build wherever none of those top-level steps can reach from one part in
 
 - `resmap.Append`'s id check: no object of one part has the id of an object of another
   (checked on the outputs, with kustomize's effective namespace; any doubt counts as equal);
-- `addHashesToNames` (the HashTransformer) renames only generated objects and those annotated
-  `kustomize.config.k8s.io/needs-hash`: no generator and no such text anywhere in the tree;
+- `addHashesToNames` (the HashTransformer) renames generated objects and those annotated to be
+  hashed: no generator, and none of `FORBIDDEN_TEXT` in any file the tree reads (which also
+  keeps out kustomize's internal annotations, a rename carried in from elsewhere);
 - `FixBackReferences` (filters/nameref) points references at renamed objects: nothing in the
   tree may rename (only the kustomization fields of `SAFE_FIELDS`; a JSON patch must not touch
   metadata.name, metadata.namespace, kind or apiVersion; no patch option allowing a name or kind
-  change). A reference by name is then left as it is, except one written as a mapping (a
-  RoleBinding's `subjects`, a webhook's `clientConfig.service`, a Node's `configSource`), which
-  takes the namespace of the object it names: none may name an object of another part. A
-  reference written as a mapping where Kubernetes takes a name (an object the API server would
-  refuse) is not looked at;
+  change). A reference by name is then left as it is, except one kustomize reaches as a mapping
+  (a RoleBinding's `subjects`, a webhook's `clientConfig.service`, a Node's `configSource`),
+  which takes the namespace of the object it names: no string of such a referrer may name an
+  object of that kind in another part. A reference written as a mapping where Kubernetes takes
+  a name (an object the API server would refuse) is not looked at;
 - `ResolveVars`: no `vars` in the tree;
-- `IgnoreLocal` drops objects one by one: the same in parts;
+- `IgnoreLocal` drops local-config objects after the steps above saw them: none in the tree;
 - the default legacy order (builtins/SortOrderTransformer.go, `legacyIDSorter`): applied
   again to the merged documents, and confirmed on the parsed objects (`confirm`).
+
+What kustomize refuses at the root itself is kept too: a root (or the directory a wrapping root
+lists) with two kustomization files, an entry that is no string to kustomize's YAML (`yes`,
+`1`), a directory of the tree that holds the root (a cycle) are built whole, and refused there.
 
 Whatever else happens (a part fails, an id is shared, a document looks other than kustomize
 writes it), the root is built whole and that build is the answer: a split never says what the
@@ -52,7 +57,17 @@ SAFE_FIELDS = frozenset({
     "commonAnnotations", "images", "replicas", "patches", "patchesStrategicMerge",
     "patchesJson6902", "sortOptions"})
 PATCH_FIELDS = ("patches", "patchesStrategicMerge", "patchesJson6902")
-NEEDS_HASH = "needs-hash"  # kustomize.config.k8s.io/needs-hash, matched loosely (any doubt: whole)
+# Text that, anywhere in a file the tree reads, sends it to a whole build: the annotations by
+# which a build renames (kustomize.config.k8s.io/needs-hash, and kustomize's own
+# internal.config.kubernetes.io/ ones: needsHashSuffix, previousNames, allowNameChange...) and
+# local-config, whose objects take part in the top-level steps before IgnoreLocal drops them.
+# Matched loosely: any doubt builds whole.
+FORBIDDEN_TEXT = ("needs-hash", "internal.config.kubernetes.io", "local-config")
+
+
+def forbidden(text: str) -> bool:
+    """Whether a file's text holds what FORBIDDEN_TEXT names."""
+    return any(t in text for t in FORBIDDEN_TEXT)
 _KUSTOMIZATION_API = "kustomize.config.k8s.io/v1beta1"
 
 # SortOrderTransformer.go: defaultOrderFirst, defaultOrderLast ("DO NOT CHANGE!" upstream).
@@ -64,8 +79,9 @@ _ORDER_FIRST = ("Namespace", "ResourceQuota", "StorageClass", "CustomResourceDef
 _ORDER_LAST = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 _TYPE_ORDER = {**{k: i - len(_ORDER_FIRST) for i, k in enumerate(_ORDER_FIRST)},
                **{k: 1 + i for i, k in enumerate(_ORDER_LAST)}}
-# Kinds kustomize may take as cluster-scoped (its built-in schema), by kind alone: a superset,
-# so that two objects of one name in two namespaces count as one id when in doubt.
+# Kinds kustomize may take as cluster-scoped (kyaml/openapi's precomputedIsNamespaceScoped, and
+# newer cluster-scoped kinds), by kind alone: a superset, so that two objects of one name in two
+# namespaces count as one id when in doubt.
 _MAYBE_CLUSTER_SCOPED = frozenset({
     "APIService", "CSIDriver", "CSINode", "CertificateSigningRequest", "ClusterRole",
     "ClusterRoleBinding", "ComponentStatus", "CustomResourceDefinition", "FlowSchema",
@@ -76,41 +92,44 @@ _MAYBE_CLUSTER_SCOPED = frozenset({
     "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
     "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "ClusterTrustBundle",
     "StorageVersionMigration", "VolumeAttributesClass", "DeviceClass", "ResourceSlice",
-    "IPAddress", "ServiceCIDR"})
-# filters/nameref: the references kustomize's default nameReference config reaches as mappings
-# (setMapping), by referrer kind: the kind they name and where the name sits.
-_MAPPING_REFERRERS: dict[str, tuple[str, Callable[[dict[str, Any]], Iterable[Any]]]] = {
-    "RoleBinding": ("ServiceAccount", lambda o: [s.get("name") for s in _items(o.get("subjects"))]),
-    "ClusterRoleBinding": ("ServiceAccount",
-                           lambda o: [s.get("name") for s in _items(o.get("subjects"))]),
-    "ValidatingWebhookConfiguration": ("Service", lambda o: _webhook_services(o)),
-    "MutatingWebhookConfiguration": ("Service", lambda o: _webhook_services(o)),
-    "Node": ("ConfigMap", lambda o: [_dig(o, "spec", "configSource", "configMap", "name")]),
-}
+    "IPAddress", "ServiceCIDR", "NodeProxyOptions"})
+# filters/nameref: the referrers whose references kustomize's default nameReference config
+# reaches as mappings (setMapping), and the kind they name: RoleBinding and ClusterRoleBinding
+# `subjects`, webhooks' `clientConfig.service`, a Node's `spec.configSource.configMap`.
+_MAPPING_REFERRERS = {"RoleBinding": "ServiceAccount", "ClusterRoleBinding": "ServiceAccount",
+                      "ValidatingWebhookConfiguration": "Service",
+                      "MutatingWebhookConfiguration": "Service", "Node": "ConfigMap"}
 
 
-def _items(v: Any) -> list[dict[str, Any]]:
-    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
-
-
-def _dig(o: Any, *keys: str) -> Any:
-    for k in keys:
-        o = o.get(k) if isinstance(o, dict) else None
-    return o
-
-
-def _webhook_services(o: dict[str, Any]) -> list[Any]:
-    return [_dig(w, "clientConfig", "service", "name") for w in _items(o.get("webhooks"))]
+def _strings(v: Any) -> Iterable[str]:
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _strings(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from _strings(x)
 
 
 # --- what check_tree asks of each kustomization --------------------------------------------
 
 def root_parts(fields: dict[str, Any]) -> bool:
-    """Whether a root kustomization (its fields, as composed nodes) only appends what it lists."""
+    """Whether a root kustomization (its fields, as composed nodes) only appends what it lists,
+    each entry a string as kustomize's YAML reads it (`yes` or `1` are not: it refuses them)."""
     if not set(fields) <= ROOT_FIELDS:
         return False
     kind, api = _scalar(fields.get("kind")), _scalar(fields.get("apiVersion"))
+    listed = fields.get("resources")
+    if not isinstance(listed, yaml.SequenceNode) or not all(_string(n) for n in listed.value):
+        return False
     return kind in (None, "Kustomization") and api in (None, _KUSTOMIZATION_API)
+
+
+def _string(node: Any) -> bool:
+    """A scalar that YAML 1.1 (PyYAML's resolver, as go-yaml v2's under kustomize) reads as a
+    string: not null, a boolean or a number."""
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str"
 
 
 _WRAPPER_FIELDS = frozenset({"apiVersion", "kind", "resources", "patches"})
@@ -138,7 +157,7 @@ def wrapper_patches(fields: dict[str, Any]) -> tuple[Patch, ...] | None:
     if not set(fields) <= _WRAPPER_FIELDS or not root_parts({k: v for k, v in fields.items() if k != "patches"}):
         return None
     listed, items = fields.get("resources"), fields.get("patches")
-    if not isinstance(listed, yaml.SequenceNode) or len(listed.value) != 1:
+    if not isinstance(listed, yaml.SequenceNode) or len(listed.value) != 1 or not _string(listed.value[0]):
         return None
     if not isinstance(items, yaml.SequenceNode):
         return None
@@ -150,12 +169,15 @@ def wrapper_patches(fields: dict[str, Any]) -> tuple[Patch, ...] | None:
         target = node_field(item, "target")
         if not keys <= {"path", "patch", "target"} or not isinstance(target, yaml.MappingNode):
             return None
+        if not all(_string(k) and _string(v) for k, v in target.value):
+            return None
         selector = [(_scalar(k), _scalar(v)) for k, v in target.value]
-        if any(k not in _SELECTOR_KEYS or v is None for k, v in selector):
+        if any(k not in _SELECTOR_KEYS for k, _ in selector):
             return None
-        path, text = _scalar(node_field(item, "path")), _scalar(node_field(item, "patch"))
-        if (path is None) == (text is None):
+        path_node, text_node = node_field(item, "path"), node_field(item, "patch")
+        if (path_node is None) == (text_node is None) or not _string(path_node or text_node):
             return None
+        path, text = _scalar(path_node), _scalar(text_node)
         out.append(Patch(path, text or "", tuple((str(k), str(v)) for k, v in selector)))
     return tuple(out)
 
@@ -252,8 +274,13 @@ class Doc:
         legacyResIDSortString (whose Gvk.String() is kind_version_group). Exact while no two
         Namespace kinds of different groups meet (`merge` checks)."""
         g, v, k = self.group or "~G", self.version or "~V", self.kind or "~K"
-        return (_TYPE_ORDER.get(self.kind, 0), f"{g}_{v}_{k}",
+        return (_TYPE_ORDER.get(self.kind, 0), self.gvk_text(self.group, self.version, self.kind),
                 f"{k}_{v}_{g}|{self.namespace or '~X'}|{self.name or '~N'}")
+
+    @staticmethod
+    def gvk_text(group: str, version: str, kind: str) -> str:
+        """legacyGVKSortString."""
+        return f"{group or '~G'}_{version or '~V'}_{kind or '~K'}"
 
     def id(self) -> tuple[str, str, str, str]:
         """apiVersion, kind, namespace and name, as the parsed object has them."""
@@ -331,6 +358,9 @@ def merge(parts: Sequence[list[Doc]]) -> tuple[str, Ids] | None:
         return None  # a shared id: the whole build decides (it refuses two)
     if len({(d.group, d.version) for d in docs if d.kind == "Namespace"}) > 1:
         return None  # gvkLessThan's special case for Namespace kinds: not worth mirroring
+    gvks = {(d.group, d.version, d.kind) for d in docs}
+    if len({Doc.gvk_text(*g) for g in gvks}) != len(gvks):
+        return None  # two kinds one legacyGVKSortString (an `_` in a name): Go keeps their order
     keyed = sorted((d.sort_key(), i, d) for i, d in enumerate(docs))
     if any(a[0] == b[0] for a, b in zip(keyed, keyed[1:], strict=False)):
         return None  # legacyIDSorter would meet a tie, which Go's unstable sort breaks its way
@@ -349,19 +379,17 @@ def _mapping_reference_across(parts: Sequence[list[Doc]]) -> bool:
             owners.setdefault((d.kind, d.name), set()).add(d.part)
     for p in parts:
         for d in p:
-            found = _MAPPING_REFERRERS.get(d.kind)
-            if found is None:
+            target = _MAPPING_REFERRERS.get(d.kind)
+            if target is None:
                 continue
-            target, names = found
             try:
                 obj = yaml.load(d.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
             except yaml.YAMLError:
                 return True
-            for name in names(obj if isinstance(obj, dict) else {}):
-                if name is None:
-                    continue
-                if not isinstance(name, str) or owners.get((target, name), set()) - {d.part}:
-                    return True  # named in another part, or written so that it is in doubt
+            # Every string of the referrer, not only where Kubernetes puts the name: kustomize's
+            # field specs walk lists and mappings in whatever shape they find.
+            if any(owners.get((target, name), set()) - {d.part} for name in _strings(obj)):
+                return True
     return False
 
 
@@ -402,6 +430,7 @@ def build_in_parts(base: str, entries: Sequence[str], n: int, run: Callable[[str
     way); `run(dir)` is one `kubectl kustomize dir` (ok, stdout). None when any part fails or
     the merge cannot stand: build the root whole."""
     with tempfile.TemporaryDirectory(prefix="topogate-parts-") as scratch:
+        scratch = os.path.realpath(scratch)  # kustomize joins the entries to its root's real path
         dirs = []
         for i, share in enumerate(shares(entries, n)):
             d = os.path.join(scratch, f"part-{i}")
@@ -439,5 +468,5 @@ def _patch_entry(d: str, j: int, p: Patch) -> dict[str, Any]:
     return {"path": name, "target": dict(p.target)}
 
 
-__all__ = ["Doc", "Ids", "NEEDS_HASH", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches", "node_field",
+__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "forbidden", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches", "node_field",
            "keeps_ids", "merge", "patch_keeps_ids", "root_parts", "scan", "shares"]
