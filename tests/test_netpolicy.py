@@ -927,7 +927,7 @@ def test_port_classes_without_policy_is_one_class_per_protocol() -> None:
 def test_reason_deny_names_rule_policy_and_position() -> None:
     ps = pset(CNP_B_FROM_A_ALL + "---" + CCNP_DENY_A_80)
     v = ps.evaluate(XA, XB, 80, "TCP")
-    assert v.ingress.reason == "denied by ingressDeny rule 0 of CiliumClusterwideNetworkPolicy/deny-a-80 (case.yaml:2)"
+    assert v.ingress.reason == "denied by ingressDeny rule 0 of CiliumClusterwideNetworkPolicy/deny-a-80 (case.yaml:2:1)"
     assert v.reason == "ingress: " + v.ingress.reason
 
 
@@ -944,7 +944,7 @@ def test_reason_default_deny_lists_policies() -> None:
 def test_reason_allow_and_open_sides() -> None:
     ps = pset(CNP_B_FROM_A_80)
     v = ps.evaluate(XA, XB, 80, "TCP")
-    assert v.ingress.reason == "allowed by ingress rule 0 of CiliumNetworkPolicy/x/b-from-a (case.yaml:1)"
+    assert v.ingress.reason == "allowed by ingress rule 0 of CiliumNetworkPolicy/x/b-from-a (case.yaml:1:1)"
     assert v.egress.reason == "not enforced: no policy selects x/{pod=a}, so egress is allowed"
     assert not v.egress.enforced and v.egress.selected_by == ()
 

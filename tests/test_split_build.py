@@ -548,3 +548,60 @@ def test_dotdot_after_a_symlink_is_refused(tmp_path: Path) -> None:
     (root / "kustomization.yaml").write_text("resources: [parts/a, parts/link/../b]\n")
     with pytest.raises(InputError, match=r"after a symbolic link: kustomize resolves it to .*parts/b"):
         _tree(root)
+
+
+# --- cases a second review found -------------------------------------------------------------
+
+def test_an_api_version_with_two_slashes_sorts_as_kustomize_splits_it(tmp_path: Path) -> None:
+    one = {"apiVersion": "x/y/z", "kind": "Foo", "metadata": {"name": "one"}}
+    two = {"apiVersion": "x0/v1", "kind": "Foo", "metadata": {"name": "two"}}
+    root = _write(tmp_path / "r", {"a": _objects(one), "b": _objects(two)})
+    whole = _kubectl(root)
+    assert whole.returncode == 0
+    split = kustomization.build_in_parts(_tree(root), 2)
+    assert split is None or split[0] == whole.stdout
+
+
+def test_forbidden_text_spelled_with_an_escape_is_read_as_yaml_reads_it(tmp_path: Path) -> None:
+    hashed = ('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  annotations:\n'
+              '    "internal.config.kubernetes\\x2Eio/needsHashSuffix": enabled\n')
+    root = _write(tmp_path / "r", {"a": _objects(_user_of("cfg")),
+                                   "b": {"objects.yaml": hashed, "kustomization.yaml": "resources: [objects.yaml]\n"}})
+    assert "cfg-" in _kubectl(root).stdout  # kustomize decoded it, and hashed the name
+    assert _tree(root).parts == ()
+
+
+@pytest.mark.parametrize("patch", [
+    '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "all", "annotations": '
+    '{"internal.config.kubernetes.io/needsHashSuffix": "enabled"}}}',
+    '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "all"}, "$patch": "delete"}',
+], ids=["renames", "deletes"])
+def test_a_wrapper_patch_that_renames_or_deletes_builds_whole(tmp_path: Path, patch: str) -> None:
+    top = _wrapped(tmp_path, {"patches": [{"patch": patch, "target": {"kind": "ConfigMap"}}]})
+    assert _tree(top).parts == ()
+
+
+def test_a_wrapper_patch_file_outside_the_root_builds_whole(tmp_path: Path) -> None:
+    top = _wrapped(tmp_path, {"patches": [{"path": "../p.yaml", "target": {"kind": "ServiceAccount"}}]})
+    (tmp_path / "p.yaml").write_text("- op: add\n  path: /metadata/labels\n  value: {a: b}\n")
+    assert "not in or below" in _kubectl(top).stderr
+    assert _tree(top).parts == ()
+
+
+@pytest.mark.parametrize("name", ["y", "1e3", "0o17"])
+def test_entries_one_yaml_reader_takes_as_no_string_build_whole(tmp_path: Path, name: str) -> None:
+    root = _write(tmp_path / "r", {"a": _objects(_cm("a"))}, f"resources: [parts/a, {name}]\n")
+    (root / name).mkdir()
+    for f, text in _objects(_cm("b")).items():
+        (root / name / f).write_text(text)
+    assert _tree(root).parts == ()
+
+
+def test_an_entry_that_looks_inline_is_still_a_path_and_checked(tmp_path: Path) -> None:
+    """`resources: ["{c}"]` names a directory `{c}`: it is checked like any other (here: a
+    remote base inside it is refused), not skipped as inline text."""
+    root = _write(tmp_path / "r", {"a": _objects(_cm("a"))}, 'resources: [parts/a, "{c}"]\n')
+    (root / "{c}").mkdir()
+    (root / "{c}" / "kustomization.yaml").write_text("resources: [github.com/example/repo]\n")
+    with pytest.raises(kustomization.NotLocal, match="remote"):
+        _tree(root)

@@ -293,3 +293,14 @@ def test_a_fifo_in_out_is_foreign_and_never_read(tmp_path: Path) -> None:
     with pytest.raises(writer.WriteError, match="did not generate"):
         writer.write_tree(out, tree("B", 3))
     assert ("removed", "d0/pipe.yaml") in writer.diff_tree(out, tree("A", 3))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="O_TMPFILE is Linux's")
+def test_the_holders_gitignore_appears_with_its_content_or_not_at_all(tmp_path: Path) -> None:
+    """On Linux the .gitignore is written unnamed (O_TMPFILE) and linked in whole: a kill at any
+    moment leaves no empty .gitignore (which would ignore nothing) for `git add` to take."""
+    writer.hidden_from_git(tmp_path)
+    assert (tmp_path / ".gitignore").read_bytes().endswith(b"\n*\n")
+    assert writer._link_whole(tmp_path, "again", b"x") and (tmp_path / "again").read_bytes() == b"x"
+    assert not writer._link_whole(tmp_path, "again", b"y")  # never over a file that is there
+    assert (tmp_path / "again").read_bytes() == b"x"

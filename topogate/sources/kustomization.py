@@ -127,7 +127,9 @@ def references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]
             raise NotLocal(_pos(kfile, fields[key]), _HELM_WHY.format(key=key))
     for key in _PATH_LISTS:
         for n in _scalars(fields.get(key)):
-            if not _inline(n.value):
+            # Only the config lists and patchesStrategicMerge take inline text; anything else
+            # listed (resources, bases, ...) is a path, however it looks, and is checked as one.
+            if not (key in _INLINE_LISTS and _inline(n.value)):
                 yield key, n.value, _pos(kfile, n)
             elif key in _CONFIG_LISTS:
                 # An inline config (`transformers: ["kind: PatchTransformer\npath: ..."]`)
@@ -136,6 +138,9 @@ def references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]
                 for field, ref, _ in config_references(n.value, kfile):
                     yield field, ref, where
     yield from _mapping_references(kfile, fields)
+
+
+_INLINE_LISTS = ("generators", "transformers", "validators", "patchesStrategicMerge")
 
 
 def _inline(value: str) -> bool:
@@ -242,12 +247,14 @@ def _with_parts(tree: Tree, found: dict[str, _Dir], order: list[str]) -> Tree:
     root that wraps one directory with targeted patches, that directory's."""
     top = found[order[0]]
     patches: tuple[split_build.Patch, ...]
-    if top.composition and top.single:
+    if top.composition:
         parts, base, patches, tops = top.composition, None, (), order[:1]
-    elif (top.patches is not None and top.single and len(order) > 1 and found[order[1]].composition
-          and found[order[1]].single):
+    elif top.patches is not None and len(order) > 1 and found[order[1]].composition:
         parts, base, patches, tops = found[order[1]].composition, Path(order[1]), top.patches, order[:2]
     else:
+        return tree
+    # kustomize refuses a directory with two kustomization files; the parts never read these
+    if any(sum(os.path.lexists(os.path.join(t, n)) for n in KUSTOMIZATION_FILES) != 1 for t in tops):
         return tree
     # kustomize refuses a directory that holds one it came from ("cycle detected"): the parts,
     # which come from elsewhere, would not. Such a tree is built whole, which refuses it.
@@ -272,7 +279,6 @@ class _Dir:
     composition: tuple[str, ...] = ()
     # a root that wraps one directory with targeted patches: those, their files' text read
     patches: tuple[split_build.Patch, ...] | None = None
-    single: bool = True  # one kustomization file (kustomize refuses a directory with two)
 
 
 def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = False) -> _Dir:
@@ -282,8 +288,7 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
     hash several Path objects for every file it names. `checked` maps a file's real path to
     whether it is free of kustomize's needs-hash annotation, and the real path + NUL (no path
     holds one) to whether, as a patch, it keeps every id (split_build)."""
-    kfiles = [f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f)]
-    kfile = kfiles[0] if kfiles else None
+    kfile = next((f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f)), None)
     if kfile is None:
         raise InputError(Position(display(Path(cur)), 1, 1), (
             "a directory named as a base or resource has no kustomization.yaml"))
@@ -298,9 +303,9 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
     pure = split_build.root_parts(fields)  # it only lists (directories, checked below)
     wrapper = split_build.wrapper_patches(fields) if root else None
     if root:
-        keeps = pure or wrapper is not None
+        keeps = (pure or wrapper is not None) and not split_build.forbidden(text, nodes)
     else:
-        keeps = split_build.keeps_ids(fields) and not split_build.forbidden(text)
+        keeps = split_build.keeps_ids(fields) and not split_build.forbidden(text, nodes)
     keeps = keeps and all(_inline_keeps_ids(p, kshown) for p in split_build.inline_patches(fields))
     listed_dirs: list[str] = []
     patch_texts: dict[str, str] = {}  # a wrapping root's patch files, to repeat in each part
@@ -317,7 +322,7 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
         if not os.path.lexists(target):
             raise InputError(where, f"{field} entry '{ref}' does not exist")
         real, mode = roots.check_text(target, where, f"{field} entry '{ref}'")
-        if ".." in ref.split("/"):
+        if _dotdot_inside(ref):
             _same_as_kustomize(cur, ref, real, roots, where, field)
         # the mode is of the real path's lstat, and it is no symlink: as a stat of it would say
         if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(real):
@@ -338,23 +343,38 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
             if _yaml_field(field):
                 body = read_text(target, shown)
                 docs = [n for _, n, _ in documents(body, shown, construct=False)]
-                checked[real] = not split_build.forbidden(body)
+                checked[real] = not split_build.forbidden(body, docs)
                 if as_patch:
                     checked[real + "\0"] = split_build.patch_keeps_ids(docs)
                 if wrapper and field == "patches":
-                    patch_texts[ref] = body
+                    # kustomize loads a patch file only from below its kustomization (the load
+                    # restrictor): one elsewhere fails the whole build, so the root is built whole
+                    below = real.startswith(roots.real_dir(cur).rstrip("/") + "/") and not ref.startswith("/")
+                    if below and split_build.plain_patch(body):
+                        patch_texts[ref] = body
             else:
                 read_bytes(target, shown)
                 checked[real] = True
         keeps = keeps and checked[real] and (not as_patch or checked[real + "\0"])
     composition = tuple(listed_dirs) if pure and len(listed_dirs) == len(set(listed_dirs)) else ()
     patches = None
-    if wrapper is not None and len(listed_dirs) == 1:
+    if wrapper is not None and len(listed_dirs) == 1 and all(p.path is None or p.path in patch_texts
+                                                             for p in wrapper):
         patches = tuple(p if p.path is None else dataclasses.replace(p, text=patch_texts[p.path])
                         for p in wrapper)
     if root and not composition and patches is None:
         keeps = False
-    return _Dir(subdirs, generates and not is_generated(kreal), keeps, composition, patches, len(kfiles) == 1)
+    return _Dir(subdirs, generates and not is_generated(kreal), keeps, composition, patches)
+
+
+def _dotdot_inside(ref: str) -> bool:
+    """Whether a `..` of ref follows a component that names something (a leading `../../` on
+    the kustomization's real directory means the same to kustomize and to the file system)."""
+    parts = ref.split("/")
+    i = 0
+    while i < len(parts) and parts[i] in ("..", ".", ""):
+        i += 1
+    return ".." in parts[i:]
 
 
 def _same_as_kustomize(cur: str, ref: str, real: str, roots: Roots, where: Position, field: str) -> None:

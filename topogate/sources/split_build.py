@@ -65,9 +65,25 @@ PATCH_FIELDS = ("patches", "patchesStrategicMerge", "patchesJson6902")
 FORBIDDEN_TEXT = ("needs-hash", "internal.config.kubernetes.io", "local-config")
 
 
-def forbidden(text: str) -> bool:
-    """Whether a file's text holds what FORBIDDEN_TEXT names."""
-    return any(t in text for t in FORBIDDEN_TEXT)
+def forbidden(text: str, nodes: Iterable[Any] = ()) -> bool:
+    """Whether a file's text holds what FORBIDDEN_TEXT names. A backslash may spell it with an
+    escape (`kubernetes\\x2Eio`): then the values its documents (`nodes`, composed) decode to
+    are looked at too, keys included."""
+    if any(t in text for t in FORBIDDEN_TEXT):
+        return True
+    return "\\" in text and any(t in v for n in nodes for v in _node_strings(n) for t in FORBIDDEN_TEXT)
+
+
+def _node_strings(node: Any) -> Iterable[str]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.ScalarNode):
+            yield n.value
+        elif isinstance(n, yaml.MappingNode):
+            stack.extend(x for pair in n.value for x in pair)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
 _KUSTOMIZATION_API = "kustomize.config.k8s.io/v1beta1"
 
 # SortOrderTransformer.go: defaultOrderFirst, defaultOrderLast ("DO NOT CHANGE!" upstream).
@@ -127,9 +143,28 @@ def root_parts(fields: dict[str, Any]) -> bool:
 
 
 def _string(node: Any) -> bool:
-    """A scalar that YAML 1.1 (PyYAML's resolver, as go-yaml v2's under kustomize) reads as a
-    string: not null, a boolean or a number."""
-    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str"
+    """A scalar that every YAML reader takes as a string: quoted, or plain and shaped like a
+    path that no resolver reads as null, a boolean or a number (PyYAML and the go-yaml under
+    kustomize disagree on some: `y`, `1e3`, `0o17`)."""
+    if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+        return False
+    if node.style in ("'", '"'):
+        return True
+    return bool(_PATH_LIKE.match(node.value)) and node.value.lower() not in _YAML_WORDS
+
+
+def _text(node: Any) -> bool:
+    """A scalar every YAML reader takes as a string, of any shape (a selector's value): quoted,
+    or plain and neither a null, boolean or number word nor starting like a number."""
+    if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+        return False
+    return node.style in ("'", '"') or (node.value.lower() not in _YAML_WORDS
+                                        and not _NUMBER_LIKE.match(node.value))
+
+
+_NUMBER_LIKE = re.compile(r"^[-+]?\.?[0-9]|^[-+]?\.(inf|nan)")
+_PATH_LIKE = re.compile(r"^(?:\.\.?/)*[A-Za-z_][A-Za-z0-9._-]*(?:/[A-Za-z0-9._-]+)*/?$")
+_YAML_WORDS = frozenset({"y", "yes", "n", "no", "true", "false", "on", "off", "null", "nan", "inf"})
 
 
 _WRAPPER_FIELDS = frozenset({"apiVersion", "kind", "resources", "patches"})
@@ -169,7 +204,7 @@ def wrapper_patches(fields: dict[str, Any]) -> tuple[Patch, ...] | None:
         target = node_field(item, "target")
         if not keys <= {"path", "patch", "target"} or not isinstance(target, yaml.MappingNode):
             return None
-        if not all(_string(k) and _string(v) for k, v in target.value):
+        if not all(_text(k) and _text(v) for k, v in target.value):
             return None
         selector = [(_scalar(k), _scalar(v)) for k, v in target.value]
         if any(k not in _SELECTOR_KEYS for k, _ in selector):
@@ -178,8 +213,17 @@ def wrapper_patches(fields: dict[str, Any]) -> tuple[Patch, ...] | None:
         if (path_node is None) == (text_node is None) or not _string(path_node or text_node):
             return None
         path, text = _scalar(path_node), _scalar(text_node)
+        if text is not None and not plain_patch(text):
+            return None
         out.append(Patch(path, text or "", tuple((str(k), str(v)) for k, v in selector)))
     return tuple(out)
+
+
+def plain_patch(text: str) -> bool:
+    """A wrapping root's patch, to repeat in each part: it may not delete or replace whole
+    objects (`$patch`: the root's id check saw them before it ran, the parts' merge would not),
+    nor hold a backslash (an escape PyYAML and kustomize's reader might decode apart)."""
+    return "$patch" not in text and "\\" not in text
 
 
 def keeps_ids(fields: dict[str, Any]) -> bool:
@@ -330,7 +374,9 @@ def scan(text: str, part: int) -> list[Doc] | None:
                 if value is None:
                     return None
                 fields[section] = value
-        group, _, version = fields.get("apiVersion", "").rpartition("/")
+        group, slash, version = fields.get("apiVersion", "").partition("/")  # resid.ParseGroupVersion
+        if not slash:
+            group, version = "", group
         out.append(Doc(chunk + "\n", part, group, version, fields.get("kind", ""),
                        fields.get("namespace", ""), fields.get("name", "")))
     return out
@@ -460,13 +506,14 @@ def build_in_parts(base: str, entries: Sequence[str], n: int, run: Callable[[str
 
 
 def _patch_entry(d: str, j: int, p: Patch) -> dict[str, Any]:
-    if p.path is None:
-        return {"patch": p.text, "target": dict(p.target)}
+    """A wrapping root's patch as a file beside the part: kustomize reads an inline patch as its
+    text trimmed (builtins/PatchTransformer.go) and a file's as it is, so each is written as what
+    kustomize would read, never dumped again as YAML."""
     name = f"patch-{j}.yaml"
     with open(os.path.join(d, name), "w", encoding="utf-8") as f:
-        f.write(p.text)
+        f.write(p.text if p.path is not None else p.text.strip())
     return {"path": name, "target": dict(p.target)}
 
 
-__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "forbidden", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches", "node_field",
+__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "forbidden", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches", "node_field", "plain_patch",
            "keeps_ids", "merge", "patch_keeps_ids", "root_parts", "scan", "shares"]

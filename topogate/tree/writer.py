@@ -324,14 +324,47 @@ def _exchange(a: Path, b: Path) -> bool:
 def hidden_from_git(directory: Path) -> None:
     """A `.gitignore` of `*` in `directory`: `git add -A` and `git status` skip it whole (the
     file included), so what a killed run leaves beside OUT is never committed by accident."""
-    # Two system calls, nothing between them: a kill after the file exists and before its
-    # content is in leaves an empty .gitignore, which ignores nothing (itself included), and
-    # Path.write_bytes put Python's buffering and a close in that window.
+    # A kill after the file exists and before its content is in would leave an empty
+    # .gitignore, which ignores nothing (itself included). On Linux the file is written unnamed
+    # (O_TMPFILE) and then linked in whole, so there is no such moment; elsewhere (or where the
+    # file system has no O_TMPFILE) two system calls with nothing between them keep it short.
+    data = b"# a topogate run's scratch space, never committed\n*\n"
+    if _link_whole(directory, ".gitignore", data):
+        return
     fd = os.open(directory / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        os.write(fd, b"# a topogate run's scratch space, never committed\n*\n")
+        os.write(fd, data)
     finally:
         os.close(fd)
+
+
+def _link_whole(directory: Path, name: str, data: bytes) -> bool:
+    """Write `data` to an unnamed file in `directory` and link it in as `name`: it appears with
+    its content or not at all. False where O_TMPFILE or /proc/self/fd is missing."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return False
+    try:
+        fd = os.open(directory, flag | os.O_WRONLY, 0o644)
+    except OSError:
+        return False
+    try:
+        dirfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        os.close(fd)
+        return False
+    try:
+        if os.write(fd, data) != len(data):
+            return False
+        # A directory fd makes os.link call linkat(AT_SYMLINK_FOLLOW), which follows the /proc
+        # link to the unnamed file; plain link() would try to link the /proc entry itself.
+        os.link(f"/proc/self/fd/{fd}", name, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=True)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+        os.close(dirfd)
 
 
 def _swap(new: Path, out: Path) -> None:
