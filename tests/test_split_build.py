@@ -216,9 +216,7 @@ def test_a_tree_that_may_rename_is_built_whole(tmp_path: Path, change: dict[str,
     files["kustomization.yaml"] = yaml.safe_dump({"resources": ["objects.yaml"], **change})
     files["rename.yaml"] = "- op: replace\n  path: /metadata/name\n  value: c2\n"
     files["smp.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: v}\n"
-    user = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x",
-                                                           "envFrom": [{"configMapRef": {"name": "c"}}]}]}}}}
+    user = _user_of("c")
     root = _write(tmp_path / "r", {"a": files, "b": _objects(user)})
     assert _kubectl(root).returncode == 0
     assert _tree(root).parts == ()
@@ -229,9 +227,7 @@ def test_a_rename_would_reach_across_parts(tmp_path: Path) -> None:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
     files = _objects(cm)
     files["kustomization.yaml"] = "namePrefix: p-\nresources: [objects.yaml]\n"
-    user = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x",
-                                                           "envFrom": [{"configMapRef": {"name": "c"}}]}]}}}}
+    user = _user_of("c")
     root = _write(tmp_path / "r", {"a": files, "b": _objects(user)})
     whole = _kubectl(root).stdout
     assert "name: p-c" in whole.split("kind: Deployment")[1]

@@ -217,7 +217,7 @@ def _yaml_field(field: str) -> bool:
 
 def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) -> Tree:
     """Every file the build of d will read, checked (see the module doc); InputError on the
-    first that fails. `checked` (real path -> True) spares re-reading files shared by trees."""
+    first that fails. `checked` (see _check_dir) spares re-reading files shared by trees."""
     checked = {} if checked is None else checked
     order: list[str] = []
     done: set[str] = set()
@@ -286,8 +286,8 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
 
     Paths are kept as text here: a tree of thousands of overlays would otherwise build and
     hash several Path objects for every file it names. `checked` maps a file's real path to
-    whether it is free of kustomize's needs-hash annotation, and the real path + NUL (no path
-    holds one) to whether, as a patch, it keeps every id (split_build)."""
+    whether it is free of split_build's FORBIDDEN_TEXT, and the real path + NUL (no path holds
+    one) to whether, as a patch, it keeps every id (split_build)."""
     kfile = next((f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f)), None)
     if kfile is None:
         raise InputError(Position(display(Path(cur)), 1, 1), (
@@ -302,11 +302,10 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
     fields = {k.value: v for k, v in reversed(nodes[0].value) if isinstance(k, yaml.ScalarNode)}
     pure = split_build.root_parts(fields)  # it only lists (directories, checked below)
     wrapper = split_build.wrapper_patches(fields) if root else None
-    if root:
-        keeps = (pure or wrapper is not None) and not split_build.forbidden(text, nodes)
-    else:
-        keeps = split_build.keeps_ids(fields) and not split_build.forbidden(text, nodes)
-    keeps = keeps and all(_inline_keeps_ids(p, kshown) for p in split_build.inline_patches(fields))
+    # A root's own fields decide through `pure` and `wrapper` (_with_parts); below it, each
+    # kustomization may only keep ids.
+    keeps = ((root or split_build.keeps_ids(fields)) and not split_build.forbidden(text, nodes)
+             and split_build.inline_patches_keep_ids(fields, kshown))
     listed_dirs: list[str] = []
     patch_texts: dict[str, str] = {}  # a wrapping root's patch files, to repeat in each part
     subdirs: list[str] = []
@@ -362,8 +361,6 @@ def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = Fa
                                                              for p in wrapper):
         patches = tuple(p if p.path is None else dataclasses.replace(p, text=patch_texts[p.path])
                         for p in wrapper)
-    if root and not composition and patches is None:
-        keeps = False
     return _Dir(subdirs, generates and not is_generated(kreal), keeps, composition, patches)
 
 
@@ -388,15 +385,6 @@ def _same_as_kustomize(cur: str, ref: str, real: str, roots: Roots, where: Posit
             f"{field} entry '{ref}' has `..` after a symbolic link: kustomize resolves it to "
             f"{display(Path(as_kustomize))}, the file system to {display(Path(real))}; name the "
             "directory without `..` after the link"))
-
-
-def _inline_keeps_ids(patch: str, kshown: str) -> bool:
-    """Whether an inline patch keeps ids; one that is not YAML is kustomize's to report (the
-    positions would be the patch text's, not the kustomization's): the tree is built whole."""
-    try:
-        return split_build.patch_keeps_ids([n for _, n, _ in documents(patch, kshown, construct=False)])
-    except InputError:
-        return False
 
 
 # Fields whose files are patches that could rename what they patch (split_build).

@@ -48,6 +48,8 @@ from typing import Any
 
 import yaml
 
+from topogate.safeio.saferead import InputError, documents
+
 # The root's kustomization may hold only these: then it appends its directories and nothing else.
 ROOT_FIELDS = frozenset({"apiVersion", "kind", "resources"})
 # Fields of the kustomizations below the root that rename nothing and are applied where they
@@ -143,14 +145,9 @@ def root_parts(fields: dict[str, Any]) -> bool:
 
 
 def _string(node: Any) -> bool:
-    """A scalar that every YAML reader takes as a string: quoted, or plain and shaped like a
-    path that no resolver reads as null, a boolean or a number (PyYAML and the go-yaml under
-    kustomize disagree on some: `y`, `1e3`, `0o17`)."""
-    if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
-        return False
-    if node.style in ("'", '"'):
-        return True
-    return bool(_PATH_LIKE.match(node.value)) and node.value.lower() not in _YAML_WORDS
+    """A string to every YAML reader (`_text`) that, unquoted, is shaped like a path (PyYAML
+    and the go-yaml under kustomize disagree on some plain words: `y`, `1e3`, `0o17`)."""
+    return _text(node) and (node.style in ("'", '"') or bool(_PATH_LIKE.match(node.value)))
 
 
 def _text(node: Any) -> bool:
@@ -242,15 +239,23 @@ def keeps_ids(fields: dict[str, Any]) -> bool:
     return True
 
 
-def inline_patches(fields: dict[str, Any]) -> Iterable[str]:
-    """The `patch:` texts written inline in a kustomization's `patches` and `patchesJson6902`
-    (an inline `patchesStrategicMerge` entry is a strategic merge patch: it keeps ids)."""
+def inline_patches_keep_ids(fields: dict[str, Any], shown: str) -> bool:
+    """Whether the `patch:` texts written inline in a kustomization's `patches` and
+    `patchesJson6902` keep ids (an inline `patchesStrategicMerge` entry is a strategic merge
+    patch: it does). One that is not YAML is kustomize's to report (positions would be the
+    patch text's, not the kustomization's): the tree is built whole."""
     for key in ("patches", "patchesJson6902"):
         items = fields.get(key)
         for item in items.value if isinstance(items, yaml.SequenceNode) else ():
             text = _scalar(node_field(item, "patch"))
-            if text is not None:
-                yield text
+            if text is None:
+                continue
+            try:
+                if not patch_keeps_ids([n for _, n, _ in documents(text, shown, construct=False)]):
+                    return False
+            except InputError:
+                return False
+    return True
 
 
 def patch_keeps_ids(nodes: Iterable[Any]) -> bool:
@@ -515,5 +520,5 @@ def _patch_entry(d: str, j: int, p: Patch) -> dict[str, Any]:
     return {"path": name, "target": dict(p.target)}
 
 
-__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "forbidden", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches", "node_field", "plain_patch",
+__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "forbidden", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches_keep_ids", "node_field", "plain_patch",
            "keeps_ids", "merge", "patch_keeps_ids", "root_parts", "scan", "shares"]
