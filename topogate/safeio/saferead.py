@@ -18,7 +18,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,18 @@ class InputError(Exception):
         super().__init__(f"{pos}: {message}")
         self.pos = pos
         self.message = message
+
+
+class InputErrors(InputError):
+    """Several problems of one input, reported at once: the first is `pos` and `message`,
+    str() gives every one, a line each."""
+
+    def __init__(self, problems: Sequence[tuple[Position, str]]):
+        first, *_ = problems
+        super().__init__(*first)
+        self.problems = tuple((Position(one_line(p.file), p.line, p.column), one_line(m))
+                              for p, m in problems)
+        self.args = ("\n".join(f"{p}: {m}" for p, m in self.problems),)
 
 
 def _kind(mode: int) -> str:
@@ -471,6 +483,6 @@ def is_regular(p: Path) -> bool:
     except OSError:
         return False
 
-__all__ = ["GENERATED_MARKER", "InputError", "Loader", "TagMemoLoader", "check_node", "decode",
+__all__ = ["GENERATED_MARKER", "InputError", "InputErrors", "Loader", "TagMemoLoader", "check_node", "decode",
            "documents", "is_generated", "is_regular", "load_all", "memo_loader", "one_line",
            "read_bytes", "read_text"]
