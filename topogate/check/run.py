@@ -111,9 +111,9 @@ def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
             objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty, other=other,
                               keep=_keep(narrowing, exclude), not_local=not_local)
     except ManifestError as err:
-        raise CheckInputError(str(err)) from None
+        raise CheckInputError.of(err) from None
     if empty:
-        raise CheckInputError("\n".join(
+        raise CheckInputError(*(
             f"{t}:1:1: no Kubernetes object found (no YAML document with a `kind`): nothing to "
             "check here; pass the directory or files that hold the training job's manifests"
             for t in empty))

@@ -193,7 +193,7 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
         if outcome.result.scope is not None and outcome.result.scope.note:
             click.echo(one_line(f"topogate: {outcome.result.scope.note}"), err=True)
     except CheckInputError as err:
-        fail(f"topogate: {err}")
+        fail(f"topogate: {err.lines[0]}", more=err.lines[1:])
     appendix = _connectivity(opts, name) if "markdown" in (name, *(f for _, f in outputs)) else ""
     output.emit(outcome.result, name, strict=opts.strict, verbosity=opts.verbosity,
                 outputs=outputs, markdown_appendix=appendix, inventory=outcome.inventory)

@@ -61,7 +61,7 @@ def selected(live: LiveOutcome, select: tuple[str, ...], ignore: tuple[str, ...]
     try:
         return dataclasses.replace(live, outcome=select_outcome(live.outcome, select, ignore, strict))
     except CheckInputError as err:
-        fail(f"topogate: {err}")
+        fail(f"topogate: {err.lines[0]}", more=err.lines[1:])
 
 
 __all__ = ["check_live", "print_report", "selected"]

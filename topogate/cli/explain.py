@@ -34,7 +34,7 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
     try:
         outcome = run_check(inventory, paths, None, cluster)
     except CheckInputError as err:
-        fail(f"topogate: {err}")
+        fail(f"topogate: {err.lines[0]}", more=err.lines[1:])
     if outcome.inventory is None:
         for f in outcome.result.findings:
             click.echo(one_line(f"{f.file}:{f.line}:{f.column}: {f.message}"), err=True)

@@ -124,6 +124,15 @@ class InputError(Exception):
         self.pos = pos
         self.message = message
 
+    def fresh(self) -> InputError:
+        """A new exception saying what this one says, of its class (to raise one that is kept
+        elsewhere without its traceback)."""
+        return type(self)(self.pos, self.message)
+
+    def lines(self) -> tuple[str, ...]:
+        """What it says, a problem a line (each line safe as one line of a log)."""
+        return (str(self),)
+
 
 class InputErrors(InputError):
     """Several problems of one input, reported at once: the first is `pos` and `message`,
@@ -135,6 +144,12 @@ class InputErrors(InputError):
         self.problems = tuple((Position(one_line(p.file), p.line, p.column), one_line(m))
                               for p, m in problems)
         self.args = ("\n".join(f"{p}: {m}" for p, m in self.problems),)
+
+    def fresh(self) -> InputError:
+        return InputErrors(self.problems)
+
+    def lines(self) -> tuple[str, ...]:
+        return tuple(f"{p}: {m}" for p, m in self.problems)
 
 
 def _kind(mode: int) -> str:
