@@ -232,7 +232,7 @@ def test_kustomize_reads_a_key_exactly_where_the_model_says_and_topogate_refuses
         if why:
             disagreements.append(f"case {i} {probe.struct}.{probe.name} as {key!r}: {'; '.join(why)}\n"
                                  f"  {text!r}\n  kubectl: {seen.output[:200]!r}")
-    assert not disagreements, f"{len(disagreements)} of {len(cases)} cases:\n" + "\n".join(disagreements)
+    assert not disagreements, f"{len(disagreements)} of {len(cases)} cases at TOPOGATE_KEY_SEED={SEED}:\n" + "\n".join(disagreements)
     # the generator reaches each class: the field read, another spelling read, one not read
     assert kinds.get("canonical", 0) >= len(PROBES)
     assert kinds.get("read-other-spelling", 0) >= CASES // 6, kinds
@@ -292,7 +292,7 @@ def test_two_spellings_of_one_field_are_refused_whichever_kustomize_takes(tmp_pa
     # lower-case spelling wins here, in either order; topogate names the other one
     for text in ("resources: [cm.yaml]\nResources: [probe.yaml]\n", "Resources: [probe.yaml]\nresources: [cm.yaml]\n"):
         root = tmp_path / str(len(list(tmp_path.iterdir())))
-        seen = run_case(root, Probe("resources", "Kustomization", lambda _: text, "name: probe", _cm()), text)
+        seen = run_case(root, Probe("resources", "Kustomization", lambda _, t=text: t, "name: probe", _cm()), text)
         assert "name: base" in seen.output and "name: probe" not in seen.output
         assert isinstance(seen.refused, InputErrors) and "`Resources` as `resources`" in str(seen.refused)
 
