@@ -415,6 +415,37 @@ def test_cmp_plugin_generates_the_wrapper_output(tmp_path: Path) -> None:
     assert bad.returncode != 0 and "TOPOGATE_CLUSTER" in bad.stderr
 
 
+def test_cmp_plugin_reads_bases_elsewhere_in_a_copy_without_git(tmp_path: Path) -> None:
+    """The cmp-server's copy of the repository has no .git and runs the plugin in the
+    Application's path: an inventory in platform/ whose bases are in teams/ (outside its folder,
+    inside the repository) is generated, as it is from a clone."""
+    plugin = _docs(CMP / "plugin.yaml")[0]
+    gen = plugin["spec"]["generate"]
+    repo = tmp_path / "copy"
+    shutil.copytree(FIXTURES / "lab" / "bases", repo / "teams")
+    (repo / "platform").mkdir()
+    (repo / "platform" / "inventory.yaml").write_text(
+        (FIXTURES / "lab" / "inventory.yaml").read_text().replace("base: bases/train", "base: ../teams/train"))
+    assert not (repo / ".git").exists()
+    bindir = str(REPO / ".venv" / "bin")
+    env = {"PATH": os.pathsep.join([bindir, str(Path(kubectl()).parent), "/usr/bin", "/bin"]),
+           "HOME": str(tmp_path), "ARGOCD_ENV_TOPOGATE_CLUSTER": "lab", "ARGOCD_APP_SOURCE_PATH": "platform",
+           **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})}
+    proc = subprocess.run(gen["command"] + gen["args"], cwd=repo / "platform", env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    jobs = [d for d in yaml.safe_load_all(proc.stdout) if d is not None and d["kind"] == "PyTorchJob"]
+    assert [j["metadata"]["name"] for j in jobs] == ["train"]
+    # topogate itself, run from that root: the working directory is the repository
+    res = subprocess.run([str(Path(bindir) / "topogate"), "generate", "platform/inventory.yaml", "-o", "out"],
+                         cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    # from inside platform/, teams/ is above the working directory: refused, as documented
+    res = subprocess.run([str(Path(bindir) / "topogate"), "generate", "inventory.yaml", "-o", "../out2"],
+                         cwd=repo / "platform", env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "resolves outside the inventory's repository" in res.stderr
+
+
 def test_cmp_dockerfile_builds_from_the_repo_root() -> None:
     # The image installs topogate from its build context: that context is the repository root,
     # with the Dockerfile named by -f. Every COPY source must exist there.
