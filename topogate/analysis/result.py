@@ -19,6 +19,7 @@ class PoolVerdict:
     pool: str
     feasible: bool
     reason: str = ""  # why the pool was removed ("" when feasible)
+    undeclared: tuple[str, ...] = ()  # label keys the group's selector names that the pool lacks
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,7 +132,8 @@ class ClusterMap:
         groups: list[GroupMap] = []
         for g in job.groups:
             gp = plc.group(g.name)
-            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "; ".join(f.notes) if f.fits else f.reason)
+            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "; ".join(f.notes) if f.fits else f.reason,
+                                      () if f.fits else f.undeclared_keys)
                           for f in gp.fits) if gp else ()
             pools = self._pool_verdicts.setdefault(pools, pools)
             groups.append(GroupMap(
