@@ -73,9 +73,10 @@ class JunitReporter(Reporter):
                     suite_failed += 1
                     first = failing[0]
                     more = f" (+{len(failing) - 1} more)" if len(failing) > 1 else ""
-                    summary = (first.message.splitlines() or [""])[0]
+                    # its own name: `summary` is the counts line every later suite carries too
+                    headline = (first.message.splitlines() or [""])[0]
                     failure = ET.SubElement(case, "failure", {
-                        "message": _text(f"{first.rule} {first.name}: {summary}{more}"), "type": first.rule})
+                        "message": _text(f"{first.rule} {first.name}: {headline}{more}"), "type": first.rule})
                     failure.text = _text("\n".join(finding_text(f) for f in failing))
                 if rest:
                     ET.SubElement(case, "system-out").text = _text("\n".join(finding_text(f) for f in rest))
