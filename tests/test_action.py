@@ -204,6 +204,27 @@ def test_action_writes_sarif_and_passes_changed_since_and_args(gitops_repo: Path
     assert r["failed"]  # the stale tree still fails the job (generate --check)
 
 
+def test_action_checks_a_pull_request_with_the_base_s_settings(gitops_repo: Path, tmp_path: Path) -> None:
+    # The pull request hand-edits a generated file and, in the same change, ignores the rule that
+    # reports it (TG002 drift) in a settings file of its own.
+    _git(gitops_repo, "init", "-q", "-b", "main")
+    _git(gitops_repo, "add", "-A")
+    _git(gitops_repo, "commit", "-q", "-m", "base")
+    rule = gitops_repo / "deploy/monitoring/lab/prometheusrule.yaml"
+    rule.write_text(rule.read_text().replace("for: 15m", "for: 2h"))
+    (gitops_repo / ".topogate.yaml").write_text("# quiet\nignore: [drift]\n")
+    r = run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy",
+                                 "changed-since": "main"}, tmp_path)
+    assert r["outputs"]["check"]["exit-code"] == "1"  # main has no such ignore: the drift fails the check
+    log = "\n".join(s[2] for s in r["steps"])
+    assert re.search(r"^::error file=deploy/monitoring/lab/prometheusrule.yaml,.*title=TG002 drift::", log, re.M)
+    assert ("::warning file=.topogate.yaml,line=2,col=1,title=TG011 settings-weakened::ignore: TG002 newly "
+            "ignored, which main's settings do not (ignore: no rule)") in log
+    assert ("topogate: settings: .topogate.yaml; ignore from main, which has no settings file: this file "
+            "narrows it more (--changed-since main)") in log
+    assert "### Settings" in r["summary"] and "| TG011 settings-weakened | warning | .topogate.yaml:2 |" in r["summary"]
+
+
 def _rule_ids() -> set[str]:
     from topogate.policies.engine import all_rules
 

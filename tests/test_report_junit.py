@@ -89,3 +89,13 @@ def test_exit_zero_reports_but_does_not_fail() -> None:
     r = CliRunner().invoke(main, ["check", LAB, "does/not/exist", "--exit-zero"])
     assert r.exit_code == 2
     assert CliRunner().invoke(main, ["check", LAB, FIXED, "--exit-zero"]).exit_code == 0
+
+
+def test_every_suite_carries_the_counts_line_not_a_failure_message(tmp_path: Path) -> None:
+    # The first suite has a failing workload; the suites after it once carried that failure's
+    # first line as their topogate.summary, instead of the run's counts.
+    root = ET.fromstring(get_reporter("junit").render(result()).split("\n", 1)[1])
+    summaries = {s.get("name"): [p.get("value") for p in s.iter("property") if p.get("name") == "topogate.summary"]
+                 for s in root.iter("testsuite")}
+    line = "3 errors, 1 warning, 1 info in 2 workloads"
+    assert summaries == {"gpu-east": [line], "topogate": [line]}

@@ -4,7 +4,7 @@ annotations (topogate.policies.selection), applied to a check's outcome."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from topogate.analysis.result import CheckResult
 from topogate.check.config import Globs
@@ -22,9 +22,11 @@ from topogate.policies.selection import (
 
 
 def select_outcome(outcome: CheckOutcome, select: Sequence[str], ignore: Sequence[str],
-                   strict: bool, per_path: Sequence[tuple[Globs, Sequence[str]]] = ()) -> CheckOutcome:
+                   strict: bool, per_path: Sequence[tuple[Globs, Sequence[str]]] = (),
+                   always: Collection[str] = ()) -> CheckOutcome:
     """`check`'s outcome after --select/--ignore, the configuration's per-path ignores and the
-    objects' suppression annotations."""
+    objects' suppression annotations. Rules in `always` are kept whatever `select`, `ignore`
+    and `per_path` say (the caller leaves them out where the command line itself drops them)."""
     rules = outcome.result.rules
     problems: list[str] = []
     chosen: frozenset[str] | None = None
@@ -42,9 +44,10 @@ def select_outcome(outcome: CheckOutcome, select: Sequence[str], ignore: Sequenc
         raise CheckInputError("; ".join(problems) + LISTS_THEM)
     if outcome.inventory is None:
         return outcome  # the inventory did not load: its problems are never selected away
-    result = apply(outcome.result, outcome.objects, chosen, dropped)
+    kept = frozenset(always)
+    result = apply(outcome.result, outcome.objects, chosen | kept if chosen is not None else None, dropped - kept)
     if per_path:
-        result = _per_path(result, [(g, resolve_rules(rs, rules, "per-path-ignores")) for g, rs in per_path])
+        result = _per_path(result, [(g, resolve_rules(rs, rules, "per-path-ignores") - kept) for g, rs in per_path])
     # 2 (unreadable input) is never lowered
     code = (outcome.exit_code if outcome.exit_code == ExitCode.BAD_INVOCATION
             else exit_for(result.errors, result.warnings, strict))

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from topogate.check.config import Globs, Settings
     from topogate.check.run import Observed
+    from topogate.check.settings_guard import Guarded
     from topogate.inventory.model import Inventory
     from topogate.policies.context import LiveFact
     from topogate.sources.manifests import K8sObject
@@ -145,18 +146,52 @@ def _flow_facts(opts: CheckOptions, exclude: tuple[Globs, ...]) -> Observed | No
     return facts
 
 
-def with_settings(opts: CheckOptions) -> tuple[CheckOptions, Settings, tuple[Globs, ...]]:
+def with_settings(opts: CheckOptions, guarded: bool = False
+                  ) -> tuple[CheckOptions, Settings, tuple[Globs, ...], Guarded | None]:
     """The options with the configuration merged in, and the exclude globs (topogate.check.config
     Globs) of both: the command line's --select replaces the file's, --ignore and --exclude add
-    to it, --strict turns it on, --cluster and --format win."""
+    to it, --strict turns it on, --cluster and --format win. `guarded` (a check of files with
+    --changed-since): the settings that narrow the gate are the ref's where the working tree's
+    narrow more (topogate.check.settings_guard)."""
     from topogate.check.config import Globs  # lazy: start-up time (a command's modules load when it runs)
 
     settings = load_settings(opts.config_file, opts.no_config)
+    guard = None
+    if guarded and opts.changed_since is not None and not opts.no_config:
+        guard = _guard(opts, settings)
+        settings = guard.settings
     merged = dataclasses.replace(
         opts, select=opts.select or settings.select, ignore=(*settings.ignore, *opts.ignore),
         strict=opts.strict or settings.strict, cluster=opts.cluster or settings.cluster,
         fmt=opts.fmt or settings.format or "auto")
-    return merged, settings, (settings.exclude, Globs(opts.exclude, "."))
+    return merged, settings, (settings.exclude, Globs(opts.exclude, ".")), guard
+
+
+def _guard(opts: CheckOptions, settings: Settings) -> Guarded:
+    """The settings of a --changed-since run; REF's invalid settings are exit 2, every problem named."""
+    import os  # lazy: as below
+
+    from topogate.check.settings_guard import BaseSettingsError, guard  # lazy: only with --changed-since
+    from topogate.policies.engine import all_rules  # lazy: as settings_guard
+
+    assert opts.changed_since is not None
+    infos = all_rules()
+    try:
+        guarded = guard(opts.changed_since, settings, repo_dir=os.path.dirname(os.path.abspath(opts.inventory)),
+                        start=os.getcwd(), config_file=opts.config_file, formats=formats(),
+                        rule_names=[r.id for r in infos] + [r.name for r in infos], rules=infos)
+    except BaseSettingsError as err:
+        for p in err.problems:
+            click.echo(one_line(str(p)), err=True)
+        n = len(err.problems)
+        click.echo(one_line(
+            f"topogate: {n} problem{'s' if n != 1 else ''} in the configuration {err.file}: under "
+            f"--changed-since the settings that narrow the check are read from {opts.changed_since}; fix them "
+            "there, or run with --no-config; nothing was checked."), err=True)
+        raise click.exceptions.Exit(2) from None
+    if guarded.note:
+        click.echo(one_line(f"topogate: {guarded.note}"), err=True)
+    return guarded
 
 
 def run(opts: CheckOptions, live: LiveOptions) -> None:
@@ -165,9 +200,10 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     from topogate.cli import output
     from topogate.core import gctune
 
-    opts, settings, exclude = with_settings(opts)
+    raw = opts
+    opts, settings, exclude, guarded = with_settings(opts, guarded=not live.wanted)
     if opts.show_settings:
-        _show_settings(opts, settings, exclude)
+        _show_settings(opts, settings, exclude, guarded)
     if gctune.one_shot(click.get_current_context().find_root().command):
         gctune.hold()
     assert opts.fmt is not None
@@ -178,18 +214,27 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
 
         if opts.changed_since is not None:
             fail("topogate: --changed-since narrows a check of files; --live reads the cluster")
-        check_live(opts, live, outputs)
+        check_live(opts, live, outputs, settings, raw)
     output.require_writable(outputs)  # before the analysis, not after it has printed the report
     try:
         with progress.shown("topogate check", progress.wanted(name, opts.quiet)):
             progress.note("loading")
             from topogate.check.run import run_check  # lazy: under the progress line, it takes a while
             from topogate.check.select import select_outcome  # lazy: as run_check
+            from topogate.check.settings_guard import never_hidden  # lazy: as run_check
+            from topogate.check.settings_report import settings_use  # lazy: as run_check
 
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
                                 strict=opts.strict, changed_since=opts.changed_since, exclude=exclude,
-                                observed=_flow_facts(opts, exclude))
-        outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores)
+                                observed=_flow_facts(opts, exclude),
+                                weakened=guarded.weakened if guarded is not None else ())
+        always = (never_hidden(raw.select, raw.ignore, outcome.result.rules) if guarded is not None
+                  else frozenset())
+        outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores, always)
+        use = settings_use(settings, outcome, select=raw.select, ignore=raw.ignore, cluster=raw.cluster,
+                           guarded=guarded)
+        if use is not None:
+            outcome = dataclasses.replace(outcome, result=dataclasses.replace(outcome.result, settings=use))
         if outcome.result.scope is not None and outcome.result.scope.note:
             click.echo(one_line(f"topogate: {outcome.result.scope.note}"), err=True)
     except CheckInputError as err:
@@ -200,12 +245,17 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     done(report_only(outcome.exit_code, opts.exit_zero))
 
 
-def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs, ...]) -> None:
+def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs, ...],
+                   guarded: Guarded | None) -> None:
     merged = dataclasses.replace(settings, select=opts.select, ignore=opts.ignore, strict=opts.strict,
                                  cluster=opts.cluster, format=opts.fmt,
                                  exclude=dataclasses.replace(settings.exclude, patterns=(
                                      *settings.exclude.patterns, *exclude[1].patterns)))
-    click.echo(settings_text(merged, "# merged with this command line's options"), nl=False)
+    note = "# merged with this command line's options"
+    if guarded is not None and guarded.base:
+        note += (f"\n# --changed-since {opts.changed_since}: {', '.join(guarded.taken)} as {guarded.base} "
+                 "(what narrows the gate is the ref's where this file narrows more)")
+    click.echo(settings_text(merged, note), nl=False)
     raise click.exceptions.Exit(0)
 
 

@@ -32,8 +32,9 @@ from topogate.core.words import did_you_mean
 from topogate.sources.manifests import K8sObject
 
 ANNOTATION = "topogate.dev/ignore"
-# Findings about the suppressions themselves must never be hidden by them.
-UNSUPPRESSIBLE = ("TG001", "TG010")
+# Findings about the suppressions themselves must never be hidden by them, nor the one about the
+# gate's settings.
+UNSUPPRESSIBLE = ("TG001", "TG010", "TG011")
 
 
 class SelectionError(Exception):

@@ -11,7 +11,7 @@ from typing import Any
 
 from topogate.analysis.result import CheckResult, JobMap
 from topogate.policies.selection import deselected
-from topogate.report.base import Reporter, sorted_findings, sorted_jobs
+from topogate.report.base import Reporter, settings_dict, sorted_findings, sorted_jobs
 
 
 def _blocked_key(b: dict[str, Any]) -> tuple[str, ...]:
@@ -52,6 +52,9 @@ def report_dict(result: CheckResult) -> dict[str, Any]:
         out["summary"]["deselected"] = {
             "count": len(hidden), "errors": sum(1 for f in hidden if f.severity == "error"),
             "warnings": sum(1 for f in hidden if f.severity == "warning"), "rules": by_rule}
+    if result.settings is not None:
+        # Additive, only when a settings file was used: the file, and what each setting left out.
+        out["summary"]["settings"] = settings_dict(result.settings)
     if result.scope is not None:
         # Additive, only with --changed-since: what the run covered.
         out["summary"]["changedSince"] = {"ref": result.scope.since, "checked": result.scope.checked,

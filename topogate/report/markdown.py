@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from topogate.analysis.result import CheckResult, JobMap
+from topogate.analysis.result import CheckResult, JobMap, SettingsUse
 from topogate.core.findings import Finding
 from topogate.inventory.model import Inventory
 from topogate.report.base import (
@@ -15,7 +15,10 @@ from topogate.report.base import (
     counts_line,
     flow_key,
     has_file,
+    narrowed_effect,
+    narrowed_value,
     port_text,
+    settings_head,
     sorted_findings,
     sorted_jobs,
     waiver_text,
@@ -42,8 +45,11 @@ def cell(s: str) -> str:
 
 
 def where(f: Finding) -> str:
+    return code_safe(f"{f.file}:{f.line}" if has_file(f.file) else f.object)
+
+
+def code_safe(text: str) -> str:
     # A file name is the pull request's: its backticks and emphasis marks are shown as written.
-    text = f"{f.file}:{f.line}" if has_file(f.file) else f.object
     return cell(text).replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
 
 
@@ -113,6 +119,16 @@ def clean_table(jobs: list[JobMap]) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
+def settings_section(use: SettingsUse) -> list[str]:
+    """The settings file used, and a row per setting that narrowed the check."""
+    lines = ["### Settings", "", cell(settings_head(use)), ""]
+    if use.narrowed:
+        lines += ["| Setting | Where | Left out |", "| --- | --- | --- |",
+                  *(f"| {cell(narrowed_value(n))} | {code_safe(str(n.pos))} | {cell(narrowed_effect(n))} |"
+                    for n in use.narrowed), ""]
+    return lines
+
+
 class MarkdownReporter(Reporter):
     name = "markdown"
     description = "a PR comment or job summary, with mermaid pictures of jobs in trouble"
@@ -139,6 +155,8 @@ class MarkdownReporter(Reporter):
                       *(f"| {cell(w.finding.rule)} | {cell(w.finding.object)} | "
                         f"{cell(f'{w.waiver.pos.file}:{w.waiver.pos.line}')} | {cell(waiver_text(w.waiver))} |"
                         for w in result.waived), ""]
+        if result.settings is not None:
+            lines += settings_section(result.settings)
         jobs = sorted_jobs(result)
         trouble = [j for j in jobs if in_trouble(j)]
         clean = [j for j in jobs if not in_trouble(j)]

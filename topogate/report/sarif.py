@@ -12,9 +12,17 @@ import posixpath
 from typing import Any
 from urllib.parse import quote
 
-from topogate.analysis.result import CheckResult, RuleInfo
+from topogate.analysis.result import CheckResult, RuleInfo, SettingsUse
 from topogate.core.findings import Finding
-from topogate.report.base import Reporter, has_file, sorted_findings
+from topogate.report.base import (
+    Reporter,
+    has_file,
+    narrowed_effect,
+    narrowed_value,
+    settings_dict,
+    settings_head,
+    sorted_findings,
+)
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -113,16 +121,31 @@ def sarif_dict(result: CheckResult, tool_version: str | None = None) -> dict[str
     driver: dict[str, Any] = {"name": "topogate", "rules": [rule_descriptor(r) for r in rules]}
     if tool_version:
         driver["semanticVersion"] = tool_version
-    return {
-        "$schema": SCHEMA_URI,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": driver},
-            # Columns come from YAML marks, which count characters, not UTF-16 units.
-            "columnKind": "unicodeCodePoints",
-            "results": _results(result, index),
-        }],
-    }
+    run: dict[str, Any] = {"tool": {"driver": driver}}
+    if result.settings is not None:
+        run["invocations"] = [invocation(result.settings)]
+    # Columns come from YAML marks, which count characters, not UTF-16 units.
+    run["columnKind"] = "unicodeCodePoints"
+    run["results"] = _results(result, index)
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def invocation(use: SettingsUse) -> dict[str, Any]:
+    """The settings file used, as SARIF says a tool's configuration: one configuration
+    notification per setting that narrowed the check, at its line (a file read at a git ref has
+    no place in the checkout: its notification has no location), and the same data as the JSON
+    report's summary.settings in the invocation's properties."""
+    notes = []
+    for n in use.narrowed:
+        note: dict[str, Any] = {"descriptor": {"id": f"topogate/settings/{n.setting}"}, "level": "note",
+                                "message": {"text": f"{narrowed_value(n)}: {narrowed_effect(n)}"}}
+        if not n.ref and has_file(n.pos.file):
+            note["locations"] = [{"physicalLocation": {
+                "artifactLocation": artifact_location(n.pos.file),
+                "region": {"startLine": max(n.pos.line, 1), "startColumn": max(n.pos.column, 1)}}}]
+        notes.append(note)
+    return {"executionSuccessful": True, "toolConfigurationNotifications": notes,
+            "properties": {"settings": settings_dict(use), "summary": settings_head(use)}}
 
 
 class SarifReporter(Reporter):

@@ -16,6 +16,7 @@ from topogate.report.base import (
     flow_key,
     has_file,
     port_text,
+    settings_lines,
     sorted_findings,
     sorted_jobs,
     suppressed_lines,
@@ -90,6 +91,8 @@ class TextReporter(Reporter):
             blocks.append("\n".join(suppressed_lines(result)))
         if result.waived:
             blocks.append("\n".join(waived_lines(result)))
+        if result.settings is not None:
+            blocks.append("\n".join(settings_lines(result)))
         verdict = "FAIL" if self.failed(result) else "ok"
         blocks.append(f"{verdict}: {counts_line(result)}")
         return "\n\n".join(blocks) + "\n"
