@@ -15,6 +15,8 @@ repeated, between a gzip header and a trailer carrying the CRC and size of the w
 from __future__ import annotations
 
 import datetime as dt
+import gzip
+import io
 import json
 import os
 import resource
@@ -35,7 +37,7 @@ from audit_support import Moto, page, result  # noqa: E402
 from flowlog_support import ACCOUNT, FIELDS, JOB, addresses, s3_key  # noqa: E402
 
 from topogate.audit.errors import InvocationError  # noqa: E402
-from topogate.audit.flowsource import MAX_LINE_BYTES, numbered_lines  # noqa: E402
+from topogate.audit.flowsource import MAX_LINE_BYTES, numbered_lines, object_lines  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 INVENTORY = "fixtures/audit/flowlogs/inventory.yaml"
@@ -167,3 +169,27 @@ def test_numbered_lines_are_the_lines_of_the_whole(pieces: list[bytes], end_nl: 
         assert want and want[-1][1] is None and str(err).startswith(f"obj:{want[-1][0]}: not UTF-8 text")
         got.append((want[-1][0], None))
     assert got == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(members=st.lists(st.binary(max_size=3000), min_size=1, max_size=4), padding=st.integers(0, 3),
+       reads=st.lists(st.integers(1, 70_000), min_size=1, max_size=6))
+def test_gzip_objects_read_in_any_pieces_are_what_gzip_reads(members: list[bytes], padding: int,
+                                                               reads: list[int]) -> None:
+    """The lines of a gzip object of several members (and the zero bytes gzip allows after
+    them), read however short each read is, are those of the bytes Python's gzip inflates."""
+    body = b"".join(gzip.compress(m, mtime=0) for m in members) + b"\0" * padding
+    plain = gzip.decompress(body)
+    stream = io.BytesIO(body)
+    sizes = iter(reads * (len(body) + 1))
+
+    def read(n: int) -> bytes:
+        return stream.read(min(n, next(sizes)))
+
+    def lines(read_: object, data: bytes | None = None) -> list[tuple[int, str]] | str:
+        try:
+            return list(object_lines("obj", read_) if data is None else numbered_lines("obj", [data]))  # type: ignore[arg-type]
+        except InvocationError as err:
+            return str(err)
+
+    assert lines(read) == lines(None, plain)

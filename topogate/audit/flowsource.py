@@ -61,6 +61,11 @@ Read = Callable[[int], bytes]  # read(n): at most n bytes, b"" at the end
 def _inflated(name: str, read: Read) -> Iterator[bytes]:
     """The object's bytes in blocks, inflated when it is gzip (every member, as `gzip -d`)."""
     data = read(READ_BYTES)
+    while 0 < len(data) < 2:  # a short first read: the magic number needs two bytes
+        more = read(READ_BYTES)
+        if not more:
+            break
+        data += more
     total = 0
     if data[:2] != _GZIP:
         while data:
@@ -85,11 +90,13 @@ def _inflated(name: str, read: Read) -> Iterator[bytes]:
             yield out
         if d.eof:  # a member ended: another may follow (zero bytes of padding are allowed)
             rest = d.unused_data.lstrip(b"\0")
-            while not rest:
+            while len(rest) < 2:  # what follows, two bytes of it at least (reads may be short)
                 more = read(READ_BYTES)
                 if not more:
-                    return
-                rest = more.lstrip(b"\0")
+                    break
+                rest = (rest + more).lstrip(b"\0")
+            if not rest:
+                return
             if rest[:2] != _GZIP:
                 raise InvocationError(f"{name}: bytes after the end of its gzip stream; not a flow-log object")
             d, data = zlib.decompressobj(16 + zlib.MAX_WBITS), rest
@@ -107,7 +114,7 @@ def _decoded(name: str, number: int, raw: bytes) -> str:
                               "flow-log object") from None
 
 
-def _cut(name: str, number: int, raw: bytes | bytearray) -> str:
+def _cut(raw: bytes | bytearray) -> str:
     """A line over MAX_LINE_BYTES, its head only: enough for the parser to call it too long."""
     return bytes(raw[:MAX_LINE_BYTES]).decode("utf-8", errors="replace")
 
@@ -127,7 +134,7 @@ def numbered_lines(name: str, blocks: Iterable[bytes]) -> Iterator[tuple[int, st
         if not cut:
             pending += block[:nl]
         if pending:
-            yield number, (_cut(name, number, pending) if cut or len(pending) > MAX_LINE_BYTES
+            yield number, (_cut(pending) if cut or len(pending) > MAX_LINE_BYTES
                            else _decoded(name, number, bytes(pending)))
         pending, cut = bytearray(), False
         number += 1
@@ -136,15 +143,15 @@ def numbered_lines(name: str, blocks: Iterable[bytes]) -> Iterator[tuple[int, st
             number += block.count(b"\n", pos, m.start())
             pos = m.end()
             raw = m.group()
-            yield number, (_cut(name, number, raw) if len(raw) > MAX_LINE_BYTES else _decoded(name, number, raw))
+            yield number, (_cut(raw) if len(raw) > MAX_LINE_BYTES else _decoded(name, number, raw))
         number += block.count(b"\n", pos, last + 1)
         pending += block[last + 1:]
         cut = len(pending) > MAX_LINE_BYTES
     if pending:
-        yield number, (_cut(name, number, pending) if cut else _decoded(name, number, bytes(pending)))
+        yield number, (_cut(pending) if cut else _decoded(name, number, bytes(pending)))
 
 
-def _object_lines(name: str, read: Read) -> Lines:
+def object_lines(name: str, read: Read) -> Lines:
     return numbered_lines(name, _inflated(name, read))
 
 
@@ -155,11 +162,11 @@ def local_chunks(path: str) -> Iterator[Chunk]:
         raise InvocationError(f"{path}: no flow-log file there")
     for f in files:
         try:
-            fh = open(f, "rb")  # noqa: SIM115 - closed when the chunk's lines are read
+            fh = open(f, "rb")  # closed once the chunk's lines are read (the `with` below)
         except OSError as err:
             raise InvocationError(f"{f}: cannot read: {err.strerror}") from None
         with fh:
-            yield Chunk(f, _object_lines(f, functools.partial(_read_file, f, fh)), header=True)
+            yield Chunk(f, object_lines(f, functools.partial(_read_file, f, fh)), header=True)
 
 
 def _read_file(name: str, fh: Any, n: int) -> bytes:
@@ -232,7 +239,7 @@ def s3_chunks(url: str, start: dt.date, end: dt.date, deadline: Deadline,
         obj = _aws(functools.partial(s3.get_object, Bucket=bucket, Key=key), f"reading {name}")
         body = obj["Body"]
         try:
-            yield Chunk(name, _object_lines(name, functools.partial(_read_body, name, body, deadline)), header=True)
+            yield Chunk(name, object_lines(name, functools.partial(_read_body, name, body, deadline)), header=True)
         finally:
             body.close()
 
@@ -292,4 +299,5 @@ def chunks(source: str, start: dt.date, end: dt.date, deadline: Deadline,
     return local_chunks(source)
 
 
-__all__ = ["Chunk", "MAX_LINE_BYTES", "MAX_OBJECT_BYTES", "chunks", "local_chunks", "logs_chunks", "numbered_lines", "s3_chunks"]
+__all__ = ["Chunk", "MAX_LINE_BYTES", "MAX_OBJECT_BYTES", "chunks", "local_chunks", "logs_chunks", "numbered_lines",
+           "object_lines", "s3_chunks"]
