@@ -303,3 +303,109 @@ def test_check_flows_replays_against_what_the_check_read(monkeypatch: pytest.Mon
                                   "--exclude", "nothing-matches/*"])
     assert r.exit_code == 1 and _tg210(r) == own
     assert len(reads) == 2  # the check's, and the replay's own
+
+
+# --- a file of no flow, an address that is none, and what a flow says printed inert ---------
+
+def _wrapped(tmp_path: Path) -> Path:
+    """The incident's flows as an API gateway hands them out: each line `{"result": {...}}`."""
+    f = tmp_path / "wrapped.jsonl"
+    f.write_text("".join(json.dumps({"result": json.loads(ln)}) + "\n" for ln in incident_flows(INCIDENT / "fixed")))
+    return f
+
+
+@pytest.mark.parametrize("shape", ["wrapped", "lost events only", "empty"])
+def test_a_file_of_no_flow_is_exit_2_naming_it_and_the_shapes_read(tmp_path: Path, shape: str) -> None:
+    if shape == "wrapped":
+        f = _wrapped(tmp_path)
+    else:
+        f = tmp_path / "none.jsonl"
+        f.write_text('{"lost_events": {"source": "HUBBLE_RING_BUFFER", "num_events_lost": 3}}\n'
+                     if shape == "lost events only" else "")
+    code, out, err = _cli(str(f), INVENTORY, str(INCIDENT / "fixed"))
+    assert (code, out) == (2, ""), (out, err)
+    (line,) = err.splitlines()
+    assert line.startswith(f"topogate replay: {f}: no line is a Hubble flow")
+    assert '{"flow": {...}}' in line and "flow.Flow" in line
+    if shape == "wrapped":
+        assert "line 1 has the keys: result" in line
+    r = CliRunner().invoke(main, ["check", INVENTORY, str(INCIDENT / "fixed"), "--flows", str(f)])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert f"topogate check: --flows: {f}: no line is a Hubble flow" in r.stderr
+
+
+@pytest.mark.parametrize("ip", ["not-an-ip", "10.0.1.999", "10.0.0.0/8", " 10.0.1.5"])
+def test_an_address_that_is_none_is_an_error_at_its_line_not_world(tmp_path: Path, ip: str) -> None:
+    lines = incident_flows(INCIDENT / "fixed")
+    bad = json.loads(lines[5])  # the worker's call to an outside address
+    bad["flow"]["IP"]["destination"] = ip
+    f = tmp_path / "flows.jsonl"
+    f.write_text("\n".join([*lines[:5], json.dumps(bad)]) + "\n")
+    code, out, err = _cli(str(f), INVENTORY, str(INCIDENT / "fixed"))
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [f"topogate replay: {f}:6:1: IP.destination {json.dumps(ip)} is not an IP address"]
+
+
+def test_an_endpoint_naming_nothing_is_an_error_at_its_line_not_world(tmp_path: Path) -> None:
+    lines = incident_flows(INCIDENT / "fixed")
+    bad = json.loads(lines[5])
+    del bad["flow"]["IP"]  # no address, no namespace, no reserved identity: nothing to decide
+    f = tmp_path / "flows.jsonl"
+    f.write_text("\n".join([*lines[:5], json.dumps(bad)]) + "\n")
+    code, _, err = _cli(str(f), INVENTORY, str(INCIDENT / "fixed"))
+    assert code == 2
+    assert err.splitlines() == [f"topogate replay: {f}:6:1: destination has no namespace, no reserved identity "
+                                "and no IP address: nothing to decide it by"]
+
+
+EVIL = "x\n## Forged heading\n<img src=x onerror=alert(1)> [click](https://evil.example/) | y\r`z`"
+
+
+def _evil_flows(tmp_path: Path) -> Path:
+    """A pod of no job, whose namespace and labels say anything, calling the workers (denied by
+    their ingress) and dropped on a call the tree allows, with a drop reason that says anything."""
+    ns, labels = pod_labels(INCIDENT / "fixed" / "workers.yaml")
+    evil = endpoint("ml-demo", {"app": EVIL}, "evil-0")
+    w = endpoint(ns, labels, "gpu-workers-0-abcde")
+    f = tmp_path / "flows.jsonl"
+    f.write_text("\n".join([flow(evil, "10.0.1.7", w, "10.0.1.5", 8443),
+                            flow(w, "10.0.1.5", w, "10.0.1.6", 12345, verdict="DROPPED", reason=EVIL)]) + "\n")
+    return f
+
+
+def test_replay_text_keeps_each_flow_on_its_own_line(tmp_path: Path) -> None:
+    code, out, _ = _cli(str(_evil_flows(tmp_path)), INVENTORY, str(INCIDENT / "fixed"))
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 6, out  # the header, two sections of one flow each, the job line
+    assert lines[1] == "observed but denied by the tree: 1" and lines[3] == "dropped by the cluster but allowed by the tree: 1"
+    assert lines[2].startswith("  ml-demo:app=x\\n## Forged heading\\n<img")
+    assert lines[4].endswith("(drop: x\\n## Forged heading\\n<img src=x onerror=alert(1)> "
+                             "[click](https://evil.example/) | y\\r`z`)")
+
+
+def test_replay_markdown_is_inert(tmp_path: Path) -> None:
+    code, out, _ = _cli(str(_evil_flows(tmp_path)), INVENTORY, str(INCIDENT / "fixed"), "--format", "markdown")
+    assert code == 1
+    headings = [ln for ln in out.splitlines() if ln.lstrip().startswith("#")]
+    assert headings == ["## topogate replay", "### Observed, denied by the tree",
+                        "### Dropped by the cluster, allowed by the tree"]
+    assert "<img" not in out and "](https://" not in out and "\r" not in out
+    row = next(ln for ln in out.splitlines() if "Forged" in ln)
+    assert row.count(" | ") == 4, row  # the row's own five cells, none added by the label's `|`
+    assert "&lt;img src=x onerror=alert(1)&gt; &#91;click&#93;(https://evil.example/)" in row
+
+
+def test_replay_json_keeps_what_the_flow_said(tmp_path: Path) -> None:
+    code, out, _ = _cli(str(_evil_flows(tmp_path)), INVENTORY, str(INCIDENT / "fixed"), "--format", "json")
+    assert code == 1
+    data = json.loads(out)
+    assert data["observed_denied"][0]["source"] == f"ml-demo:app={EVIL}"
+    assert data["dropped_allowed"][0]["drop_reason"] == EVIL
+
+
+def test_suggest_comments_stay_comments(tmp_path: Path) -> None:
+    code, out, _ = _cli(str(_evil_flows(tmp_path)), INVENTORY, str(INCIDENT / "fixed"), "--suggest")
+    assert code == 1
+    assert out.splitlines() and all(ln.startswith("# ") for ln in out.splitlines()), out
+    assert yaml.safe_load(out) is None

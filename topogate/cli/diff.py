@@ -29,10 +29,9 @@ def diff(inventory: str, paths: tuple[str, ...], base: str, fmt: str, output: st
     Exit codes: 0 (also with changes, unless --fail-on), 1 --fail-on matched, 2 bad input.
     """
     # lazy: start-up time (the analysis loads only when a diff runs)
-    from topogate.cli.output import output_format, require_writable
+    from topogate.cli.output import output_format, require_writable, write_output
     from topogate.core.escape import for_log
     from topogate.diff import DiffError, failed, render, run_diff
-    from topogate.tree.writer import write_file
 
     if output:
         require_writable(((output, fmt),))
@@ -42,7 +41,8 @@ def diff(inventory: str, paths: tuple[str, ...], base: str, fmt: str, output: st
         fail(f"topogate diff: {err}")
     click.echo(for_log(fmt, render(result, fmt)), nl=False)
     if output:
-        problem = write_file(output, render(result, output_format(None, output, fmt)))
+        out_fmt = output_format(None, output, fmt)
+        problem = write_output(output, render(result, out_fmt), out_fmt)
         if problem:
             fail(f"topogate diff: -o {output}: {problem}")
     done(1 if failed(result, fail_on) else 0)
