@@ -106,7 +106,12 @@ def test_action_shape() -> None:
 _EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 
 
-def run_action(repo: Path, inputs: dict[str, str], tmp: Path) -> dict[str, Any]:
+def run_action(repo: Path, inputs: dict[str, str], tmp: Path,
+               github: dict[str, str] | None = None) -> dict[str, Any]:
+    """`github`: the github context's values the steps read (github.action_repository, ...);
+    those left out are empty, as for an action used from the workflow's own repository."""
+    github = {"github.server_url": "https://github.com", "github.action_repository": "",
+              "github.action_ref": "", **(github or {})}
     action = _load(ACTION)
     values = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     values.update(inputs)
@@ -123,6 +128,8 @@ def run_action(repo: Path, inputs: dict[str, str], tmp: Path) -> dict[str, Any]:
                 return values[expr[len("inputs."):]]
             if expr == "github.action_path":
                 return str(REPO)
+            if expr in github:
+                return github[expr]
             sm = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
             if sm:
                 return outputs.get(sm.group(1), {}).get(sm.group(2), "")
@@ -204,6 +211,17 @@ def _git(repo: Path, *args: str) -> None:
                    env={"PATH": "/usr/bin:/bin", "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1",
                         "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
                         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"})
+
+
+def test_action_sarif_links_each_rule_to_the_docs_of_its_version(gitops_repo: Path, tmp_path: Path) -> None:
+    rule = gitops_repo / "deploy/monitoring/lab/prometheusrule.yaml"
+    rule.write_text(rule.read_text().replace("for: 15m", "for: 2h"))
+    run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy", "sarif-file": "t.sarif"},
+               tmp_path, {"github.action_repository": "acme/topogate", "github.action_ref": "v1.2.0"})
+    driver = json.loads((gitops_repo / "t.sarif").read_text())["runs"][0]["tool"]["driver"]
+    docs = "https://github.com/acme/topogate/blob/v1.2.0/docs/rules.md"
+    assert driver["informationUri"] == docs and driver["version"]
+    assert {r["id"]: r["helpUri"] for r in driver["rules"]}["TG002"] == f"{docs}#tg002-drift"
 
 
 def test_action_writes_sarif_and_passes_changed_since_and_args(gitops_repo: Path, tmp_path: Path) -> None:
