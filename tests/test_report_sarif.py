@@ -11,11 +11,10 @@ what a schema cannot express (rule indexes that point at the right rule, relativ
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
-from pathlib import Path
-
 import pytest
 from report_support import CLEAN_RESULT, FINDINGS, RULES, result
 
