@@ -36,7 +36,7 @@ class Taint:
 @dataclass(frozen=True)
 class Pool:
     name: str
-    nodes: int
+    nodes: int  # an autoscaled pool's most: what its jobs can count on once it has scaled up
     gpus_per_node: int = 0
     labels: Pairs = ()
     taints: tuple[Taint, ...] = ()
@@ -45,10 +45,24 @@ class Pool:
     # them: Kueue's quotas never invent capacity the inventory does not state.
     cpu_per_node: str | None = None
     memory_per_node: str | None = None
+    # `nodes: {min, max}`: the fewest nodes an autoscaler keeps (None: a fixed pool of `nodes`)
+    min_nodes: int | None = None
 
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.min_nodes is not None
+
+    def holds(self, count: int) -> bool:
+        """Whether `count` nodes is a size the inventory allows the pool."""
+        return count == self.nodes if self.min_nodes is None else self.min_nodes <= count <= self.nodes
+
+    @property
+    def size_text(self) -> str:
+        return str(self.nodes) if self.min_nodes is None else f"{self.min_nodes} to {self.nodes} (autoscaled)"
 
     @property
     def label_map(self) -> dict[str, str]:
