@@ -348,6 +348,8 @@ def inventory_cases(draw: st.DrawFn) -> InventoryCase:
         inv["gitops"] = draw(_GITOPS)
     if draw(st.booleans()):
         inv["waivers"] = draw(st.lists(_WAIVER, max_size=2))
+    if draw(st.integers(0, 3)) == 0:
+        inv["outputs"] = draw(st.lists(st.sampled_from(["argocd", "flux", "monitoring"]), unique=True))
     if draw(st.booleans()):
         inv["runbookURL"] = draw(st.sampled_from(
             ["https://wiki.example.com/ml/topogate", "http://runbooks.internal/a_b-c.d"]))

@@ -100,6 +100,30 @@ def test_tree_without_gitops_has_no_applications(lab: tuple[Inventory, Path]) ->
     assert not (out / "flux").exists()
 
 
+@pytest.mark.parametrize("outputs", [["argocd"], ["flux"], ["monitoring"], []])
+def test_outputs_leave_out_what_the_repository_does_not_use(tmp_path: Path, outputs: list[str]) -> None:
+    """`outputs:` keeps only the GitOps outputs named; what is kept references nothing left out
+    (no monitoring Application or Flux layer without monitoring/), and every kustomization of it
+    still builds."""
+    src = tmp_path / "multi"
+    shutil.copytree(FIXTURES / "multi", src)
+    (src / "inventory.yaml").write_text((src / "inventory.yaml").read_text() + f"outputs: {outputs}\n")
+    inv = load_inventory(str(src / "inventory.yaml"))
+    assert inv.outputs == frozenset(outputs)
+    tree = render_tree(inv, str(src / "out"))
+    tops = {p.split("/", 1)[0] for p in tree}
+    assert tops == {"clusters", *outputs}
+    for rel, data in tree.items():
+        p = src / "out" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        if "monitoring" not in outputs:  # no path into monitoring/, no monitoring Application or layer
+            assert b"monitoring/" not in data and b"-monitoring" not in data, rel
+    for top in outputs:
+        for k in (src / "out" / top).rglob("kustomization.yaml"):
+            _validate(kustomize_build(k.parent))
+
+
 @pytest.mark.parametrize("case", ["lab", "multi"])
 def test_every_gitops_kustomization_builds_and_validates(case: str, tmp_path: Path) -> None:
     _, out = _render(case, tmp_path)

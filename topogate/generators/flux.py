@@ -120,6 +120,8 @@ def layers(inv: Inventory, cluster: Cluster) -> dict[str, tuple[str, ...]]:
     extra = tuple(name for name in OPTIONAL_LAYERS if on[name])
     out: dict[str, tuple[str, ...]] = {}
     for name, deps in LAYERS.items():
+        if name == "monitoring" and "monitoring" not in inv.outputs:
+            continue
         if name == "workloads":
             out.update({x: () for x in extra})
             deps = deps + extra

@@ -219,6 +219,10 @@ class Waiver:
     pos: Position = field(default=NOWHERE, compare=False)
 
 
+# What `outputs` may name; all of them unless the inventory says otherwise.
+OUTPUTS = frozenset({"argocd", "flux", "monitoring"})
+
+
 @dataclass(frozen=True)
 class GitOps:
     repo_url: str
@@ -291,6 +295,8 @@ class Inventory:
     pos: Position = field(default=NOWHERE, compare=False)
     doors: tuple[Door, ...] = ()
     runbook_url: str = ""  # runbookURL: the alerts' runbook page ("" = none given)
+    # `outputs`: the GitOps outputs generate writes beside the clusters' tree
+    outputs: frozenset[str] = OUTPUTS
 
     def cluster(self, name: str) -> Cluster | None:
         return self._clusters_by_name.get(name)
@@ -386,6 +392,6 @@ def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
 
 __all__ = ["API_VERSION", "AdmissionConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
            "EgressRule", "GitOps", "Inventory", "KIND", "KueueConfig", "Metrics",
-           "NetworkZone", "PLACEMENTS", "PROVIDERS", "Pool", "PortSpec", "ReplicaGroup",
+           "NetworkZone", "OUTPUTS", "PLACEMENTS", "PROVIDERS", "Pool", "PortSpec", "ReplicaGroup",
            "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
            "follow_zones", "kueue_groupable"]
