@@ -255,7 +255,8 @@ def render(inv: Inventory) -> list[OutputFile]:
     files: list[OutputFile] = []
     for c in sorted(inv.clusters, key=lambda c: c.name):
         base = f"flux/{c.name}"
-        wls = sorted(inv.workloads_of(c.name), key=lambda w: (w.namespace, w.name))
+        # the jobs its own Flux Kustomization applies (deployedBy: own) are not this layer's
+        wls = sorted((w for w in inv.workloads_of(c.name) if not w.own), key=lambda w: (w.namespace, w.name))
         kinds = sorted({w.kind for w in wls})
         health = [HEALTH_EXPRS[k] for k in kinds if k in HEALTH_EXPRS]
         ks = tuple(kustomization(inv, c, layer, layer_path(inv, c, layer),

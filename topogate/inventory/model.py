@@ -200,6 +200,13 @@ class Workload:
     pos: Position = field(default=NOWHERE, compare=False)
     scheduler: str = "default"
     queue: str | None = None  # LocalQueue name; default: the cluster's `kueue.queue`
+    # `deployedBy`: "topogate" (the cluster's tree lists the job's overlay) or "own" (a team's own
+    # Application or Flux Kustomization applies the overlay, written apart: core.layout)
+    deployed_by: str = "topogate"
+
+    @property
+    def own(self) -> bool:
+        return self.deployed_by == "own"
 
     @property
     def object_id(self) -> str:
