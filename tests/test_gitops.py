@@ -8,6 +8,7 @@ the overlays' relative paths to the job bases resolve exactly as in a user's rep
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -98,6 +99,64 @@ def test_tree_without_gitops_has_no_applications(lab: tuple[Inventory, Path]) ->
     assert not (out / "argocd/apps").exists()
     assert not (out / "argocd/kustomization.yaml").exists()
     assert not (out / "flux").exists()
+
+
+@pytest.mark.parametrize("outputs", [["argocd"], ["flux"], ["monitoring"], []])
+def test_outputs_leave_out_what_the_repository_does_not_use(tmp_path: Path, outputs: list[str]) -> None:
+    """`outputs:` keeps only the GitOps outputs named; what is kept references nothing left out
+    (no monitoring Application or Flux layer without monitoring/), and every kustomization of it
+    still builds."""
+    src = tmp_path / "multi"
+    shutil.copytree(FIXTURES / "multi", src)
+    (src / "inventory.yaml").write_text((src / "inventory.yaml").read_text() + f"outputs: {outputs}\n")
+    inv = load_inventory(str(src / "inventory.yaml"))
+    assert inv.outputs == frozenset(outputs)
+    tree = render_tree(inv, str(src / "out"))
+    tops = {p.split("/", 1)[0] for p in tree}
+    assert tops == {"clusters", *outputs}
+    for rel, data in tree.items():
+        p = src / "out" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        if "monitoring" not in outputs:  # no path into monitoring/, no monitoring Application or layer
+            assert b"monitoring/" not in data and b"-monitoring" not in data, rel
+    for top in outputs:
+        for k in (src / "out" / top).rglob("kustomization.yaml"):
+            _validate(kustomize_build(k.parent))
+
+
+def test_a_job_its_own_application_deploys_is_written_apart(tmp_path: Path) -> None:
+    """deployedBy: own: the overlay (placement patch and the job's policy) is written under
+    overlays/<cluster>/<ns>/<job>/ for the team's Application to point at; nothing topogate writes
+    applies it (the cluster's tree, its Argo CD wrapper, its Flux layers), and a check of the
+    generated tree still analyses it."""
+    src = tmp_path / "multi"
+    shutil.copytree(FIXTURES / "multi", src)
+    text = (src / "inventory.yaml").read_text()
+    first = text.index("- name: ", text.index("workloads:"))
+    (src / "inventory.yaml").write_text(text[:first] + "- deployedBy: own\n  name: " + text[first + len("- name: "):])
+    inv = load_inventory(str(src / "inventory.yaml"))
+    (own,) = [w for w in inv.workloads if w.own]
+    overlay = f"overlays/{own.cluster}/{own.namespace}/{own.name}"
+    tree = render_tree(inv, str(src / "out"))
+    assert {f"{overlay}/kustomization.yaml", f"{overlay}/ciliumnetworkpolicy.yaml", f"{overlay}/placement-patch.yaml"} <= set(tree)
+    assert not any(f"workloads/{own.namespace}/{own.name}/" in p for p in tree)
+    for rel, data in tree.items():
+        (src / "out" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / "out" / rel).write_bytes(data)
+    applied = [o for top in (f"clusters/{own.cluster}", f"argocd/clusters/{own.cluster}",
+                             f"flux/{own.cluster}/workloads", f"flux/{own.cluster}/job-policies")
+               for o in kustomize_build(src / "out" / top)]
+    assert not [o for o in applied if o["metadata"]["name"] in (own.name, f"topogate-{own.name}")]
+    built = kustomize_build(src / "out" / overlay)
+    assert {(o["kind"], o["metadata"]["name"]) for o in built} == {(own.kind, own.name),
+                                                                    ("CiliumNetworkPolicy", f"topogate-{own.name}")}
+    _validate(built)
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "topogate"), "check", "inventory.yaml", "--format", "json"],
+                          cwd=src, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PATH": os.pathsep.join([str(Path(kubectl()).parent), os.environ["PATH"]])})
+    assert proc.returncode == 0, proc.stderr
+    assert own.object_id in {w["object"] for w in json.loads(proc.stdout)["workloads"]}
 
 
 @pytest.mark.parametrize("case", ["lab", "multi"])

@@ -385,3 +385,50 @@ def test_show_settings_says_what_came_from_the_ref(lab_repo: Repo) -> None:
     lab_repo("ignore: [TG102]\n", "ignore: [TG102, TG101]\n")
     _, out, _ = check(*CHECK, "--changed-since", "main", "--show-settings")
     assert "# --changed-since main: ignore as main:.topogate.yaml (" in out and "ignore: [TG102]\n" in out
+
+
+# --- inventory and paths: a check with no argument at all ---
+
+NAMED = "inventory: lab/inventory.yaml\npaths: [apps]\n"
+
+
+def test_no_argument_takes_inventory_and_paths_from_the_settings(lab_repo: Repo) -> None:
+    lab_repo(NAMED, NAMED)
+    code, out, err = check("--format", "json")
+    assert code == 1, err
+    assert [r for r in rules_of(out) if r[0] != "TG011"] == [("TG101", 10), ("TG101", 11), ("TG102", 1)]
+    assert rules_of(out) == rules_of(check(*CHECK, "--format", "json")[1])  # as if named
+    # the command line's arguments win: a named inventory and no PATHs checks its own tree
+    code, out, _ = check("lab/inventory.yaml", "--format", "json")
+    assert code == 0 and rules_of(out) == []
+
+
+def test_settings_may_not_point_the_check_outside_the_repository(lab_repo: Repo, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.yaml"
+    outside.write_text("apiVersion: topogate.dev/v1alpha1\n")
+    lab_repo(None, f"inventory: {outside}\npaths: [apps, ../..]\n")
+    code, out, err = check("--format", "json")
+    assert code == 2 and out == ""
+    assert f".topogate.yaml:1:12: inventory: '{outside}' resolves outside the repository" in err
+    assert ".topogate.yaml:2:15: paths: '../..' resolves outside the repository" in err
+
+
+@pytest.mark.parametrize("head,line,says", [
+    ("inventory: lab/other.yaml\npaths: [apps]\n", 1,
+     "inventory: lab/other.yaml replaces the inventory the check reads, which main's settings do not "
+     "(inventory: lab/inventory.yaml); under --changed-since this check uses main's inventory, but once merged "
+     "every check reading this file would check against another inventory"),
+    ("inventory: lab/inventory.yaml\npaths: [lab]\n", 2,
+     "paths: apps no longer listed, which main's settings do not (paths: apps); under --changed-since this "
+     "check uses main's paths, but once merged every check reading this file would leave those paths unread"),
+])
+def test_a_pull_request_that_moves_the_inventory_or_drops_a_path_checks_main_s(
+        lab_repo: Repo, head: str, line: int, says: str) -> None:
+    repo = lab_repo(NAMED, head)
+    shutil.copy(repo / "lab" / "inventory.yaml", repo / "lab" / "other.yaml")
+    code, out, err = check("--changed-since", "main", "--format", "json")
+    (tg011,) = [f for f in json.loads(out)["findings"] if f["rule"] == "TG011"]
+    assert (tg011["file"], tg011["line"], tg011["message"]) == (SETTINGS, line, says)
+    # main's inventory and its paths were checked (with the pull request's new ones: every path
+    # either lists is read): the incident's findings are all there
+    assert {("TG101", 10), ("TG101", 11), ("TG102", 1)} <= set(rules_of(out))

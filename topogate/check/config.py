@@ -15,9 +15,12 @@ Settings (the same keys in both files):
     exclude: ["vendor/**"]         # PATH entries not to read (files or kustomization roots)
     per-path-ignores:              # rules not reported on findings in these files
       "legacy/**": [TG102]
+    inventory: platform/inventory.yaml   # INVENTORY when `check` or `generate` is given none
+    paths: [apps, teams]           # PATHs when `check` is given no argument at all
 
-Globs are matched against paths relative to the directory of the file that sets them (`*` within
-a path segment, `**` across segments; a pattern naming a directory covers what is under it).
+Globs, `inventory` and `paths` are relative to the directory of the file that sets them (`*`
+within a path segment, `**` across segments; a pattern naming a directory covers what is under
+it); `inventory` and `paths` must lie inside the file's repository.
 Every problem is reported at once with its file:line:column, like the inventory's; nothing runs.
 """
 
@@ -37,10 +40,11 @@ from topogate.core.position import Position
 from topogate.core.words import did_you_mean
 from topogate.inventory.problems import Problem
 from topogate.inventory.yamlpos import Located, YamlReadError, read_yaml
+from topogate.safeio.repopaths import repo_root
 
 YAML_NAME = ".topogate.yaml"
 PYPROJECT = "pyproject.toml"
-KEYS = ("select", "ignore", "strict", "cluster", "format", "exclude", "per-path-ignores")
+KEYS = ("select", "ignore", "strict", "cluster", "format", "exclude", "per-path-ignores", "inventory", "paths")
 
 
 class ConfigError(Exception):
@@ -109,6 +113,8 @@ class Settings:
     format: str | None = None
     exclude: Globs = field(default_factory=Globs)
     per_path_ignores: tuple[tuple[Globs, tuple[str, ...]], ...] = ()
+    inventory: str | None = None  # absolute: the file's value joined to its directory
+    paths: tuple[str, ...] = ()  # absolute, likewise
     path: str = ""  # the file's absolute path ("" none; for a file read at a git ref, where it would be)
     ref: str = ""  # the git ref the file was read at ("" the working tree)
     origins: tuple[Origin, ...] = ()  # where each setting present is written
@@ -125,7 +131,9 @@ class Settings:
     def as_dict(self) -> dict[str, Any]:
         return {"select": list(self.select), "ignore": list(self.ignore), "strict": self.strict,
                 "cluster": self.cluster, "format": self.format, "exclude": list(self.exclude.patterns),
-                "per-path-ignores": {g.patterns[0]: list(r) for g, r in self.per_path_ignores}}
+                "per-path-ignores": {g.patterns[0]: list(r) for g, r in self.per_path_ignores},
+                **({"inventory": shown(self.inventory)} if self.inventory else {}),
+                **({"paths": [shown(p) for p in self.paths]} if self.paths else {})}
 
 
 def discover(start: str | None = None) -> str | None:
@@ -306,9 +314,34 @@ def _settings(data: Any, where: _Where, file: str, base: str, formats: Sequence[
         s["exclude"] = Globs(_strings(data["exclude"], where.value("exclude"), "exclude", problems), base)
     if "per-path-ignores" in data:
         s["per_path_ignores"] = _per_path(data["per-path-ignores"], where, base, names, problems)
+    if "inventory" in data:
+        v = data["inventory"]
+        if not isinstance(v, str) or not v.strip():
+            problems.append(Problem(where.value("inventory"), "inventory must be a path (a string)"))
+        else:
+            s["inventory"] = _inside(v.strip(), base, where.value("inventory"), "inventory", problems)
+    if "paths" in data:
+        v = data["paths"]
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() for x in v):
+            problems.append(Problem(where.value("paths"), "paths must be a list of paths (strings)"))
+        else:
+            s["paths"] = tuple(_inside(x.strip(), base, where.value("paths", i), "paths", problems)
+                               for i, x in enumerate(v))
     if problems:
         raise ConfigError(file, problems)
     return Settings(file=file, **s)
+
+
+def _inside(value: str, base: str, at: Position, what: str, problems: list[Problem]) -> str:
+    """`value` joined to the file's directory; a problem when it leaves the file's repository (a
+    settings file a pull request edits may not point the check at a file elsewhere)."""
+    joined = os.path.normpath(os.path.join(base, value))
+    top = os.path.realpath(repo_root(os.path.join(base, ".")))
+    real = os.path.realpath(joined)
+    if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
+        problems.append(Problem(at, f"{what}: '{value}' resolves outside the repository ({top}); "
+                                    "name a file or directory inside it"))
+    return joined
 
 
 def _per_path(value: Any, where: _Where, base: str, names: Sequence[str],

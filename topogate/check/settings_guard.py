@@ -46,12 +46,17 @@ from topogate.safeio import gitrun, limits
 
 # The settings that can narrow the gate, as the file spells them, and their Settings fields.
 NARROWING = {"select": "select", "ignore": "ignore", "strict": "strict", "cluster": "cluster",
-             "exclude": "exclude", "per-path-ignores": "per_path_ignores"}
+             "exclude": "exclude", "per-path-ignores": "per_path_ignores", "inventory": "inventory",
+             "paths": "paths"}
+# What a run needs whatever REF says (the inventory and PATHs given no argument): kept from the
+# working tree when REF's settings cannot be read, said on standard error.
+_NEEDED = ("inventory", "paths")
 # What each would do to every check that reads the file, once merged.
 _IMPACT = {"select": "hide those rules' findings", "ignore": "hide those rules' findings",
            "per-path-ignores": "hide those rules' findings in those files",
            "strict": "let warnings pass", "cluster": "leave the other clusters unanalysed",
-           "exclude": "leave those paths unread"}
+           "exclude": "leave those paths unread", "inventory": "check against another inventory",
+           "paths": "leave those paths unread"}
 _REGULAR = ("100644", "100755")
 _NO_FILE = ("040000", "160000")  # a tree, a submodule (a symbolic link, 120000, is not followed)
 # The rule of the facts this module finds: no settings file hides its findings (REF's could,
@@ -208,7 +213,7 @@ def _at_ref(top: str, commit: str, candidates: Sequence[str], named: bool) -> tu
 
 def _unreadable(head: Settings, ref: str, why: str) -> Guarded:
     """REF's settings are unknown: nothing of the working tree's narrows the check."""
-    taken = tuple(k for k in NARROWING if k != "strict" and _narrows(head, k))
+    taken = tuple(k for k in NARROWING if k not in ("strict", *_NEEDED) and _narrows(head, k))
     if not taken:
         return Guarded(head)
     settings = dataclasses.replace(head, select=(), ignore=(), cluster=None, exclude=Globs(base=head.exclude.base),
@@ -247,6 +252,8 @@ def _stronger(head: Settings, base: Settings, ref: str, label: str, rules: Seque
     if not taken:
         return Guarded(head)
     fields = {NARROWING[k]: getattr(base, NARROWING[k]) for k in taken}
+    if "paths" in taken:  # every path either reads: more is checked, never less
+        fields["paths"] = (*head.paths, *(p for p in base.paths if p not in head.paths))
     origins: list[Origin] = [o for o in head.origins if o[0][0] not in taken]
     origins += [o for o in base.origins if o[0][0] in taken]
     settings = dataclasses.replace(head, **fields, origins=tuple(origins))
@@ -343,9 +350,25 @@ def _per_path(head: Settings, base: Settings, r: _Rules) -> Found:
     return out
 
 
+def _inventory(head: Settings, base: Settings, r: _Rules) -> Found:
+    if not head.inventory or not base.inventory or os.path.realpath(head.inventory) == os.path.realpath(base.inventory):
+        return []
+    return [(("inventory",), f"inventory: {shown(head.inventory)} replaces the inventory the check reads",
+             f"inventory: {shown(base.inventory)}")]
+
+
+def _paths(head: Settings, base: Settings, r: _Rules) -> Found:
+    mine = {os.path.realpath(p) for p in head.paths}
+    gone = [shown(p) for p in base.paths if os.path.realpath(p) not in mine]
+    if not gone:
+        return []
+    return [(("paths",), f"paths: {', '.join(gone)} no longer listed",
+             f"paths: {', '.join(shown(p) for p in base.paths)}")]
+
+
 _COMPARE: dict[str, Callable[[Settings, Settings, _Rules], Found]] = {
     "select": _select, "ignore": _ignore, "strict": _strict, "cluster": _cluster, "exclude": _exclude,
-    "per-path-ignores": _per_path}
+    "per-path-ignores": _per_path, "inventory": _inventory, "paths": _paths}
 
 
 __all__ = ["NARROWING", "RULE", "BaseSettingsError", "Guarded", "guard", "never_hidden"]

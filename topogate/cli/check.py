@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from topogate.cli.common import done, fail, formats, inventory_arg, report_options
-from topogate.cli.config import config_options, load_settings, settings_text
+from topogate.cli.config import config_options, load_settings, settings_inventory, settings_text
 from topogate.core import progress
 from topogate.core.escape import one_line
 from topogate.core.exitcodes import FINDINGS
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CheckOptions:
-    inventory: str
+    inventory: str  # "" when given none: the settings' `inventory` (with_settings)
     paths: tuple[str, ...] = ()
     rendered: str | None = None
     cluster: str | None = None
@@ -66,7 +66,7 @@ class LiveOptions:
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg)
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg, required=False)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--rendered", type=click.Path(file_okay=False),
               help="Also check that this generated tree is exactly what `generate` writes.")
@@ -94,7 +94,7 @@ class LiveOptions:
 @config_options
 @click.option("--show-settings", is_flag=True,
               help="Print the settings this run would use (configuration and options merged); check nothing.")
-def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
+def check(inventory: str | None, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
           fmt: str | None, strict: bool, output: tuple[str, ...], output_format: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
           context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
@@ -104,13 +104,14 @@ def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster:
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
     kustomize). Without PATHs the inventory's own generated tree is checked. Settings also come
-    from .topogate.yaml or pyproject.toml's [tool.topogate] (`topogate config`).
+    from .topogate.yaml or pyproject.toml's [tool.topogate] (`topogate config`); with no argument
+    at all, INVENTORY and PATHs are its `inventory` and `paths`.
 
     Exit codes: 0 clean, 1 findings (errors; warnings too with --strict; 0 with --exit-zero),
     2 bad invocation or unreadable input; with --live also 75 temporary, 77 access denied,
     78 configuration (as `audit egress`).
     """
-    opts = CheckOptions(inventory, paths, rendered, cluster, fmt, strict, output, output_format,
+    opts = CheckOptions(inventory or "", paths, rendered, cluster, fmt, strict, output, output_format,
                         select, ignore, quiet, verbose, changed_since, exit_zero, exclude,
                         config_file, no_config, show_settings, flows)
     run(opts, LiveOptions(live, context, kubeconfig, from_file))
@@ -153,7 +154,10 @@ def with_settings(opts: CheckOptions, guarded: bool = False
     to it, --strict turns it on, --cluster and --format win. `guarded` (a check of files with
     --changed-since): the settings that narrow the gate are the ref's where the working tree's
     narrow more (topogate.check.settings_guard)."""
-    from topogate.check.config import Globs  # lazy: start-up time (a command's modules load when it runs)
+    from topogate.check.config import (  # lazy: start-up time (a command's modules load when it runs)
+        Globs,
+        shown,
+    )
 
     settings = load_settings(opts.config_file, opts.no_config)
     guard = None
@@ -164,6 +168,9 @@ def with_settings(opts: CheckOptions, guarded: bool = False
         opts, select=opts.select or settings.select, ignore=(*settings.ignore, *opts.ignore),
         strict=opts.strict or settings.strict, cluster=opts.cluster or settings.cluster,
         fmt=opts.fmt or settings.format or "auto")
+    if not opts.inventory:  # no argument at all: both from the settings
+        merged = dataclasses.replace(merged, inventory=settings_inventory(settings, "check"),
+                                     paths=tuple(shown(p) for p in settings.paths))
     return merged, settings, (settings.exclude, Globs(opts.exclude, ".")), guard
 
 
@@ -177,7 +184,8 @@ def _guard(opts: CheckOptions, settings: Settings) -> Guarded:
     assert opts.changed_since is not None
     infos = all_rules()
     try:
-        guarded = guard(opts.changed_since, settings, repo_dir=os.path.dirname(os.path.abspath(opts.inventory)),
+        where = opts.inventory or settings.inventory or settings.path or "."
+        guarded = guard(opts.changed_since, settings, repo_dir=os.path.dirname(os.path.abspath(where)),
                         start=os.getcwd(), config_file=opts.config_file, formats=formats(),
                         rule_names=[r.id for r in infos] + [r.name for r in infos], rules=infos)
     except BaseSettingsError as err:

@@ -46,6 +46,17 @@ def load_settings(config_file: str | None, no_config: bool) -> Settings:
         _fail_config(err)
 
 
+def settings_inventory(settings: Settings, command: str) -> str:
+    """INVENTORY from the settings, for a command given none: as a path from here."""
+    from topogate.check.config import shown  # lazy: start-up time
+
+    if settings.inventory is None:
+        where = f"{settings.file} sets no `inventory`" if settings.file else "no configuration file names one"
+        raise click.UsageError(f"Missing argument 'INVENTORY': {where}; pass the inventory, or set "
+                               f"`inventory:` in .topogate.yaml so `topogate {command}` needs none")
+    return shown(settings.inventory)
+
+
 def _fail_config(err: ConfigError) -> NoReturn:
     for p in err.problems:
         click.echo(one_line(str(p)), err=True)
@@ -74,4 +85,4 @@ def config(config_file: str | None, no_config: bool) -> None:
     click.echo(settings_text(load_settings(config_file, no_config)), nl=False)
 
 
-__all__ = ["config", "config_options", "load_settings", "settings_text"]
+__all__ = ["config", "config_options", "load_settings", "settings_inventory", "settings_text"]

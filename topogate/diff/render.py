@@ -18,7 +18,7 @@ from topogate.diff.compare import Decision, DiffResult, Row, place_parts
 from topogate.diff.members import ANY_ZONE, OUTSIDE, Member
 from topogate.report.markdown import cell
 from topogate.report.mermaid import escape_label
-from topogate.report.sarif import SCHEMA_URI, artifact_location
+from topogate.report.sarif import SCHEMA_URI, artifact_location, driver_dict
 
 FORMATS = ("text", "json", "markdown", "sarif")
 MAX_MARKDOWN_ROWS = 200  # GitHub's comment limit (65,536 characters) with room to spare
@@ -192,10 +192,10 @@ def sarif_dict(d: DiffResult) -> dict[str, Any]:
         more = f"; and {len(rows) - 10} more" if len(rows) > 10 else ""
         results.append({"ruleId": "connectivity-change", "level": "note",
                         "message": {"text": f"{words}: {listed}{more}"}, "locations": _location(where)})
-    driver = {"name": "topogate", "rules": [{
+    driver = driver_dict([{
         "id": "connectivity-change", "name": "connectivity-change",
         "shortDescription": {"text": "A flow allowed or denied differently than at the base"},
-        "defaultConfiguration": {"level": "note"}}]}
+        "defaultConfiguration": {"level": "note"}}])
     return {"$schema": SCHEMA_URI, "version": "2.1.0",
             "runs": [{"tool": {"driver": driver}, "columnKind": "unicodeCodePoints", "results": results}]}
 

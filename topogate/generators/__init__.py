@@ -28,10 +28,17 @@ def _check_path(p: str) -> None:
         raise PathConflictError(f"generated path {p!r} is not a clean relative POSIX path")
 
 
+# The generators of the outputs an inventory may leave out (`outputs:`), by that output's name.
+OPTIONAL = {argocd: "argocd", flux: "flux", monitoring: "monitoring"}
+
+
 def render_files(inv: Inventory, out_dir: str) -> list[OutputFile]:
-    """Every OutputFile of every registered generator, sorted by path."""
+    """Every OutputFile of every registered generator the inventory's `outputs` keep, sorted by
+    path."""
     files: dict[str, OutputFile] = {}
     for gen in GENERATORS:
+        if gen in OPTIONAL and OPTIONAL[gen] not in inv.outputs:
+            continue
         made = gen.render(inv, out_dir) if getattr(gen, "NEEDS_OUT_DIR", False) else gen.render(inv)
         for f in made:
             _check_path(f.path)

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from topogate.analysis.result import CheckResult, RuleInfo, SettingsUse
 from topogate.core.findings import Finding
+from topogate.core.version import rule_anchor, rules_url, version
 from topogate.report.base import (
     Reporter,
     has_file,
@@ -44,9 +45,10 @@ def artifact_location(file: str) -> dict[str, str]:
     return {"uri": quote(path), "uriBaseId": SRCROOT}
 
 
-def rule_descriptor(rule: RuleInfo) -> dict[str, Any]:
+def rule_descriptor(rule: RuleInfo, docs: str | None = None) -> dict[str, Any]:
+    """A rule as SARIF describes one; `docs`: the URL of docs/rules.md, for its helpUri."""
     doc = rule.doc.strip() or rule.summary
-    return {
+    out: dict[str, Any] = {
         "id": rule.id,
         "name": rule.name,
         "shortDescription": {"text": rule.summary or rule.name},
@@ -55,6 +57,20 @@ def rule_descriptor(rule: RuleInfo) -> dict[str, Any]:
         "defaultConfiguration": {"level": level(rule.severity)},
         "properties": {"tags": ["topogate"]},
     }
+    if docs:
+        out["helpUri"] = f"{docs}#{rule_anchor(rule.id, rule.name)}"
+    return out
+
+
+def driver_dict(rules: list[dict[str, Any]], tool_version: str | None = None) -> dict[str, Any]:
+    """The tool as code scanning shows it: its name, version (the installed topogate's by
+    default: the same version writes the same bytes) and, where known, where its rules are."""
+    ver = tool_version or version()
+    driver: dict[str, Any] = {"name": "topogate", "version": ver, "semanticVersion": ver, "rules": rules}
+    docs = rules_url()
+    if docs:
+        driver["informationUri"] = docs
+    return driver
 
 
 def _rules(result: CheckResult) -> list[RuleInfo]:
@@ -118,9 +134,8 @@ def _results(result: CheckResult, index: dict[str, int]) -> list[dict[str, Any]]
 def sarif_dict(result: CheckResult, tool_version: str | None = None) -> dict[str, Any]:
     rules = _rules(result)
     index = {r.id: i for i, r in enumerate(rules)}
-    driver: dict[str, Any] = {"name": "topogate", "rules": [rule_descriptor(r) for r in rules]}
-    if tool_version:
-        driver["semanticVersion"] = tool_version
+    docs = rules_url()
+    driver = driver_dict([rule_descriptor(r, docs) for r in rules], tool_version)
     run: dict[str, Any] = {"tool": {"driver": driver}}
     if result.settings is not None:
         run["invocations"] = [invocation(result.settings)]
@@ -154,12 +169,10 @@ class SarifReporter(Reporter):
 
     def __init__(self, *, strict: bool = False, tool_version: str | None = None) -> None:
         super().__init__(strict=strict)
-        # No version by default: reports, like generated files, should not change bytes
-        # between releases unless what they say changes.
-        self.tool_version = tool_version
+        self.tool_version = tool_version  # None: the installed topogate's
 
     def render(self, result: CheckResult) -> str:
         return json.dumps(sarif_dict(result, self.tool_version), indent=2, ensure_ascii=False) + "\n"
 
 
-__all__ = ["SCHEMA_URI", "SarifReporter", "artifact_location", "sarif_dict"]
+__all__ = ["SCHEMA_URI", "SarifReporter", "artifact_location", "driver_dict", "sarif_dict"]
