@@ -168,6 +168,19 @@ class SettingsUse:
 
 
 @dataclass(frozen=True)
+class BaselineUse:
+    """The baseline file a check used (topogate.check.baseline): the findings it listed, which
+    fail nothing and are counted; its entries no finding matched any more; and, under
+    --changed-since, the entries the pull request added, which are not honoured."""
+
+    file: str
+    findings: tuple[Finding, ...] = ()
+    unmatched: int = 0
+    refused: tuple[Position, ...] = ()  # where each entry the pull request added is written
+    ref: str = ""  # the ref whose baseline was honoured ("" the working tree's)
+
+
+@dataclass(frozen=True)
 class CheckResult:
     findings: tuple[Finding, ...]
     jobs: tuple[JobMap, ...]
@@ -184,6 +197,7 @@ class CheckResult:
     annotated: tuple[tuple[Finding, Any], ...] = ()
     scope: Scope | None = None  # set by --changed-since
     settings: SettingsUse | None = None  # set by `check` when a settings file was used
+    baseline: BaselineUse | None = None  # set by `check` with a baseline file
 
     @property
     def errors(self) -> int:
@@ -193,5 +207,5 @@ class CheckResult:
     def warnings(self) -> int:
         return sum(1 for f in self.findings if f.severity == "warning")
 
-__all__ = ["CheckResult", "Flow", "GroupMap", "JobMap", "Narrowed", "PoolVerdict", "RuleInfo", "Scope",
+__all__ = ["BaselineUse", "CheckResult", "Flow", "GroupMap", "JobMap", "Narrowed", "PoolVerdict", "RuleInfo", "Scope",
            "SettingsUse"]

@@ -17,6 +17,7 @@ Settings (the same keys in both files):
       "legacy/**": [TG102]
     inventory: platform/inventory.yaml   # INVENTORY when `check` or `generate` is given none
     paths: [apps, teams]           # PATHs when `check` is given no argument at all
+    baseline: .topogate-baseline.json    # findings reported as baselined (`topogate baseline`)
 
 Globs, `inventory` and `paths` are relative to the directory of the file that sets them (`*`
 within a path segment, `**` across segments; a pattern naming a directory covers what is under
@@ -44,7 +45,8 @@ from topogate.safeio.repopaths import repo_root
 
 YAML_NAME = ".topogate.yaml"
 PYPROJECT = "pyproject.toml"
-KEYS = ("select", "ignore", "strict", "cluster", "format", "exclude", "per-path-ignores", "inventory", "paths")
+KEYS = ("select", "ignore", "strict", "cluster", "format", "exclude", "per-path-ignores", "inventory", "paths",
+        "baseline")
 
 
 class ConfigError(Exception):
@@ -115,6 +117,7 @@ class Settings:
     per_path_ignores: tuple[tuple[Globs, tuple[str, ...]], ...] = ()
     inventory: str | None = None  # absolute: the file's value joined to its directory
     paths: tuple[str, ...] = ()  # absolute, likewise
+    baseline: str | None = None  # absolute, likewise
     path: str = ""  # the file's absolute path ("" none; for a file read at a git ref, where it would be)
     ref: str = ""  # the git ref the file was read at ("" the working tree)
     origins: tuple[Origin, ...] = ()  # where each setting present is written
@@ -133,7 +136,8 @@ class Settings:
                 "cluster": self.cluster, "format": self.format, "exclude": list(self.exclude.patterns),
                 "per-path-ignores": {g.patterns[0]: list(r) for g, r in self.per_path_ignores},
                 **({"inventory": shown(self.inventory)} if self.inventory else {}),
-                **({"paths": [shown(p) for p in self.paths]} if self.paths else {})}
+                **({"paths": [shown(p) for p in self.paths]} if self.paths else {}),
+                **({"baseline": shown(self.baseline)} if self.baseline else {})}
 
 
 def discover(start: str | None = None) -> str | None:
@@ -320,6 +324,12 @@ def _settings(data: Any, where: _Where, file: str, base: str, formats: Sequence[
             problems.append(Problem(where.value("inventory"), "inventory must be a path (a string)"))
         else:
             s["inventory"] = _inside(v.strip(), base, where.value("inventory"), "inventory", problems)
+    if "baseline" in data:
+        v = data["baseline"]
+        if not isinstance(v, str) or not v.strip():
+            problems.append(Problem(where.value("baseline"), "baseline must be a path (a string)"))
+        else:
+            s["baseline"] = _inside(v.strip(), base, where.value("baseline"), "baseline", problems)
     if "paths" in data:
         v = data["paths"]
         if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() for x in v):

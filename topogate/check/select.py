@@ -6,11 +6,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Sequence
 
-from topogate.analysis.result import CheckResult
+from topogate.analysis.result import BaselineUse, CheckResult
+from topogate.check.baseline import Baseline
+from topogate.check.baseline import apply as apply_baseline
 from topogate.check.config import Globs
 from topogate.check.errors import CheckInputError
 from topogate.check.run import CheckOutcome
 from topogate.core.exitcodes import ExitCode, exit_for
+from topogate.core.position import Position
 from topogate.policies.selection import (
     LISTS_THEM,
     SelectedResult,
@@ -54,6 +57,20 @@ def select_outcome(outcome: CheckOutcome, select: Sequence[str], ignore: Sequenc
     return dataclasses.replace(outcome, result=result, exit_code=code)
 
 
+def baselined_outcome(outcome: CheckOutcome, base: Baseline, strict: bool, refused: tuple[Position, ...] = (),
+                      ref: str = "") -> CheckOutcome:
+    """The outcome with every finding `base` lists baselined: out of the findings that fail, into
+    the result's `baseline` (counted by every report)."""
+    if outcome.inventory is None:
+        return outcome
+    done = apply_baseline(outcome.result.findings, base)
+    use = BaselineUse(base.file, done.baselined, len(done.unmatched), refused, ref)
+    result = dataclasses.replace(outcome.result, findings=done.kept, baseline=use)
+    code = (outcome.exit_code if outcome.exit_code == ExitCode.BAD_INVOCATION
+            else exit_for(result.errors, result.warnings, strict))
+    return dataclasses.replace(outcome, result=result, exit_code=code)
+
+
 def _per_path(result: CheckResult, ignores: list[tuple[Globs, frozenset[str]]]) -> CheckResult:
     """Findings in files a per-path ignore covers leave the report, counted with what
     --select/--ignore hid."""
@@ -66,4 +83,4 @@ def _per_path(result: CheckResult, ignores: list[tuple[Globs, frozenset[str]]]) 
     return SelectedResult(**fields, deselected=tuple(sorted({*deselected(result), *hidden})))
 
 
-__all__ = ["select_outcome"]
+__all__ = ["baselined_outcome", "select_outcome"]

@@ -47,7 +47,7 @@ from topogate.safeio import gitrun, limits
 # The settings that can narrow the gate, as the file spells them, and their Settings fields.
 NARROWING = {"select": "select", "ignore": "ignore", "strict": "strict", "cluster": "cluster",
              "exclude": "exclude", "per-path-ignores": "per_path_ignores", "inventory": "inventory",
-             "paths": "paths"}
+             "paths": "paths", "baseline": "baseline"}
 # What a run needs whatever REF says (the inventory and PATHs given no argument): kept from the
 # working tree when REF's settings cannot be read, said on standard error.
 _NEEDED = ("inventory", "paths")
@@ -56,7 +56,7 @@ _IMPACT = {"select": "hide those rules' findings", "ignore": "hide those rules' 
            "per-path-ignores": "hide those rules' findings in those files",
            "strict": "let warnings pass", "cluster": "leave the other clusters unanalysed",
            "exclude": "leave those paths unread", "inventory": "check against another inventory",
-           "paths": "leave those paths unread"}
+           "paths": "leave those paths unread", "baseline": "hide the findings that file lists"}
 _REGULAR = ("100644", "100755")
 _NO_FILE = ("040000", "160000")  # a tree, a submodule (a symbolic link, 120000, is not followed)
 # The rule of the facts this module finds: no settings file hides its findings (REF's could,
@@ -141,6 +141,27 @@ def guard(ref: str, head: Settings, *, repo_dir: str, start: str, config_file: s
         except ConfigError as err:
             raise BaseSettingsError(label, err.problems) from None
     return _stronger(head, base, ref, label, rules)
+
+
+class Unreadable(Exception):
+    """A file cannot be read at a git ref; str() says why."""
+
+
+def text_at_ref(ref: str, path: str) -> tuple[str, str] | None:
+    """(the path relative to its repository's root, the text) of the regular file `path` as it
+    is at `ref`, read through git as REF's settings are; None when it is not there. Unreadable
+    (git fails, `ref` is no commit, the path is no regular file there) says why."""
+    try:
+        top = gitdiff.toplevel(os.path.dirname(os.path.abspath(path)))
+        real = os.path.realpath(path)
+        if not _under(real, top):
+            raise Unreadable(f"{path} is outside the repository")
+        rel = os.path.relpath(real, top)
+        return _at_ref(top, _commit(top, ref), [rel], True)
+    except gitdiff.GitUnknown as e:
+        raise Unreadable(str(e)) from None
+    except _Unreadable as e:
+        raise Unreadable(str(e)) from None
 
 
 def _under(path: str, top: str) -> bool:
@@ -357,6 +378,13 @@ def _inventory(head: Settings, base: Settings, r: _Rules) -> Found:
              f"inventory: {shown(base.inventory)}")]
 
 
+def _baseline(head: Settings, base: Settings, r: _Rules) -> Found:
+    if not head.baseline or not base.baseline or os.path.realpath(head.baseline) == os.path.realpath(base.baseline):
+        return []
+    return [(("baseline",), f"baseline: {shown(head.baseline)} replaces the baseline the check reads",
+             f"baseline: {shown(base.baseline)}")]
+
+
 def _paths(head: Settings, base: Settings, r: _Rules) -> Found:
     mine = {os.path.realpath(p) for p in head.paths}
     gone = [shown(p) for p in base.paths if os.path.realpath(p) not in mine]
@@ -368,7 +396,7 @@ def _paths(head: Settings, base: Settings, r: _Rules) -> Found:
 
 _COMPARE: dict[str, Callable[[Settings, Settings, _Rules], Found]] = {
     "select": _select, "ignore": _ignore, "strict": _strict, "cluster": _cluster, "exclude": _exclude,
-    "per-path-ignores": _per_path, "inventory": _inventory, "paths": _paths}
+    "per-path-ignores": _per_path, "inventory": _inventory, "paths": _paths, "baseline": _baseline}
 
 
-__all__ = ["NARROWING", "RULE", "BaseSettingsError", "Guarded", "guard", "never_hidden"]
+__all__ = ["NARROWING", "RULE", "BaseSettingsError", "Guarded", "Unreadable", "guard", "never_hidden", "text_at_ref"]

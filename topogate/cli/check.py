@@ -18,11 +18,12 @@ from topogate.core.exitcodes import FINDINGS
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+    from topogate.check.baseline import Baseline, Entry
     from topogate.check.config import Globs, Settings
     from topogate.check.run import Observed
     from topogate.check.settings_guard import Guarded
     from topogate.inventory.model import Inventory
-    from topogate.policies.context import LiveFact
+    from topogate.policies.context import LiveFact, Weakened
     from topogate.sources.manifests import K8sObject
 
 
@@ -47,6 +48,7 @@ class CheckOptions:
     no_config: bool = False
     show_settings: bool = False
     flows: str | None = None  # --flows: recorded Hubble flows (TG210)
+    baseline: str | None = None  # --baseline: findings reported as baselined (topogate.check.baseline)
 
     @property
     def verbosity(self) -> int:
@@ -86,6 +88,9 @@ class LiveOptions:
                    "GITREF (docs/cli.md); anything unclear checks everything.")
 @click.option("--flows", type=click.Path(dir_okay=False), metavar="FILE",
               help="Recorded Hubble flows (`hubble observe -o json`): a carried flow the tree denies is TG210.")
+@click.option("--baseline", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Report the findings FILE lists (`topogate baseline` writes it) as baselined, failing "
+                   "nothing; default: the settings file's `baseline`.")
 @click.option("--exit-zero", is_flag=True,
               help="Report only: exit 0 even when findings fail the check (2 still means bad input).")
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -98,8 +103,8 @@ def check(inventory: str | None, paths: tuple[str, ...], rendered: str | None, c
           fmt: str | None, strict: bool, output: tuple[str, ...], output_format: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
           context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
-          verbose: bool, changed_since: str | None, flows: str | None, exit_zero: bool, exclude: tuple[str, ...],
-          config_file: str | None, no_config: bool, show_settings: bool) -> None:
+          verbose: bool, changed_since: str | None, flows: str | None, baseline: str | None, exit_zero: bool,
+          exclude: tuple[str, ...], config_file: str | None, no_config: bool, show_settings: bool) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
@@ -113,7 +118,7 @@ def check(inventory: str | None, paths: tuple[str, ...], rendered: str | None, c
     """
     opts = CheckOptions(inventory or "", paths, rendered, cluster, fmt, strict, output, output_format,
                         select, ignore, quiet, verbose, changed_since, exit_zero, exclude,
-                        config_file, no_config, show_settings, flows)
+                        config_file, no_config, show_settings, flows, baseline)
     run(opts, LiveOptions(live, context, kubeconfig, from_file))
 
 
@@ -228,17 +233,21 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
         with progress.shown("topogate check", progress.wanted(name, opts.quiet)):
             progress.note("loading")
             from topogate.check.run import run_check  # lazy: under the progress line, it takes a while
-            from topogate.check.select import select_outcome  # lazy: as run_check
+            from topogate.check.select import baselined_outcome, select_outcome  # lazy: as run_check
             from topogate.check.settings_guard import never_hidden  # lazy: as run_check
             from topogate.check.settings_report import settings_use  # lazy: as run_check
 
+            base, refused, base_ref = _baseline(opts, settings)
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
                                 strict=opts.strict, changed_since=opts.changed_since, exclude=exclude,
                                 observed=_flow_facts(opts, exclude),
-                                weakened=guarded.weakened if guarded is not None else ())
+                                weakened=(*(guarded.weakened if guarded is not None else ()),
+                                          *_refused_facts(refused, opts.changed_since or "")))
         always = (never_hidden(raw.select, raw.ignore, outcome.result.rules) if guarded is not None
                   else frozenset())
         outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores, always)
+        if base is not None:
+            outcome = baselined_outcome(outcome, base, opts.strict, tuple(e.pos for e in refused), base_ref)
         use = settings_use(settings, outcome, select=raw.select, ignore=raw.ignore, cluster=raw.cluster,
                            guarded=guarded)
         if use is not None:
@@ -251,6 +260,38 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     output.emit(outcome.result, name, strict=opts.strict, verbosity=opts.verbosity,
                 outputs=outputs, markdown_appendix=appendix, inventory=outcome.inventory)
     done(report_only(outcome.exit_code, opts.exit_zero))
+
+
+def _baseline(opts: CheckOptions, settings: Settings) -> tuple[Baseline | None, tuple[Entry, ...], str]:
+    """The baseline to honour (--baseline, else the settings' `baseline`), the entries a pull
+    request added that are not honoured, and the ref whose file decided; exit 2 when unreadable.
+    Under --changed-since the settings' baseline is the repository's, which the pull request
+    edits: only what REF's file also lists is honoured (the workflow's own --baseline is used as
+    it is)."""
+    from topogate.check.baseline import BaselineError, load, load_guarded  # lazy: only with a baseline
+
+    path = opts.baseline or settings.baseline
+    if path is None:
+        return None, (), ""
+    try:
+        if opts.changed_since is not None and not opts.baseline:
+            honoured, refused, note = load_guarded(path, opts.changed_since)
+            if note:
+                click.echo(one_line(f"topogate: --changed-since {opts.changed_since}: {note}"), err=True)
+            return honoured, refused, opts.changed_since
+        return load(path), (), ""
+    except BaselineError as err:
+        fail(f"topogate: {err}")
+
+
+def _refused_facts(refused: tuple[Entry, ...], ref: str) -> tuple[Weakened, ...]:
+    """TG011's facts: each baseline entry a pull request adds, at its line."""
+    from topogate.policies.context import Weakened  # lazy: as the baseline
+
+    return tuple(Weakened("baseline", f"Settings/{e.pos.file}", (
+        f"baseline: {e.key[0]} on {e.key[1]} ({e.key[2]}) is newly baselined, which {ref}'s baseline does "
+        f"not list; under --changed-since this check does not honour it, but once merged every check "
+        "reading this file would hide that finding"), e.pos) for e in refused)
 
 
 def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs, ...],

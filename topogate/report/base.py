@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from topogate.analysis.result import CheckResult, Flow, JobMap, Narrowed, SettingsUse
+from topogate.analysis.result import BaselineUse, CheckResult, Flow, JobMap, Narrowed, SettingsUse
 from topogate.core.exitcodes import exit_for
 from topogate.core.findings import Finding
 from topogate.core.position import NOWHERE
@@ -73,6 +73,8 @@ def counts_line(result: CheckResult) -> str:
         parts.append(f"{len(result.suppressed)} suppressed by annotation")
     if result.waived:
         parts.append(f"{len(result.waived)} waived by the inventory")
+    if result.baseline is not None and result.baseline.findings:
+        parts.append(f"{len(result.baseline.findings)} baselined")
     left_out = deselected_text(result)
     if left_out:
         parts.append(left_out)
@@ -207,6 +209,22 @@ def suppressed_lines(result: CheckResult) -> list[str]:
     """One line per honoured suppression: what was hidden, where, and the reason given."""
     return [f"suppressed: {s.rule} on {s.object} ({s.pos.file}:{s.pos.line}): {s.reason}"
             for s in result.suppressed]
+
+
+def baseline_line(use: BaselineUse) -> str:
+    """One line on the baseline a check used: how many findings it listed, and what of it no
+    longer applies or was not honoured."""
+    where = f"{use.ref}:{use.file}" if use.ref else use.file
+    parts = [f"baseline {where}: {plural(len(use.findings), 'finding')} baselined "
+             f"({hidden_breakdown(use.findings)})" if use.findings else f"baseline {where}: nothing baselined"]
+    if use.unmatched:
+        parts.append(f"{plural(use.unmatched, 'entry', 'entries')} no finding matches any more (run `topogate "
+                     "baseline` to drop them)")
+    if use.refused:
+        first = use.refused[0]
+        parts.append(f"{plural(len(use.refused), 'entry', 'entries')} the pull request added not honoured "
+                     f"({first.file}:{first.line} first)")
+    return "; ".join(parts)
 
 
 def waiver_text(w: Waiver) -> str:

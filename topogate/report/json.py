@@ -43,6 +43,13 @@ def report_dict(result: CheckResult) -> dict[str, Any]:
             {"finding": w.finding.as_dict(), "reason": w.waiver.reason,
              "expires": w.waiver.expires.isoformat() if w.waiver.expires else None,
              "file": w.waiver.pos.file, "line": w.waiver.pos.line} for w in result.waived]
+    if result.baseline is not None:
+        # Additive, only with a baseline file: the findings it listed and what of it is stale.
+        b = result.baseline
+        out["summary"]["baselined"] = {
+            "file": b.file, "ref": b.ref or None, "count": len(b.findings),
+            "findings": [f.as_dict() for f in sorted(b.findings)], "unmatched": b.unmatched,
+            "refused": [{"file": p.file, "line": p.line} for p in b.refused]}
     hidden = deselected(result)
     if hidden:
         # Additive, only when --select/--ignore left findings out: how many, of which rules.

@@ -12,6 +12,7 @@ from topogate.core.findings import Finding
 from topogate.inventory.model import Inventory
 from topogate.report.base import (
     Reporter,
+    baseline_line,
     counts_line,
     flow_key,
     has_file,
@@ -155,6 +156,8 @@ class MarkdownReporter(Reporter):
                       *(f"| {cell(w.finding.rule)} | {cell(w.finding.object)} | "
                         f"{cell(f'{w.waiver.pos.file}:{w.waiver.pos.line}')} | {cell(waiver_text(w.waiver))} |"
                         for w in result.waived), ""]
+        if result.baseline is not None:
+            lines += [f"*{cell(baseline_line(result.baseline))}*", ""]
         if result.settings is not None:
             lines += settings_section(result.settings)
         jobs = sorted_jobs(result)

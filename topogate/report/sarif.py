@@ -78,6 +78,7 @@ def _rules(result: CheckResult) -> list[RuleInfo]:
     own findings), so every result has a valid ruleIndex."""
     rules = {r.id: r for r in result.rules}
     hidden = [f for f, _ in result.annotated] + [w.finding for w in result.waived]
+    hidden += list(result.baseline.findings) if result.baseline is not None else []
     for f in (*result.findings, *hidden):
         if f.rule not in rules:
             rules[f.rule] = RuleInfo(id=f.rule, name=f.name, severity=f.severity, summary=f.name, doc="")
@@ -127,6 +128,9 @@ def _results(result: CheckResult, index: dict[str, int]) -> list[dict[str, Any]]
     hidden = [(f, "inSource", s.reason, s.pos.file, s.pos.line) for f, s in result.annotated]
     hidden += [(w.finding, "external", w.waiver.reason, w.waiver.pos.file, w.waiver.pos.line)
                for w in result.waived]
+    if result.baseline is not None:  # the baseline file holds no line of its own per finding
+        hidden += [(f, "external", f"in the baseline {result.baseline.file}", result.baseline.file, 1)
+                   for f in result.baseline.findings]
     out += [_suppressed(f, index, *rest) for f, *rest in sorted(hidden, key=lambda h: h[0])]
     return out
 

@@ -12,6 +12,7 @@ from topogate.analysis.result import CheckResult, Flow, GroupMap, JobMap
 from topogate.core.findings import Finding
 from topogate.report.base import (
     Reporter,
+    baseline_line,
     counts_line,
     flow_key,
     has_file,
@@ -91,6 +92,8 @@ class TextReporter(Reporter):
             blocks.append("\n".join(suppressed_lines(result)))
         if result.waived:
             blocks.append("\n".join(waived_lines(result)))
+        if result.baseline is not None:
+            blocks.append(baseline_line(result.baseline))
         if result.settings is not None:
             blocks.append("\n".join(settings_lines(result)))
         verdict = "FAIL" if self.failed(result) else "ok"
