@@ -409,3 +409,47 @@ def test_suggest_comments_stay_comments(tmp_path: Path) -> None:
     assert code == 1
     assert out.splitlines() and all(ln.startswith("# ") for ln in out.splitlines()), out
     assert yaml.safe_load(out) is None
+
+
+def _named(f: str, names: list[str]) -> str:
+    d = json.loads(f)
+    d.get("flow", d)["destination_names"] = names
+    return json.dumps(d)
+
+
+def test_a_flow_to_a_name_the_dns_proxy_answered_is_decided_by_that_name(tmp_path: Path) -> None:
+    """A pull from S3 allowed by a toFQDNs rule: Hubble records the name the proxy answered
+    (destination_names); replay decides the address by it, as Cilium's FQDN identity does, and
+    as trace decides `fqdn:NAME`. Without the name the address alone is decided (denied), and
+    --suggest proposes the name, never a /32 of a rotating address."""
+    from topogate.replay import run_replay, suggest
+
+    lab = tmp_path / "lab"
+    shutil.copytree(REPO / "fixtures" / "lab", lab)
+    inv = lab / "inventory.yaml"
+    data = yaml.safe_load(inv.read_text())
+    data["workloads"][0]["egress"] = [{"fqdns": ["*.s3.us-east-1.amazonaws.com"], "ports": [{"port": 443}]}]
+    inv.write_text(yaml.safe_dump(data, sort_keys=False))
+    t = read_tree("head", str(inv), [], str(tmp_path / "s"))
+    worker = next(m for k, m in sides_of(t.inventory, t.objects)["lab"].jobs.items() if k.endswith("#Worker"))
+    pull = flow(_member_end(worker), "10.0.1.5", WORLD, "52.216.8.1", 443)
+    other = flow(_member_end(worker), "10.0.1.5", WORLD, "52.216.8.2", 443)
+    flows = tmp_path / "flows.jsonl"
+    flows.write_text("\n".join([
+        _named(pull, ["data.s3.us-east-1.amazonaws.com"]),
+        pull,  # the same address, recorded without the name: the address alone decides
+        # a CNAME chain: the rule names one of them
+        _named(other, ["s3-r-w.us-east-1.amazonaws.com", "eu.s3.us-east-1.amazonaws.com"]),
+        _named(flow(_member_end(worker), "10.0.1.5", WORLD, "151.101.1.1", 443), ["pypi.org"]),
+    ]) + "\n")
+    run = run_replay(str(flows), str(inv), [])
+    verdicts = {(s.dst.shown, s.decision.allowed) for s in run.result.seen.values()}
+    assert verdicts == {("data.s3.us-east-1.amazonaws.com (52.216.8.1)", True), ("52.216.8.1/32", False),
+                        ("eu.s3.us-east-1.amazonaws.com (52.216.8.2)", True), ("pypi.org (151.101.1.1)", False)}
+    # trace says the same of the names
+    spec = "ml-demo:" + ",".join(f"{k}={v}" for k, v in sorted(worker.peer.labels))
+    for name, allowed in (("data.s3.us-east-1.amazonaws.com", True), ("pypi.org", False)):
+        assert (trace(t.objects, spec, f"fqdn:{name}", "443/TCP", str(inv), "lab").verdict == "allowed") is allowed
+    entry = yaml.safe_load(suggest(run.result, run.inventory))
+    assert {"fqdns": ["pypi.org"], "ports": [{"port": 443, "protocol": "TCP"}]} in entry["egress"]
+    assert {"cidrs": ["52.216.8.1/32"], "ports": [{"port": 443, "protocol": "TCP"}]} in entry["egress"]

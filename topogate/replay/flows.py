@@ -36,6 +36,9 @@ class FlowEnd:
     labels: tuple[tuple[str, str], ...]  # k8s: labels, source prefix removed
     reserved: tuple[str, ...]  # reserved:world, reserved:host, ... without the prefix
     service_account: str = ""
+    # the DNS names Cilium's DNS proxy saw this address answered for (Hubble's source_names /
+    # destination_names): what a toFQDNs rule selects the address by
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,14 @@ _SA = "io.cilium.k8s.policy.serviceaccount"
 _CILIUM = ("io.kubernetes.pod.", "io.cilium.k8s.")
 
 
-def _end(raw: Any, ip: str, what: str) -> FlowEnd:
+def _names(flow: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = flow.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key} must be a list of DNS names")
+    return tuple(sorted({v.lower().rstrip(".") for v in value if v.strip()}))
+
+
+def _end(raw: Any, ip: str, what: str, names: tuple[str, ...] = ()) -> FlowEnd:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -90,7 +100,7 @@ def _end(raw: Any, ip: str, what: str) -> FlowEnd:
         raise ValueError(f"{what}.namespace and pod_name must be strings")
     if not (ns or reserved or ip):
         raise ValueError(f"{what} has no namespace, no reserved identity and no IP address: nothing to decide it by")
-    return FlowEnd(ip, ns, pod, tuple(sorted(labels.items())), tuple(sorted(reserved)), sa)
+    return FlowEnd(ip, ns, pod, tuple(sorted(labels.items())), tuple(sorted(reserved)), sa, names)
 
 
 def _port(l4: Any) -> tuple[str, int]:
@@ -149,7 +159,8 @@ def _parse(text: str, line: int) -> Flow | None:
         reply = flow.get("is_reply", False)
         if not isinstance(verdict, str) or not isinstance(reply, bool):
             raise ValueError("verdict must be a string and is_reply a boolean")
-        return Flow(line, _end(flow.get("source"), src_ip, "source"), _end(flow.get("destination"), dst_ip, "destination"),
+        return Flow(line, _end(flow.get("source"), src_ip, "source", _names(flow, "source_names")),
+                    _end(flow.get("destination"), dst_ip, "destination", _names(flow, "destination_names")),
                     proto, port, verdict, reply, str(flow.get("traffic_direction", "")),
                     str(flow.get("drop_reason_desc", "")))
     raise _NotAFlow([str(k) for k in obj])  # lost_events, node status, or another tool's wrapping

@@ -110,8 +110,10 @@ def suggest(r: Replay, inv: Inventory) -> str:
         out += ["# " + one_line(f"workloads[name={name}]:"), "egress:"]
         for s in rows:
             assert isinstance(s.dst.peer, External)
-            out += [f"- cidrs: [{_q(s.dst.peer.cidr or '')}]",
-                    f"  ports: [{{port: {s.port}, protocol: {s.protocol}}}]"]
+            # a name the DNS proxy answered: its addresses rotate, so the name, never a /32
+            what = (f"- fqdns: [{_q(s.dst.peer.fqdn)}]" if s.dst.peer.fqdn
+                    else f"- cidrs: [{_q(s.dst.peer.cidr or '')}]")
+            out += [what, f"  ports: [{{port: {s.port}, protocol: {s.protocol}}}]"]
     if doors:
         out.append("doors:")
     for i, ((name, ns, labels), rows) in enumerate(sorted(doors.items())):
