@@ -92,13 +92,13 @@ def lab_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
 WEAKENINGS = [
     # (setting, main's file, the pull request's, TG011's line, what it says, rules reported as main's)
     ("ignore", None, "# the gate\nignore: [TG101]\n", 2, "ignore: TG101 newly ignored, which main's settings "
-     "do not (ignore: no rule)", [("TG101", 10), ("TG101", 11), ("TG102", 1)]),
+     "do not (ignore: no rule)", [("TG101", 10), ("TG101", 11), ("TG102", 11)]),
     ("select", "select: [TG1]\n", "# the gate\nselect: [TG102]\n", 2,
      "select: TG102 leaves out TG101, TG103, TG104, TG105, TG106, TG107, TG108, TG109 and 10 more, which main's "
-     "settings do not (select: TG1)", [("TG101", 10), ("TG101", 11), ("TG102", 1)]),
+     "settings do not (select: TG1)", [("TG101", 10), ("TG101", 11), ("TG102", 11)]),
     ("exclude", None, "# the gate\nexclude: [apps/policies.yaml]\n", 2,
      "exclude: apps/policies.yaml newly left unread, which main's settings do not (exclude: nothing)",
-     [("TG101", 10), ("TG101", 11), ("TG102", 1)]),
+     [("TG101", 10), ("TG101", 11), ("TG102", 11)]),
     ("per-path-ignores", "per-path-ignores:\n  'apps/coordinator.yaml': [TG102]\n",
      "# the gate\nper-path-ignores:\n  'apps/coordinator.yaml': [TG102]\n  'apps/workers.yaml': [hard-block]\n", 4,
      "per-path-ignores: apps/workers.yaml: TG101 newly ignored there, which main's settings do not "
@@ -174,7 +174,7 @@ def test_settings_moved_to_another_file_are_compared_with_main_s(lab_repo: Repo)
     git(r, "add", SETTINGS)
     code, out, _ = check(*CHECK, "--changed-since", "main", "--format", "json")
     assert [f for f in json.loads(out)["findings"] if f["rule"] == "TG011"][0]["file"] == SETTINGS
-    assert ("TG101", 10) in rules_of(out) and ("TG102", 1) not in rules_of(out)
+    assert ("TG101", 10) in rules_of(out) and ("TG102", 11) not in rules_of(out)
 
 
 def test_the_pull_request_s_inventory_cannot_waive_tg011(lab_repo: Repo) -> None:
@@ -396,7 +396,7 @@ def test_no_argument_takes_inventory_and_paths_from_the_settings(lab_repo: Repo)
     lab_repo(NAMED, NAMED)
     code, out, err = check("--format", "json")
     assert code == 1, err
-    assert [r for r in rules_of(out) if r[0] != "TG011"] == [("TG101", 10), ("TG101", 11), ("TG102", 1)]
+    assert [r for r in rules_of(out) if r[0] != "TG011"] == [("TG101", 10), ("TG101", 11), ("TG102", 11)]
     assert rules_of(out) == rules_of(check(*CHECK, "--format", "json")[1])  # as if named
     # the command line's arguments win: a named inventory and no PATHs checks its own tree
     code, out, _ = check("lab/inventory.yaml", "--format", "json")
@@ -431,4 +431,4 @@ def test_a_pull_request_that_moves_the_inventory_or_drops_a_path_checks_main_s(
     assert (tg011["file"], tg011["line"], tg011["message"]) == (SETTINGS, line, says)
     # main's inventory and its paths were checked (with the pull request's new ones: every path
     # either lists is read): the incident's findings are all there
-    assert {("TG101", 10), ("TG101", 11), ("TG102", 1)} <= set(rules_of(out))
+    assert {("TG101", 10), ("TG101", 11), ("TG102", 11)} <= set(rules_of(out))

@@ -34,6 +34,9 @@ class GroupMap:
     splits: bool = False  # every feasible placement spreads this group's pods over zones
     # hostNetwork: true: no Cilium endpoint, so no pod policy selects it (it has the node's identity)
     host_network: bool = False
+    # where the constraint that keeps every pool from the group is written (a nodeSelector of the
+    # base, an affinity a patch added), when one constraint does; NOWHERE otherwise
+    cause: Position = NOWHERE
 
 
 @dataclass(frozen=True, slots=True)

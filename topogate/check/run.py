@@ -10,7 +10,7 @@ import dataclasses
 import datetime as dt
 import os
 import tempfile
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +23,10 @@ from topogate.check.errors import CheckInputError
 from topogate.check.narrow import Narrowing, cluster_names
 from topogate.core import gctune, progress
 from topogate.core.exitcodes import exit_for
-from topogate.core.position import Position
+from topogate.core.findings import Finding
+from topogate.core.position import NOWHERE, Position
 from topogate.core.words import plural
-from topogate.generators import render_tree
+from topogate.generators import render_tree_sources
 from topogate.inventory.checker import ReadBases
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
@@ -51,13 +52,36 @@ class CheckOutcome:
     excluded: tuple[tuple[str, str, str], ...] = ()
 
 
-def _render_to_temp(inv: Inventory, tmp: str) -> str:
-    """Render the inventory into a scratch tree so `check INVENTORY` alone has manifests to read.
+def _render_to_temp(inv: Inventory, tmp: str) -> tuple[str, dict[str, Position]]:
+    """Render the inventory into a scratch tree so `check INVENTORY` alone has manifests to read,
+    and say which inventory entry each file comes from.
 
     Rendered for its own location, so the overlays' relative paths reach the bases from there."""
     out = str(Path(tmp) / "rendered")
-    writer.write_tree(out, render_tree(inv, os.path.realpath(out)))
-    return out
+    tree, sources = render_tree_sources(inv, os.path.realpath(out))
+    writer.write_tree(out, tree)
+    return out, sources
+
+
+GENERATED = "(generated)"  # how a file of the scratch tree is named until its finding is placed
+
+
+def _placed(findings: Sequence[Finding], tree: str, sources: Mapping[str, Position]) -> tuple[Finding, ...]:
+    """Findings the rules placed in the scratch tree, moved to the inventory entry the file is
+    generated from (the scratch directory is gone by the time anyone reads them, and the next
+    `generate` rewrites the file anyway); the generated file and line are said as context."""
+    prefixes = (f"{GENERATED}/", os.path.relpath(tree).rstrip("/") + "/", os.path.abspath(tree).rstrip("/") + "/",
+                os.path.realpath(tree).rstrip("/") + "/")
+    out = []
+    for f in findings:
+        rel = next((f.file[len(p):] for p in prefixes if f.file.startswith(p)), None)
+        src = sources.get(rel) if rel is not None else None
+        if rel is None or src is None or src == NOWHERE:
+            out.append(f)
+            continue
+        out.append(dataclasses.replace(f, file=src.file, line=src.line, column=src.column,
+                                       message=f"{f.message} (in the generated {rel}:{f.line}:{f.column})"))
+    return tuple(out)
 
 
 def _as_generated(o: K8sObject, tree: str) -> K8sObject:
@@ -66,7 +90,7 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
     for prefix in (os.path.relpath(tree), os.path.abspath(tree)):
         if o.pos.file.startswith(prefix):
             rel = o.pos.file[len(prefix):].lstrip("/")
-            return dataclasses.replace(o, pos=Position(f"(generated)/{rel}", o.pos.line, o.pos.column))
+            return dataclasses.replace(o, pos=Position(f"{GENERATED}/{rel}", o.pos.line, o.pos.column))
     return o
 
 
@@ -240,8 +264,10 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         early = narrowing = None
     with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp:
         targets = list(paths)
+        sources: dict[str, Position] = {}
         if not targets:
-            targets = [_render_to_temp(inv, tmp)]
+            scratch, sources = _render_to_temp(inv, tmp)
+            targets = [scratch]
         skipped: list[ManifestError] = []
         other: list[tuple[str, list[Path]]] = []
         not_local: list[tuple[Path, InputError]] = []
@@ -281,7 +307,8 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                        live=live, weakened=weakened)
         progress.note(f"running the rules over {plural(len(jobs), 'job')}")
         ran = evaluate(ctx)
-    result = CheckResult(ran.findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
+        findings = _placed(ran.findings, targets[0], sources) if not paths else ran.findings
+    result = CheckResult(findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
                          scope=narrowing.scope() if narrowing is not None else None)
     return CheckOutcome(result, exit_for(result.errors, result.warnings, strict), inv, objects)
 

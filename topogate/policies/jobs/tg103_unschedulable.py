@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 from topogate.analysis.result import PoolVerdict
 from topogate.core.findings import Issue
-from topogate.core.position import NOWHERE
+from topogate.core.position import NOWHERE, Position
 from topogate.policies.context import Context
 
 NAME = "unschedulable"
@@ -52,7 +52,7 @@ def check(ctx: Context) -> Iterator[Issue]:
                 f"{job.object}: group {g.name} fits no node pool ({removed}). Its pods stay Pending "
                 "and the job never starts. Fix: add the missing toleration or relax the selector so "
                 "the group can use the same pools as the rest of the job." + _undeclared(g.pools),
-                g.pos if g.pos != NOWHERE else job.pos,
+                _where(g.cause, g.pos, job.pos),
             )
         # Every group has nodes, yet no placement runs the whole job: affinity that waits in a
         # circle, anti-affinity or spread with more pods than zones, GPUs that do not pack.
@@ -65,6 +65,12 @@ def check(ctx: Context) -> Iterator[Issue]:
                 "one zone.",
                 job.pos,
             )
+
+
+def _where(*candidates: Position) -> Position:
+    """The first known of: the field that removes every pool (a base's nodeSelector, a
+    toleration missing), the group's pod template, the job."""
+    return next((p for p in candidates if p != NOWHERE), NOWHERE)
 
 
 def _undeclared(pools: tuple[PoolVerdict, ...]) -> str:
