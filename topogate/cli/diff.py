@@ -16,9 +16,10 @@ from topogate.cli.common import done, fail
               show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Also write the report to a file, in the format its extension names (.md, .json, .sarif, .txt).")
-@click.option("--fail-on", type=click.Choice(["opened-boundary", "opened", "any"]), default=None,
+@click.option("--fail-on", type=click.Choice(["opened-boundary", "opened-from-world", "opened", "any"]), default=None,
               help="Exit 1 when a row of this kind is found: a flow newly opened across a network-zone "
-                   "boundary (opened-boundary), any opened flow, any change. Default: exit 0.")
+                   "boundary (opened-boundary), from outside the cluster to a job (opened-from-world), any "
+                   "opened flow, any change. Default: exit 0.")
 def diff(inventory: str, paths: tuple[str, ...], base: str, fmt: str, output: str | None,
          fail_on: str | None) -> None:
     """List every flow whose verdict changed since GITREF: sender, receiver, port range,
