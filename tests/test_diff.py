@@ -210,8 +210,11 @@ def test_widening_a_door_shows_in_the_diff_picture(tmp_path: Path) -> None:
     edges = re.findall(r'^  (n\d+) -->\|"([^"]*)"\| (n\d+)$', picture, flags=re.M)
     opened = {(nodes[a], label, nodes[b]) for a, label, b in edges}
     # one edge for the door the change widens, from the job (both its groups), not one a group
-    assert ("ml-team/PyTorchJob/llama-ft (Master, Worker)", "opened 9001-9100/TCP", "storage:app=s3-gateway") in opened
-    assert all(label == "opened 9001-9100/TCP" for _, label, _ in opened)  # nothing else moved
+    assert ("ml-team/PyTorchJob/llama-ft (Master, Worker)",
+            "opened by CiliumNetworkPolicy/ml-team/topogate-llama-ft 9001-9100/TCP", "storage:app=s3-gateway") in opened
+    # nothing else moved
+    assert all(label == "opened by CiliumNetworkPolicy/ml-team/topogate-llama-ft 9001-9100/TCP"
+               for _, label, _ in opened)
 
 
 OPEN = """apiVersion: cilium.io/v2

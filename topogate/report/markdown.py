@@ -6,6 +6,7 @@ touches fifty healthy jobs should still fit on a screen (and under GitHub's comm
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from topogate.analysis.result import CheckResult, JobMap, SettingsUse
 from topogate.core.findings import Finding
@@ -27,7 +28,7 @@ from topogate.report.base import (
     zone_choice_text,
 )
 from topogate.report.mermaid import job_diagram
-from topogate.report.openings import Opening, job_openings
+from topogate.report.openings import Opening, job_openings, network_zones
 
 # GitHub rejects comments over 65,536 characters; these caps keep a huge run well below it.
 MAX_FINDING_ROWS = 100
@@ -83,7 +84,8 @@ def in_trouble(job: JobMap) -> bool:
     return bool(job.blocked) or not job.colocated or not job.schedulable
 
 
-def job_section(job: JobMap, picture: bool, openings: tuple[Opening, ...] = ()) -> list[str]:
+def job_section(job: JobMap, picture: bool, openings: tuple[Opening, ...] = (),
+                zones: Mapping[str, str] | None = None) -> list[str]:
     choice = zone_choice(job)
     state = " · ".join([
         f"colocated ({zone_choice_text(choice)})" if choice else
@@ -103,7 +105,7 @@ def job_section(job: JobMap, picture: bool, openings: tuple[Opening, ...] = ()) 
             lines.append(f"- …and {len(blocked) - MAX_BLOCKED_LINES} more")
         lines.append("")
     if picture:
-        lines += ["```mermaid", job_diagram(job, openings).rstrip("\n"), "```", ""]
+        lines += ["```mermaid", job_diagram(job, openings, zones).rstrip("\n"), "```", ""]
     return lines
 
 
@@ -167,7 +169,8 @@ class MarkdownReporter(Reporter):
             lines += ["### Workloads that need attention", ""]
             for i, j in enumerate(trouble):
                 lines += job_section(j, picture=i < MAX_DIAGRAMS,
-                                     openings=job_openings(self.inventory, j) if i < MAX_DIAGRAMS else ())
+                                     openings=job_openings(self.inventory, j) if i < MAX_DIAGRAMS else (),
+                                     zones=network_zones(self.inventory, j))
             if len(trouble) > MAX_DIAGRAMS:
                 lines += [f"Pictures are shown for the first {MAX_DIAGRAMS}; "
                           "`topogate explain INVENTORY WORKLOAD --format mermaid` draws any job.", ""]
