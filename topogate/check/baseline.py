@@ -8,9 +8,11 @@ in SARIF as a suppressed result, failing nothing. A finding it does not list, a 
 fails the check, and an entry no finding matches any more is counted as gone (run `topogate
 baseline` again to drop it).
 
-A finding matches an entry by its rule, object, file and message with every `file:line[:column]`
-in it reduced to the file: unrelated lines that move above a finding, or in a policy it cites,
-do not make it new. Several findings alike consume as many entries.
+A finding matches an entry by its rule, the object it is about and the file it is reported in:
+unrelated lines that move, or a message that says more once other things change (the zones a
+job can land in), do not make it new; a finding of another rule, about another object, or in
+another file does. Several findings alike consume as many entries. The message is kept in the
+file for the review, not matched.
 
 The file is JSON with one finding a line, sorted, so that a review sees exactly what was added
 or removed, and the same findings always give the same bytes.
@@ -19,7 +21,6 @@ or removed, and the same findings always give the same bytes.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,13 +33,11 @@ from topogate.safeio.saferead import InputError
 
 VERSION = 1
 DEFAULT_FILE = ".topogate-baseline.json"
-_CITED = re.compile(r"([^\s():,;]+):\d+(?::\d+)?")
-
-Key = tuple[str, str, str, str]  # rule, object, file, message without line numbers
+Key = tuple[str, str, str]  # rule, object, file
 
 
-def key(rule: str, object_: str, file: str, message: str) -> Key:
-    return rule, object_, file, _CITED.sub(r"\1", message)
+def key(rule: str, object_: str, file: str, message: str = "") -> Key:
+    return rule, object_, file
 
 
 def finding_key(f: Finding) -> Key:
