@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from topogate.cli.common import done, fail, formats, inventory_arg, report_options
-from topogate.cli.config import config_options, load_settings, settings_inventory, settings_text
+from topogate.cli.config import config_options, load_settings, settings_scope, settings_text
 from topogate.core import progress
 from topogate.core.escape import one_line
 from topogate.core.exitcodes import FINDINGS
@@ -159,10 +159,7 @@ def with_settings(opts: CheckOptions, guarded: bool = False
     to it, --strict turns it on, --cluster and --format win. `guarded` (a check of files with
     --changed-since): the settings that narrow the gate are the ref's where the working tree's
     narrow more (topogate.check.settings_guard)."""
-    from topogate.check.config import (  # lazy: start-up time (a command's modules load when it runs)
-        Globs,
-        shown,
-    )
+    from topogate.check.config import Globs  # lazy: start-up time (a command's modules load when it runs)
 
     settings = load_settings(opts.config_file, opts.no_config)
     guard = None
@@ -174,8 +171,8 @@ def with_settings(opts: CheckOptions, guarded: bool = False
         strict=opts.strict or settings.strict, cluster=opts.cluster or settings.cluster,
         fmt=opts.fmt or settings.format or "auto")
     if not opts.inventory:  # no argument at all: both from the settings
-        merged = dataclasses.replace(merged, inventory=settings_inventory(settings, "check"),
-                                     paths=tuple(shown(p) for p in settings.paths))
+        inventory, paths = settings_scope(settings, "check")
+        merged = dataclasses.replace(merged, inventory=inventory, paths=paths)
     return merged, settings, (settings.exclude, Globs(opts.exclude, ".")), guard
 
 
