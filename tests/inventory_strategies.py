@@ -249,6 +249,7 @@ def _workload(draw: st.DrawFn, clusters: list[dict[str, Any]], kind: str) -> tup
         _put(w, "queue", _maybe(draw, DNS_NAMES))
     elif draw(st.integers(0, 4)) == 0:
         w["scheduler"] = "default"
+    _put(w, "deployedBy", _maybe(draw, st.sampled_from(["topogate", "own"])))
     return w, draw(_base_job(kind, name))
 
 
