@@ -4,9 +4,11 @@ accepts, denies or passes); then the Normal tier, where deny rules win, the loca
 pods, allow rules are a union, a toFQDNs allow needs the DNS proxy and default deny decides the
 rest where a policy switched it on; then the Baseline tier; then the flow is allowed.
 
-A side is decided once per (pod, peer, destination, port, protocol, direction) and the rules
-of a side that name one peer are gathered once per pair: a job asks the same sides again for
-every flow and every port class.
+A side is decided once per (units selecting the pod, peer, destination, port, protocol,
+direction) and the rules of a side that name one peer are gathered once per (units, peer): a job
+asks the same sides again for every flow and every port class, and its groups (a Master and its
+Workers, told apart only by their replica-group label) are selected by the same units, which is
+all a side's answer reads of its own pod (`SideVerdicts.key`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ from topogate.analysis.netpolicy.selection import SelectionIndex
 
 __all__ = ["SideVerdicts"]
 
-_SideKey = tuple[PodClass, Peer, Peer, int, str, str]
+# (the units selecting the pod, or the pod when none does; the destination, or its named ports
+# when it is the pod): what a side's answers read of the pod and the destination (`key`)
+_Who = tuple[object, object]
+_SideKey = tuple[_Who, Peer, int, str, str]
 # (deny rules, allow rules, toFQDNs allows that cannot work, Admin tier rules, Baseline tier
 # rules) of one side that name one peer
 _PairRules = tuple[FirstMatch, FirstMatch, FirstMatch, FirstMatch, FirstMatch]
@@ -56,15 +61,26 @@ class SideVerdicts:
         self._policies = selection.policies
         self._ctx = labels
         self._side_cache: dict[_SideKey, SideVerdict] = {}
-        self._rules_cache: dict[tuple[PodClass, Peer, Peer, str], _PairRules] = {}
+        self._rules_cache: dict[tuple[_Who, Peer, str], _PairRules] = {}
+        self._sig_cache: dict[tuple[_Who, Peer, str], tuple[object, ...]] = {}
 
     def forget(self) -> None:
         self._side_cache.clear()
         self._rules_cache.clear()
+        self._sig_cache.clear()
+
+    def key(self, pod: PodClass, dst: Peer) -> _Who:
+        """What the answers of `pod`'s side read of the pod and of the destination: the units
+        selecting the pod (SelectionIndex.units_for gives pods selected alike one tuple: its id
+        stands for them; the pod itself when none selects it, since the reason then names it),
+        and the destination, or only its named ports when it is the pod itself (an ingress side:
+        the rules' named ports resolve against them, and nothing else of it is read)."""
+        units = self._units_for(pod)
+        return (id(units) if units else pod, ("self", pod.ports) if dst is pod else dst)
 
     def side(self, pod: PodClass, peer: Peer, dst: Peer, port: int, proto: str, direction: str) -> SideVerdict:
         """The verdict of `pod`'s side (`direction`) on traffic with `peer`, to `dst` on a port."""
-        key: _SideKey = (pod, peer, dst, port, proto, direction)
+        key: _SideKey = (self.key(pod, dst), peer, port, proto, direction)
         got = self._side_cache.get(key)
         if got is None:
             got = self._decide(pod, peer, dst, port, proto, direction)
@@ -78,17 +94,22 @@ class SideVerdicts:
         local host, and the pod itself where a reason names it (no policy selects it). Two
         pairs of one signature get the same verdict on every port (with the same destination
         ports: see PolicySet.port_classes)."""
-        units = self._units_for(pod)
-        lists = self._rules_for(pod, peer, dst, direction)
-        host = (direction == DIRECTION_INGRESS and isinstance(peer, External) and peer.entity == "host")
-        return (direction, tuple(map(id, units)), tuple(tuple(map(id, fm.rules)) for fm in lists), host,
-                None if units else pod)
+        key = (self.key(pod, dst), peer, direction)
+        got = self._sig_cache.get(key)
+        if got is None:
+            units = self._units_for(pod)
+            lists = self._rules_for(pod, peer, dst, direction)
+            host = (direction == DIRECTION_INGRESS and isinstance(peer, External) and peer.entity == "host")
+            got = (direction, tuple(map(id, units)), tuple(tuple(map(id, fm.rules)) for fm in lists), host,
+                   None if units else pod)
+            self._sig_cache[key] = got
+        return got
 
     def _rules_for(self, pod: PodClass, peer: Peer, dst: Peer, direction: str) -> _PairRules:
         """(deny rules, allow rules, toFQDNs allows that cannot work) of the pod's side that name
         this peer, in policy order: which of them admits a port is all that is left to ask per
         port, so it is asked of an index built once per pair, not of every rule per port."""
-        key = (pod, peer, dst, direction)
+        key = (self.key(pod, dst), peer, direction)
         got = self._rules_cache.get(key)
         if got is None:
             ctx = self._ctx

@@ -59,6 +59,11 @@ class PolicySet:
         self._side = self._sides.side
         self._verdict_cache: dict[tuple[Peer, Peer, int, str], Verdict] = {}
         self._classes_cache: dict[tuple[object, ...], tuple[PortRange, ...]] = {}
+        # The boundary proof's questions, by the units selecting the pod (SelectionIndex.units_for
+        # interns them): its groups and the witnesses of its rules are asked once per set of units,
+        # not once per pod class a job's own labels make.
+        self._closed_cache: dict[tuple[int, Peer, str], bool] = {}
+        self._matchers_cache: dict[tuple[int, str], tuple[Any, ...]] = {}
 
     def forget(self) -> None:
         """Drop the remembered verdicts, once a cluster's proofs are done: they are most of its
@@ -66,6 +71,8 @@ class PolicySet:
         again, rarely). Any later question is answered afresh, the same way."""
         self._verdict_cache.clear()
         self._classes_cache.clear()
+        self._closed_cache.clear()
+        self._matchers_cache.clear()
         self._sides.forget()
 
     @property
@@ -196,11 +203,20 @@ class PolicySet:
         """True when no port of any protocol can pass this side: default deny is on and no allow
         rule (nor Accept rule of a ClusterNetworkPolicy) of a selecting policy names the peer. A
         cheap answer before cutting port classes."""
+        units = self._units_for(pod)
+        key = (id(units), peer, direction)  # all it reads of the pod is the units selecting it
+        got = self._closed_cache.get(key)
+        if got is None:
+            got = self._closed(pod, units, peer, direction)
+            self._closed_cache[key] = got
+        return got
+
+    def _closed(self, pod: PodClass, units: Sequence[PolicyUnit], peer: Peer, direction: str) -> bool:
         _, enforced_by = self._policies(pod, direction)
         if not enforced_by:
             return False
         ctx = self.labels
-        for u in self._units_for(pod):
+        for u in units:
             for r in u.rules[direction]:
                 if r.names(peer, ctx):
                     return False
@@ -219,13 +235,20 @@ class PolicySet:
             return []
         return [r for r in self.port_classes(src, dst, protocols) if r.verdict.allowed]
 
-    def allow_matchers(self, pod: PodClass, direction: str) -> list[Any]:
+    def allow_matchers(self, pod: PodClass, direction: str) -> tuple[Any, ...]:
         """The peer matchers of every allow rule that applies to the pod in `direction`: where a
         policy may open a door, so the proof knows which other pods to ask about. Typed Any: the
-        proof holds them only to hand back to `matches_peer` and `matcher_anchor`."""
-        return [m for u in self._units_for(pod)
-                for r in (*u.rules[direction], *(t for t in u.tiered[direction] if t.action == ACTION_ACCEPT))
-                for m in r.peers]
+        proof holds them only to hand back to `matches_peer` and `matcher_anchor`. Pods selected
+        by the same units get the same tuple (one object)."""
+        units = self._units_for(pod)
+        key = (id(units), direction)
+        got = self._matchers_cache.get(key)
+        if got is None:
+            got = tuple(m for u in units
+                        for r in (*u.rules[direction], *(t for t in u.tiered[direction] if t.action == ACTION_ACCEPT))
+                        for m in r.peers)
+            self._matchers_cache[key] = got
+        return got
 
     def matches_peer(self, matcher: PeerMatcher, peer: Peer) -> bool:
         return bool(matcher.matches(peer, self.labels))

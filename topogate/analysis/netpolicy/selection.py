@@ -34,10 +34,15 @@ class SelectionIndex:
         self._labels = labels
         self._scopes: dict[str, NamespaceScope] = {}
         self._units_cache: dict[PodClass, tuple[PolicyUnit, ...]] = {}
+        # One tuple per distinct set of selecting units: the pods a set selects alike (a job's
+        # Master and Worker, every job a namespace-wide policy selects) share it, so what only
+        # the units decide can be remembered under it (its id) rather than once per pod class.
+        self._interned: dict[tuple[int, ...], tuple[PolicyUnit, ...]] = {}
         self._policies_cache: dict[tuple[PodClass, str], _Policies] = {}
 
     def units_for(self, pod: PodClass) -> tuple[PolicyUnit, ...]:
-        """The units that select the pod, in policy order."""
+        """The units that select the pod, in policy order: for pods selected alike, one tuple
+        (the same object), kept as long as this index."""
         got = self._units_cache.get(pod)
         if got is None:
             scope = self._scopes.get(pod.namespace)
@@ -46,6 +51,7 @@ class SelectionIndex:
                 scope = NamespaceScope(self.clusterwide + self.by_namespace.get(pod.namespace, []))
                 self._scopes[pod.namespace] = scope
             got = scope.selecting(pod, self._labels)
+            got = self._interned.setdefault(tuple(map(id, got)), got)
             self._units_cache[pod] = got
         return got
 
