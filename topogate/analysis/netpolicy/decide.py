@@ -63,11 +63,13 @@ class SideVerdicts:
         self._side_cache: dict[_SideKey, SideVerdict] = {}
         self._rules_cache: dict[tuple[_Who, Peer, str], _PairRules] = {}
         self._sig_cache: dict[tuple[_Who, Peer, str], tuple[object, ...]] = {}
+        self._shape_cache: dict[tuple[_Who, Peer, str], tuple[object, ...]] = {}
 
     def forget(self) -> None:
         self._side_cache.clear()
         self._rules_cache.clear()
         self._sig_cache.clear()
+        self._shape_cache.clear()
 
     def key(self, pod: PodClass, dst: Peer) -> _Who:
         """What the answers of `pod`'s side read of the pod and of the destination: the units
@@ -103,6 +105,25 @@ class SideVerdicts:
             got = (direction, tuple(map(id, units)), tuple(tuple(map(id, fm.rules)) for fm in lists), host,
                    None if units else pod)
             self._sig_cache[key] = got
+        return got
+
+    def shape(self, pod: PodClass, peer: Peer, dst: Peer, direction: str) -> tuple[object, ...]:
+        """What decides whether the pod's side lets a port through, as a value, leaving out
+        which rule does and why: whether default deny is on, whether the peer is the local host
+        (allow-localhost), and each list of rules naming the peer (`_rules_for`) as the ports,
+        ICMP flag and action of its rules, in order. `_decide` reads nothing else to say
+        allowed or not, so two sides of one shape allow the same ports (to a destination with
+        the same named ports), whichever policies, of whichever jobs, hold the rules."""
+        key = (self.key(pod, dst), peer, direction)
+        got = self._shape_cache.get(key)
+        if got is None:
+            _, enforced_by = self._policies(pod, direction)
+            host = (direction == DIRECTION_INGRESS and self.allow_localhost and isinstance(peer, External)
+                    and peer.entity == "host")
+            got = (bool(enforced_by), host, tuple(
+                tuple((r.action, r.icmp, None if r.port_set is None else r.port_set.shape) for r in fm.rules)
+                for fm in self._rules_for(pod, peer, dst, direction)))
+            self._shape_cache[key] = got
         return got
 
     def _rules_for(self, pod: PodClass, peer: Peer, dst: Peer, direction: str) -> _PairRules:

@@ -64,6 +64,7 @@ class PolicySet:
         # not once per pod class a job's own labels make.
         self._closed_cache: dict[tuple[int, Peer, str], bool] = {}
         self._matchers_cache: dict[tuple[int, str], tuple[Any, ...]] = {}
+        self._spans_cache: dict[tuple[object, ...], tuple[tuple[str, int, int], ...]] = {}
 
     def forget(self) -> None:
         """Drop the remembered verdicts, once a cluster's proofs are done: they are most of its
@@ -73,6 +74,7 @@ class PolicySet:
         self._classes_cache.clear()
         self._closed_cache.clear()
         self._matchers_cache.clear()
+        self._spans_cache.clear()
         self._sides.forget()
 
     @property
@@ -234,6 +236,35 @@ class PolicySet:
         if isinstance(dst, PodClass) and self.closed(dst, src, dst, DIRECTION_INGRESS):
             return []
         return [r for r in self.port_classes(src, dst, protocols) if r.verdict.allowed]
+
+    def open_spans(self, src: Peer, dst: Peer,
+                   protocols: Sequence[str] = L4_PROTOCOLS) -> tuple[tuple[str, int, int], ...]:
+        """The ports on which src reaches dst, as (protocol, first, last) runs: `open_ranges`
+        joined where they touch, without which rule opens them. For the proofs, which need the
+        rule only where a port is open beyond what is declared: the pairs whose two sides have
+        one shape (`SideVerdicts.shape`: a job's own rule to kube-dns and every other job's copy
+        of it) share one answer, worked out by `open_ranges` for the first of them."""
+        if isinstance(src, PodClass) and self.closed(src, dst, dst, DIRECTION_EGRESS):
+            return ()
+        if isinstance(dst, PodClass) and self.closed(dst, src, dst, DIRECTION_INGRESS):
+            return ()
+        key = (self._shape(src, dst, dst, DIRECTION_EGRESS), self._shape(dst, src, dst, DIRECTION_INGRESS),
+               dst.ports if isinstance(dst, PodClass) else None, tuple(protocols))
+        got = self._spans_cache.get(key)
+        if got is None:
+            runs: list[tuple[str, int, int]] = []
+            for r in self.open_ranges(src, dst, protocols):
+                if runs and runs[-1][0] == r.protocol and runs[-1][2] + 1 >= r.start:
+                    runs[-1] = (r.protocol, runs[-1][1], max(runs[-1][2], r.end))
+                else:
+                    runs.append((r.protocol, r.start, r.end))
+            got = self._spans_cache[key] = tuple(runs)
+        return got
+
+    def _shape(self, pod: Peer, peer: Peer, dst: Peer, direction: str) -> object:
+        if isinstance(pod, PodClass):
+            return self._sides.shape(pod, peer, dst, direction)
+        return None  # not an endpoint: no policy of its own, every port allowed on its side
 
     def allow_matchers(self, pod: PodClass, direction: str) -> tuple[Any, ...]:
         """The peer matchers of every allow rule that applies to the pod in `direction`: where a

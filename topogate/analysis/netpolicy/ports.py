@@ -79,7 +79,7 @@ class PortSet:
     names looked up for each of the destination's few named container ports. Answers exactly as
     ``any(spec.matches(...) for spec in specs)`` does."""
 
-    __slots__ = ("_names", "_spans")
+    __slots__ = ("_names", "_spans", "shape")
 
     def __init__(self, specs: Iterable[PolicyPort]) -> None:
         raw: dict[str, list[tuple[int, int]]] = {}
@@ -92,6 +92,10 @@ class PortSet:
                     raw.setdefault(proto, []).append(spec.span())
         self._names = {p: frozenset(n) for p, n in names.items()}
         self._spans = {p: _merge(spans) for p, spans in raw.items()}
+        # What `matches` and `edges` answer from, as a value: two sets of one shape admit the
+        # same ports to every destination (PolicySet.open_spans keys on it).
+        self.shape: tuple[object, ...] = (tuple(sorted(self._spans.items())),
+                                          tuple(sorted((p, tuple(sorted(n))) for p, n in self._names.items())))
 
     def matches(self, port: int, proto: str, dst: Peer) -> bool:
         spans = self._spans.get(proto)

@@ -25,7 +25,10 @@ from topogate.k8s.kinds import TRAINING_KINDS
 def _denied_tcp(pset: PolicySet, src: Peer, dst: Peer) -> tuple[int, Verdict] | None:
     """The first TCP port class between two groups that is denied: NCCL needs every port.
 
-    Port 0 stands for "every port" when the whole range is denied."""
+    Port 0 stands for "every port" when the whole range is denied. Every port open (the ports
+    alone, shared by the pairs of one shape) needs no port class to be looked at."""
+    if pset.open_spans(src, dst, ("TCP",)) == (("TCP", 1, 65535),):
+        return None
     for r in pset.port_classes(src, dst, ("TCP",)):
         if not r.verdict.allowed:
             return (0 if (r.start, r.end) == (1, 65535) else r.start), r.verdict

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from topogate.analysis.netpolicy import PodClass, RuleRef
 from topogate.analysis.proofs import ClusterView
-from topogate.analysis.proofs.boundary import network_zone_of, subtract, unmanaged_pod, zone_rep
+from topogate.analysis.proofs.boundary import beyond, network_zone_of, subtract, unmanaged_pod, zone_rep
 from topogate.analysis.proofs.members import ANY_ZONE, Member, Span, span_text
 from topogate.analysis.result import JobMap
 from topogate.core.position import Position
@@ -78,6 +78,8 @@ def open_ingress(cm: ClusterView, cluster: Cluster, jm: JobMap, classes: dict[st
                 continue  # the same pods asked already (a witness that is a probe): same answer
             asked.add(src.peer)
             allowed = list(doors(src, dst))  # declared doors and metrics scraping
+            if not beyond(cm.pset.open_spans(src.peer, dst.pod), allowed):
+                continue  # open on declared doors only: no rule to look for
             for span, r in subtract(cm.pset.open_ranges(src.peer, dst.pod), allowed):
                 rule = r.verdict.ingress.decided_by if r.verdict.ingress.enforced else None
                 if rule is None:
