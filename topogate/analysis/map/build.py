@@ -13,6 +13,8 @@ Where findings point: ``analysis.locate``. The boundary probe: ``analysis.bounda
 
 from __future__ import annotations
 
+import os
+import time
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from topogate.analysis.proofs.doors import ClosedDoor, DoorRules, closed_doors, 
 from topogate.analysis.proofs.ingress import OpenIngress, open_ingress
 from topogate.analysis.proofs.members import KUBE_DNS
 from topogate.analysis.result import JobMap
+from topogate.core.forked import Child
 from topogate.core.position import Position
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import RUNTIME_KINDS, find_jobs
@@ -171,6 +174,68 @@ def _map_cluster(inv: Inventory, cluster: Cluster, objs: list[K8sObject], shared
     cm.pset.forget()  # the next cluster's analysis needs the memory more than this one's memos
 
 
+# Below this many objects to analyse a second process costs more than it saves (a fork and the
+# answers pickled back: a few milliseconds); above, the clusters are shared between two.
+PARALLEL_FROM = 2_000
+# The child's answer is awaited this long at least (or four times the parent's own share).
+CHILD_WAIT = 30.0
+
+
+def _map_clusters(inv: Inventory, todo: list[tuple[Cluster, list[K8sObject]]],
+                  shared: list[K8sObject]) -> list[_Gathered]:
+    """Each cluster's share of the map, in `todo`'s order. The clusters are independent (each
+    compiles its own policy set), and their analysis is pure Python on one core: with two CPUs
+    and enough to do, a forked child (core.forked) works out about half of them (by objects)
+    while this process does the rest. Should the child fail or not answer in time, this process
+    works out its clusters too: the answer never depends on whether it helped."""
+    def work(which: list[int]) -> dict[int, _Gathered]:
+        out: dict[int, _Gathered] = {}
+        for i in which:
+            out[i] = _Gathered()
+            _map_cluster(inv, todo[i][0], todo[i][1], shared, out[i])
+        return out
+
+    everyone = list(range(len(todo)))
+    if len(todo) < 2 or (os.cpu_count() or 1) < 2 or sum(len(o) for _, o in todo) < PARALLEL_FROM:
+        got = work(everyone)
+        return [got[i] for i in everyone]
+    ours, theirs = _halves([len(objs) + len(shared) for _, objs in todo])
+    child = Child.start(lambda: work(theirs))
+    started = time.monotonic()
+    try:
+        got = work(ours)
+    except BaseException:
+        if child is not None:
+            child.result(timeout=0)  # killed and reaped: no process or descriptor outlives us
+        raise
+    answer = child.result(timeout=max(CHILD_WAIT, 4 * (time.monotonic() - started))) if child else None
+    got.update(answer if isinstance(answer, dict) else work(theirs))
+    return [got[i] for i in everyone]
+
+
+def _halves(sizes: list[int]) -> tuple[list[int], list[int]]:
+    """Indexes of `sizes` in two shares of about equal sum (largest first, each to the lighter
+    share); the first share is never empty."""
+    shares: tuple[list[int], list[int]] = ([], [])
+    sums = [0, 0]
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        k = 0 if sums[0] <= sums[1] else 1
+        shares[k].append(i)
+        sums[k] += sizes[i]
+    return sorted(shares[0]), sorted(shares[1])
+
+
+def _merge(acc: _Gathered, part: _Gathered) -> None:
+    """Add one cluster's share to acc as `_map_cluster` on acc itself would have."""
+    for name in ("jobs", "lies", "spreads", "openings", "ingress", "shut", "selects", "unprotected",
+                 "kueue_concerns"):
+        getattr(acc, name).extend(getattr(part, name))
+    for ref, (n, pos) in part.shared_selects.items():
+        acc.shared_selects[ref] = (acc.shared_selects.get(ref, (0, pos))[0] + n, pos)
+    for key in part.not_modelled:
+        acc.not_modelled[key] = None
+
+
 def _checked(inv: Inventory, analysed: Sequence[str], override: str | None,
              only: Collection[str] | None) -> tuple[str, ...]:
     """The clusters a run checked: those it analysed; when objects were read but none belongs
@@ -187,15 +252,14 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None
     by_cluster, duplicates = without_duplicates(assign_clusters(inv, objects, override))
     shared = [o for o in by_cluster.get(None, [])
               if o.kind in (*POLICY_KINDS, "Namespace", *RUNTIME_KINDS, *KUEUE_KINDS)]
-    analysed: list[str] = []
-    acc = _Gathered()
     unassigned = [(j.object_id, position_of(j.source)) for j in find_jobs(
         (o.obj, o.pos, o.locate) for o in by_cluster.get(None, []))]
-    for cluster in inv.clusters:
-        objs = by_cluster.get(cluster.name, [])
-        if (objs or shared) and (only is None or cluster.name in only):
-            _map_cluster(inv, cluster, objs, shared, acc)
-            analysed.append(cluster.name)
+    todo = [(c, by_cluster.get(c.name, [])) for c in inv.clusters
+            if (by_cluster.get(c.name) or shared) and (only is None or c.name in only)]
+    analysed = [c.name for c, _ in todo]
+    acc = _Gathered()
+    for part in _map_clusters(inv, todo, shared):  # in inventory order, whoever worked it out
+        _merge(acc, part)
     selects = acc.selects
     # With jobs whose cluster is unknown, a shared policy may well select them: no verdict.
     if not unassigned and only is None:  # a narrowed run saw a shared policy in some clusters only
