@@ -1,7 +1,8 @@
 """`check` analyses clusters in a forked child beside this process (analysis.map.build): its
 report is the serial run's, byte for byte, in every format, whether the child answers or not.
 
-The threshold is set to nothing so the fixtures, a few objects each, take the parallel path;
+The path is switched on (it is off by default: build.PARALLEL says why) and its threshold set
+to nothing so the fixtures, a few objects each, take the parallel path;
 the fixtures chosen have two clusters or more to analyse, warnings and errors among them."""
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def test_parallel_report_is_the_serial_report(name: str, args: list[str], monkey
         return got
 
     monkeypatch.setattr(forked.Child, "result", result)
+    monkeypatch.setattr(build, "PARALLEL", True)
     monkeypatch.setattr(build, "PARALLEL_FROM", 0)
     parallel = _reports(args)
     assert answered and all(answered), "the child worked out its clusters"
@@ -65,5 +67,6 @@ def test_a_child_that_does_not_answer_changes_nothing(monkeypatch: pytest.Monkey
     serial = _reports(args)
     real = forked.Child.result
     monkeypatch.setattr(forked.Child, "result", lambda self, timeout: real(self, 0) and None)
+    monkeypatch.setattr(build, "PARALLEL", True)
     monkeypatch.setattr(build, "PARALLEL_FROM", 0)
     assert _reports(args) == serial
