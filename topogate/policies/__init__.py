@@ -25,6 +25,9 @@ from topogate.policies.inputs import (
     tg008_workload_absent,
     tg009_remote_root,
     tg010_suppression_invalid,
+    tg011_gitops_not_rendered,
+    tg012_gitops_variable_unset,
+    tg013_gitops_render_fails,
 )
 from topogate.policies.jobs import (
     tg101_hard_block,
@@ -75,6 +78,9 @@ REGISTRY: dict[str, ModuleType] = {
     "TG008": tg008_workload_absent,
     "TG009": tg009_remote_root,
     "TG010": tg010_suppression_invalid,
+    "TG011": tg011_gitops_not_rendered,
+    "TG012": tg012_gitops_variable_unset,
+    "TG013": tg013_gitops_render_fails,
     "TG101": tg101_hard_block,
     "TG102": tg102_may_split,
     "TG103": tg103_unschedulable,
