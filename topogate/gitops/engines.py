@@ -370,7 +370,7 @@ def _replace(text: str, params: Mapping[str, Any], go: bool, options: Sequence[s
         if "{{" in out:
             raise _TemplateError("a Go template beyond field references is not evaluated")
         return out
-    if not _TEMPLATED.match(text):
+    if not _TEMPLATED.search(text):
         return text
     if text.count("{{") and "}}" not in text[text.index("{{"):]:
         raise _TemplateError("invalid template: cannot find end tag")

@@ -363,10 +363,14 @@ def substitute_doc(text: str, values: Mapping[str, str], strict: bool) -> Any:
 
 
 def set_common_metadata(obj: dict[str, Any], labels: Mapping[str, str], annotations: Mapping[str, str]) -> None:
-    """ssa's SetCommonMetadata: merged into the object's own labels and annotations."""
+    """ssa's SetCommonMetadata: merged into the object's own labels and annotations. It reads
+    them as a map of strings, a null value as "": one value of another type (a substitution made
+    it `true`) loses all of them."""
     md = obj.setdefault("metadata", {})
     for key, extra in (("labels", labels), ("annotations", annotations)):
-        merged = dict(md.get(key) or {})
+        own = md.get(key)
+        keep = isinstance(own, dict) and all(v is None or isinstance(v, str) for v in own.values())
+        merged = {k: "" if v is None else v for k, v in own.items()} if keep and isinstance(own, dict) else {}
         merged.update(extra)
         if merged:
             md[key] = merged
