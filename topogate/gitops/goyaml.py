@@ -162,19 +162,31 @@ def _key(k: Any) -> str:
 
 
 def _go_g32(f: float) -> str:
-    """strconv.FormatFloat(f, 'g', -1, 32): the shortest text that reads back as the float32."""
+    """strconv.FormatFloat(f, 'g', -1, 32): the fewest digits that read back as the same
+    float32, in %e form when the exponent is below -4 or at least 6 (Go's rule for the shortest
+    form), else in %f form."""
     import struct  # lazy: map keys that are floats are rare
 
     f32 = struct.unpack("f", struct.pack("f", f))[0]
-    for digits in range(1, 10):
-        text = f"{f32:.{digits}g}"
+    if f32 == 0:
+        return "-0" if str(f32).startswith("-") else "0"
+    for n in range(1, 10):
+        text = f"{f32:.{n - 1}e}"
         if struct.unpack("f", struct.pack("f", float(text)))[0] == f32:
             break
-    mant, _, exp = text.partition("e")
-    if exp:
-        sign, num = exp[0], exp[1:].lstrip("0")
-        return f"{mant}e{sign}{num.zfill(2)}"
-    return mant
+    mant, _, e = text.partition("e")
+    sign = "-" if mant.startswith("-") else ""
+    digits = mant.lstrip("-").replace(".", "").rstrip("0") or "0"
+    exp = int(e)
+    if exp < -4 or exp >= 6:
+        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    point = exp + 1  # digits before the decimal point
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
 def _jsonable(v: Any) -> Any:
