@@ -217,6 +217,21 @@ def test_check_rendered_of_the_generated_tree_is_unchanged(tmp_path: Path) -> No
     assert len(data["workloads"]) == 4
 
 
+def test_a_generated_tree_checked_elsewhere_than_its_gitops_path(tmp_path: Path) -> None:
+    """A tree `generate` wrote to OUT other than `gitops.path` (here `out`, the inventory saying
+    `deploy`): its Applications' and Kustomizations' paths resolve inside OUT, which stands for
+    `gitops.path`, so they render (no "path does not exist") and the verdict is the usual one."""
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "multi", repo / "inventory")
+    inv_path = repo / "inventory" / "inventory.yaml"
+    out = repo / "out"
+    writer.write_tree(str(out), render_tree(load_inventory(str(inv_path)), str(out)))
+    git_repo(repo, {})
+    code, fs, data = check(str(inv_path), "--rendered", str(out), str(out))
+    assert code == 0 and [(f["rule"], f["object"]) for f in fs] == [("TG122", "TrainJob/llm/gpt-sft")], fs
+    assert len(data["workloads"]) == 4
+
+
 # -- what cannot be read is said --------------------------------------------------------------
 
 

@@ -50,7 +50,7 @@ def render_argo(s: Session, t: Target) -> Out | None:
     source = dict(t.spec)
     roots = s.sources_of(t.repo).roots
     path = str(source.get("path") or "")
-    d = os.path.realpath(os.path.join(t.repo, path))
+    d = os.path.realpath(os.path.join(t.base or t.repo, t.path))
     if not roots.holds(d) or not os.path.isdir(d):
         s.note(FAILS, t, (
             f"app path does not exist: {path or '.'} is no directory of this repository, so Argo CD "

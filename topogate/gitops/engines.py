@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from topogate.core.labels import CLUSTER_LABEL
+from topogate.core.labels import CLUSTER_LABEL, MANAGED_BY_LABEL
 from topogate.core.position import Position
 from topogate.gitops import notes
 from topogate.gitops.objects import RenderedObject, RenderInfo
@@ -75,7 +75,9 @@ def ref(o: K8sObject) -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """One render to do: a Flux Kustomization's path, or one source of an Application."""
+    """One render to do: a Flux Kustomization's path, or one source of an Application. `base`:
+    the directory its path is relative to (the repository's root; for an object `generate`
+    wrote into a tree checked elsewhere than `gitops.path`, that tree's place, see generated_base)."""
 
     engine: str  # "flux" | "argocd"
     obj: K8sObject  # the engine object as read (an ApplicationSet for its Applications)
@@ -85,6 +87,8 @@ class Target:
     info: RenderInfo
     locate: Callable[[Path_], Position]  # where a field of the spec (or source) is written
     app_locate: Callable[[Path_], Position]  # where a field of the Application is written
+    base: str = ""  # the directory `path` is relative to ("": the repository's root)
+    path: str = ""  # the path, relative to base
 
     @property
     def key(self) -> tuple[str, str, str, str | None]:
@@ -166,6 +170,32 @@ class Finder:
             return False
         return True
 
+    def generated_base(self, o: K8sObject, repo: str, path: str) -> tuple[str, str]:
+        """(the directory `path` is relative to, the path from there). `generate` writes its
+        Applications and Flux Kustomizations with paths under `gitops.path`; a tree it wrote and
+        that is checked elsewhere (`generate -o OUT` with OUT not `gitops.path`, a scratch copy)
+        stands for `gitops.path`: its engine objects' paths resolve inside it."""
+        plain = (repo, path)
+        gitops = self.inv.gitops if self.inv is not None else None
+        md = mapping(o.obj.get("metadata"))
+        if gitops is None or mapping(md.get("labels")).get(MANAGED_BY_LABEL) != "topogate":
+            return plain
+        if os.path.exists(secure_join(repo, path)):
+            return plain
+        prefix = [p for p in gitops.path.replace("\\", "/").split("/") if p not in ("", ".")]
+        parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+        if parts[:len(prefix)] != prefix:
+            return plain
+        rest = "/".join(parts[len(prefix):])
+        here = os.path.realpath(o.built_from or os.path.dirname(o.src_file) or repo)
+        while here.startswith(repo.rstrip("/") + "/") or here == repo:
+            if os.path.isdir(secure_join(here, rest)):
+                return here, rest
+            if here == repo:
+                break
+            here = os.path.dirname(here)
+        return plain
+
     # -- Flux --------------------------------------------------------------------------------
 
     def flux(self, o: K8sObject) -> Iterator[Target]:
@@ -219,8 +249,9 @@ class Finder:
         deps = tuple(f"{d.get('namespace') or o.namespace}/{d.get('name')}" for d in spec.get("dependsOn") or []
                      if isinstance(d, dict) and d.get("name"))
         path = str(spec.get("path") or "")
+        base, rel = self.generated_base(o, repo, path)
         info = RenderInfo("Flux", "Kustomization", o.namespace, o.name, o.pos, path or "./", cluster, deps)
-        yield Target("flux", o, spec, {}, repo, info, lambda p: o.locate(("spec", *p)), o.locate)
+        yield Target("flux", o, spec, {}, repo, info, lambda p: o.locate(("spec", *p)), o.locate, base, rel)
 
     # -- Argo CD -----------------------------------------------------------------------------
 
@@ -267,7 +298,8 @@ class Finder:
                 continue
             info = RenderInfo("Argo CD", "Application", str(md.get("namespace") or o.namespace), name, o.pos,
                               str(s.get("path") or "."), cluster)
-            yield Target("argocd", o, s, app, repo, info, _under(locate, at), locate)
+            base, rel = self.generated_base(o, repo, str(s.get("path") or ""))
+            yield Target("argocd", o, s, app, repo, info, _under(locate, at), locate, base, rel)
 
     def _appset(self, o: K8sObject) -> Iterator[tuple[dict[str, Any], Callable[[Path_], Position]]]:
         spec = mapping(o.obj.get("spec"))

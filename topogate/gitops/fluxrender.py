@@ -31,7 +31,7 @@ def render_flux(s: Session, t: Target) -> Out | None:
     applies nothing."""
     spec = t.spec
     roots = s.sources_of(t.repo).roots
-    d = os.path.realpath(secure_join(t.repo, str(spec.get("path") or "")))
+    d = os.path.realpath(secure_join(t.base or t.repo, t.path))
     if not roots.holds(d) or not os.path.isdir(d):
         s.note(FAILS, t, (
             f"kustomization path not found: {spec.get('path') or './'} is no directory of this repository, "
