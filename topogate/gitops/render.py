@@ -13,7 +13,9 @@ agree apart from Argo CD's own annotations; copies that differ stay, and TG007 r
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from topogate.gitops import argocd, flux, scratch
@@ -25,6 +27,7 @@ from topogate.gitops.notes import FAILS, NOT_RENDERED, Note
 from topogate.gitops.objects import RenderedObject, RenderInfo, cited
 from topogate.gitops.session import Out, Session
 from topogate.inventory.model import Inventory
+from topogate.safeio import subproc
 from topogate.sources.kustomization import NotLocal
 from topogate.sources.manifests import K8sObject
 
@@ -56,13 +59,13 @@ def render(objects: Sequence[K8sObject], inv: Inventory | None, strict: bool = T
     done: set[tuple[str, str, str, str | None]] = set()
     engines = [o for o in s.objects if is_engine(o)]
     for _ in range(MAX_DEPTH):
-        targets = [t for o in engines for t in _targets(s, o)]
+        targets = []
+        for t in (t for o in engines for t in _targets(s, o)):
+            if t.key not in done:
+                done.add(t.key)
+                targets.append(t)
         engines = []
-        for t in targets:
-            if t.key in done:
-                continue
-            done.add(t.key)
-            out = _render(s, t)
+        for t, out in zip(targets, _render_all(s, targets), strict=True):
             if out is None:
                 continue
             s.renders.append(t.info)
@@ -74,6 +77,18 @@ def render(objects: Sequence[K8sObject], inv: Inventory | None, strict: bool = T
             break
     merged = [cited(o) if isinstance(o, RenderedObject) else o for o in merge(s.objects, outs)]
     return Rendered(tuple(merged), tuple(sorted(set(s.finder.notes))), tuple(s.renders))
+
+
+def _render_all(s: Session, targets: Sequence[Target]) -> list[Out | None]:
+    """Each target's render, in the targets' order, at most one per CPU at a time: each is a
+    kubectl kustomize child, and the Python around it is small. What the renders share (the
+    tree checks done, the sources read, the notes) takes concurrent additions of the same facts."""
+    workers = min(len(targets), os.cpu_count() or 1)
+    if workers <= 1:
+        return [_render(s, t) for t in targets]
+    subproc.install_handlers()  # from the main thread, before any worker starts a child
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gitops") as pool:
+        return list(pool.map(lambda t: _render(s, t), targets))
 
 
 def _targets(s: Session, o: K8sObject) -> Iterable[Target]:
