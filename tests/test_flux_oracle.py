@@ -51,18 +51,16 @@ VALUES = ["zone-a", "ml-team", "3", "yes", "0x1F", "017", "1e3", "a b", "true", 
 
 def _template(rng: random.Random) -> str:
     v, w = rng.choice(NAMES), rng.choice(NAMES)
-    return rng.choice([
-        "${%s}" % v, "${%s:=dflt}" % v, "${%s:-dflt}" % v, "${%s=d}" % v, "pre-${%s}-post" % v,
-        "$${%s}" % v, "${%s:0:2}" % v, "${%s:1}" % v, "${%s^^}" % v, "${%s,}" % v, "${#%s}" % v,
-        "${%s/a/b}" % v, "${%s//-/_}" % v, "${%s%%-*}" % v, "${%s##*-}" % v, "${%s#z}" % v,
-        "${%s:-${%s}}" % (v, w), "${%s:+alt}" % v, "plain", "cost $5", "${%s:?x}" % v, "a${%s}b${%s}" % (v, w),
-    ])
+    forms = ["${V}", "${V:=dflt}", "${V:-dflt}", "${V=d}", "pre-${V}-post", "$${V}", "${V:0:2}", "${V:1}",
+             "${V^^}", "${V,}", "${#V}", "${V/a/b}", "${V//-/_}", "${V%-*}", "${V##*-}", "${V#z}", "${V:-${W}}",
+             "${V:+alt}", "plain", "cost $5", "${V:?x}", "a${V}b${W}"]
+    return rng.choice(forms).replace("V", v).replace("W", w)
 
 
 def _configmap(rng: random.Random, name: str, opt_out: str) -> dict[str, Any]:
     data = {f"k{i}": _template(rng) for i in range(rng.randint(1, 3))}
     if rng.random() < 0.2:
-        data["${%s:=key}" % rng.choice(NAMES)] = "v"
+        data["${" + rng.choice(NAMES) + ":=key}"] = "v"
     md: dict[str, Any] = {"name": name}
     if opt_out:
         md[opt_out] = {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}

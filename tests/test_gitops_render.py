@@ -390,3 +390,43 @@ def test_paths_stay_inside_the_repository(tmp_path: Path, path: str) -> None:
                                   "flux.yaml": _flux(path)}, "apps.yaml", "flux.yaml")
     assert all(f["rule"] in ("TG013", "TG110", "TG005") for f in fs), fs
     assert any(f["rule"] == "TG013" and "Application" in f["object"] for f in fs)
+
+
+# -- hostile input -------------------------------------------------------------------------------
+
+
+def test_an_alias_bomb_through_substitution_is_not_expanded(tmp_path: Path) -> None:
+    """Values can write anchors and aliases into the substituted text: a billion laughs made of
+    nine variables is refused by the checks every file gets, in a moment, and said."""
+    names = [f"L{i}" for i in range(9)]
+    values = {names[0]: "&l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"}
+    for i in range(1, 9):
+        values[names[i]] = f"&l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bomb"},
+          "data": {f"k{i}": "${" + n + "}" for i, n in enumerate(names)}}
+    code, fs, _ = _run(tmp_path, {"app/cm.yaml": cm, "app/job.yaml": _job("zone-a"),
+                                  "flux.yaml": _flux("./app", {"postBuild": {"substitute": values}})}, "flux.yaml")
+    assert [f["rule"] for f in fs] == ["TG011"] and "alias" in fs[0]["message"], fs
+
+
+def test_deep_nesting_is_not_evaluated(tmp_path: Path) -> None:
+    deep = "${A:-" * 200 + "x" + "}" * 200
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deep"}, "data": {"k": deep}}
+    code, fs, data = _run(tmp_path, {"app/cm.yaml": cm, "app/job.yaml": _job("${Z}"),
+                                     "flux.yaml": _flux("./app", {"postBuild": {"substitute": {"Z": "zone-a"}}})},
+                          "flux.yaml")
+    assert [f["rule"] for f in fs] == ["TG011"] and "nested more than" in fs[0]["message"], fs
+    assert data["workloads"][0]["schedulable"]
+
+
+def test_flux_reads_a_kustomization_otherwise_than_kubectl_refused(tmp_path: Path) -> None:
+    """An unknown field (Flux drops it, kubectl refuses it) and a number where a string belongs
+    (Flux makes it one, kubectl refuses it): refused at their lines, exit 2."""
+    repo = git_repo(tmp_path / "repo", {
+        "inventory.yaml": INVENTORY, "app/job.yaml": _job("zone-a"),
+        "app/kustomization.yaml": "resources: [job.yaml]\nnamePrefix: 1\nnamesPrefix: x-\n",
+        "flux.yaml": _flux("./app")})
+    r = CliRunner().invoke(main, ["check", str(repo / "inventory.yaml"), str(repo / "flux.yaml")])
+    assert r.exit_code == 2, r.output
+    assert "app/kustomization.yaml:2:13: `1` is read as a number here" in r.output
+    assert "app/kustomization.yaml:3:1: `namesPrefix` is no field of a kustomization" in r.output

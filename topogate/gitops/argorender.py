@@ -109,7 +109,7 @@ def _argo_kustomize(s: Session, t: Target, source: Mapping[str, Any], d: str) ->
     kmodel.read(text, shown)  # every spelling kustomize reads otherwise refused, as for kubectl
     try:
         kus: dict[str, Any] = goyaml.yaml_to_json(text) or {}
-    except (goyaml.JSONError, yaml.YAMLError) as e:
+    except (goyaml.JSONError, goyaml.Unsafe, yaml.YAMLError) as e:
         raise argocd.ArgoError(f"invalid Kustomization: {one_line(e)}") from None
     kus = _edits(s, t, opts, kus, d, kfile)
     for c in kus.get("components") or []:

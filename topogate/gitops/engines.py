@@ -20,8 +20,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from topogate.core.labels import CLUSTER_LABEL, MANAGED_BY_LABEL
 from topogate.core.position import Position
 from topogate.gitops import notes
@@ -29,6 +27,7 @@ from topogate.gitops.objects import RenderedObject, RenderInfo
 from topogate.gitops.values import mapping
 from topogate.inventory.model import Inventory
 from topogate.safeio.repopaths import repo_root
+from topogate.safeio.saferead import InputError, documents
 from topogate.sources.manifests import K8sObject
 from topogate.sources.positions import Path_
 
@@ -335,9 +334,12 @@ class Finder:
                 continue
             elements = list(lst.get("elements") or [])
             if lst.get("elementsYaml"):
-                try:
-                    extra = yaml.safe_load(str(lst["elementsYaml"]))
-                except yaml.YAMLError:
+                try:  # a pull request's text: read with the checks every file gets
+                    extra = next((v for _, _, v in documents(str(lst["elementsYaml"]), "elementsYaml")), None)
+                except InputError as e:
+                    self.note(notes.NOT_RENDERED, o, (
+                        f"its list generator's elementsYaml is not read ({e.message}): the Applications it "
+                        "yields are not rendered, nothing they apply is checked"), at)
                     extra = None
                 elements += extra if isinstance(extra, list) else []
             for el in elements:

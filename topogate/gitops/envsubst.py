@@ -28,6 +28,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from topogate.safeio import limits
+
 # kustomize-controller refuses a defined variable whose name does not match this
 # (fluxcd/pkg/kustomize varsubRegex; [:alpha:] and [:digit:] are ASCII there).
 VAR_NAME = re.compile(r"^[_A-Za-z][_A-Za-z0-9]*\Z")
@@ -39,6 +41,17 @@ DEFAULT_OPS = frozenset({"-", "+", "=", "?", ":-", ":+", ":=", ":?"})
 class SubstError(Exception):
     """The text cannot be substituted as Flux would: its message says why, in Flux's words
     where Flux has them ("bad substitution", "variable not set (strict mode)")."""
+
+
+class TooMuch(SubstError):
+    """Past what topogate evaluates from a pull request (nesting, output size, a trim's work):
+    the text is not substituted here, and the render says so instead of guessing."""
+
+
+# `${...}` nested deeper than this, a result longer than the file limit, or a trim over a value
+# longer than TRIM_MAX (its cost grows with the square of the length) is TooMuch.
+MAX_NESTING = 64
+TRIM_MAX = 4096
 
 
 class Unset(SubstError):
@@ -176,6 +189,7 @@ class _Scanner:
 class _Parser:
     def __init__(self, text: str):
         self.s = _Scanner(text)
+        self.depth = 0
 
     def any(self) -> Node:
         """Text and expansions up to the end."""
@@ -194,6 +208,15 @@ class _Parser:
                 raise SubstError("bad substitution")
 
     def func(self) -> Func:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise TooMuch(f"`${{...}}` nested more than {MAX_NESTING} deep")
+        try:
+            return self._func()
+        finally:
+            self.depth -= 1
+
+    def _func(self) -> Func:
         s = self.s
         s.escapes = _DOLLAR | _BACKSLASH
         if s.peek() == "#":
@@ -317,17 +340,28 @@ def parse(text: str) -> list[Node]:
 Lookup = Callable[[str], "tuple[str, bool]"]
 
 
-def evaluate(nodes: list[Node] | Node, lookup: Lookup) -> str:
-    """The text with every expansion made; `lookup(name)` is (value, set)."""
+def evaluate(nodes: list[Node] | Node, lookup: Lookup, budget: int | None = None) -> str:
+    """The text with every expansion made; `lookup(name)` is (value, set). TooMuch when the
+    result, or a word of it, would pass `budget` characters (default: the file size limit)."""
+    left = [limits.max_file_bytes() if budget is None else budget]
+    return _eval(nodes, lookup, left)
+
+
+def _eval(nodes: list[Node] | Node, lookup: Lookup, left: list[int]) -> str:
     if isinstance(nodes, Text):
-        return nodes.value
-    if isinstance(nodes, Func):
-        return _func(nodes, lookup)
-    return "".join(evaluate(n, lookup) for n in nodes)
+        out = nodes.value
+    elif isinstance(nodes, Func):
+        out = _func(nodes, lookup, left)
+    else:
+        out = "".join(_eval(n, lookup, left) for n in nodes)
+    left[0] -= len(out)
+    if left[0] < 0:
+        raise TooMuch("the substituted text is over the file size limit")
+    return out
 
 
-def _func(node: Func, lookup: Lookup) -> str:
-    args = [evaluate(a, lookup) for a in node.args]  # every word, used or not
+def _func(node: Func, lookup: Lookup, left: list[int]) -> str:
+    args = [_eval(a, lookup, left) for a in node.args]  # every word, used or not
     value, present = lookup(node.param)
     if not present and node.op not in DEFAULT_OPS:
         raise Unset(node.param)
@@ -402,6 +436,8 @@ def _trim(longest: bool, suffix: bool) -> Callable[[str, list[str]], str]:
     def f(s: str, args: list[str]) -> str:
         if not args:
             return s
+        if len(s) > TRIM_MAX:
+            raise TooMuch(f"a trim over a value of {len(s)} characters (topogate evaluates up to {TRIM_MAX})")
         if suffix:
             return _trim_prefix(s[::-1], args[0][::-1], longest)[::-1]
         return _trim_prefix(s, args[0], longest)
@@ -562,5 +598,5 @@ def substitute(text: str, values: Mapping[str, str], strict: bool) -> str:
     return evaluate(parse(text), lookup)
 
 
-__all__ = ["DEFAULT_OPS", "VAR_NAME", "Func", "SubstError", "Text", "Unset", "evaluate", "glob_match", "parse",
-           "references", "substitute"]
+__all__ = ["DEFAULT_OPS", "MAX_NESTING", "TRIM_MAX", "VAR_NAME", "Func", "SubstError", "Text", "TooMuch", "Unset",
+           "evaluate", "glob_match", "parse", "references", "substitute"]

@@ -267,7 +267,7 @@ def read_existing(text: str, shown: str) -> dict[str, Any]:
         raise InputErrors([(p.pos, p.message) for p in problems])
     try:
         value = goyaml.yaml_to_json(text)
-    except (goyaml.JSONError, yaml.YAMLError) as e:
+    except (goyaml.JSONError, goyaml.Unsafe, yaml.YAMLError) as e:
         raise InputError(k.pos(k.node), f"invalid Kustomization: {e}") from None
     return value if isinstance(value, dict) else {}
 

@@ -92,6 +92,9 @@ def _post_build(s: Session, t: Target, built: list[tuple[str, RenderedObject]], 
                 raise pending
             try:
                 refs = envsubst.references(envsubst.parse(text)) if (run or "${" in text) else []
+            except envsubst.TooMuch as e:
+                _too_much(s, t, o, e)
+                continue
             except envsubst.SubstError as e:
                 if run:
                     raise flux.FluxError(f"post build failed for '{o.ref}': envsubst error: {e}",
@@ -121,6 +124,9 @@ def _post_build(s: Session, t: Target, built: list[tuple[str, RenderedObject]], 
                     obj = flux.substitute_doc(text, values, s.strict)
                 except envsubst.Unset:
                     continue  # reported as unset below
+                except (envsubst.TooMuch, goyaml.Unsafe) as e:
+                    _too_much(s, t, o, e)
+                    continue
                 except (envsubst.SubstError, goyaml.JSONError, yaml.YAMLError) as e:
                     raise flux.FluxError(f"post build failed for '{o.ref}': {one_line(e)}",
                                          ("spec", "postBuild")) from None
@@ -152,6 +158,12 @@ def _post_build(s: Session, t: Target, built: list[tuple[str, RenderedObject]], 
             "substitutes an empty string, which is what is checked"), where, severity="warning")
     files = {os.path.realpath(os.path.join(d, r)) for r in scanned}
     return Out(out, {d} if not scanned else set(), files)
+
+
+def _too_much(s: Session, t: Target, o: RenderedObject, e: Exception) -> None:
+    s.note(NOT_RENDERED, t, (
+        f"{o.ref} is not substituted here ({one_line(e)}): topogate does not evaluate that much of a "
+        f"pull request, so {o.ref} is not analysed (a split or block in it goes unreported)"), o.pos)
 
 
 def _variables(s: Session, t: Target, post: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Via], list[str]]:

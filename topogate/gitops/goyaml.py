@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from topogate.safeio import limits
+from topogate.safeio.saferead import InputError, check_node
 
 _PLAIN = "tag:topogate.dev,2026:plain"
 _MERGE = "tag:yaml.org,2002:merge"
@@ -145,6 +146,10 @@ class JSONError(ValueError):
     """What YAMLToJSON refuses (Flux's build fails the same way)."""
 
 
+class Unsafe(ValueError):
+    """Text topogate does not read (an alias bomb, too deep, too large), whatever Flux does."""
+
+
 def _key(k: Any) -> str:
     if isinstance(k, bool):
         return "true" if k else "false"
@@ -203,13 +208,22 @@ def yaml_to_json(text: str) -> Any:
     """The JSON value (dicts, lists, str, int, float, bool, None) YAMLToJSON makes of one
     document; JSONError or yaml.YAMLError where it fails."""
     if len(text) > limits.max_file_bytes():
-        raise JSONError("the substituted text is over the file size limit")
+        raise Unsafe("the substituted text is over the file size limit")
     loader = _Loader(text)
     try:
-        value = loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        # A substituted value may hold anchors and aliases: the same checks as every file read.
+        check_node(node, "the substituted text")
+        value = loader.construct_document(node)
+    except InputError as e:
+        raise Unsafe(f"{e.message}") from None
+    except RecursionError:
+        raise Unsafe("nested too deeply to read") from None
     finally:
         loader.dispose()
     return _jsonable(value)
 
 
-__all__ = ["JSONError", "resolve_plain", "yaml_to_json"]
+__all__ = ["JSONError", "Unsafe", "resolve_plain", "yaml_to_json"]

@@ -9,13 +9,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import yaml
-
 from topogate.core.position import Position
 from topogate.gitops import argocd, envsubst
 from topogate.gitops.engines import Target
 from topogate.gitops.objects import Via
 from topogate.gitops.values import mapping
+from topogate.safeio.saferead import InputError, documents
 from topogate.sources.overlay_blame import changed_paths
 from topogate.sources.positions import Path_
 
@@ -119,9 +118,9 @@ def _label_paths(obj: Any, field: str, key: str, at: Path_ = ()) -> Iterable[Pat
 def _patch_paths(p: Mapping[str, Any], obj: Mapping[str, Any]) -> list[Path_]:
     """The fields an inline patch writes in obj, when its target is obj (a JSON patch: its
     operations' paths; a strategic merge patch: its fields, lists as a whole)."""
-    try:
-        docs = [x for x in yaml.safe_load_all(str(p.get("patch") or "")) if x is not None]
-    except yaml.YAMLError:
+    try:  # a pull request's text: read with the checks every file gets
+        docs = [x for _, _, x in documents(str(p.get("patch") or ""), "patch") if x is not None]
+    except InputError:
         return []
     if not docs:
         return []

@@ -300,11 +300,12 @@ def flux_differences(node: Any, shown: str, resolve: Any) -> list[Spelling]:
                 stack.append((v, fields[str(name)]))
         elif isinstance(n, yaml.MappingNode) and t == MAP:
             stack.extend((v, STRING) for _, v in reversed(n.value))
-        elif isinstance(n, yaml.ScalarNode) and t == STRING and n.style is None:
+        elif isinstance(n, yaml.ScalarNode) and t == STRING and not n.style:  # plain (libyaml: "")
             value = resolve(n.value)
             if value is not None and not isinstance(value, str):
                 out.append(Spelling(_pos(shown, n), (
-                    f"`{n.value}` is read as a {type(value).__name__} here: kubectl refuses it where "
+                    f"`{n.value}` is read as {'a bool' if isinstance(value, bool) else 'a number'} here: "
+                    "kubectl refuses it where "
                     "kustomize wants a string, Flux's kustomize-controller turns it into one; "
                     "quote it")))
     out.sort(key=lambda s: (s.pos.line, s.pos.column))
