@@ -312,6 +312,20 @@ def test_other_repository_helm_plugin_and_unknown_git_repository(tmp_path: Path)
     assert {f["rule"] for f in fs} == {"TG011"}
 
 
+def test_each_cluster_its_own_git_repository(tmp_path: Path) -> None:
+    """flux-system/repo in each cluster's directory, one fetching this repository and one
+    another: each Kustomization is resolved against its own cluster's."""
+    inv = INVENTORY.replace("clusters:\n", "clusters:\n- {name: c2, provider: aws, region: us-east-1, zones: [{name: zone-a, "
+                            "pools: [{name: gpu, nodes: 2, gpusPerNode: 4}]}], networkZones: [{name: all, "
+                            "zones: [zone-a]}]}\n")
+    ours, theirs = _flux("./app"), _flux("./app", url="https://other.example/x.git")
+    code, fs, data = _run(tmp_path, {"inventory.yaml": inv, "app/job.yaml": _job("zone-a"),
+                                     "clusters/c1/flux.yaml": ours, "clusters/c2/flux.yaml": theirs},
+                          "clusters")
+    assert [(f["rule"], f["file"].split("repo/")[-1]) for f in fs] == [("TG011", "clusters/c2/flux.yaml")], fs
+    assert [(j["cluster"], j["object"]) for j in data["workloads"]] == [("c1", "PyTorchJob/ml/t")]
+
+
 def test_inventory_without_repo_url_cannot_tell(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo", {"inventory.yaml": INVENTORY.replace(f"gitops: {{repoURL: {URL}}}\n", ""),
                                         "app/job.yaml": _job("zone-a"), "apps.yaml": _app({"path": "app"})})

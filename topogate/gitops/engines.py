@@ -101,17 +101,22 @@ class Finder:
         self.inv = inv
         self.clusters = [c.name for c in inv.clusters] if inv is not None else []
         self.repo_url = inv.gitops.repo_url if inv is not None and inv.gitops is not None else None
-        self.git_repos: dict[tuple[str, str], K8sObject] = {}
-        for o in objects:
-            if o.kind == "GitRepository" and group_of(o) == FLUX_SOURCE_GROUP:
-                self.git_repos.setdefault((o.namespace or "default", o.name), o)
+        self.git_repos: dict[tuple[str, str], list[K8sObject]] = {}
         self.notes: list[notes.Note] = []
+        self.add_sources(objects)
 
     def add_sources(self, objects: Sequence[K8sObject]) -> None:
-        """GitRepositories a render produced (a Flux Kustomization applying them)."""
+        """The GitRepositories among the inputs, and those a render produced (a Flux
+        Kustomization applying them)."""
         for o in objects:
             if o.kind == "GitRepository" and group_of(o) == FLUX_SOURCE_GROUP:
-                self.git_repos.setdefault((o.namespace or "default", o.name), o)
+                self.git_repos.setdefault((o.namespace or "default", o.name), []).append(o)
+
+    def git_repository(self, ns: str, name: str, cluster: str | None) -> K8sObject | None:
+        """The GitRepository a Kustomization names: the one of its own cluster where each
+        cluster's directory defines its own (flux-system/flux-system in every one), else the first."""
+        found = self.git_repos.get((ns, name), [])
+        return next((g for g in found if self.cluster_of(g) == cluster), found[0] if found else None)
 
     def note(self, kind: str, o: K8sObject, message: str, pos: Position | None = None, severity: str = "") -> None:
         self.notes.append(notes.Note(kind, ref(o), message, pos if pos is not None else o.pos, severity))
@@ -224,7 +229,7 @@ class Finder:
                 "not rendered, so nothing it applies is checked (a job it deploys may be split or blocked "
                 "with no finding)"), at)
             return
-        repo_obj = self.git_repos.get((ns, name))
+        repo_obj = self.git_repository(ns, name, self.cluster_of(o))
         if repo_obj is None:
             self.note(notes.NOT_RENDERED, o, (
                 f"GitRepository {ns}/{name} is not among the inputs, so which repository it fetches cannot "
