@@ -317,7 +317,7 @@ def best(pairs: list[tuple[Run, Run]]) -> tuple[Run, Run]:
     other work), with the highest peak RSS seen."""
     def side(runs: list[Run]) -> Run:
         fastest = min(runs, key=lambda r: r.seconds)
-        return Run(fastest.seconds, max(r.rss_mib for r in runs), fastest.stdout, fastest.cpu)
+        return Run(fastest.seconds, max(r.rss_mib for r in runs), fastest.stdout, fastest.cpu, fastest.waited)
     return side([a for a, _ in pairs]), side([b for _, b in pairs])
 
 
