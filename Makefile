@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # promtool for the tests: $(PROMTOOL) when set, else the one `make test` extracts into the venv.
 PROMTOOL ?=
 
-.PHONY: demo test install crds promtool cluster-bin node-tools lint rules-doc bench fuzz clean
+.PHONY: demo test install crds promtool cluster-bin cilium-bin node-tools lint rules-doc bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -71,6 +71,16 @@ cluster-bin:
 	  if [ $$rc = 0 ]; then echo "cluster-bin: $$dir"; \
 	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_CLUSTER:-0}" != 0 ]; then exit 2; fi
 
+# Cilium's own policy engine for the oracle tests (tests/test_cilium_oracle.py): a small program
+# built from the Go module in tests/cilium/ (github.com/cilium/cilium v1.20.2) once per machine
+# into a cache keyed by its go.sum and sources (see docs/testing.md). Without Go those tests skip,
+# unless TOPOGATE_REQUIRE_CILIUM=1 (CI) makes that a failure.
+cilium-bin:
+	@if [ -n "$$TOPOGATE_CILIUM_BIN" ]; then echo "cilium-bin: using TOPOGATE_CILIUM_BIN=$$TOPOGATE_CILIUM_BIN"; exit 0; fi; \
+	  rc=0; dir=$$(bash tests/cilium/build.sh) || rc=$$?; \
+	  if [ $$rc = 0 ]; then echo "cilium-bin: $$dir"; \
+	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_CILIUM:-0}" != 0 ]; then exit 2; fi
+
 # The real renderer and editor server the tests drive: mermaid-cli (rendering with Debian's
 # chromium, never a downloaded browser) and yaml-language-server, pinned by tests/node's
 # package-lock.json and installed into tests/node/node_modules from a cache under ~/.cache.
@@ -98,7 +108,7 @@ node-tools:
 	           [ "$$req" = 0 ] || exit 2; }; \
 	  fi
 
-test: $(STAMP) promtool cluster-bin node-tools
+test: $(STAMP) promtool cluster-bin cilium-bin node-tools
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/topogate rules --format markdown | diff -u docs/rules.md - \
 	  || { echo "docs/rules.md is stale: run 'make rules-doc'"; exit 1; }

@@ -1,0 +1,150 @@
+"""Cilium's own policy engine for the tests: tests/cilium/ (github.com/cilium/cilium v1.20.2 as a
+library) built by tests/cilium/build.sh into a per-machine cache, run as one long-lived child.
+
+`CiliumOracle.ask(case)` sends a whole case (the agent's settings, Namespaces, policies as
+objects, endpoints, flows) as one JSON line and reads one JSON line back: per policy whether the
+agent imports it (and its reason when not), per endpoint the identity the agent gives it, per
+flow the verdict of the sender's egress and of the receiver's ingress ("none" for a side that
+is not a pod). tests/cilium/main.go says how each is computed.
+
+The child runs under an address-space limit and is told to die with the test process; each
+answer has a deadline. Without Go (and no cached build) the tests that ask are skipped with one
+line, unless TOPOGATE_REQUIRE_CILIUM=1 (CI) makes that a failure. TOPOGATE_CILIUM_BIN=DIR uses
+DIR/cilium-oracle instead of building.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Generator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+BUILD = REPO / "tests" / "cilium" / "build.sh"
+BINARY = "cilium-oracle"
+HOW = ("install Go 1.26 and run `make cilium-bin` (builds cilium-oracle from github.com/cilium/cilium "
+       "v1.20.2 into a per-machine cache), or set TOPOGATE_CILIUM_BIN=DIR holding cilium-oracle")
+# Go reserves address space generously; the engine itself stays far below a few hundred MB.
+MEMORY = 8 << 30
+ANSWER_TIMEOUT = 60.0  # seconds for one case
+
+
+def cilium_required() -> bool:
+    return os.environ.get("TOPOGATE_REQUIRE_CILIUM", "") not in ("", "0")
+
+
+def _tail(text: str, lines: int = 30) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@functools.lru_cache(maxsize=1)
+def _binary() -> tuple[Path | None, str]:
+    """(the cilium-oracle binary, "") or (None, why not)."""
+    env = os.environ.get("TOPOGATE_CILIUM_BIN")
+    if env:
+        b = Path(env) / BINARY
+        return (b, "") if os.access(b, os.X_OK) else (None, f"TOPOGATE_CILIUM_BIN={env} has no {BINARY}")
+    if shutil.which("bash") is None:
+        return None, "no bash on PATH to run tests/cilium/build.sh"
+    cached = subprocess.run(["bash", str(BUILD), "--dir"], capture_output=True, text=True, timeout=60)
+    if cached.returncode == 0 and os.access(Path(cached.stdout.strip()) / BINARY, os.X_OK):
+        return Path(cached.stdout.strip()) / BINARY, ""
+    if shutil.which("go") is None:
+        return None, "no go on PATH and no cached cilium-oracle build"
+    # Not built yet (a test run without `make test`): build now.
+    proc = subprocess.run(["bash", str(BUILD)], capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        return None, f"tests/cilium/build.sh failed (exit {proc.returncode}):\n{_tail(proc.stderr)}"
+    return Path(proc.stdout.strip().splitlines()[-1]) / BINARY, ""
+
+
+def require_binary() -> Path:
+    """The binary, or skip the calling test (fail it when TOPOGATE_REQUIRE_CILIUM is set)."""
+    binary, problem = _binary()
+    if binary is None:
+        if cilium_required():
+            pytest.fail(f"{problem} and TOPOGATE_REQUIRE_CILIUM is set: {HOW}", pytrace=False)
+        pytest.skip(f"{problem}: {HOW}")
+    return binary
+
+
+class OracleError(RuntimeError):
+    pass
+
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _limit() -> None:
+    """In the child before exec: its own process group, an address-space limit, and death with
+    the test process (plain system calls only)."""
+    os.setsid()
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class CiliumOracle:
+    """One cilium-oracle child: a case in, an answer out."""
+
+    def __init__(self, binary: Path) -> None:
+        self.binary = binary
+        self.cases = 0
+        self.seconds = 0.0
+        self._proc = subprocess.Popen(
+            [str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            preexec_fn=_limit, env={"PATH": "/usr/bin:/bin", "GOMAXPROCS": "2"})
+
+    def ask(self, case: Mapping[str, Any]) -> dict[str, Any]:
+        proc = self._proc
+        assert proc.stdin is not None and proc.stdout is not None
+        start = time.monotonic()
+        proc.stdin.write(json.dumps(case, separators=(",", ":")).encode() + b"\n")
+        proc.stdin.flush()
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            if not sel.select(ANSWER_TIMEOUT):
+                self.close()
+                raise OracleError(f"cilium-oracle gave no answer in {ANSWER_TIMEOUT:.0f} s")
+        line = proc.stdout.readline()
+        if not line:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise OracleError(f"cilium-oracle exited ({proc.wait()}):\n{_tail(err)}")
+        self.cases += 1
+        self.seconds += time.monotonic() - start
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self._proc.wait()
+        for f in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            if f is not None:
+                f.close()
+
+
+@pytest.fixture(scope="session")
+def cilium_oracle() -> Generator[CiliumOracle, None, None]:
+    oracle = CiliumOracle(require_binary())
+    try:
+        yield oracle
+    finally:
+        oracle.close()
