@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+import yaml
+from conftest import REPO, _cidr, _strict
 
 BUILD = REPO / "tests" / "cilium" / "build.sh"
 BINARY = "cilium-oracle"
@@ -79,6 +80,53 @@ def require_binary() -> Path:
             pytest.fail(f"{problem} and TOPOGATE_REQUIRE_CILIUM is set: {HOW}", pytrace=False)
         pytest.skip(f"{problem}: {HOW}")
     return binary
+
+
+MODULE = "github.com/cilium/cilium"
+CRD_DIR = "pkg/k8s/apis/cilium.io/client/crds/v2"
+
+
+@functools.lru_cache(maxsize=1)
+def module_dir() -> Path | None:
+    """The pinned github.com/cilium/cilium in the Go module cache (go.sum checks it), or None
+    without Go."""
+    if shutil.which("go") is None:
+        return None
+    out = subprocess.run(["go", "mod", "download", "-json", MODULE], capture_output=True, text=True,
+                         timeout=600, check=False, cwd=BUILD.parent)
+    if out.returncode != 0:
+        return None
+    return Path(json.loads(out.stdout)["Dir"])
+
+
+@functools.lru_cache(maxsize=4)
+def _policy_validator(kind: str) -> Any:
+    """The pinned version's own CRD schema of a Cilium policy kind, strict as the API server
+    (unknown fields refused, CIDRs checked)."""
+    import jsonschema  # lazy: only the oracle's generator validates
+
+    root = module_dir()
+    if root is None:
+        return None
+    name = {"CiliumNetworkPolicy": "ciliumnetworkpolicies", "CiliumClusterwideNetworkPolicy":
+            "ciliumclusterwidenetworkpolicies"}[kind]
+    crd = yaml.safe_load((root / CRD_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
+    (schema,) = [v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"] if v["name"] == "v2"]
+    formats = jsonschema.FormatChecker(formats=())
+    formats.checks("cidr")(_cidr)
+    return jsonschema.Draft7Validator(_strict(schema), format_checker=formats)
+
+
+def schema_errors(obj: Mapping[str, Any]) -> list[str]:
+    """What the API server would refuse in a Cilium policy object (its CRD schema of v1.20.2);
+    [] for other kinds or without Go."""
+    kind = str(obj.get("kind"))
+    if kind not in ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"):
+        return []
+    v = _policy_validator(kind)
+    if v is None:
+        return []
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in v.iter_errors(obj)]
 
 
 class OracleError(RuntimeError):
