@@ -62,6 +62,9 @@ ENTITIES = ("all", "world", "cluster", "cluster-mesh", "host", "init", "ingress"
             "remote-node", "health", "none", "kube-apiserver")
 # The entities a flow may start or end at (each a concrete identity of the agent).
 FLOW_ENTITIES = ("world", "host", "remote-node", "kube-apiserver", "health", "ingress", "unmanaged")
+# Every entity a peer can be, as an identity of its own (and the oracle's endpoints).
+ENTITY_LIKE = ("world", "world-ipv4", "world-ipv6", "host", "remote-node", "kube-apiserver", "health", "init",
+               "ingress", "unmanaged")
 CIDRS = ("10.0.0.0/8", "10.96.0.0/12", "192.0.2.0/24", "0.0.0.0/0", "20.1.1.1/32", "10.1.0.0/16")
 EXCEPTS = {"10.0.0.0/8": ("10.96.0.0/12", "10.1.0.0/16"), "0.0.0.0/0": ("10.0.0.0/8", "192.0.2.0/24"),
            "192.0.2.0/24": ("192.0.2.128/25",), "10.1.0.0/16": ("10.1.2.0/24",)}
@@ -87,6 +90,7 @@ class Gen:
     def __init__(self, seed: int) -> None:
         self.rnd = random.Random(seed)
         self.ports_named: set[int] = set()
+        self.node_labels = False  # the case's agent has enable-node-selector-labels
 
     # -- settings ------------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
@@ -228,7 +232,9 @@ class Gen:
     def cilium_rule(self, direction: str, deny: bool, pods: list[dict[str, Any]]) -> dict[str, Any]:
         r = self.rnd
         pre = "from" if direction == "ingress" else "to"
-        kinds = ["Endpoints", "Endpoints", "Endpoints", "Entities", "CIDR", "CIDRSet", "Nodes"]
+        kinds = ["Endpoints", "Endpoints", "Endpoints", "Entities", "CIDR", "CIDRSet"]
+        if self.node_labels or r.random() < 0.1:  # without the agent's flag the policy is refused
+            kinds.append("Nodes")
         if direction == "egress" and not deny:
             kinds.append("FQDNs")
         rule: dict[str, Any] = {}
@@ -387,6 +393,7 @@ class Gen:
     def case(self) -> dict[str, Any]:
         r = self.rnd
         settings = self.settings()
+        self.node_labels = bool(settings.get("enableNodeSelectorLabels"))
         pods = self.pods()
         policies: list[dict[str, Any]] = []
         for i in range(r.randint(1, 4)):
@@ -401,7 +408,10 @@ class Gen:
         for e in FLOW_ENTITIES:
             ep: dict[str, Any] = {"name": e, "entity": e}
             if e in ("host", "remote-node") and settings.get("enableNodeSelectorLabels"):
-                ep["nodeLabels"] = dict(_pick(r, NODE_LABELS))
+                # A node with its labels, named as topogate trace takes it.
+                labels = dict(_pick(r, NODE_LABELS))
+                ep = {"name": e + "{" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())) + "}",
+                      "entity": e, "nodeLabels": labels}
             endpoints.append(ep)
         for a in ADDRESSES:
             endpoints.append({"name": a, "cidr": a})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,8 +44,21 @@ def inventory(settings: dict[str, Any]) -> dict[str, Any] | None:
             "workloads": []}
 
 
-# Filled in once the inventory reads the `cilium:` block (None: settings cannot be given yet).
-cilium_block: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda settings: None  # noqa: E731
+# The oracle's settings (cilium-config's words) and the inventory's `cilium:` keys.
+_BLOCK = {"labels": "labels", "policyCIDRMatchMode": "policyCIDRMatchMode",
+          "enableNodeSelectorLabels": "enableNodeSelectorLabels", "allowLocalhost": "allowLocalhost",
+          "enforcement": "policyEnforcement", "clusterName": "clusterName", "apiServer": "kubeAPIServer",
+          "enableK8sClusterNetworkPolicy": "enableK8sClusterNetworkPolicy"}
+
+
+def cilium_block(settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The inventory's `cilium:` block for the oracle's settings (None: the defaults)."""
+    if not settings:
+        return None
+    block: dict[str, Any] = {"version": "1.20.2"}
+    for k, v in settings.items():
+        block[_BLOCK[k]] = " ".join(v) if isinstance(v, list) else v
+    return block
 
 
 def write_case(c: dict[str, Any], where: Path) -> tuple[str, str | None]:

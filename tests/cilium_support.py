@@ -129,6 +129,34 @@ def schema_errors(obj: Mapping[str, Any]) -> list[str]:
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in v.iter_errors(obj)]
 
 
+def lab_with_agent(tmp_path: Path, block: str) -> Path:
+    """A copy of fixtures/lab whose cluster names its agent (`cilium: BLOCK`, YAML flow style);
+    `inventory-default.yaml` beside it is the lab's own inventory. Returns the new inventory."""
+    d = tmp_path / "lab"
+    shutil.copytree(REPO / "fixtures" / "lab", d)
+    inv = d / "inventory.yaml"
+    text = inv.read_text(encoding="utf-8")
+    (d / "inventory-default.yaml").write_text(text, encoding="utf-8")
+    anchor = "  zoneLabel: topology.kubernetes.io/zone\n"
+    assert anchor in text
+    inv.write_text(text.replace(anchor, f"{anchor}  cilium: {block}\n", 1), encoding="utf-8")
+    return inv
+
+
+def inventory_with_agent(directory: Path, block: Mapping[str, Any]) -> Path:
+    """A one-cluster inventory in `directory` whose agent is `block` (its `cilium:` block), for a
+    trace over plain files (`--inventory`)."""
+    inv = {"apiVersion": "topogate.dev/v1alpha1", "kind": "Inventory", "metadata": {"name": "agent"},
+           "clusters": [{"name": "agent", "provider": "other", "region": "r",
+                         "zones": [{"name": "z", "pools": [{"name": "p", "nodes": 1}]}],
+                         "networkZones": [{"name": "n", "zones": ["z"]}], "cilium": dict(block)}],
+           "workloads": []}
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "inventory.yaml"
+    path.write_text(yaml.safe_dump(inv, sort_keys=False), encoding="utf-8")
+    return path
+
+
 class OracleError(RuntimeError):
     pass
 

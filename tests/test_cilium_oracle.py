@@ -15,6 +15,7 @@ the first seed; TOPOGATE_ORACLE_SHRINK_S the seconds spent shrinking.
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,7 +23,9 @@ from pathlib import Path
 import pytest
 from cilium_cases import case
 from cilium_compare import Tally, compare_case, klass, shrink
+from cilium_proofs import ProofTally, run_inventory, settings_variants
 from cilium_support import CiliumOracle
+from conftest import REPO
 
 CASES = int(os.environ.get("TOPOGATE_ORACLE_CASES", "170"))
 SEED = int(os.environ.get("TOPOGATE_ORACLE_SEED", "0"))
@@ -30,7 +33,6 @@ SHRINK_S = float(os.environ.get("TOPOGATE_ORACLE_SHRINK_S", "90"))
 MIN_QUERIES = 1000
 
 
-@pytest.mark.xfail(strict=True, reason="issue 35: the disagreements the test lists, fixed class by class")
 def test_trace_agrees_with_cilium(cilium_oracle: CiliumOracle, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     tally = Tally()
@@ -53,3 +55,25 @@ def test_trace_agrees_with_cilium(cilium_oracle: CiliumOracle, tmp_path: Path,
     if CASES >= 170:
         assert tally.queries >= MIN_QUERIES, "the generator asks too few flows"
     assert not shown, f"{len(shown)} flows where topogate and Cilium v1.20.2 disagree (listed above)"
+
+
+PROOF_LIMIT = int(os.environ.get("TOPOGATE_ORACLE_PROOF_FLOWS", "150"))  # per inventory and agent
+
+
+@pytest.mark.parametrize("inventory", ["fixtures/lab/inventory.yaml", "fixtures/multi/inventory.yaml"])
+def test_checks_proofs_agree_with_cilium(inventory: str, cilium_oracle: CiliumOracle, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The policies `topogate generate` writes, under agents of several settings: every flow the
+    proofs decide (a sample of PROOF_LIMIT each) as Cilium decides it."""
+    tally = ProofTally()
+    rnd = random.Random(SEED)
+    for settings, block in settings_variants(rnd):
+        run_inventory(REPO / inventory, settings, block, tmp_path, monkeypatch, cilium_oracle, rnd, PROOF_LIMIT, tally)
+    with capsys.disabled():
+        print(f"\ncilium oracle, check's proofs over {inventory}'s generated tree: {tally.asked} flows asked, "
+              f"{tally.agreed} agree, {len(tally.disagreements)} disagree, {tally.skipped} not expressible "
+              "(an FQDN or a CIDR range)")
+        for d in tally.disagreements:
+            print("  " + d)
+    assert tally.asked >= 100
+    assert not tally.disagreements

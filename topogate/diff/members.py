@@ -138,7 +138,7 @@ def sides_of(inv: Inventory, objects: Sequence[K8sObject]) -> dict[str, ClusterS
             continue
         cm = ClusterMap(inv, cluster, objs, shared)
         pset = PolicySet.from_objects(((o.obj, _source(o), Located(o)) for o in cm.policy_objs),
-                                      cluster_name=cluster.name)
+                                      cluster_name=cluster.name, agent=cm.pset.agent)
         by_ref = {policy_key(o.kind, o.namespace, o.name): o for o in cm.policy_objs if o.kind in POLICY_KINDS}
         side = ClusterSide(cluster, pset, by_ref)
         for job in cm.jobs:

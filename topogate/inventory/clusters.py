@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from topogate.core.labels import DEFAULT_ZONE_LABEL
+from topogate.inventory.cilium import read_cilium
 from topogate.inventory.kueue import read_admission, read_kueue
 from topogate.inventory.model import Cluster, CostConfig, NetworkZone, Pool, Taint, Zone
 from topogate.inventory.values import as_int, labels, quantity, seq
@@ -89,4 +90,5 @@ def read_cluster(chk: Checker, i: int, c: dict[str, Any]) -> Cluster:
         tuple(sorted(zones, key=lambda z: z.name)),
         tuple(sorted(nzs, key=lambda n: n.name)), chk.loc.at(base),
         read_kueue(chk, base, c, zones), read_admission(chk, base, c),
-        tuple(str(r) for r in c.get("trainingRuntimes") or () if isinstance(r, str)))
+        tuple(str(r) for r in c.get("trainingRuntimes") or () if isinstance(r, str)),
+        read_cilium(chk, base, c))

@@ -98,6 +98,23 @@ class AdmissionConfig:
 
 
 @dataclass(frozen=True)
+class CiliumConfig:
+    """The cluster's `cilium:` block: the agent's settings that change a verdict, as written
+    (None where the inventory leaves one unset: the version's default decides)."""
+
+    version: str | None = None
+    labels: tuple[str, ...] | None = None  # the `labels` option's entries
+    policy_cidr_match_mode: tuple[str, ...] | None = None
+    enable_node_selector_labels: bool | None = None
+    allow_localhost: str | None = None
+    policy_enforcement: str | None = None
+    cluster_name: str | None = None
+    kube_api_server: str | None = None
+    enable_k8s_cluster_network_policy: bool | None = None
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
 class Cluster:
     name: str
     provider: str
@@ -112,6 +129,7 @@ class Cluster:
     # Trainer runtimes the cluster has that are not among the manifests: a ClusterTrainingRuntime
     # by name, a TrainingRuntime as namespace/name (`trainingRuntimes`).
     training_runtimes: tuple[str, ...] = ()
+    cilium: CiliumConfig | None = None  # the agent as configured; None: the newest known version's defaults
 
     def zone(self, name: str) -> Zone | None:
         return next((z for z in self.zones if z.name == name), None)
@@ -370,7 +388,7 @@ def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
         return True
     return len(groups) == 2 and min(g.replicas for g in groups) == 1
 
-__all__ = ["API_VERSION", "AdmissionConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
+__all__ = ["API_VERSION", "AdmissionConfig", "CiliumConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
            "EgressRule", "GitOps", "Inventory", "KIND", "KueueConfig", "Metrics",
            "NetworkZone", "PLACEMENTS", "PROVIDERS", "Pool", "PortSpec", "ReplicaGroup",
            "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",

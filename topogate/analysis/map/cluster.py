@@ -22,7 +22,7 @@ from topogate.analysis.map.labels import (
     spread_splits,
 )
 from topogate.analysis.map.pods import pod_class
-from topogate.analysis.netpolicy import POLICY_KINDS, External, Peer, PodClass, PolicySet
+from topogate.analysis.netpolicy import POLICY_KINDS, External, Peer, PodClass, PolicySet, agent_for
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
 from topogate.analysis.proofs.flows import job_flows
@@ -80,7 +80,7 @@ class ClusterMap:
         self.policy_objs = policy_objs
         self.pset = PolicySet.from_objects(
             ((o.obj, LazySource(o.pos)) for o in policy_objs),
-            cluster_name=cluster.name)
+            cluster_name=cluster.name, agent=agent_for(cluster.cilium))
         self.by_ref = {(o.kind, o.namespace or "default", o.name): o for o in objects}
         self.locate_rule = RuleLocator((o for o in policy_objs if o.kind in POLICY_KINDS), inv, cluster)
         # A runtime no cluster claims (installed cluster-wide by the platform team, passed from
