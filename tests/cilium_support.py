@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, _cidr, _strict
+from conftest import REPO, _cidr, _strict, crds_dir, crds_problem, require_crds
 
 BUILD = REPO / "tests" / "cilium" / "build.sh"
 BINARY = "cilium-oracle"
@@ -115,6 +115,18 @@ def _policy_validator(kind: str) -> Any:
     formats = jsonschema.FormatChecker(formats=())
     formats.checks("cidr")(_cidr)
     return jsonschema.Draft7Validator(_strict(schema), format_checker=formats)
+
+
+def cilium_crd(fname: str) -> Path:
+    """A Cilium policy CRD file (`ciliumnetworkpolicies.yaml`, ...): the upstream copy where the
+    CRDs are (TOPOGATE_CRDS, .crds, ../shared/crds), else the pinned module's own; a checkout with
+    neither skips (or fails, under TOPOGATE_REQUIRE_CRDS) as require_crds says."""
+    if crds_problem() is None:
+        return crds_dir() / "cilium.io" / fname
+    root = module_dir()
+    if root is None:
+        return require_crds() / "cilium.io" / fname
+    return root / CRD_DIR / fname
 
 
 def schema_errors(obj: Mapping[str, Any]) -> list[str]:

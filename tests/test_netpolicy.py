@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import require_crds
+from cilium_support import cilium_crd
 
 from topogate.analysis.netpolicy import (
     External,
@@ -38,7 +38,7 @@ def crd_validator(kind: str) -> jsonschema.protocols.Validator:
         "CiliumNetworkPolicy": "ciliumnetworkpolicies.yaml",
         "CiliumClusterwideNetworkPolicy": "ciliumclusterwidenetworkpolicies.yaml",
     }[kind]
-    path = require_crds() / "cilium.io" / fname
+    path = cilium_crd(fname)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with path.open() as fh:
         crd = yaml.load(fh, Loader=loader)

@@ -23,9 +23,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from cilium_support import inventory_with_agent
+from cilium_support import cilium_crd, inventory_with_agent
 from click.testing import CliRunner
-from conftest import require_crds
 
 from topogate.cli.app import main
 
@@ -513,7 +512,7 @@ def test_yaml_syntax_error_has_file_line_column(tmp_path: Path) -> None:
 def crd_validator(kind: str) -> Any:
     fname = {"CiliumNetworkPolicy": "ciliumnetworkpolicies.yaml",
              "CiliumClusterwideNetworkPolicy": "ciliumclusterwidenetworkpolicies.yaml"}[kind]
-    path = require_crds() / "cilium.io" / fname
+    path = cilium_crd(fname)
     crd = yaml.safe_load(path.read_text())
     return jsonschema.Draft7Validator(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
 
