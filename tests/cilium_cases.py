@@ -396,11 +396,13 @@ class Gen:
         self.node_labels = bool(settings.get("enableNodeSelectorLabels"))
         pods = self.pods()
         policies: list[dict[str, Any]] = []
+        # ClusterNetworkPolicy is read only with the agent's flag: drawn often where it is on.
+        kcnp = 0.35 if settings.get("enableK8sClusterNetworkPolicy") else 0.06
         for i in range(r.randint(1, 4)):
             x = r.random()
-            if x < 0.62:
+            if x < 1 - kcnp - 0.32:
                 policies.append(self.cilium_policy(i, pods))
-            elif x < 0.94:
+            elif x < 1 - kcnp:
                 policies.append(self.network_policy(i, pods))
             else:
                 policies.append(self.kcnp(i, pods))

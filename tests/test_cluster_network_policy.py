@@ -212,6 +212,29 @@ def test_the_baseline_tier_decides_only_what_no_policy_of_the_normal_tier_does()
     assert decided(ps.evaluate(YA, XA, 80, "TCP")) == "denied ingress[0] ClusterNetworkPolicy/baseline"
 
 
+def test_a_baseline_accept_allows_what_a_networkpolicy_isolates() -> None:
+    """1.20.2's engine (tests/test_cilium_oracle.py): default deny is the absence of an allow, so
+    the Baseline tier's Accept lets in what a NetworkPolicy isolates with no rule of its own (the
+    Kubernetes API would have the NetworkPolicy win)."""
+    ps = pset("""
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: isolate, namespace: x}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+---
+apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: baseline-accept}
+spec:
+  tier: Baseline
+  priority: 10
+  subject: {namespaces: {}}
+  ingress:
+  - {action: Accept, from: [{namespaces: {}}]}
+""")
+    assert decided(ps.evaluate(YA, XB, 80, "TCP")) == "allowed ingress[0] ClusterNetworkPolicy/baseline-accept"
+
+
 def test_protocols_narrow_a_rule_to_its_ports() -> None:
     ps = pset("""
 apiVersion: policy.networking.k8s.io/v1alpha2

@@ -185,3 +185,18 @@ def test_node_selectors_match_node_labels() -> None:
     assert [r.reason for r in refused.refused] == [
         'FromNodes/ToNodes rules can only be applied when the "enable-node-selector-labels" flag is set']
     assert refused.evaluate(pod, External(entity="world"), 22, "TCP").allowed
+
+
+def test_a_reserved_selector_stands_for_its_entity() -> None:
+    """`fromEndpoints: [{matchLabels: {reserved:world: ""}}]` selects the world identity (the agent
+    leaves a reserved: selector unscoped): its witness is the entity, which the rule admits."""
+    from topogate.analysis.netpolicy import External, PodClass, SourceRef
+
+    obj = {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy", "metadata": {"name": "w", "namespace": "x"},
+           "spec": {"endpointSelector": {}, "ingress": [{"fromEndpoints": [{"matchLabels": {"reserved:world": ""}}]}]}}
+    ps = PolicySet.from_objects([(obj, SourceRef("p.yaml", 1, 1))])
+    pod = PodClass("x", (("app", "a"),))
+    (m,) = ps.allow_matchers(pod, "ingress")
+    assert [w.peer for w in witnesses(m)] == [External(entity="world")]
+    assert ps.evaluate(External(entity="world"), pod, 80, "TCP").allowed
+    assert not ps.evaluate(PodClass("x", (("app", "b"),)), pod, 80, "TCP").allowed

@@ -264,12 +264,12 @@ _ATTRS = {"version": "version", "labels": "labels", "policyCIDRMatchMode": "poli
 
 def _version(text: str) -> str:
     """A version as written (1.20, v1.20.2) as the known release it is modelled by: the same one,
-    else the newest known of its minor (a later patch release is taken to behave like it)."""
+    else (no patch release written, or one not known) the newest known of its minor."""
     got = parse_version(text)
     if got is None:
         return DEFAULT_VERSION
     exact = ".".join(map(str, got))
-    if exact in KNOWN_VERSIONS:
+    if exact in KNOWN_VERSIONS and text.strip().lstrip("v").count(".") == 2:
         return exact
     same_minor = [v for v in KNOWN_VERSIONS if parse_version(v)[:2] == got[:2]]  # type: ignore[index]
     return same_minor[-1] if same_minor else DEFAULT_VERSION

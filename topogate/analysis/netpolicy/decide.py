@@ -169,12 +169,13 @@ class SideVerdicts:
                 "Cilium's DNS proxy (an egress rule to kube-dns with toPorts rules: {dns: ...} whose "
                 "matchName/matchPattern covers this name), so Cilium never learns its addresses and "
                 "drops the traffic"), enforced_by)
-        # 4. No rule decided: default deny, where a selecting policy switched it on; else the
-        #    Baseline tier, whose Pass leaves the flow allowed.
-        if not enforced_by and not forced:
-            r = baseline.first(port, proto)
-            if r is not None and r.action != ACTION_PASS:
-                return _tiered(r, selected, enforced_by)
+        # 4. No rule of the Normal tier decided: the Baseline tier, then default deny where a
+        #    selecting policy switched it on. Default deny is only the absence of an allow in the
+        #    agent's map, so a Baseline Accept allows what a NetworkPolicy isolates (1.20.2: its
+        #    engine shows it; the API would have the NetworkPolicy win).
+        r = baseline.first(port, proto)
+        if r is not None and r.action != ACTION_PASS:
+            return _tiered(r, selected, enforced_by)
         return _by_default(pod, self._units_for(pod), selected, enforced_by, direction, forced)
 
 

@@ -54,7 +54,15 @@ class PolicySet:
         self.not_modelled: list[NotModelled] = []  # the warnings, structured (from_objects)
         self.refused: list[Refused] = []  # policies the agent does not import (from_objects)
         self.unselecting: list[Unselecting] = []  # selectors on labels the identity filter drops
-        self.labels = IdentityLabels(namespace_labels, agent, _named_prefixes(units))
+        prefixes = _named_prefixes(units)
+        if agent.policy_cidr_match_mode and prefixes:
+            modes = " ".join(agent.policy_cidr_match_mode)
+            self.warnings.append(
+                f"policy-cidr-match-mode {modes} (cilium.policyCIDRMatchMode): CIDR rules also select the "
+                f"{' and '.join(m for m in agent.policy_cidr_match_mode)} whose addresses they hold; topogate "
+                "knows no such address and judges CIDR rules on the world only, so a verdict on those peers "
+                "may be too strict (an allow) or too permissive (a deny)")
+        self.labels = IdentityLabels(namespace_labels, agent, prefixes)
         self.selection = SelectionIndex(units, self.labels)
         self._sides = SideVerdicts(self.selection, self.labels,
                                    agent.always_allow_localhost if allow_localhost is None else allow_localhost,

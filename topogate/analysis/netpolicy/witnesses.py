@@ -134,6 +134,11 @@ def _pod(ns: str, pod: dict[str, str], ns_labels: dict[str, str], sa: str | None
 
 
 def _endpoint(sel: CompiledSelector, scope: str | None) -> list[Witness]:
+    reserved = [r for r in sel.reqs if r.source == "reserved" and r.op in ("In", "Exists")]
+    if reserved:
+        # A selector with a reserved: key selects that reserved identity (the agent leaves it
+        # unscoped): its witness is the entity.
+        return [Witness(External(entity=r.key), f"the {r.key} entity") for r in reserved[:1]]
     solved = _solve(sel.reqs)
     if solved is None:
         return []
