@@ -359,7 +359,16 @@ class Gen:
             return {"pods": {"namespaceSelector": self.selector(False, empty_ok=True) if r.random() < 0.3 else {},
                              "podSelector": self.selector(False, pods=pods)}}
         if x < 0.8 or not egress:
-            return {"namespaces": {} if r.random() < 0.4 else {"matchLabels": {"team": _pick(r, ("ml", "web"))}}}
+            y = r.random()
+            if y < 0.3:
+                return {"namespaces": {}}
+            if y < 0.7:
+                return {"namespaces": {"matchLabels": {"team": _pick(r, ("ml", "web"))}}}
+            op = _pick(r, ("NotIn", "DoesNotExist", "In", "Exists"))
+            expr: dict[str, Any] = {"key": _pick(r, ("team", "env", "kubernetes.io/metadata.name")), "operator": op}
+            if op in ("In", "NotIn"):
+                expr["values"] = [_pick(r, ("ml", "web", "prod"))]
+            return {"namespaces": {"matchExpressions": [expr]}}
         return {"networks": [_pick(r, CIDRS)]}
 
     def kcnp(self, i: int, pods: list[dict[str, Any]]) -> dict[str, Any]:

@@ -235,6 +235,26 @@ spec:
     assert decided(ps.evaluate(YA, XB, 80, "TCP")) == "allowed ingress[0] ClusterNetworkPolicy/baseline-accept"
 
 
+def test_a_namespaces_peer_of_notin_alone_selects_every_pod_through_the_aggregate() -> None:
+    """1.20.2's engine: a `namespaces` peer gets no cluster label, so a selector of NotIn alone
+    matches the cluster's aggregate identity, and the datapath's aggregate lookup applies the rule
+    to every pod, the namespace NotIn names included; and to every address (the world aggregate)."""
+    ps = pset("""
+apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: not-x}
+spec:
+  tier: Admin
+  priority: 10
+  subject: {namespaces: {matchLabels: {kubernetes.io/metadata.name: y}}}
+  ingress:
+  - action: Deny
+    from: [{namespaces: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [x]}]}}]
+""")
+    assert decided(ps.evaluate(XA, YA, 80, "TCP")) == "denied ingress[0] ClusterNetworkPolicy/not-x"
+    assert decided(ps.evaluate(External(cidr="203.0.113.7/32"), YA, 80, "TCP")) == "denied ingress[0] ClusterNetworkPolicy/not-x"
+
+
 def test_protocols_narrow_a_rule_to_its_ports() -> None:
     ps = pset("""
 apiVersion: policy.networking.k8s.io/v1alpha2

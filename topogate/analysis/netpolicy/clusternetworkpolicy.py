@@ -152,7 +152,13 @@ class ClusterNetworkPolicyCompiler(CompilerBase):
         for p in peers:
             sel = _peer_selector(p)
             if sel is not None:
-                matchers.append(EndpointMatcher(sel, None, self._kcnp_implicit(p)))
+                m = EndpointMatcher(sel, None, self._kcnp_implicit(p))
+                if m.aggregates:
+                    self.warnings.append(
+                        f"{rref}: a peer of NotIn/DoesNotExist alone matches Cilium {self.agent.version}'s aggregate "
+                        "identities, so it selects every pod and every address, those it excludes too (the "
+                        "Kubernetes API would select only the namespaces it names): traced as Cilium does")
+                matchers.append(m)
             elif direction == DIRECTION_EGRESS and p.get("nodes") is not None:
                 # The agent selects the local host and remote nodes by these labels
                 # (kcnpProcessNodeSelector; only with enable-node-selector-labels).

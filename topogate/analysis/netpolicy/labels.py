@@ -67,6 +67,10 @@ class ExternalIdentity:
     k8s: tuple[tuple[str, str], ...] = ()  # k8s: labels (a labelled node's cluster label)
     node_labels_unknown: bool = False  # a node whose labels nobody said: it may be any node
     in_cluster: bool = False  # the `cluster` entity itself, as a trace endpoint
+    # The aggregate identity the datapath also looks its entry up under (pkg/policy aggregate.go):
+    # an address's or a name's identity (local scope) is in the world aggregate, a labelled remote
+    # node's in the remote-node one; a reserved identity is in none.
+    aggregate: str | None = None
 
     @property
     def view(self) -> IdentityView:
@@ -160,7 +164,8 @@ class IdentityLabels:
         if not a.enable_node_selector_labels:
             return ExternalIdentity(frozenset(base))
         return ExternalIdentity(frozenset(base), node=peer.labels, k8s=((CLUSTER_LABEL, self.cluster_name),),
-                                node_labels_unknown=not peer.labels)
+                                node_labels_unknown=not peer.labels,
+                                aggregate="aggregate-remote-node" if "host" not in base else None)
 
     def _external(self, peer: External) -> ExternalIdentity:
         a = self.agent
@@ -169,7 +174,7 @@ class IdentityLabels:
             if a.api_server == "host":
                 return self._node({"host", "kube-apiserver"}, peer)
             if a.api_server == "world":
-                return ExternalIdentity(frozenset({"kube-apiserver", "world"}))
+                return ExternalIdentity(frozenset({"kube-apiserver", "world"}), aggregate="aggregate-world")
             return self._node({"remote-node", "kube-apiserver"}, peer)
         if entity == "host":
             return self._node({"host", "kube-apiserver"} if a.api_server == "host" else {"host"}, peer)
@@ -188,8 +193,10 @@ class IdentityLabels:
             label = world_label(net)
             if holder is None or holder.prefixlen == 0:
                 return ExternalIdentity(frozenset({label}))
-            return ExternalIdentity(frozenset({label}), cidr=holder)
-        return ExternalIdentity(frozenset({"world"}))  # an FQDN, or an entity nobody knows: the world
+            return ExternalIdentity(frozenset({label}), cidr=holder, aggregate="aggregate-world")
+        if peer.fqdn is not None:
+            return ExternalIdentity(frozenset({"world"}), aggregate="aggregate-world")
+        return ExternalIdentity(frozenset({"world"}))  # an entity nobody knows: the world
 
     def _holder(self, net: IPNet) -> IPNet | None:
         """The longest prefix the policies name that holds `net`; `net` itself for a range no

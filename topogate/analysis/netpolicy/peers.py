@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from topogate.analysis.netpolicy.labels import ExternalIdentity, IdentityLabels, world_label
 from topogate.analysis.netpolicy.model import External, Peer, PodClass
-from topogate.analysis.netpolicy.selectors import CompiledSelector, Requirement
+from topogate.analysis.netpolicy.selectors import CompiledSelector, IdentityView, Requirement
 
 __all__ = [
     "AnyPeer",
@@ -30,6 +30,8 @@ __all__ = [
 # (pkg/policy/api/entity.go clusterSelectors; pods through the cluster label).
 _CLUSTER_MEMBERS = frozenset({"host", "remote-node", "init", "health", "unmanaged", "ingress", "kube-apiserver"})
 _WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
+_AGGREGATES = ("aggregate-cluster", "aggregate-world", "aggregate-remote-node")
+_AGGREGATE_VIEWS = {a: IdentityView({"reserved": {a: ""}}) for a in _AGGREGATES}
 
 
 class PeerMatcher:
@@ -59,15 +61,29 @@ class EndpointMatcher(PeerMatcher):
     sel: CompiledSelector
     scope_ns: str | None  # None: any namespace
     implicit: tuple[Requirement, ...] = ()  # what the agent adds to the selector
+    # The aggregate identities the whole selector matches (they carry only their own reserved
+    # label): through them it selects every identity of that aggregate, whatever its labels
+    # (pkg/policy aggregate.go). Only a selector left unscoped and made of NotIn/DoesNotExist
+    # does, e.g. a ClusterNetworkPolicy `namespaces` peer of NotIn alone.
+    aggregates: frozenset[str] = field(init=False, default=frozenset(), compare=False)
+
+    def __post_init__(self) -> None:
+        hits = frozenset(a for a in _AGGREGATES
+                         if all(r.matches_view(_AGGREGATE_VIEWS[a]) for r in (*self.implicit, *self.sel.reqs)))
+        object.__setattr__(self, "aggregates", hits)
 
     def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         if isinstance(peer, PodClass):
+            if "aggregate-cluster" in self.aggregates:
+                return True
             if self.scope_ns is not None and peer.namespace != self.scope_ns:
                 return False
             return self.sel.matches(ctx.pod_labels(peer))
         ident = ctx.external(peer)
         if ident.in_cluster:
             return False
+        if ident.aggregate is not None and ident.aggregate in self.aggregates:
+            return True
         view = ident.view
         for r in self.implicit:
             if not r.matches_view(view):
