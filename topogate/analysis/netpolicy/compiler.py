@@ -4,6 +4,7 @@ source positions and CIDR peers.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,6 +56,12 @@ class Unselecting:
     path: tuple[str | int, ...]
     keys: tuple[str, ...]
     subject: bool  # the policy's subject (its doors are not locked) or a peer (nothing opens)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _requirement(key: str, op: str, value: str | None) -> Requirement:
+    """One object per added requirement: every selector of a fleet's policies gets the same few."""
+    return Requirement(key, op, frozenset() if value is None else frozenset({value}), True, "k8s")
 
 
 def refusal_text(r: Refused, agent: Agent) -> str:
@@ -123,14 +130,12 @@ class CompilerBase:
 
     def _cluster(self) -> Requirement:
         """The cluster filter the agent adds to peer selectors (policy-default-local-cluster)."""
-        return Requirement(CLUSTER_LABEL, "In", frozenset({self.agent.cluster_name}), True, "k8s")
+        return _requirement(CLUSTER_LABEL, "In", self.agent.cluster_name)
 
     @staticmethod
     def _namespace(ns: str | None) -> Requirement:
         """The namespace scope the agent adds: the policy's namespace, or (clusterwide) any."""
-        if ns is None:
-            return Requirement(POD_NAMESPACE_LABEL, "Exists", frozenset(), True, "k8s")
-        return Requirement(POD_NAMESPACE_LABEL, "In", frozenset({ns}), True, "k8s")
+        return _requirement(POD_NAMESPACE_LABEL, "Exists" if ns is None else "In", ns)
 
     def _warn(self, where: PolicyRef | RuleRef, path: tuple[str | int, ...], construct: str,
               text: str) -> None:

@@ -21,6 +21,7 @@ its node labels (``node:`` source) and the cluster label.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ class ExternalIdentity:
     # node's in the remote-node one; a reserved identity is in none.
     aggregate: str | None = None
 
-    @property
+    @functools.cached_property
     def view(self) -> IdentityView:
         by_source: dict[str, dict[str, str]] = {"reserved": dict.fromkeys(self.reserved, "")}
         if self.node:
