@@ -75,6 +75,21 @@ _ZONE_LABELS = st.sampled_from(["topology.kubernetes.io/zone", "example.com/zone
 _ADMISSION = st.one_of(st.just({}), st.fixed_dictionaries({
     "validationActions": st.sampled_from([["Deny"], ["Warn"], ["Audit"], ["Warn", "Audit"],
                                           ["Deny", "Audit"], ["Audit", "Warn"]])}))
+# The cluster's Cilium agent: every setting, each value the schema allows, `labels` in the
+# agent's own syntax (entries that compile; the bad-inventory corpus has those that do not).
+_CILIUM = st.fixed_dictionaries({}, optional={
+    "version": st.sampled_from(["1.18", "1.19.0", "v1.20.2", "1.20", "1.20.1", "1.20.9"]),
+    "labels": st.sampled_from(["", "k8s:app", "k8s:!team k8s:io.kubernetes.pod.namespace",
+                               "!topology\\.kubernetes\\.io", "reserved:.* k8s:role k8s:app",
+                               "k8s:example.com/pool k8s:(a|b)$"]),
+    "policyCIDRMatchMode": st.sampled_from(["", "nodes", "pods", "nodes pods", " pods "]),
+    "enableNodeSelectorLabels": st.booleans(),
+    "allowLocalhost": st.sampled_from(["auto", "always", "policy"]),
+    "policyEnforcement": st.sampled_from(["default", "always", "never"]),
+    "clusterName": st.sampled_from(["default", "a", "gpu-east", "c" * 32]),
+    "kubeAPIServer": st.sampled_from(["remote-node", "host", "world"]),
+    "enableK8sClusterNetworkPolicy": st.booleans(),
+})
 _ZONE_COUNTS = st.sampled_from([1, 2, 2, 3])
 _DOOR_COUNTS = st.sampled_from([1, 2, 2, 0])
 _WORKLOAD_COUNTS = st.sampled_from([1, 2, 3, 0])
@@ -131,6 +146,7 @@ def _cluster(draw: st.DrawFn, name: str) -> dict[str, Any]:
     for i, zn in enumerate(znames):
         members[i if i < n_nz else draw(st.integers(0, n_nz - 1))].append(zn)
     c["networkZones"] = [{"name": n, "zones": m} for n, m in zip(nz_names, members, strict=True)]
+    _put(c, "cilium", _maybe(draw, _CILIUM))
     return c
 
 
