@@ -118,11 +118,17 @@ test: $(STAMP) promtool cluster-bin cilium-bin node-tools
 # Long fuzz run: mutated manifests, kustomizations, inventories and bases, drift snapshots, Cost
 # Explorer answers and trace specs (tests/test_fuzz.py), the property over generated inventories
 # (tests/test_inventory_property.py) and over inventories at and past every limit
-# (tests/test_generated_crd_constraints.py); failures are kept in fixtures/fuzz-corpus/.
+# (tests/test_generated_crd_constraints.py); failures are kept in fixtures/fuzz-corpus/. Then the
+# split build and the kustomization field names against kubectl, on a new seed each run (the
+# failing seed is in the message: set TOPOGATE_SPLIT_SEED / TOPOGATE_KEY_SEED to repeat it).
 fuzz: $(STAMP)
 	TOPOGATE_FUZZ_EXAMPLES=$${TOPOGATE_FUZZ_EXAMPLES:-2000} TOPOGATE_FUZZ_SAVE=1 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	  $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py tests/test_inventory_property.py \
 	  tests/test_generated_crd_constraints.py -k "mutated or accepted_inventories or edge_values"
+	TOPOGATE_SPLIT_TREES=$${TOPOGATE_SPLIT_TREES:-3000} TOPOGATE_SPLIT_SEED=$${TOPOGATE_SPLIT_SEED:-$$(date +%s)} \
+	  TOPOGATE_KEY_CASES=$${TOPOGATE_KEY_CASES:-3000} TOPOGATE_KEY_SEED=$${TOPOGATE_KEY_SEED:-$$(date +%s)} \
+	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider \
+	  tests/test_split_differential.py tests/test_kustomize_field_names.py -k "seeded_trees or reads_a_key"
 
 rules-doc: $(STAMP)
 	$(VENV)/bin/topogate rules --format markdown > docs/rules.md

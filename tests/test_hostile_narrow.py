@@ -85,3 +85,22 @@ def test_a_transformer_configs_patch_is_read_under_the_guards(repo: Path, tmp_pa
         want = {"fifo": ("FIFO", "not tracked by git"), "outside": ("outside the repository",),
                 "dot-git": (".git",)}[how]
         assert any(w in text for w in want), text
+
+
+@pytest.mark.parametrize("spelling", ["Path", "PATH", "pAtH"])
+def test_a_patch_named_under_another_spelling_is_not_nothing_to_check(repo: Path, spelling: str) -> None:
+    """kustomize reads `Path:` as `path:` (Go's JSON decoder folds case): a PR that changes only
+    the patch file it names was "nothing to check" (exit 0) while kustomize applied it. Now the
+    spelling is refused at its line, narrowed or not."""
+    (repo / "overlay/kustomization.yaml").write_text(
+        f"resources:\n- ../deploy/clusters/lab\npatches:\n- {spelling}: patch.yaml\n  target: {{kind: PyTorchJob}}\n")
+    git(repo, "commit", "-qam", "a patch")
+    git(repo, "branch", "-f", "main")
+    (repo / "overlay/patch.yaml").write_text(STRIPS)
+    git(repo, "commit", "-qam", "strip the placement")
+    full = invoke("check", "inventory.yaml", "overlay")
+    narrowed = invoke("check", "inventory.yaml", "overlay", "--changed-since", "main")
+    for code, out, err in (full, narrowed):
+        assert code == 2, (code, out, err)
+        assert f"overlay/kustomization.yaml:4:3: kustomize reads `{spelling}` as `path`" in out + err
+        assert "nothing to check" not in out + err

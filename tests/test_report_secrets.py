@@ -200,3 +200,18 @@ def test_children_get_an_allow_listed_environment(monkeypatch: pytest.MonkeyPatc
     names = {line.split("=", 1)[0] for line in proc.stdout.splitlines()}
     assert "PATH" in names and "GIT_ALLOW_PROTOCOL" in names
     assert not names & {"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"}
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "markdown", "junit"])
+@pytest.mark.parametrize("spelled", ["Files: [.git/config]", "FILES: [.git/config]", "file\u017f: [.git/config]",
+                                     "<<: {files: [.git/config]}"])
+def test_git_config_named_under_another_spelling_is_never_read(checkout: Path, fmt: str, spelled: str) -> None:
+    """kustomize reads `Files:` (any case, the long s) as `files:` and expands `<<`: the token
+    reached every report format while topogate's walk looked for `files:` alone."""
+    (checkout / "kustomization.yaml").write_text(
+        f"resources: [bases/train]\nconfigMapGenerator:\n- name: leak\n  {spelled}\n" + LEAK % "config")
+    git(checkout, "add", "kustomization.yaml")
+    code, out = check("inventory.yaml", ".", "--format", fmt)
+    assert code == 2, out
+    assert "kustomization.yaml:4:3: kustomize" in out
+    assert_no_secret(out)

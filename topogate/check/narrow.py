@@ -27,9 +27,10 @@ from topogate.check import changed, gitdiff
 from topogate.core import progress
 from topogate.core.forked import Child
 from topogate.inventory.model import Inventory
+from topogate.k8s import kustomization as kmodel
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display
 from topogate.safeio.repopaths import WalkUnit as WalkUnit
-from topogate.safeio.saferead import InputError, documents, read_text
+from topogate.safeio.saferead import InputError, read_text
 from topogate.sources.kustomization import CONFIG_LISTS, REMOTE, config_references, references
 from topogate.sources.manifests import K8sObject
 
@@ -71,10 +72,7 @@ def files_read(root: Path, roots: Roots, dirs: DirReads | None = None) -> frozen
         own, below = {kreal}, []
         shown = display(kfile)
         try:
-            nodes = [n for _, n, _ in documents(read_text(kfile, shown), shown, construct=False)]
-            if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
-                raise _Unknown(f"{shown} is not one YAML mapping")
-            refs = list(references(shown, nodes[0]))
+            refs = list(references(kmodel.read(read_text(kfile, shown), shown)))
         except InputError as e:
             raise _Unknown(str(e)) from None
         refs.reverse()  # a stack, popped in order

@@ -5,7 +5,7 @@ process is the command line itself."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -16,9 +16,11 @@ from topogate.core.escape import one_line
 from topogate.inventory.loader import InventoryError
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """End the command: `message` on stderr (one line, safe for a CI log), exit `code`."""
-    click.echo(one_line(message), err=True)
+def fail(message: str, code: int = 2, more: Sequence[str] = ()) -> NoReturn:
+    """End the command: `message`, then each of `more`, on stderr (a line each, each safe for a
+    CI log), exit `code`."""
+    for line in (message, *more):
+        click.echo(one_line(line), err=True)
     raise click.exceptions.Exit(code)
 
 

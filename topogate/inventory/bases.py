@@ -16,9 +16,10 @@ from topogate.inventory.model import ReplicaGroup
 from topogate.inventory.problems import Problem
 from topogate.inventory.values import as_map, seq
 from topogate.k8s import kinds, shapes
+from topogate.k8s import kustomization as kmodel
 from topogate.safeio.oserror import reason
 from topogate.safeio.repopaths import Roots
-from topogate.safeio.saferead import InputError, read_text
+from topogate.safeio.saferead import InputError, InputErrors, read_text
 
 if TYPE_CHECKING:
     from topogate.inventory.checker import Checker
@@ -63,7 +64,9 @@ def _read_base(chk: Checker, path: YPath, rel: str) -> tuple[str, tuple[Any, ...
     before = len(chk.problems)
     ktext = read_base_text(chk, kfile) or ""
     kdocs = _parse(chk, ktext, kfile) if ktext else []
-    kdoc = kdocs[0] if kdocs and isinstance(kdocs[0], dict) else {}
+    kdoc = _as_kustomize_reads(chk, ktext, kfile) if kdocs and isinstance(kdocs[0], dict) else {}
+    if len(chk.problems) > before:
+        return "", ()
     if not _kustomization_header_ok(chk, kdoc, ktext, kfile, rel):
         return "", ()
     resources = kdoc.get("resources", [])
@@ -171,6 +174,21 @@ def build_base(chk: Checker, path: YPath, target: Path, rel: str) -> list[Any] |
 
 
 _KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
+
+
+def _as_kustomize_reads(chk: Checker, text: str, kfile: Path) -> dict[str, Any]:
+    """The kustomization's fields as kustomize reads them (topogate.k8s.kustomization): each
+    under its canonical name; a key kustomize reads under another spelling, or a merge key, is
+    a problem at its line."""
+    try:
+        k = kmodel.read(text, _shown(kfile))
+    except InputErrors as e:
+        chk.problems += [Problem(pos, msg) for pos, msg in e.problems]
+        return {}
+    except InputError as e:
+        chk.problems.append(Problem(e.pos, e.message))
+        return {}
+    return {name: k.value(name) for name in k.fields}
 
 
 def _kustomization_header_ok(chk: Checker, kdoc: dict[str, Any], ktext: str, kfile: Path, rel: str) -> bool:

@@ -18,7 +18,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,33 @@ class InputError(Exception):
         super().__init__(f"{pos}: {message}")
         self.pos = pos
         self.message = message
+
+    def fresh(self) -> InputError:
+        """A new exception saying what this one says, of its class (to raise one that is kept
+        elsewhere without its traceback)."""
+        return type(self)(self.pos, self.message)
+
+    def lines(self) -> tuple[str, ...]:
+        """What it says, a problem a line (each line safe as one line of a log)."""
+        return (str(self),)
+
+
+class InputErrors(InputError):
+    """Several problems of one input, reported at once: the first is `pos` and `message`,
+    str() gives every one, a line each."""
+
+    def __init__(self, problems: Sequence[tuple[Position, str]]):
+        first, *_ = problems
+        super().__init__(*first)
+        self.problems = tuple((Position(one_line(p.file), p.line, p.column), one_line(m))
+                              for p, m in problems)
+        self.args = ("\n".join(f"{p}: {m}" for p, m in self.problems),)
+
+    def fresh(self) -> InputError:
+        return InputErrors(self.problems)
+
+    def lines(self) -> tuple[str, ...]:
+        return tuple(f"{p}: {m}" for p, m in self.problems)
 
 
 def _kind(mode: int) -> str:
@@ -471,6 +498,6 @@ def is_regular(p: Path) -> bool:
     except OSError:
         return False
 
-__all__ = ["GENERATED_MARKER", "InputError", "Loader", "TagMemoLoader", "check_node", "decode",
+__all__ = ["GENERATED_MARKER", "InputError", "InputErrors", "Loader", "TagMemoLoader", "check_node", "decode",
            "documents", "is_generated", "is_regular", "load_all", "memo_loader", "one_line",
            "read_bytes", "read_text"]

@@ -21,16 +21,18 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
 
 from topogate.core.position import Position
+from topogate.k8s import kustomization as kmodel
+from topogate.k8s.kustomization import Kustomization, field, scalar_items
 from topogate.safeio import subproc
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display, kustomization_file
 from topogate.safeio.saferead import InputError, documents, is_generated, read_bytes, read_text
 from topogate.sources import split_build
-from topogate.sources.split_build import node_field as _get
 
 # Fields holding paths (files, or directories with a kustomization) that kustomize reads.
 _PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators",
@@ -104,40 +106,34 @@ class Tree:
     part_patches: tuple[split_build.Patch, ...] = ()
 
 
-def _pos(shown: str, node: Any) -> Position:
-    return Position(shown, node.start_mark.line + 1, node.start_mark.column + 1)
-
-
-def _scalars(node: Any) -> Iterator[Any]:
-    """Scalar items of a sequence node (anything else is kustomize's to reject)."""
-    if isinstance(node, yaml.SequenceNode):
-        yield from (n for n in node.value if isinstance(n, yaml.ScalarNode))
-    elif isinstance(node, yaml.ScalarNode) and node.value:
-        yield node
-
-
-def references(kfile: str, root_node: Any) -> Iterator[tuple[str, str, Position]]:
+def references(k: Kustomization) -> Iterator[tuple[str, str, Position]]:
     """(field, path as written, position) of every file or directory the kustomization names,
     the paths inside inline generator and transformer configs included."""
-    # The root's fields looked up once, not one scan of it per field asked about below; the
-    # first of a repeated key wins, as in _get (the guard refused repeats anyway).
-    fields = {k.value: v for k, v in reversed(root_node.value) if isinstance(k, yaml.ScalarNode)}
     for key in _HELM:
-        if fields.get(key) is not None:
-            raise NotLocal(_pos(kfile, fields[key]), _HELM_WHY.format(key=key))
+        if k.get(key) is not None:
+            raise NotLocal(k.pos(k.get(key)), _HELM_WHY.format(key=key))
     for key in _PATH_LISTS:
-        for n in _scalars(fields.get(key)):
+        for n in k.scalars(key):
             # Only the config lists and patchesStrategicMerge take inline text; anything else
             # listed (resources, bases, ...) is a path, however it looks, and is checked as one.
             if not (key in _INLINE_LISTS and _inline(n.value)):
-                yield key, n.value, _pos(kfile, n)
+                yield key, n.value, k.pos(n)
             elif key in _CONFIG_LISTS:
                 # An inline config (`transformers: ["kind: PatchTransformer\npath: ..."]`)
                 # names files as a config file does; they resolve against this kustomization.
-                where = _pos(kfile, n)
-                for field, ref, _ in config_references(n.value, kfile):
-                    yield field, ref, where
-    yield from _mapping_references(kfile, fields)
+                where = k.pos(n)
+                for fld, ref, _ in config_references(n.value, k.shown):
+                    yield fld, ref, where
+    for key in _PATH_ITEMS:
+        for item in k.items(key):
+            for n in scalar_items(field(item, "path")):
+                yield key, n.value, k.pos(n)
+    # `openapi` is a Go map: its `path` key is matched exactly
+    for n in scalar_items(field(k.get("openapi"), "path")):
+        yield "openapi", n.value, k.pos(n)
+    for key in _GENERATORS:
+        for gen in k.items(key):
+            yield from _generator_references(k.shown, key, gen)
 
 
 _INLINE_LISTS = ("generators", "transformers", "validators", "patchesStrategicMerge")
@@ -147,29 +143,17 @@ def _inline(value: str) -> bool:
     return "\n" in value or value.lstrip().startswith("{")
 
 
-def _mapping_references(kfile: str, fields: dict[str, Any]) -> Iterator[tuple[str, str, Position]]:
-    """The paths of a kustomization's (or a builtin config's) mapping fields."""
-    for key in _PATH_ITEMS:
-        items = fields.get(key)
-        for item in items.value if isinstance(items, yaml.SequenceNode) else ():
-            for n in _scalars(_get(item, "path")):
-                yield key, n.value, _pos(kfile, n)
-    openapi = fields.get("openapi")
-    for n in _scalars(_get(openapi, "path")):
-        yield "openapi", n.value, _pos(kfile, n)
-    for key in _GENERATORS:
-        gens = fields.get(key)
-        for gen in gens.value if isinstance(gens, yaml.SequenceNode) else ():
-            yield from _generator_references(kfile, key, gen)
+def _pos(shown: str, node: Any) -> Position:
+    return Position(shown, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
 def _generator_references(kfile: str, key: str, gen: Any) -> Iterator[tuple[str, str, Position]]:
     """The files and env files of one ConfigMap or Secret generator (a mapping node)."""
-    for n in _scalars(_get(gen, "files")):
+    for n in scalar_items(field(gen, "files")):
         yield f"{key} files", n.value.split("=", 1)[-1], _pos(kfile, n)
-    for field in ("envs", "env"):
-        for n in _scalars(_get(gen, field)):
-            yield f"{key} {field}", n.value, _pos(kfile, n)
+    for fld in ("envs", "env"):
+        for n in scalar_items(field(gen, fld)):
+            yield f"{key} {fld}", n.value, _pos(kfile, n)
 
 
 # Builtin generator and transformer configs (files listed under `generators:`,
@@ -188,26 +172,24 @@ def config_references(text: str, shown: str) -> Iterator[tuple[str, str, Positio
     """(field, path as written, position) of every file a generator/transformer config text
     names: ConfigMapGenerator and SecretGenerator `files`/`envs`/`env`, PatchTransformer and
     PatchJson6902Transformer `path`, PatchStrategicMergeTransformer `paths`,
-    ReplacementTransformer `replacements[].path`. A HelmChartInflationGenerator is refused."""
-    for _, node, _ in documents(text, shown, construct=False):
-        if not isinstance(node, yaml.MappingNode):
-            continue
-        kind_node = _get(node, "kind")
-        kind = kind_node.value if isinstance(kind_node, yaml.ScalarNode) else ""
+    ReplacementTransformer `replacements[].path`. A HelmChartInflationGenerator is refused; a
+    key kustomize reads under another spelling, or a merge key, is refused (k8s.kustomization)."""
+    for cfg in kmodel.configs(text, shown):
+        node, kind = cfg.node, cfg.kind
         if kind in _BUILTIN_HELM:
             raise NotLocal(_pos(shown, node), _HELM_WHY.format(key=kind))
         if kind in _BUILTIN_GENERATORS:
             yield from _generator_references(shown, _BUILTIN_GENERATORS[kind], node)
         elif kind in _BUILTIN_PATH:
-            for n in _scalars(_get(node, "path")):
+            for n in scalar_items(field(node, "path")):
                 yield f"{kind} path", n.value, _pos(shown, n)
         elif kind == "PatchStrategicMergeTransformer":
-            for n in _scalars(_get(node, "paths")):
+            for n in scalar_items(field(node, "paths")):
                 yield f"{kind} paths", n.value, _pos(shown, n)
         elif kind == "ReplacementTransformer":
-            items = _get(node, "replacements")
+            items = field(node, "replacements")
             for item in items.value if isinstance(items, yaml.SequenceNode) else ():
-                for n in _scalars(_get(item, "path")):
+                for n in scalar_items(field(item, "path")):
                     yield f"{kind} replacements", n.value, _pos(shown, n)
 
 
@@ -224,7 +206,7 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) ->
     stack = [str(d)]
     generates = False
     keeps = True  # no kustomization of the tree renames (split_build)
-    found: dict[str, _Dir] = {}  # the root's and the directory it lists first
+    tops: list[split_build.Top] = []  # the root's facts and those of the directory it lists first
     while stack:  # iterative: a chain of a thousand bases must not exhaust the stack
         cur = stack.pop()
         real_dir = roots.real_dir(cur)  # remembered: its kustomization file resolves from it
@@ -232,40 +214,18 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) ->
             continue
         done.add(real_dir)
         order.append(real_dir)
-        one = _check_dir(cur, roots, checked, root=len(order) == 1)
-        if len(order) <= 2:
-            found[real_dir] = one
+        one = _check_dir(cur, real_dir, roots, checked, root=len(order) == 1, top=len(order) <= 2)
+        if one.top is not None:
+            tops.append(one.top)
         generates = generates or one.generates
         keeps = keeps and one.keeps
         stack.extend(reversed(one.subdirs))
+    split = split_build.decide(tops, order, keeps)
     tree = Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]), generates)
-    return _with_parts(tree, found, order) if keeps else tree
-
-
-def _with_parts(tree: Tree, found: dict[str, _Dir], order: list[str]) -> Tree:
-    """The tree with the directories its build may be split among: the root's own, or, for a
-    root that wraps one directory with targeted patches, that directory's."""
-    top = found[order[0]]
-    patches: tuple[split_build.Patch, ...]
-    if top.composition:
-        parts, base, patches, tops = top.composition, None, (), order[:1]
-    elif top.patches is not None and len(order) > 1 and found[order[1]].composition:
-        parts, base, patches, tops = found[order[1]].composition, Path(order[1]), top.patches, order[:2]
-    else:
+    if split is None:
         return tree
-    # kustomize refuses a directory with two kustomization files; the parts never read these
-    if any(sum(os.path.lexists(os.path.join(t, n)) for n in KUSTOMIZATION_FILES) != 1 for t in tops):
-        return tree
-    # kustomize refuses a directory that holds one it came from ("cycle detected"): the parts,
-    # which come from elsewhere, would not. Such a tree is built whole, which refuses it.
-    if len(parts) < 2 or any(_holds(d, t) for d in order[1:] for t in tops if d != t):
-        return tree
-    return Tree(tree.root, tree.dirs, tree.generates, parts, base, patches)
-
-
-def _holds(d: str, t: str) -> bool:
-    """Whether directory d (a real path) is t or above it."""
-    return d == t or t.startswith(d.rstrip("/") + "/")
+    return dataclasses.replace(tree, parts=split.parts, part_patches=split.patches,
+                               parts_from=None if split.parts_from is None else Path(split.parts_from))
 
 
 @dataclass(frozen=True)
@@ -275,93 +235,88 @@ class _Dir:
     subdirs: list[str]  # the directories it names, as Path texts, to check next
     generates: bool  # it (not being a file topogate generated) runs a ConfigMap/Secret generator
     keeps: bool  # it renames nothing (split_build), its patches and files included
-    # the directories it lists, when it lists only directories and does nothing else
-    composition: tuple[str, ...] = ()
-    # a root that wraps one directory with targeted patches: those, their files' text read
-    patches: tuple[split_build.Patch, ...] | None = None
+    top: split_build.Top | None  # for the root and the directory it lists first: the split's facts
 
 
-def _check_dir(cur: str, roots: Roots, checked: dict[str, bool], root: bool = False) -> _Dir:
+def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], root: bool = False,
+               top: bool = False) -> _Dir:
     """Check one kustomization directory (a Path's text) and the files it names.
 
     Paths are kept as text here: a tree of thousands of overlays would otherwise build and
     hash several Path objects for every file it names. `checked` maps a file's real path to
     whether it is free of split_build's FORBIDDEN_TEXT, and the real path + NUL (no path holds
-    one) to whether, as a patch, it keeps every id (split_build)."""
-    kfile = next((f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f)), None)
-    if kfile is None:
+    one) to whether, as a patch, it keeps every id (split_build). `top`: keep what the split
+    decision reads of this directory (its model, what it lists, its plain patch files)."""
+    # how many there are matters only to the split decision (kustomize refuses two): for the
+    # other directories, the first found is enough (an lstat each, over thousands of overlays)
+    found = (f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f))
+    kfiles = list(found) if top else [f for f in [next(found, None)] if f is not None]
+    if not kfiles:
         raise InputError(Position(display(Path(cur)), 1, 1), (
             "a directory named as a base or resource has no kustomization.yaml"))
+    kfile = kfiles[0]
     kshown = display(Path(kfile))
     kreal, _ = roots.check_text(kfile, Position(kshown, 1, 1), kshown)
     roots.check_tracked(kreal, Position(kshown, 1, 1), kshown)
     text = read_text(kfile, kshown)
-    nodes = [node for _, node, _ in documents(text, kshown, construct=False)]
-    if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
-        raise InputError(Position(kshown, 1, 1), "a kustomization must be one YAML mapping")
-    fields = {k.value: v for k, v in reversed(nodes[0].value) if isinstance(k, yaml.ScalarNode)}
-    pure = split_build.root_parts(fields)  # it only lists (directories, checked below)
-    wrapper = split_build.wrapper_patches(fields) if root else None
-    # A root's own fields decide through `pure` and `wrapper` (_with_parts); below it, each
-    # kustomization may only keep ids.
-    keeps = ((root or split_build.keeps_ids(fields)) and not split_build.forbidden(text, nodes)
-             and split_build.inline_patches_keep_ids(fields, kshown))
+    k = kmodel.read(text, kshown)
+    keeps = split_build.dir_keeps(k, text, root)
     listed_dirs: list[str] = []
-    patch_texts: dict[str, str] = {}  # a wrapping root's patch files, to repeat in each part
+    lists_file = False
+    patch_files: dict[str, str] = {}  # its plain patch files below it (a wrapping root's)
     subdirs: list[str] = []
     generates = False
-    refs = list(reversed(list(references(kshown, nodes[0]))))  # a stack, popped in order
+    refs = list(reversed(list(references(k))))  # a stack, popped in order
     while refs:
-        field, ref, where = refs.pop()
+        fld, ref, where = refs.pop()
         if REMOTE.search(ref):
             raise NotLocal(where, (
-                f"{field} entry '{ref}' is remote: the build would depend on the network and "
+                f"{fld} entry '{ref}' is remote: the build would depend on the network and "
                 "on what it serves today; vendor it into the repository"))
         target = _join(cur, ref)
         if not os.path.lexists(target):
-            raise InputError(where, f"{field} entry '{ref}' does not exist")
-        real, mode = roots.check_text(target, where, f"{field} entry '{ref}'")
+            raise InputError(where, f"{fld} entry '{ref}' does not exist")
+        real, mode = roots.check_text(target, where, f"{fld} entry '{ref}'")
         if _dotdot_inside(ref):
-            _same_as_kustomize(cur, ref, real, roots, where, field)
+            _same_as_kustomize(cur, ref, real, roots, where, fld)
         # the mode is of the real path's lstat, and it is no symlink: as a stat of it would say
         if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(real):
             subdirs.append(target)
-            listed_dirs.append(ref)
+            if fld in ("resources", "bases"):
+                listed_dirs.append(ref)
             continue
-        if field in ("resources", "bases"):
-            pure = False  # it lists a file: not a composition of directories
-        roots.check_tracked(real, where, f"{field} entry '{ref}'")
-        generates = generates or field.startswith(_GENERATORS)
+        if fld in ("resources", "bases"):
+            lists_file = True  # it lists a file: not a composition of directories
+        roots.check_tracked(real, where, f"{fld} entry '{ref}'")
+        generates = generates or fld.startswith(_GENERATORS)
         shown = os.path.normpath(os.path.join(os.path.dirname(kshown), ref))
-        if field in _CONFIG_LISTS:
+        if fld in _CONFIG_LISTS:
             # a config file names files of its own, read by the same build: checked as well
             refs.extend(reversed(list(config_references(read_text(target, shown), shown))))
             continue
-        as_patch = field in _ID_PATCHES
-        if real not in checked or (as_patch and real + "\0" not in checked) or (wrapper and field == "patches"):
-            if _yaml_field(field):
+        as_patch = fld in _ID_PATCHES
+        wanted = top and fld == "patches"
+        if real not in checked or (as_patch and real + "\0" not in checked) or wanted:
+            if _yaml_field(fld):
                 body = read_text(target, shown)
                 docs = [n for _, n, _ in documents(body, shown, construct=False)]
                 checked[real] = not split_build.forbidden(body, docs)
                 if as_patch:
                     checked[real + "\0"] = split_build.patch_keeps_ids(docs)
-                if wrapper and field == "patches":
-                    # kustomize loads a patch file only from below its kustomization (the load
-                    # restrictor): one elsewhere fails the whole build, so the root is built whole
-                    below = real.startswith(roots.real_dir(cur).rstrip("/") + "/") and not ref.startswith("/")
-                    if below and split_build.plain_patch(body):
-                        patch_texts[ref] = body
+                # kustomize loads a patch file only from below its kustomization (the load
+                # restrictor): one elsewhere fails the whole build, so such a root is built whole
+                below = real.startswith(real_dir.rstrip("/") + "/") and not ref.startswith("/")
+                if wanted and below and split_build.plain_patch(body):
+                    patch_files[ref] = body
             else:
                 read_bytes(target, shown)
                 checked[real] = True
         keeps = keeps and checked[real] and (not as_patch or checked[real + "\0"])
-    composition = tuple(listed_dirs) if pure and len(listed_dirs) == len(set(listed_dirs)) else ()
-    patches = None
-    if wrapper is not None and len(listed_dirs) == 1 and all(p.path is None or p.path in patch_texts
-                                                             for p in wrapper):
-        patches = tuple(p if p.path is None else dataclasses.replace(p, text=patch_texts[p.path])
-                        for p in wrapper)
-    return _Dir(subdirs, generates and not is_generated(kreal), keeps, composition, patches)
+    facts = None
+    if top:
+        facts = split_build.Top(real_dir, k, len(kfiles), tuple(listed_dirs), lists_file,
+                                MappingProxyType(patch_files))
+    return _Dir(subdirs, generates and not is_generated(kreal), keeps, facts)
 
 
 def _dotdot_inside(ref: str) -> bool:

@@ -357,7 +357,7 @@ class _Builds:
 
 def _again(e: InputError) -> InputError:
     """A fresh exception saying what `e` says, of its class, for raising one that is kept."""
-    return type(e)(e.pos, e.message)
+    return e.fresh()
 
 
 def _build_one(d: Path, tree: Tree, parts: int = 1) -> _Built | InputError:

@@ -20,12 +20,13 @@ from typing import Any
 import yaml
 
 from topogate.core.position import Position
+from topogate.k8s import kustomization as kmodel
+from topogate.safeio.repopaths import kustomization_file
 from topogate.safeio.saferead import InputError, documents, load_all, read_text
 from topogate.sources.positions import node_position
 
 PathT = tuple[str | int, ...]
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,15 @@ def patches_of(dirs: list[Path]) -> list[Patch]:
     """Every explicit patch of the kustomizations in dirs, in the order given (outermost first)."""
     out: list[Patch] = []
     for d in dirs:
-        kfile = next((d / n for n in KUSTOMIZATION_FILES if (d / n).is_file()), None)
-        k = _load(kfile)[0] if kfile is not None and _load(kfile) else None
-        if kfile is None or not isinstance(k, dict):
+        kfile = kustomization_file(d)
+        if kfile is None:
             continue
+        try:
+            k = kmodel.read(read_text(kfile, str(kfile)), str(kfile))
+        except InputError:
+            continue  # the tree's check refused it before any build: nothing is blamed on it
         for key in ("patches", "patchesStrategicMerge", "patchesJson6902"):
-            items = k.get(key)
+            items = k.value(key)
             for i, item in enumerate(items if isinstance(items, list) else []):
                 target = item.get("target") if isinstance(item, dict) else None
                 p = _patch(d, kfile, (key, i), item, target)

@@ -38,16 +38,18 @@ whole build would not.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from topogate.k8s.kustomization import Kustomization, field
 from topogate.safeio.saferead import InputError, documents
 
 # The root's kustomization may hold only these: then it appends its directories and nothing else.
@@ -130,15 +132,95 @@ def _strings(v: Any) -> Iterable[str]:
             yield from _strings(x)
 
 
-# --- what check_tree asks of each kustomization --------------------------------------------
+# --- the decision: a pure function of what check_tree read -----------------------------------
 
-def root_parts(fields: dict[str, Any]) -> bool:
-    """Whether a root kustomization (its fields, as composed nodes) only appends what it lists,
-    each entry a string as kustomize's YAML reads it (`yes` or `1` are not: it refuses them)."""
-    if not set(fields) <= ROOT_FIELDS:
+@dataclass(frozen=True)
+class Top:
+    """What the decision reads of the root, and of the one directory a wrapping root lists."""
+
+    real: str  # its real path
+    kustomization: Kustomization
+    kfiles: int  # kustomization files in the directory (kustomize refuses more than one)
+    listed: tuple[str, ...]  # the directories it lists (resources/bases), as written, in order
+    lists_file: bool  # resources/bases also name a file
+    # its patch files that lie below it and are plain (`plain_patch`): path as written -> text
+    patch_files: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Split:
+    """How a root is built in parts: the directories, as the kustomization of `parts_from`
+    (None: the root itself) lists them, and the wrapping root's patches each part applies."""
+
+    parts: tuple[str, ...]
+    parts_from: str | None = None
+    patches: tuple[Patch, ...] = ()
+
+
+def decide(tops: Sequence[Top], order: Sequence[str], keeps: bool) -> Split | None:
+    """Whether, and how, the root may be built in parts: `tops` are the root's facts and, when
+    it lists a directory first, that directory's; `order` the real path of every directory of
+    the tree in walk order (the root first); `keeps` whether every kustomization below the
+    root, and every file the tree reads, keeps ids (`dir_keeps`, `forbidden`,
+    `patch_keeps_ids`). None: build it whole."""
+    if not keeps or not tops:
+        return None
+    top = tops[0]
+    composition = _composition(top)
+    wrapper = _wrapper(top)
+    if composition:
+        split, used = Split(composition), tops[:1]
+    elif wrapper is not None and len(tops) > 1 and _composition(tops[1]):
+        split, used = Split(_composition(tops[1]), tops[1].real, wrapper), tops[:2]
+    else:
+        return None
+    # kustomize refuses a directory with two kustomization files; the parts never read these
+    if any(t.kfiles != 1 for t in used):
+        return None
+    # kustomize refuses a directory that holds one it came from ("cycle detected"): the parts,
+    # which come from elsewhere, would not. Such a tree is built whole, which refuses it.
+    if len(split.parts) < 2 or any(_holds(d, t.real) for d in order[1:] for t in used if d != t.real):
+        return None
+    return split
+
+
+def _holds(d: str, t: str) -> bool:
+    """Whether directory d (a real path) is t or above it."""
+    return d == t or t.startswith(d.rstrip("/") + "/")
+
+
+def _composition(t: Top) -> tuple[str, ...]:
+    """The directories a kustomization lists when it lists only directories, each once, and
+    does nothing else."""
+    if not root_parts(t.kustomization) or t.lists_file or len(t.listed) != len(set(t.listed)):
+        return ()
+    return t.listed
+
+
+def _wrapper(t: Top) -> tuple[Patch, ...] | None:
+    """A wrapping root's patches with their files' text, or None."""
+    patches = wrapper_patches(t.kustomization)
+    if patches is None or len(t.listed) != 1 or t.lists_file:
+        return None
+    if not all(p.path is None or p.path in t.patch_files for p in patches):
+        return None
+    return tuple(p if p.path is None else dataclasses.replace(p, text=t.patch_files[p.path]) for p in patches)
+
+
+def dir_keeps(k: Kustomization, text: str, root: bool) -> bool:
+    """Whether a kustomization's own fields and text keep ids: below the root it may only use
+    SAFE_FIELDS without renaming options; the root's fields decide through `decide`. Its files'
+    texts are `forbidden`'s and `patch_keeps_ids`'s."""
+    return ((root or keeps_ids(k)) and not forbidden(text, [k.node]) and inline_patches_keep_ids(k))
+
+
+def root_parts(k: Kustomization) -> bool:
+    """Whether a root kustomization only appends what it lists, each entry a string as
+    kustomize's YAML reads it (`yes` or `1` are not: it refuses them)."""
+    if not set(k.fields) <= ROOT_FIELDS:
         return False
-    kind, api = _scalar(fields.get("kind")), _scalar(fields.get("apiVersion"))
-    listed = fields.get("resources")
+    kind, api = _scalar(k.get("kind")), _scalar(k.get("apiVersion"))
+    listed = k.get("resources")
     if not isinstance(listed, yaml.SequenceNode) or not all(_string(n) for n in listed.value):
         return False
     return kind in (None, "Kustomization") and api in (None, _KUSTOMIZATION_API)
@@ -179,17 +261,20 @@ class Patch:
     target: tuple[tuple[str, str], ...]
 
 
-def wrapper_patches(fields: dict[str, Any]) -> tuple[Patch, ...] | None:
+def wrapper_patches(k: Kustomization) -> tuple[Patch, ...] | None:
     """A root that lists one directory and patches what it selects by target, as the generated
     `argocd/clusters/<name>/` does (sync waves): its patches, or None for any other root.
 
     A targeted patch applies to each object it selects, on its own (builtins/PatchTransformer.go:
     `Select`, then one patch per object), so each part may apply it to its share; an entry
     without a target names one object, which all parts but one lack, and options may rename."""
-    if not set(fields) <= _WRAPPER_FIELDS or not root_parts({k: v for k, v in fields.items() if k != "patches"}):
+    if not set(k.fields) <= _WRAPPER_FIELDS:
         return None
-    listed, items = fields.get("resources"), fields.get("patches")
+    listed, items = k.get("resources"), k.get("patches")
     if not isinstance(listed, yaml.SequenceNode) or len(listed.value) != 1 or not _string(listed.value[0]):
+        return None
+    kind, api = _scalar(k.get("kind")), _scalar(k.get("apiVersion"))
+    if kind not in (None, "Kustomization") or api not in (None, _KUSTOMIZATION_API):
         return None
     if not isinstance(items, yaml.SequenceNode):
         return None
@@ -197,22 +282,22 @@ def wrapper_patches(fields: dict[str, Any]) -> tuple[Patch, ...] | None:
     for item in items.value:
         if not isinstance(item, yaml.MappingNode):
             return None
-        keys = {_scalar(k) for k, _ in item.value}
-        target = node_field(item, "target")
+        keys = {_scalar(key) for key, _ in item.value}
+        target = field(item, "target")
         if not keys <= {"path", "patch", "target"} or not isinstance(target, yaml.MappingNode):
             return None
-        if not all(_text(k) and _text(v) for k, v in target.value):
+        if not all(_text(key) and _text(v) for key, v in target.value):
             return None
-        selector = [(_scalar(k), _scalar(v)) for k, v in target.value]
-        if any(k not in _SELECTOR_KEYS for k, _ in selector):
+        selector = [(_scalar(key), _scalar(v)) for key, v in target.value]
+        if any(key not in _SELECTOR_KEYS for key, _ in selector):
             return None
-        path_node, text_node = node_field(item, "path"), node_field(item, "patch")
+        path_node, text_node = field(item, "path"), field(item, "patch")
         if (path_node is None) == (text_node is None) or not _string(path_node or text_node):
             return None
         path, text = _scalar(path_node), _scalar(text_node)
         if text is not None and not plain_patch(text):
             return None
-        out.append(Patch(path, text or "", tuple((str(k), str(v)) for k, v in selector)))
+        out.append(Patch(path, text or "", tuple((str(key), str(v)) for key, v in selector)))
     return tuple(out)
 
 
@@ -223,35 +308,33 @@ def plain_patch(text: str) -> bool:
     return "$patch" not in text and "\\" not in text
 
 
-def keeps_ids(fields: dict[str, Any]) -> bool:
+def keeps_ids(k: Kustomization) -> bool:
     """Whether a kustomization below the root renames nothing by its own fields (its patches'
     contents are `patch_keeps_ids`'s)."""
-    if not set(fields) <= SAFE_FIELDS:
+    if not set(k.fields) <= SAFE_FIELDS:
         return False
-    if _scalar(fields.get("kind")) not in (None, "Kustomization"):
+    if _scalar(k.get("kind")) not in (None, "Kustomization"):
         return False
-    items = fields.get("patches")
-    for item in items.value if isinstance(items, yaml.SequenceNode) else ():
-        options = node_field(item, "options")
+    for item in k.items("patches"):
+        options = field(item, "options")
         for key in ("allowNameChange", "allowKindChange"):
-            if _scalar(node_field(options, key)) not in (None, "false"):
+            if _scalar(field(options, key)) not in (None, "false"):
                 return False
     return True
 
 
-def inline_patches_keep_ids(fields: dict[str, Any], shown: str) -> bool:
+def inline_patches_keep_ids(k: Kustomization) -> bool:
     """Whether the `patch:` texts written inline in a kustomization's `patches` and
     `patchesJson6902` keep ids (an inline `patchesStrategicMerge` entry is a strategic merge
     patch: it does). One that is not YAML is kustomize's to report (positions would be the
     patch text's, not the kustomization's): the tree is built whole."""
     for key in ("patches", "patchesJson6902"):
-        items = fields.get(key)
-        for item in items.value if isinstance(items, yaml.SequenceNode) else ():
-            text = _scalar(node_field(item, "patch"))
+        for item in k.items(key):
+            text = _scalar(field(item, "patch"))
             if text is None:
                 continue
             try:
-                if not patch_keeps_ids([n for _, n, _ in documents(text, shown, construct=False)]):
+                if not patch_keeps_ids([n for _, n, _ in documents(text, k.shown, construct=False)]):
                     return False
             except InputError:
                 return False
@@ -269,12 +352,14 @@ def patch_keeps_ids(nodes: Iterable[Any]) -> bool:
         if not isinstance(node, yaml.SequenceNode):
             return False
         for op in node.value:
-            if not isinstance(op, yaml.MappingNode):
+            # json-patch decodes an operation into a Go map (exact keys), after sigs.k8s.io/yaml
+            # expanded any merge key: a `from` behind `<<` is read, so such an operation is doubt
+            if not isinstance(op, yaml.MappingNode) or any(_scalar(key) == "<<" for key, _ in op.value):
                 return False
-            path = _scalar(node_field(op, "path"))
+            path = _scalar(field(op, "path"))
             if path is None or _touches_id(path):
                 return False
-            source = node_field(op, "from")
+            source = field(op, "from")
             if source is not None and (_scalar(source) is None or _touches_id(_scalar(source) or "")):
                 return False
     return True
@@ -289,15 +374,6 @@ def _touches_id(pointer: str) -> bool:
     if tokens[0] == "metadata":
         return len(tokens) == 1 or tokens[1] in ("name", "namespace", "")
     return False
-
-
-def node_field(node: Any, key: str) -> Any:
-    """The value node of `key` in a composed mapping node (the first, as kustomize reads it)."""
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return v
-    return None
 
 
 def _scalar(node: Any) -> str | None:
@@ -520,5 +596,6 @@ def _patch_entry(d: str, j: int, p: Patch) -> dict[str, Any]:
     return {"path": name, "target": dict(p.target)}
 
 
-__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "forbidden", "PATCH_FIELDS", "Patch", "wrapper_patches", "build_in_parts", "confirm", "inline_patches_keep_ids", "node_field", "plain_patch",
-           "keeps_ids", "merge", "patch_keeps_ids", "root_parts", "scan", "shares"]
+__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "PATCH_FIELDS", "Patch", "Split", "Top", "build_in_parts", "confirm",
+           "decide", "dir_keeps", "forbidden", "inline_patches_keep_ids", "keeps_ids", "merge", "patch_keeps_ids",
+           "plain_patch", "root_parts", "scan", "shares", "wrapper_patches"]
