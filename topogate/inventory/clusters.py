@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from topogate.core.labels import DEFAULT_ZONE_LABEL
+from topogate.inventory.devices import read_pool_devices
 from topogate.inventory.kueue import read_admission, read_kueue
 from topogate.inventory.model import Cluster, CostConfig, NetworkZone, Pool, Taint, Zone
 from topogate.inventory.values import as_int, labels, quantity, seq
@@ -37,7 +38,8 @@ def read_cluster(chk: Checker, i: int, c: dict[str, Any]) -> Cluster:
             pools.append(Pool(
                 str(p.get("name", "")), as_int(p.get("nodes")), as_int(p.get("gpusPerNode")),
                 labels(p.get("labels")), taints, chk.loc.at(pp),
-                quantity(p.get("cpuPerNode")), quantity(p.get("memoryPerNode"))))
+                quantity(p.get("cpuPerNode")), quantity(p.get("memoryPerNode")),
+                read_pool_devices(chk, pp, p.get("devices"))))
         chk.unique(pool_items, "pool", f" in zone '{z.get('name')}'")
         zone_items.append((zp + ("name",), str(z.get("name"))))
         zones.append(Zone(str(z.get("name", "")), tuple(sorted(pools, key=lambda p: p.name)),

@@ -34,6 +34,18 @@ class Taint:
 
 
 @dataclass(frozen=True)
+class PoolDevice:
+    """Devices each node of a pool offers through Dynamic Resource Allocation (its ResourceSlices):
+    of a DeviceClass by name, or of a driver with attributes a DeviceClass's selector reads."""
+
+    count: int
+    device_class: str = ""
+    driver: str = ""
+    attributes: tuple[tuple[str, str | int | bool], ...] = ()
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
 class Pool:
     name: str
     nodes: int
@@ -45,6 +57,7 @@ class Pool:
     # them: Kueue's quotas never invent capacity the inventory does not state.
     cpu_per_node: str | None = None
     memory_per_node: str | None = None
+    devices: tuple[PoolDevice, ...] = ()  # DRA devices per node (`devices`)
 
     @property
     def gpus(self) -> int:
@@ -372,6 +385,6 @@ def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
 
 __all__ = ["API_VERSION", "AdmissionConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
            "EgressRule", "GitOps", "Inventory", "KIND", "KueueConfig", "Metrics",
-           "NetworkZone", "PLACEMENTS", "PROVIDERS", "Pool", "PortSpec", "ReplicaGroup",
+           "NetworkZone", "PLACEMENTS", "PROVIDERS", "Pool", "PoolDevice", "PortSpec", "ReplicaGroup",
            "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
            "follow_zones", "kueue_groupable"]

@@ -27,9 +27,10 @@ from topogate.analysis.placement import JobPlacement
 from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
 from topogate.analysis.proofs.flows import job_flows
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
-from topogate.analysis.scheduling import selector_matches
+from topogate.analysis.scheduling import selector_matches, unreadable
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster, Inventory
+from topogate.k8s.dra import DEVICE_CLASS, ClaimIndex
 from topogate.k8s.jobs import RUNTIME_KINDS, TrainingJob, find_jobs
 from topogate.k8s.kinds import KUEUE_KINDS, PLAIN_POD_TEMPLATES
 from topogate.k8s.podgroups import POD_GROUP_KIND, read_pod_groups
@@ -37,6 +38,7 @@ from topogate.sources.manifests import K8sObject
 
 HOST_NETWORK_PEER = External(entity="remote-node")
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+HYPERNODE = "HyperNode"  # Volcano's network topology (topology.volcano.sh)
 
 
 def _first_mover(spec: dict[str, Any], labels: dict[str, str], zone_key: str) -> bool:
@@ -53,7 +55,8 @@ def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str,
                   kueue_held: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Schedule orders the feasible-placement view hides: the first pod of a self-following unit
     lands in a zone its partners cannot use, and every later pod must join it there. (Not for
-    groups Kueue admits: it picks the unit's zone before any of its pods exists.)"""
+    groups placed as a whole: Kueue, a PodGroup's topology or another scheduler picks the unit's
+    zone before any of its pods is bound.)"""
     risks: list[str] = []
     for g in job.groups:
         gp = plc.group(g.name)
@@ -95,8 +98,12 @@ class ClusterMap:
         workloads = [o.obj for o in objects if o.kind in PLAIN_POD_TEMPLATES]
         # The Workload API's PodGroups: a zone topology holds their pods in one zone.
         pod_groups = read_pod_groups(o.obj for o in objects if o.kind == POD_GROUP_KIND)
+        # DRA: which DeviceClass a pool's devices declared by driver belong to.
+        self.device_classes = ClaimIndex(o.obj for o in objects + shared_policies if o.kind == DEVICE_CLASS).classes
+        hypernodes = [o.obj for o in objects + shared_policies if o.kind == HYPERNODE]
         self.placements = placement_mod.place_all(
-            self.jobs, lambda _j: cluster, ns_labels, self.kueue, workloads, pod_groups)
+            self.jobs, lambda _j: cluster, ns_labels, self.kueue, workloads, pod_groups, self.device_classes,
+            hypernodes)
         self.policy_keys = policy_keys(o for o in policy_objs if o.kind in POLICY_KINDS)
         # One copy of each group's pool verdicts: jobs of one shape land on the same pools for
         # the same reasons, and every job's verdicts are kept to the end of the run.
@@ -157,14 +164,42 @@ class ClusterMap:
             {"needs": cap.requested, "has": cap.zone_gpus if cap.zone else cap.available,
              "zone": cap.zone, "fits": cap.fits, "message": cap.message},
             tuple(dict.fromkeys((*plc.pending_risks,
-                                 *_strand_risks(job, plc, self.cluster.zone_label, kueue_held)))),
+                                 *_strand_risks(job, plc, self.cluster.zone_label,
+                                                kueue_held | plc.placed_whole)))),
             tuple(job.problems),
             kj.summary,
+            self._device_notes(job),
+            tuple((g, sched, text, self._group_pos(job, g)) for g, sched, text in plc.scheduler_notes),
         )
         if not any(g.pods for g in job.groups):
             # No pod to place: nothing can split (an empty JobSet is not "split across zones ()").
             jm = dataclasses.replace(jm, colocated=True, split_reasons=())
         return self._exclusive_topology(job, jm), classes, plc
+
+    @staticmethod
+    def _group_pos(job: TrainingJob, name: str) -> Position:
+        g = job.group(name)
+        return position_of(g.source if g is not None else job.source)
+
+    def _device_notes(self, job: TrainingJob) -> tuple[tuple[str, Position], ...]:
+        """What topogate cannot model of the DRA claims of a job's groups (``k8s.dra``), and a
+        DeviceClass they claim that is not among the manifests (only pools naming it count)."""
+        out: list[tuple[str, Position]] = []
+        for g in job.groups:
+            pos = position_of(g.source)
+            out += [(f"{g.name}: {p}", pos) for p in g.devices.problems]
+            for cls in sorted({r.device_class for r in g.devices.requests} - set(self.device_classes)):
+                named = any(d.device_class == cls for z in self.cluster.zones for p in z.pools for d in p.devices)
+                if not named:
+                    out.append((f"{g.name}: claims devices of DeviceClass {cls}, which is not among the manifests and "
+                                "which no pool of the inventory names (devices: deviceClass): no pool offers them, so "
+                                "the verdict may be too strict", pos))
+            for cls in sorted({r.device_class for r in g.devices.requests} & set(self.device_classes)):
+                if unreadable(self.device_classes[cls]):
+                    out.append((f"{g.name}: DeviceClass {cls} selects devices with a CEL expression topogate does not "
+                                "read: only pools naming it (devices: deviceClass) offer its devices, so the verdict "
+                                "may be too strict", pos))
+        return tuple(dict.fromkeys(out))
 
     def _exclusive_topology(self, job: TrainingJob, jm: JobMap) -> JobMap:
         """JobSet's exclusive-topology annotation on the zone key gives every child Job a zone
