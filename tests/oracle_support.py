@@ -11,10 +11,12 @@ compares with ``place_all``:
   order shuffled; later runs also start with pods already bound on random nodes);
 - a job topogate calls unschedulable leaves a pod Pending whose PodScheduled message names a
   reason of the kind topogate gives (node filters, pod (anti-)affinity, spread, GPUs);
-- a job topogate says may split is split by the scheduler in a node state built for it: one pod
-  of one group of that job is bound first, then the nodes of its zone are made full (no room for
-  another pod: a cordon would not keep out a pod that tolerates every taint) and the rest
-  created; each may-split job of a case gets its own such trials;
+- a job topogate says may split is split by the scheduler in a node state built for it: the pods
+  it follows are bound first (in the trial's zone, anywhere, or elsewhere: three ways per group
+  and zone), then one pod of one group of that job in the trial's zone, then the nodes of that
+  zone are made full (no room for another pod: a cordon would not keep out a pod that tolerates
+  every taint) and the rest created; each may-split job of a case gets its own such trials, and
+  one whose trials were short of GPUs the pods it follows hold is listed apart;
 - a job topogate calls schedulable, naming no pending risk, is bound whole on empty nodes in some
   run: left Pending in every run (the first, then up to FOLLOW_UPS more in other orders) is a
   disagreement; left Pending in one run only is listed (the scheduler's order, not a wrong verdict),
@@ -58,7 +60,8 @@ CASE_LABEL = "oracle.topogate.dev/case"  # on nodes and pods: which case (and ru
 ORACLE_LABEL = "oracle.topogate.dev/pod"  # on every pod the oracle makes, to delete them at once
 GPU = "nvidia.com/gpu"
 IMAGE = "registry.k8s.io/pause:3.10"
-MAX_SPLIT_TRIALS = 4  # (group, zone) pairs tried per case before a split counts as not shown
+MAX_SPLIT_TRIALS = 12  # trials per may-split job (4 (group, zone) pairs, 3 ways each) before it counts as not shown
+BEFORE = ("zone", "anywhere", "elsewhere")  # where a split trial's followed pods go first (see run_batch)
 WORKERS = 4  # connections creating objects at once
 SETTLE = 2.5  # seconds without a change in pod states before a batch counts as settled
 BATCH_TIMEOUT = 120.0
@@ -441,6 +444,7 @@ class Trial:
     mode: str  # "plain", or "split:<job>|<group>@<zone>" (see split_groups)
     seed: int
     blockers: bool  # start with pods already bound on random nodes
+    before_in: str = BEFORE[0]  # where a split trial's followed pods go first (one of BEFORE)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     ns_map: dict[str, str] = field(default_factory=dict)
     before: list[dict[str, Any]] = field(default_factory=list)  # a split trial's pods of the other workloads
@@ -479,7 +483,12 @@ class Trial:
             # then the rest of the job. The case's other workloads are left out: a split is
             # about this job's placements, not GPUs another job holds or a pod it repels.
             job, group, _ = split
-            followed = _followed(plans, job)
+            # Not a followed pod that repels the group following it (or that group it): a race the
+            # pod coming first would win.
+            followed = {k for k in _followed(plans, job)
+                        if not any(_selects(q, self.plan_of_group(k)) and (
+                            _repels(self.plan_of_group(k), q) or _repels(q, self.plan_of_group(k)))
+                            for q in plans if q.job == job)}
             # A followed pod that itself follows the job's pods cannot go before them: it comes
             # with the rest.
             waits = {k for k in followed if any(_selects(self.plan_of_group(k), q) for q in plans if q.job == job)}
@@ -512,6 +521,20 @@ def _selects(plan: PodPlan, other: PodPlan) -> bool:
     """Whether a required podAffinity term of `plan` can match the pods of `other`."""
     aff = (plan.spec.get("affinity") or {}).get("podAffinity") or {}
     for t in aff.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+        nss = t.get("namespaces") or [plan.namespace]
+        if "namespaceSelector" not in t and other.namespace not in nss:
+            continue
+        sel = with_label_keys(t.get("labelSelector"), plan.labels, t.get("matchLabelKeys"), t.get("mismatchLabelKeys"))
+        if selector_matches(sel, other.labels):
+            return True
+    return False
+
+
+def _repels(plan: PodPlan, other: PodPlan) -> bool:
+    """Whether a required podAntiAffinity term of `plan` can match the pods of `other`: a race,
+    which the pod going second loses."""
+    anti = (plan.spec.get("affinity") or {}).get("podAntiAffinity") or {}
+    for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
         nss = t.get("namespaces") or [plan.namespace]
         if "namespaceSelector" not in t and other.namespace not in nss:
             continue
@@ -626,6 +649,8 @@ class Report:
     # on shared nodes (which packing the scheduler picks), or GPUs other workloads of the case hold.
     apart: list[str] = field(default_factory=list)
     split_shown: set[tuple[str, str]] = field(default_factory=set)  # (case, job) a split trial split
+    # (case, job) whose split trial left it short of GPUs the pods it follows hold
+    split_contended: set[tuple[str, str]] = field(default_factory=set)
     # (case, job) -> the first empty-node plain run that left it Pending with nothing said.
     pending_runs: dict[tuple[str, str], str] = field(default_factory=dict)
     bound_whole: set[tuple[str, str]] = field(default_factory=set)  # (case, job) bound whole on empty nodes
@@ -685,10 +710,13 @@ def split_trials(case: Case, index: int, seed: int, k: int, shown: Iterable[tupl
     done = set(shown)
     out = []
     for j, (jid, modes) in enumerate(sorted(split_groups(case, verdicts).items())):
-        if (case.name, jid) in done or k >= min(len(modes), MAX_SPLIT_TRIALS):
+        # Each pair three ways: the pods the job follows first in the pair's zone too, anywhere,
+        # or in the other zones (in the zone they may fill its GPUs, or be what the rest follows).
+        n = len(BEFORE)
+        if (case.name, jid) in done or k >= min(n * len(modes), MAX_SPLIT_TRIALS):
             continue
         out.append(Trial(case, verdicts, pending_risks(case, verdicts), f"o{seed % 1000}-{index}-s{k}j{j}",
-                         f"split:{modes[k]}", seed + 100 + k, False))
+                         f"split:{modes[k // n]}", seed + 100 + k, False, before_in=BEFORE[k % n]))
     return out
 
 
@@ -729,22 +757,28 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
     _each(api, [o for t in trials for o in t.dra])
     _each(api, [b for t in trials for b in t.pre])
     splits = [t for t in trials if t.first]
-    if splits:
-        # The trial's zone first, for the pods it follows too (where they can go there); then the
-        # rest of them wherever they can.
-        _each(api, [n for t in splits for n, z in t.zone_of.items() if z != (t.split or ("", "", ""))[2]],
-              Api.confine)
+
+    def others(ts: Sequence[Trial]) -> list[str]:
+        return [n for t in ts for n, z in t.zone_of.items() if z != (t.split or ("", "", ""))[2]]
+
+    def inside(ts: Sequence[Trial]) -> list[str]:
+        return [n for t in ts for n, z in t.zone_of.items() if z == (t.split or ("", "", ""))[2]]
+
     if any(t.before for t in splits):
+        # The pods the job follows: in the trial's zone first, or in the other zones, where the
+        # trial asks so (where they can go there); then the rest of them wherever they can.
+        held = [*others([t for t in splits if t.before_in == "zone"]),
+                *inside([t for t in splits if t.before_in == "elsewhere"])]
+        _each(api, held, Api.confine)
         _each(api, [p for t in splits for p in t.before])
         report.phase("create", started)
         settle(api)
-        _each(api, [n for t in splits for n, z in t.zone_of.items() if z != (t.split or ("", "", ""))[2]],
-              lambda a, n: a.confine(n, False))
-        settle(api)
-        _each(api, [n for t in splits for n, z in t.zone_of.items() if z != (t.split or ("", "", ""))[2]],
-              Api.confine)
+        if held:
+            _each(api, held, lambda a, n: a.confine(n, False))
+            settle(api)
         report.phase("settle other workloads", started)
     if splits:
+        _each(api, others(splits), Api.confine)
         for t in splits:
             for p in t.first:
                 api.create(p)
@@ -827,10 +861,13 @@ def judge(t: Trial, pods: Mapping[tuple[str, str], Mapping[str, Any]], report: R
         where = "; ".join(f"{g}: {', '.join(sorted(z))}" for g, z in sorted(zones.items()))
         said = verdict(pl)
         who = f"{t.case.name} [{t.mode}, seed {t.seed}{', pods running' if t.blockers else ''}] {jid}"
+        shortage = any(f"Insufficient {GPU}" in m for _, m in pending)
         split = t.split
         if split is not None:
             if split[0] == jid and len(used) > 1:
                 report.split_shown.add((t.case.name, jid))
+            elif split[0] == jid and shortage and t.before and _apart(t, jid, _trial_messages(t, pods)):
+                report.split_contended.add((t.case.name, jid))
             continue
         if not pending:
             if said == "unschedulable":
@@ -954,6 +991,9 @@ def run_cases(api: Api, cases: Sequence[Case], *, runs: int = 2, seed: int = 0,
             if verdict(pl) == "may-split":
                 if (c.name, jid) in report.split_shown:
                     report.confirmed_splits += 1
+                elif (c.name, jid) in report.split_contended:
+                    report.apart.append(f"{c.name} {jid}: topogate says it may split, no trial split it: the pods "
+                                        "it follows hold the GPUs it needs (contention between workloads)")
                 else:
                     report.disagreements.append(f"{c.name} {jid}: topogate says it may split "
                                                 f"({'; '.join(pl.may_split_reasons)}), no trial split it")

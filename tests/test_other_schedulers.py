@@ -141,7 +141,7 @@ def _scheduler_crds() -> Path:
 
 
 def _validators(root: Path) -> dict[tuple[str, str], Any]:
-    import jsonschema
+    import jsonschema  # lazy: only this test needs it, and it is slow to import
 
     out = {}
     for f in sorted(root.rglob("*.yaml")):

@@ -62,6 +62,9 @@ class Affinity:
     # Per group: required podAffinity whose every match repels it (the same pods followed and
     # repelled, ``conflicts``).
     contradictions: Mapping[str, Contradiction] = None  # type: ignore[assignment]
+    # Per group: zones taken for certain by a one-zone peer it follows and that repels it (the
+    # group can start only after such a peer runs: no race, the peer is always first).
+    taken: Mapping[str, frozenset[str]] = None  # type: ignore[assignment]
 
 
 def resolve_affinity(inputs: Inputs) -> Affinity:
@@ -70,16 +73,19 @@ def resolve_affinity(inputs: Inputs) -> Affinity:
     required, zone_ties, host_ties = _pod_affinity(inputs, anti)
     repels = _repels(inputs, anti)
     names = inputs.names
+    races = _races(inputs, anti)
+    taken = _taken(inputs, required, races)
     return Affinity(
         required=required,
         zone_ties=zone_ties,
         repels={n: frozenset(r) for n, r in repels.items()},
         apart=frozenset((a, b) for a in names for b in sorted(repels[a]) if a != b),
         self_repelling=frozenset(n for n in names if n in repels[n]),
-        one_per_node=_one_per_node(inputs, anti),
+        one_per_node=_one_per_node(anti),
         one_node=_one_node(inputs, required),
         host_ties=host_ties,
-        races=_races(inputs, anti),
+        races=tuple(r for r in races if not _first(required, r)),
+        taken=taken,
         never_together=_never_together(inputs, anti),
         contradictions=contradictions(inputs, _raw_required(inputs), anti),
     )
@@ -96,7 +102,7 @@ def _one_node(inputs: Inputs, required: Mapping[str, Term | None]) -> frozenset[
     return frozenset(out)
 
 
-def _one_per_node(inputs: Inputs, anti: Mapping[str, list[tuple[dict[str, Any], Term]]]) -> frozenset[str]:
+def _one_per_node(anti: Mapping[str, list[tuple[dict[str, Any], Term]]]) -> frozenset[str]:
     """Groups with a required podAntiAffinity term on the hostname key that matches their own pods:
     the scheduler rejects a node that already runs one of them (InterPodAffinity Filter)."""
     return frozenset(n for n, terms in anti.items()
@@ -208,6 +214,25 @@ def _peer_follows(inputs: Inputs, q: AffinityPeer) -> frozenset[str] | None:
         in_scope = nss is None or job.namespace in nss
         groups &= {h for h in inputs.names if in_scope and selector_matches(sel, inputs.groups[h].label_map)}
     return frozenset(groups) or None
+
+
+def _first(required: Mapping[str, Term | None], r: Race) -> bool:
+    """Peer r.peer always runs before group r.group: the group follows only peers, this one among
+    them, in one zone at a time."""
+    e = required.get(r.group)
+    return (e is not None and not e.targets and bool(r.peer.one_zone) and len(r.peer.zones) == 1
+            and any((q.object_id, q.group) == (r.peer.object_id, r.peer.group) for q in e.peers)
+            and all(q.one_zone == r.peer.one_zone for q in e.peers))
+
+
+def _taken(inputs: Inputs, required: Mapping[str, Term | None], races: tuple[Race, ...]) -> dict[str, frozenset[str]]:
+    """The zones a repelling peer that always runs first takes from each group (``_first``): its
+    one zone on the zone key, every zone on a key all nodes share."""
+    out: dict[str, set[str]] = {n: set() for n in inputs.names}
+    for r in races:
+        if _first(required, r):
+            out[r.group] |= set(inputs.all_zones) if r.scope == "cluster" else set(r.peer.zones)
+    return {n: frozenset(z) for n, z in out.items()}
 
 
 def _repels(inputs: Inputs, anti: Mapping[str, list[tuple[dict[str, Any], Term]]]) -> dict[str, set[str]]:

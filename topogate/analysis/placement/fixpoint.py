@@ -81,7 +81,7 @@ def reach_zones(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, never: f
     that matches its own term). Not narrowed by what keeps the rest of the job running (a zone a
     unit cannot hold, a zone taken by a group it repels): a pod may go there and strand the rest.
     Empty for a group that never starts."""
-    reach = {n: set() if n in never else set(nodes.zones[n]) for n in inputs.names}
+    reach = {n: set() if n in never else set(nodes.zones[n]) - affinity.taken[n] for n in inputs.names}
     changed = True
     while changed:
         changed = False
@@ -131,7 +131,7 @@ class Fixpoint:
         """One pass of the zone-set fixpoint: follow podAffinity targets, avoid repelled groups."""
         A, aff, groups, changed = self.zones, self.affinity, self.inputs.groups, False
         for n in self.inputs.names:
-            new = set(A[n])
+            new = set(A[n]) - aff.taken[n]
             for t in aff.zone_ties[n]:
                 allowed = set(t.peer_zones)
                 for h in t.targets:
@@ -163,7 +163,7 @@ class Fixpoint:
                 changed = units.union(members[0], m) or changed
         by_peer: dict[str, str] = {}
         for n in names:
-            key = _one_peer(ties[n], n)
+            key = _one_peer(ties[n])
             if key:
                 self.peer_unit[n] = key
                 one.add(n)
@@ -216,7 +216,7 @@ class Fixpoint:
         return changed
 
 
-def _one_peer(ties: tuple[Term, ...], n: str) -> str:
+def _one_peer(ties: tuple[Term, ...]) -> str:
     """The key of the one-zone peer a group's zone-tied term follows, when that is all it can
     follow (it does not match its own term, no group of its job matches): its pods are in that
     peer's zone, whichever it is. "" otherwise."""

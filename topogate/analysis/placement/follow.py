@@ -46,8 +46,8 @@ def _names(pools: set[Pool]) -> str:
     return ", ".join(f"{z}/{p}" for z, p in sorted(pools)) or "none"
 
 
-def follow_hosts(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones: Mapping[str, frozenset[str]],
-                 members: Mapping[str, tuple[str, ...]]) -> HostFollow:
+def follow_hosts(inputs: Inputs, nodes: NodeFilters, affinity: Affinity,
+                 zones: Mapping[str, frozenset[str]]) -> HostFollow:
     out = dict(zones)
     problems: list[str] = []
     risks: list[str] = []
@@ -124,8 +124,7 @@ def _fits(inputs: Inputs, nodes: NodeFilters, h: str, zones: frozenset[str]) -> 
     return slots >= g.pods
 
 
-def peer_risks(inputs: Inputs, affinity: Affinity, zones: Mapping[str, frozenset[str]],
-               peer_unit: Mapping[str, str]) -> list[str]:
+def peer_risks(affinity: Affinity, zones: Mapping[str, frozenset[str]], peer_unit: Mapping[str, str]) -> list[str]:
     """A group held in the zone of a one-zone peer it follows: the peer lands where the scheduler
     puts it, which may be a zone the group cannot use (or its unit cannot fit in)."""
     out = []

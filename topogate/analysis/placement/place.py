@@ -125,11 +125,12 @@ def _place_cluster(jobs: Sequence[TrainingJob], cluster: Cluster, ns_labels: Map
 
     placed = {j.object_id: place(j, PeerIndex(fixed)) for j in everyone}
     # Which jobs' terms can involve another's pods, judged against every group (reach or not).
-    every = PeerIndex([*fixed, *peers_of((j, placed[j.object_id]) for j in everyone)], keep_unplaced=True)
+    first = [*fixed, *peers_of((j, placed[j.object_id]) for j in everyone)]
+    every = PeerIndex(first, keep_unplaced=True)
     known = set(every.namespaces) | set(ns_labels)
     linked = [j for j in everyone if matches_peers(j, every, known, ns_labels)]
-    for _ in range(MAX_ROUNDS):
-        index = PeerIndex([*fixed, *peers_of((j, placed[j.object_id]) for j in everyone)])
+    for round_ in range(MAX_ROUNDS if linked else 0):
+        index = PeerIndex(first if round_ == 0 else [*fixed, *peers_of((j, placed[j.object_id]) for j in everyone)])
         again = {j.object_id: place(j, index) for j in linked}
         if all(again[k] == placed[k] for k in again):
             break

@@ -35,7 +35,8 @@ def assemble(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
     split_reasons, colocated = _colocation(inputs, affinity, colocation, splits, out_groups)
     return JobPlacement(
         inputs.job.object_id, inputs.cluster, tuple(out_groups), schedulable, colocated,
-        tuple(dict.fromkeys(split_reasons)), tuple(dict.fromkeys(unsched_all)), colocation.pending_risks,
+        tuple(dict.fromkeys(split_reasons)), tuple(dict.fromkeys(unsched_all)),
+        tuple(dict.fromkeys((*colocation.pending_risks, *splits.risks))),
         capacity.job, affinity.apart, placed_whole=frozenset(n for u in inputs.zone_units for n in u),
     )
 

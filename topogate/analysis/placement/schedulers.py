@@ -87,8 +87,8 @@ def _kai(job: TrainingJob, classes: Sequence[NodeClass], zone_key: str) -> tuple
                    "not read as co-location")
 
 
-def _volcano(job: TrainingJob, classes: Sequence[NodeClass], hypernodes: Sequence[Mapping[str, Any]],
-             zone_key: str) -> tuple[bool, str]:
+def _volcano(job: TrainingJob, classes: Sequence[NodeClass], hypernodes: Sequence[Mapping[str, Any]]
+             ) -> tuple[bool, str]:
     topo = dict(job.network_topology)
     if not job.network_topology or topo.get("mode", "hard") != "hard":  # the CRD defaults mode to hard
         what = f"networkTopology mode {topo['mode']} (a preference)" if job.network_topology else "no networkTopology"
@@ -168,7 +168,7 @@ def other_schedulers(job: TrainingJob, classes: Sequence[NodeClass], zone_key: s
         if sched == KAI_SCHEDULER:
             held, text = _kai(job, classes, zone_key)
         elif sched == VOLCANO_SCHEDULER:
-            held, text = _volcano(job, classes, hypernodes, zone_key)
+            held, text = _volcano(job, classes, hypernodes)
         else:
             held, text = False, f"{ASSUMED}; topogate reads nothing else of {sched}"
         if held:

@@ -27,11 +27,15 @@ _Verdict = tuple[str, str]
 class Splits:
     causes: Mapping[str, tuple[str, ...]]  # per group with pods: what spreads it over several zones
     reasons: Mapping[str, tuple[str, ...]]  # per group with pods: why some of its pods stay Pending
+    # Groups spread over zones that their podAffinity lets them into only where a pod they follow
+    # already runs: whether enough zones have one depends on the order pods come in.
+    risks: tuple[str, ...] = ()
 
 
 def find_splits(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, colocation: Colocation) -> Splits:
     causes: dict[str, list[str]] = {n: [] for n in inputs.names}
     reasons: dict[str, list[str]] = {n: [] for n in inputs.names}
+    risks: list[str] = []
     for n in inputs.names:
         g = inputs.groups[n]
         verdicts: list[_Verdict | None] = []
@@ -44,7 +48,12 @@ def find_splits(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, colocati
         for v in verdicts:
             if v is not None:
                 (causes if v[0] == "split" else reasons)[n].append(v[1])
-    return Splits({n: tuple(c) for n, c in causes.items()}, {n: tuple(r) for n, r in reasons.items()})
+        ties = affinity.zone_ties[n]
+        if causes[n] and not reasons[n] and ties and (ties[0].targets - {n} or ties[0].peers):
+            risks.append(f"{n} must spread over zones, and its podAffinity on the zone key lets a pod into a zone "
+                         "only where a pod it follows already runs: in an order where too few zones have one, the "
+                         "rest of its pods stay Pending")
+    return Splits({n: tuple(c) for n, c in causes.items()}, {n: tuple(r) for n, r in reasons.items()}, tuple(risks))
 
 
 def _self_anti(inputs: Inputs, colocation: Colocation, g: JobGroup) -> _Verdict:
@@ -98,7 +107,7 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
     min_domains = raw_min if isinstance(raw_min, int) and raw_min > 0 else 1
     n = g.name
     counted = [h for h in inputs.names if selector_matches(sel, inputs.groups[h].label_map)]
-    eligible = _eligible_pools(inputs, nodes, n, c)
+    eligible = _eligible_pools(nodes, n, c)
     one = n in colocation.one_zone
     room = _Room(inputs, nodes, affinity, colocation, n)
     # Upper bound of the global minimum: the least any eligible domain can ever count.
@@ -192,7 +201,7 @@ class _Room:
         return min(self.inputs.groups[self.n].pods, sum(min(cap, v) for v in by_zone.values()))
 
 
-def _eligible_pools(inputs: Inputs, nodes: NodeFilters, n: str, c: dict[str, Any]) -> set[tuple[str, str]]:
+def _eligible_pools(nodes: NodeFilters, n: str, c: dict[str, Any]) -> set[tuple[str, str]]:
     """The pools whose nodes the constraint counts, per its nodeAffinityPolicy (Honor: only
     those passing the pod's nodeSelector and required node affinity) and nodeTaintsPolicy
     (Honor: only those whose taints it tolerates). A pool without nodes counts no domain."""

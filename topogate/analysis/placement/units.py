@@ -47,14 +47,14 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
     zones, gpu_problems, small = fit_gpu_units(inputs, nodes.pool_fits, fixpoint.frozen_zones(), fixpoint.one_zone,
                                                unit_of, members)
     zones, node_problems, node_risks = fit_one_node(inputs, nodes.pool_fits, zones, affinity.one_node, members)
-    host = follow_hosts(inputs, nodes, affinity, zones, members)
+    host = follow_hosts(inputs, nodes, affinity, zones)
     zones = host.zones
     gpu_problems = [*_disjoint_units(inputs, fixpoint, members), *_repelling_units(inputs, affinity, fixpoint, members),
                     *gpu_problems, *node_problems, *host.problems]
     risks = [*_pending_risks(inputs, affinity, zones, fixpoint, members), *node_risks,
              *_crowded_out(inputs, affinity, zones, fixpoint.one_zone), *host.risks,
              *_too_small(inputs, small, members),
-             *peer_risks(inputs, affinity, zones, fixpoint.peer_unit),
+             *peer_risks(affinity, zones, fixpoint.peer_unit),
              *follower_risks(inputs, nodes, affinity, zones, fixpoint.one_zone, members),
              *race_risks(inputs, affinity, zones, fixpoint.one_zone),
              *(c.message(inputs.groups[n].pods) for n, c in sorted(affinity.contradictions.items())
