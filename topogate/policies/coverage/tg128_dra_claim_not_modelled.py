@@ -1,4 +1,4 @@
-"""TG125 dra-claim-not-modelled: a pod claims devices through Dynamic Resource Allocation in a way topogate does not model, so a verdict may be wrong.
+"""TG128 dra-claim-not-modelled: a pod claims devices through Dynamic Resource Allocation in a way topogate does not model, so a verdict may be wrong.
 
 GPUs claimed through DRA (`spec.resourceClaims` naming a ResourceClaimTemplate or a ResourceClaim,
 resource.k8s.io/v1) are counted like device-plugin GPUs: per DeviceClass, on one node, only in

@@ -1,4 +1,4 @@
-"""TG126 other-scheduler: pods of a job are placed by a scheduler other than kube-scheduler, so topogate's placement rests on what it assumed of that scheduler.
+"""TG129 other-scheduler: pods of a job are placed by a scheduler other than kube-scheduler, so topogate's placement rests on what it assumed of that scheduler.
 
 A pod template whose `schedulerName` is not `default-scheduler` (or a Volcano Job, whose pods
 its scheduler places) is not placed by the scheduler topogate models. topogate keeps judging the
