@@ -64,6 +64,9 @@ MAX_SPLIT_TRIALS = 12  # trials per may-split job (4 (group, zone) pairs, 3 ways
 BEFORE = ("zone", "anywhere", "elsewhere")  # where a split trial's followed pods go first (see run_batch)
 WORKERS = 4  # connections creating objects at once
 SETTLE = 2.5  # seconds without a change in pod states before a batch counts as settled
+# The same for a follow-up run: longer than the scheduler's longest backoff (10 s), so a pod that
+# waits for another pod bound late is tried again before the run counts as settled.
+PATIENT_SETTLE = 12.0
 BATCH_TIMEOUT = 120.0
 NODE_PODS = "110"  # pods a Node holds (allocatable); "0" confines it (Api.confine)
 
@@ -445,6 +448,7 @@ class Trial:
     seed: int
     blockers: bool  # start with pods already bound on random nodes
     before_in: str = BEFORE[0]  # where a split trial's followed pods go first (one of BEFORE)
+    patient: bool = False  # settle with PATIENT_SETTLE (a follow-up run)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     ns_map: dict[str, str] = field(default_factory=dict)
     before: list[dict[str, Any]] = field(default_factory=list)  # a split trial's pods of the other workloads
@@ -578,9 +582,9 @@ def _state(pods: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
     return out
 
 
-def settle(api: Api, timeout: float = BATCH_TIMEOUT) -> dict[tuple[str, str], dict[str, Any]]:
+def settle(api: Api, timeout: float = BATCH_TIMEOUT, quiet: float = SETTLE) -> dict[tuple[str, str], dict[str, Any]]:
     """Wait until every oracle pod is bound, or the unbound ones have all been tried and nothing
-    changed for SETTLE seconds; the pods by (namespace, name)."""
+    changed for `quiet` seconds; the pods by (namespace, name)."""
     deadline = time.monotonic() + timeout
     last: dict[tuple[str, str], str] = {}
     since = time.monotonic()
@@ -592,7 +596,7 @@ def settle(api: Api, timeout: float = BATCH_TIMEOUT) -> dict[tuple[str, str], di
             last, since = state, now
         done = all(v.startswith("bound:") for v in state.values())
         tried = all(v != "new" for v in state.values())
-        if done or (tried and now - since >= SETTLE) or now > deadline:
+        if done or (tried and now - since >= quiet) or now > deadline:
             return {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
         time.sleep(0.3)
 
@@ -721,11 +725,11 @@ def split_trials(case: Case, index: int, seed: int, k: int, shown: Iterable[tupl
 
 
 def follow_up_trials(case: Case, index: int, seed: int, k: int) -> list[Trial]:
-    """Another plain run on empty nodes, in another order: does the scheduler leave the job
-    Pending again?"""
+    """Another plain run on empty nodes, in another order and settled with more patience: does the
+    scheduler leave the job Pending again?"""
     verdicts = placements(case)
     return [Trial(case, verdicts, pending_risks(case, verdicts), f"o{seed % 1000}-{index}-p{k}", "plain",
-                  seed + 201 + 2 * k, False)]
+                  seed + 201 + 2 * k, False, patient=True)]
 
 
 def _each(api: Api, objects: Sequence[Any], what: Any = None) -> None:
@@ -801,7 +805,7 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
         for f in [pool.submit(_create_all, a, lane) for a, lane in zip(apis, lanes, strict=True)]:
             f.result()
     report.phase("create", started)
-    pods = settle(api)
+    pods = settle(api, quiet=PATIENT_SETTLE if any(t.patient for t in trials) else SETTLE)
     report.phase("settle", started)
     for t in trials:
         judge(t, pods, report)
