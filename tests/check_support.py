@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +53,44 @@ def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
         finally:
             shutil.rmtree(out)
     live = ()
+    weakened = _weakened(case_dir, spec["settings"], tmp) if "settings" in spec else ()
     if "flows" in spec:  # TG210: recorded Hubble flows replayed against the tree (topogate.replay)
         from topogate.replay import carried_denied, run_replay
 
         flows = str((case_dir / spec["flows"]).resolve())
         live = carried_denied(run_replay(flows, str(inventory), paths, spec.get("cluster")), flows)
-    return run_check(str(inventory), paths, rendered, spec.get("cluster"), today=today, live=live)
+    return run_check(str(inventory), paths, rendered, spec.get("cluster"), today=today, live=live,
+                     weakened=weakened)
+
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+
+
+def _weakened(case_dir: Path, files: dict[str, str], tmp: Path) -> tuple[Any, ...]:
+    """TG011's facts for a pull request that changes the settings file: `base` committed on
+    main in a scratch repository, `head` in its working tree, compared as `check
+    --changed-since main` compares them (real git)."""
+    from topogate.check.config import load
+    from topogate.check.settings_guard import guard
+    from topogate.cli.common import formats
+    from topogate.policies.engine import all_rules
+
+    repo = tmp / "settings-repo"
+    repo.mkdir()
+    settings = repo / ".topogate.yaml"
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                       env={**os.environ, **GIT_ENV})
+
+    settings.write_text((case_dir / files["base"]).read_text())
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "main")
+    settings.write_text((case_dir / files["head"]).read_text())
+    rules = all_rules()
+    names = [r.id for r in rules] + [r.name for r in rules]
+    head = load(str(settings), formats(), names)
+    return guard("main", head, repo_dir=str(repo), start=str(repo), config_file=None, formats=formats(),
+                 rule_names=names, rules=rules).weakened

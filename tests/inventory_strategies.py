@@ -65,6 +65,9 @@ _TAINT = st.fixed_dictionaries(
     optional={"value": LABEL_VALUES})
 TAINTS = st.one_of(*[st.lists(_TAINT, max_size=n) for n in (3, 3, 3, 10)])
 _NODES = st.sampled_from([0, 1, 2, 4, 4, 1000])
+# an autoscaled pool's {min, max} (min <= max, as the loader requires)
+_SCALED = st.tuples(st.sampled_from([0, 1, 2]), st.sampled_from([2, 4, 16])).map(
+    lambda t: {"min": min(t), "max": max(t)})
 _GPUS_PER_NODE = st.sampled_from([0, 1, 4, 8, 8, 16])
 _CPU = st.sampled_from([0, 1, 96, "500m", "32", "0m", "1000000"])
 _MEMORY = st.sampled_from(["0", "1", "128Gi", "768Mi", "1T", "2Pi", "1000k"])
@@ -83,7 +86,7 @@ _NZ_NAMES = DNS_NAMES.filter(lambda n: n != "kustomization")
 
 @st.composite
 def _pool(draw: st.DrawFn, name: str, kueue_cpu: bool | None, kueue_mem: bool | None) -> dict[str, Any]:
-    p: dict[str, Any] = {"name": name, "nodes": draw(_NODES)}
+    p: dict[str, Any] = {"name": name, "nodes": draw(_SCALED) if draw(st.integers(0, 5)) == 0 else draw(_NODES)}
     if draw(st.integers(0, 3)):  # mostly GPU pools, so that most jobs fit
         p["gpusPerNode"] = draw(_GPUS_PER_NODE)
     _put(p, "labels", _maybe(draw, LABELS))
@@ -246,6 +249,7 @@ def _workload(draw: st.DrawFn, clusters: list[dict[str, Any]], kind: str) -> tup
         _put(w, "queue", _maybe(draw, DNS_NAMES))
     elif draw(st.integers(0, 4)) == 0:
         w["scheduler"] = "default"
+    _put(w, "deployedBy", _maybe(draw, st.sampled_from(["topogate", "own"])))
     return w, draw(_base_job(kind, name))
 
 
@@ -345,6 +349,8 @@ def inventory_cases(draw: st.DrawFn) -> InventoryCase:
         inv["gitops"] = draw(_GITOPS)
     if draw(st.booleans()):
         inv["waivers"] = draw(st.lists(_WAIVER, max_size=2))
+    if draw(st.integers(0, 3)) == 0:
+        inv["outputs"] = draw(st.lists(st.sampled_from(["argocd", "flux", "monitoring"]), unique=True))
     if draw(st.booleans()):
         inv["runbookURL"] = draw(st.sampled_from(
             ["https://wiki.example.com/ml/topogate", "http://runbooks.internal/a_b-c.d"]))

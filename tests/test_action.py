@@ -69,7 +69,9 @@ def test_action_shape() -> None:
     action = _load(ACTION)
     assert action["runs"]["using"] == "composite"
     inputs = action["inputs"]
-    assert inputs["inventory"]["required"] is True and inputs["out"]["required"] is True
+    # the inventory may come from the repository's settings file; OUT is the tree to compare
+    assert inputs["inventory"]["required"] is False and inputs["inventory"]["default"] == ""
+    assert inputs["out"]["required"] is True
     steps = action["runs"]["steps"]
     runs = [s for s in steps if "run" in s]
     for s in runs:
@@ -77,9 +79,13 @@ def test_action_shape() -> None:
         # Inputs come in through env only: `${{ inputs.x }}` inside a script is shell injection.
         assert "${{" not in s["run"], s["name"]
     script = "\n".join(s["run"] for s in runs)
-    install = next(s for s in runs if "pip" in s["run"])
+    install = next(s for s in runs if s["name"] == "Install topogate")
     assert '"$ACTION_PATH"' in install["run"] and install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
-    assert 'topogate generate "$INVENTORY" -o "$OUT" --check' in script
+    assert 'topogate generate "${inv[@]}" -o "$OUT" --check' in script
+    # the install is cached, keyed by the Python and topogate's own files, and checked before use
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
+    assert cache["with"]["key"] == "${{ steps.install-key.outputs.key }}"
+    assert '"$VENV/bin/topogate" --version' in install["run"]
     assert re.search(r'topogate check "\$\{args\[@\]\}" --format "\$FORMAT" "\$\{outs\[@\]\}"', script)
     assert inputs["format"]["default"] == "github"
     assert '--rendered "$OUT" "$OUT"' in script
@@ -100,7 +106,12 @@ def test_action_shape() -> None:
 _EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 
 
-def run_action(repo: Path, inputs: dict[str, str], tmp: Path) -> dict[str, Any]:
+def run_action(repo: Path, inputs: dict[str, str], tmp: Path,
+               github: dict[str, str] | None = None) -> dict[str, Any]:
+    """`github`: the github context's values the steps read (github.action_repository, ...);
+    those left out are empty, as for an action used from the workflow's own repository."""
+    github = {"github.server_url": "https://github.com", "github.action_repository": "",
+              "github.action_ref": "", **(github or {})}
     action = _load(ACTION)
     values = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     values.update(inputs)
@@ -117,6 +128,8 @@ def run_action(repo: Path, inputs: dict[str, str], tmp: Path) -> dict[str, Any]:
                 return values[expr[len("inputs."):]]
             if expr == "github.action_path":
                 return str(REPO)
+            if expr in github:
+                return github[expr]
             sm = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
             if sm:
                 return outputs.get(sm.group(1), {}).get(sm.group(2), "")
@@ -130,7 +143,7 @@ def run_action(repo: Path, inputs: dict[str, str], tmp: Path) -> dict[str, Any]:
             continue
         out_file = tmp / f"output-{i}"
         out_file.write_text("")
-        env = {"PATH": _env_path(), "HOME": str(tmp), "RUNNER_TEMP": str(tmp), **_pythonpath(),
+        env = {"PATH": _env_path(), "HOME": str(tmp), "RUNNER_TEMP": str(tmp), "RUNNER_OS": "Linux", **_pythonpath(),
                "GITHUB_OUTPUT": str(out_file), "GITHUB_STEP_SUMMARY": str(summary),
                "GITHUB_PATH": str(tmp / "path")}
         env.update({k: resolve(str(v)) for k, v in (step.get("env") or {}).items()})
@@ -155,6 +168,24 @@ def test_action_passes_on_a_clean_repo(gitops_repo: Path, tmp_path: Path) -> Non
     assert "is up to date" in log and "::error" not in log
     assert r["summary"].startswith("## topogate\n")
     assert "PyTorchJob/ml-demo/train" in r["summary"]  # the markdown report of check
+
+
+def test_action_takes_the_inventory_from_the_settings_file(gitops_repo: Path, tmp_path: Path) -> None:
+    """No `inventory` input: generate and check read the repository's .topogate.yaml."""
+    (gitops_repo / ".topogate.yaml").write_text("inventory: topogate/inventory.yaml\n")
+    r = run_action(gitops_repo, {"out": "deploy"}, tmp_path)
+    assert not r["failed"], r["steps"]
+    assert r["outputs"]["generate"] == {"drift": "false", "exit-code": "0"}
+    assert r["outputs"]["check"]["exit-code"] == "0"
+    assert "PyTorchJob/ml-demo/train" in r["summary"]
+    key = r["outputs"]["install-key"]["key"]
+    assert re.fullmatch(r"topogate-\S*-3\.\d+\.\d+-[0-9a-f]{16}", key), key
+    # without one either: a clear error, not a check of nothing
+    (gitops_repo / ".topogate.yaml").unlink()
+    (tmp_path / "again").mkdir()
+    r = run_action(gitops_repo, {"out": "deploy"}, tmp_path / "again")
+    assert r["failed"] and r["outputs"]["generate"]["exit-code"] == "2"
+    assert "set `inventory:` in .topogate.yaml" in "\n".join(s[2] for s in r["steps"])
 
 
 def test_action_fails_on_a_hand_edited_tree(gitops_repo: Path, tmp_path: Path) -> None:
@@ -182,6 +213,17 @@ def _git(repo: Path, *args: str) -> None:
                         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"})
 
 
+def test_action_sarif_links_each_rule_to_the_docs_of_its_version(gitops_repo: Path, tmp_path: Path) -> None:
+    rule = gitops_repo / "deploy/monitoring/lab/prometheusrule.yaml"
+    rule.write_text(rule.read_text().replace("for: 15m", "for: 2h"))
+    run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy", "sarif-file": "t.sarif"},
+               tmp_path, {"github.action_repository": "acme/topogate", "github.action_ref": "v1.2.0"})
+    driver = json.loads((gitops_repo / "t.sarif").read_text())["runs"][0]["tool"]["driver"]
+    docs = "https://github.com/acme/topogate/blob/v1.2.0/docs/rules.md"
+    assert driver["informationUri"] == docs and driver["version"]
+    assert {r["id"]: r["helpUri"] for r in driver["rules"]}["TG002"] == f"{docs}#tg002-drift"
+
+
 def test_action_writes_sarif_and_passes_changed_since_and_args(gitops_repo: Path, tmp_path: Path) -> None:
     _git(gitops_repo, "init", "-q", "-b", "main")
     _git(gitops_repo, "add", "-A")
@@ -202,6 +244,27 @@ def test_action_writes_sarif_and_passes_changed_since_and_args(gitops_repo: Path
     log = "\n".join(s[2] for s in r["steps"])
     assert "--changed-since HEAD" in log  # the scope reached check: its counts line says so
     assert r["failed"]  # the stale tree still fails the job (generate --check)
+
+
+def test_action_checks_a_pull_request_with_the_base_s_settings(gitops_repo: Path, tmp_path: Path) -> None:
+    # The pull request hand-edits a generated file and, in the same change, ignores the rule that
+    # reports it (TG002 drift) in a settings file of its own.
+    _git(gitops_repo, "init", "-q", "-b", "main")
+    _git(gitops_repo, "add", "-A")
+    _git(gitops_repo, "commit", "-q", "-m", "base")
+    rule = gitops_repo / "deploy/monitoring/lab/prometheusrule.yaml"
+    rule.write_text(rule.read_text().replace("for: 15m", "for: 2h"))
+    (gitops_repo / ".topogate.yaml").write_text("# quiet\nignore: [drift]\n")
+    r = run_action(gitops_repo, {"inventory": "topogate/inventory.yaml", "out": "deploy",
+                                 "changed-since": "main"}, tmp_path)
+    assert r["outputs"]["check"]["exit-code"] == "1"  # main has no such ignore: the drift fails the check
+    log = "\n".join(s[2] for s in r["steps"])
+    assert re.search(r"^::error file=deploy/monitoring/lab/prometheusrule.yaml,.*title=TG002 drift::", log, re.M)
+    assert ("::warning file=.topogate.yaml,line=2,col=1,title=TG011 settings-weakened::ignore: TG002 newly "
+            "ignored, which main's settings do not (ignore: no rule)") in log
+    assert ("topogate: settings: .topogate.yaml; ignore from main, which has no settings file: this file "
+            "narrows it more (--changed-since main)") in log
+    assert "### Settings" in r["summary"] and "| TG011 settings-weakened | warning | .topogate.yaml:2 |" in r["summary"]
 
 
 def _rule_ids() -> set[str]:

@@ -148,6 +148,39 @@ def test_cloudwatch_logs_give_the_same_attribution(aws: Moto) -> None:
     _check_against_truth(json.loads(out), flows)
 
 
+def test_a_repeated_cloudwatch_logs_token_is_exit_75_never_a_partial_sum(
+        aws: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FilterLogEvents answering a nextToken it gave before is going round: what was read is
+    part of the window, so it is exit 75 naming the group, as Cost Explorer's repeated
+    NextPageToken is. moto_server makes each nextToken from the last event of its page (unique
+    event ids), so it never repeats one: botocore's Stubber answers instead, on a real logs
+    client (parameters and answers checked against the service model)."""
+    from botocore.stub import ANY, Stubber
+
+    from topogate.audit import flowsource
+
+    flows = split_night()
+    lines = records(flows, addresses(BROKEN))
+    aws.seed(_ce_pages(lines, flows, DAYS))
+    client = boto3.client("logs", region_name="us-east-1")
+    stub = Stubber(client)
+    for n, (day, token) in enumerate(((DAYS[0], None), (DAYS[1], "page-2"))):
+        events = [{"logStreamName": "eni-all", "timestamp": int(ln.split()[7]) * 1000, "message": ln,
+                   "ingestionTime": int(ln.split()[7]) * 1000, "eventId": f"{n}-{i}"}
+                  for i, ln in enumerate(lines[day])]
+        want = {"logGroupName": "vpc-flow", "startTime": ANY, "endTime": ANY}
+        stub.add_response("filter_log_events", {"events": events, "nextToken": "page-2"},
+                          {**want, "nextToken": token} if token else want)
+    stub.activate()
+    monkeypatch.setattr(flowsource, "_client", lambda service, max_attempts: client)
+    code, out, err = _cli(BASES, "--flow-logs", "logs:vpc-flow", "--from-file", str(BROKEN))
+    assert (code, out) == (75, ""), (code, out, err)
+    (line,) = err.splitlines()
+    assert "FilterLogEvents of logs:vpc-flow returned the same nextToken twice" in line, line
+    assert "0 Cost Explorer requests answered" in line  # refused before any paid request
+    stub.assert_no_pending_responses()
+
+
 def test_local_files_text_report_names_the_job_zones_dollars_and_cause(
         aws: Moto, tmp_path: Path) -> None:
     flows = split_night()
@@ -262,6 +295,39 @@ def test_no_record_in_the_window_is_exit_75_not_a_quiet_night(aws: Moto, tmp_pat
     code, out, err = _cli("--flow-logs", str(tmp_path), "--from-file", str(BROKEN))
     assert code == 75 and out == ""
     assert "no flow-log record of 2026-11-24..2026-11-27" in err
+
+
+def test_every_member_of_a_gzip_object_is_read(aws: Moto, tmp_path: Path) -> None:
+    """gzip allows members one after the other (`cat a.gz b.gz`), and `gzip -d` reads them all:
+    so does the audit (the second member was once dropped without a word)."""
+    import gzip
+
+    flows = split_night()
+    lines = records(flows, addresses(BROKEN))
+    aws.seed(_ce_pages(lines, flows, DAYS))
+    first, *rest = sorted(lines)
+    (tmp_path / "all.log.gz").write_bytes(
+        s3_body(lines[first]) + b"".join(gzip.compress(("\n".join(lines[d]) + "\n").encode(), mtime=0)
+                                         for d in rest))
+    code, out, err = _cli(BASES, "--flow-logs", str(tmp_path), "--from-file", str(BROKEN), "--format", "json")
+    assert code == 0, err
+    _check_against_truth(json.loads(out), flows)
+
+
+@pytest.mark.parametrize("damage", ["cut short", "bytes after it", "not gzip inside"])
+def test_a_damaged_gzip_object_is_exit_2_never_a_partial_count(aws: Moto, tmp_path: Path, damage: str) -> None:
+    flows = split_night()
+    lines = records(flows, addresses(BROKEN))
+    aws.seed(_ce_pages(lines, flows, DAYS))
+    body = s3_body([ln for d in sorted(lines) for ln in lines[d]])
+    body = {"cut short": body[: len(body) * 2 // 3], "bytes after it": body + b"more text\n",
+            "not gzip inside": body[:10] + b"\xff" * (len(body) - 10)}[damage]
+    f = tmp_path / "all.log.gz"
+    f.write_bytes(body)
+    code, out, err = _cli(BASES, "--flow-logs", str(tmp_path), "--from-file", str(BROKEN))
+    assert (code, out) == (2, ""), err
+    (line,) = err.splitlines()
+    assert f"{f}: " in line and ("gzip" in line), line
 
 
 def test_flow_log_options_need_flow_logs(aws: Moto) -> None:

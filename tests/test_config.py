@@ -63,7 +63,7 @@ def test_every_problem_at_once_with_positions(here: Path) -> None:
     assert err.splitlines() == [
         ".topogate.yaml:1:15: select: hard-blok is no rule; did you mean hard-block? (`topogate rules` lists them)",
         ".topogate.yaml:2:1: unknown setting 'ignor'; did you mean ignore?; known: select, ignore, strict, "
-        "cluster, format, exclude, per-path-ignores",
+        "cluster, format, exclude, per-path-ignores, inventory, paths, baseline",
         ".topogate.yaml:3:9: strict must be true or false",
         ".topogate.yaml:4:9: format: 'txt' is not one of auto, text, json, sarif, github, markdown, junit; "
         "did you mean text?",

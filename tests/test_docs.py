@@ -51,6 +51,17 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
     "docs/cli.md": [
         "topogate generate fixtures/multi/inventory.yaml -o deploy > /dev/null",
     ],
+    "docs/adopting.md": [
+        "topogate check",
+        "topogate baseline",
+        "topogate generate -o deploy -q",
+        "git rm -rq teams/llm/overlays platform/policies/teams.yaml apps/vision-bert.yaml apps/research.yaml "
+        "apps/eval.yaml",
+        "topogate baseline",
+        "topogate replay flows/recorded.jsonl",
+        "topogate generate -o deploy -q && topogate replay flows/recorded.jsonl | head -n 2",
+        "git add -A && topogate diff --base HEAD",
+    ],
     "docs/diff.md": [
         "git init -q -b main && git add -A && git -c user.name=ci -c user.email=ci@example.com commit -qm base",
     ],
@@ -72,6 +83,10 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
         "--to ml-demo/PyTorchJob/train/Master --port rendezvous",
     ],
 }
+
+# Pages that are one walk: each block runs where the one before left the repository, with the
+# page's diffs applied between them; the named test runs them in order.
+WALKTHROUGHS = {"docs/adopting.md": "tests/test_adopting.py"}
 
 # Blocks whose commands need a service this test does not start; the named test checks them.
 CHECKED_ELSEWHERE = {
@@ -170,7 +185,7 @@ def test_every_expected_console_block_is_there() -> None:
     assert found == CONSOLE_BLOCKS
 
 
-@pytest.mark.parametrize("block", [b for _, b in ALL], ids=lambda b: b.where())
+@pytest.mark.parametrize("block", [b for p, b in ALL if p not in WALKTHROUGHS], ids=lambda b: b.where())
 def test_console_block_is_real_output(block: Block, tmp_path: Path, update_golden: bool) -> None:
     first = block.commands[0][0]
     if any(block.page == p and first.startswith(c) for p, c in CHECKED_ELSEWHERE):

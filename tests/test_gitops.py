@@ -8,6 +8,7 @@ the overlays' relative paths to the job bases resolve exactly as in a user's rep
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -98,6 +99,64 @@ def test_tree_without_gitops_has_no_applications(lab: tuple[Inventory, Path]) ->
     assert not (out / "argocd/apps").exists()
     assert not (out / "argocd/kustomization.yaml").exists()
     assert not (out / "flux").exists()
+
+
+@pytest.mark.parametrize("outputs", [["argocd"], ["flux"], ["monitoring"], []])
+def test_outputs_leave_out_what_the_repository_does_not_use(tmp_path: Path, outputs: list[str]) -> None:
+    """`outputs:` keeps only the GitOps outputs named; what is kept references nothing left out
+    (no monitoring Application or Flux layer without monitoring/), and every kustomization of it
+    still builds."""
+    src = tmp_path / "multi"
+    shutil.copytree(FIXTURES / "multi", src)
+    (src / "inventory.yaml").write_text((src / "inventory.yaml").read_text() + f"outputs: {outputs}\n")
+    inv = load_inventory(str(src / "inventory.yaml"))
+    assert inv.outputs == frozenset(outputs)
+    tree = render_tree(inv, str(src / "out"))
+    tops = {p.split("/", 1)[0] for p in tree}
+    assert tops == {"clusters", *outputs}
+    for rel, data in tree.items():
+        p = src / "out" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        if "monitoring" not in outputs:  # no path into monitoring/, no monitoring Application or layer
+            assert b"monitoring/" not in data and b"-monitoring" not in data, rel
+    for top in outputs:
+        for k in (src / "out" / top).rglob("kustomization.yaml"):
+            _validate(kustomize_build(k.parent))
+
+
+def test_a_job_its_own_application_deploys_is_written_apart(tmp_path: Path) -> None:
+    """deployedBy: own: the overlay (placement patch and the job's policy) is written under
+    overlays/<cluster>/<ns>/<job>/ for the team's Application to point at; nothing topogate writes
+    applies it (the cluster's tree, its Argo CD wrapper, its Flux layers), and a check of the
+    generated tree still analyses it."""
+    src = tmp_path / "multi"
+    shutil.copytree(FIXTURES / "multi", src)
+    text = (src / "inventory.yaml").read_text()
+    first = text.index("- name: ", text.index("workloads:"))
+    (src / "inventory.yaml").write_text(text[:first] + "- deployedBy: own\n  name: " + text[first + len("- name: "):])
+    inv = load_inventory(str(src / "inventory.yaml"))
+    (own,) = [w for w in inv.workloads if w.own]
+    overlay = f"overlays/{own.cluster}/{own.namespace}/{own.name}"
+    tree = render_tree(inv, str(src / "out"))
+    assert {f"{overlay}/kustomization.yaml", f"{overlay}/ciliumnetworkpolicy.yaml", f"{overlay}/placement-patch.yaml"} <= set(tree)
+    assert not any(f"workloads/{own.namespace}/{own.name}/" in p for p in tree)
+    for rel, data in tree.items():
+        (src / "out" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / "out" / rel).write_bytes(data)
+    applied = [o for top in (f"clusters/{own.cluster}", f"argocd/clusters/{own.cluster}",
+                             f"flux/{own.cluster}/workloads", f"flux/{own.cluster}/job-policies")
+               for o in kustomize_build(src / "out" / top)]
+    assert not [o for o in applied if o["metadata"]["name"] in (own.name, f"topogate-{own.name}")]
+    built = kustomize_build(src / "out" / overlay)
+    assert {(o["kind"], o["metadata"]["name"]) for o in built} == {(own.kind, own.name),
+                                                                    ("CiliumNetworkPolicy", f"topogate-{own.name}")}
+    _validate(built)
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "topogate"), "check", "inventory.yaml", "--format", "json"],
+                          cwd=src, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PATH": os.pathsep.join([str(Path(kubectl()).parent), os.environ["PATH"]])})
+    assert proc.returncode == 0, proc.stderr
+    assert own.object_id in {w["object"] for w in json.loads(proc.stdout)["workloads"]}
 
 
 @pytest.mark.parametrize("case", ["lab", "multi"])
@@ -413,6 +472,37 @@ def test_cmp_plugin_generates_the_wrapper_output(tmp_path: Path) -> None:
     bad = subprocess.run(gen["command"] + gen["args"], cwd=repo / "fixtures" / "lab", env=env,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "TOPOGATE_CLUSTER" in bad.stderr
+
+
+def test_cmp_plugin_reads_bases_elsewhere_in_a_copy_without_git(tmp_path: Path) -> None:
+    """The cmp-server's copy of the repository has no .git and runs the plugin in the
+    Application's path: an inventory in platform/ whose bases are in teams/ (outside its folder,
+    inside the repository) is generated, as it is from a clone."""
+    plugin = _docs(CMP / "plugin.yaml")[0]
+    gen = plugin["spec"]["generate"]
+    repo = tmp_path / "copy"
+    shutil.copytree(FIXTURES / "lab" / "bases", repo / "teams")
+    (repo / "platform").mkdir()
+    (repo / "platform" / "inventory.yaml").write_text(
+        (FIXTURES / "lab" / "inventory.yaml").read_text().replace("base: bases/train", "base: ../teams/train"))
+    assert not (repo / ".git").exists()
+    bindir = str(REPO / ".venv" / "bin")
+    env = {"PATH": os.pathsep.join([bindir, str(Path(kubectl()).parent), "/usr/bin", "/bin"]),
+           "HOME": str(tmp_path), "ARGOCD_ENV_TOPOGATE_CLUSTER": "lab", "ARGOCD_APP_SOURCE_PATH": "platform",
+           **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})}
+    proc = subprocess.run(gen["command"] + gen["args"], cwd=repo / "platform", env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    jobs = [d for d in yaml.safe_load_all(proc.stdout) if d is not None and d["kind"] == "PyTorchJob"]
+    assert [j["metadata"]["name"] for j in jobs] == ["train"]
+    # topogate itself, run from that root: the working directory is the repository
+    res = subprocess.run([str(Path(bindir) / "topogate"), "generate", "platform/inventory.yaml", "-o", "out"],
+                         cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    # from inside platform/, teams/ is above the working directory: refused, as documented
+    res = subprocess.run([str(Path(bindir) / "topogate"), "generate", "inventory.yaml", "-o", "../out2"],
+                         cwd=repo / "platform", env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "resolves outside the inventory's repository" in res.stderr
 
 
 def test_cmp_dockerfile_builds_from_the_repo_root() -> None:

@@ -105,3 +105,39 @@ def test_select_and_ignore_count_what_they_hid_in_every_format() -> None:
     assert "hidden by" not in out
     _, out = run("check", lab, str(BROKEN), "--format", "json")
     assert "deselected" not in json.loads(out)["summary"]
+
+
+OPENS = """---
+apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata:
+  name: allow-cluster
+  namespace: ml-demo
+  annotations:
+    topogate.dev/ignore: "TG112: the evaluation service reads the job's metrics through this, for now"
+spec:
+  endpointSelector: {}
+  ingress:
+  - fromEntities: [cluster]
+"""
+
+
+def test_an_annotation_where_the_finding_is_shown_hides_it(tmp_path: Path) -> None:
+    """TG112 is about the job but shown at the policy rule that opens it: an annotation on that
+    policy (where the report sends the reader) hides it, counted; one on another object does not."""
+    lab = tmp_path / "lab"
+    shutil.copytree(ROOT / "fixtures" / "lab", lab)
+    assert run("generate", str(lab / "inventory.yaml"), "-o", str(lab / "out"))[0] == 0
+    (lab / "policy.yaml").write_text(OPENS)
+    code, out = run("check", str(lab / "inventory.yaml"), str(lab / "out" / "clusters" / "lab"),
+                    str(lab / "policy.yaml"), "--format", "json")
+    data = json.loads(out)
+    assert "TG112" not in {f["rule"] for f in data["findings"]}, data["findings"]
+    (hidden,) = [s for s in data["summary"]["suppressed"] if s["rule"] == "TG112"]
+    assert hidden["object"] == "CiliumNetworkPolicy/ml-demo/allow-cluster"
+    # the same annotation on an object the finding is neither about nor shown at hides nothing
+    (lab / "policy.yaml").write_text(OPENS.replace("annotations:\n    topogate.dev/ignore", "labels:\n    x: y\n  annotations:\n    other")
+                                     + OPENS.replace("allow-cluster", "unrelated").replace("fromEntities: [cluster]", "fromEntities: [host]"))
+    _, out = run("check", str(lab / "inventory.yaml"), str(lab / "out" / "clusters" / "lab"),
+                 str(lab / "policy.yaml"), "--format", "json")
+    assert "TG112" in {f["rule"] for f in json.loads(out)["findings"]}

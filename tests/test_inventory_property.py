@@ -109,9 +109,13 @@ def test_accepted_inventories_build_with_kustomize(scratch: Path, case: Inventor
     writer.write_tree(out, render_tree(inv, str(out)))
     # The roots a user applies: each cluster's tree, and Flux's and Argo CD's entry points.
     roots = [f"clusters/{c.name}" for c in inv.clusters] + [f"flux/{c.name}" for c in inv.clusters]
+    # and each overlay a team's own Application applies (deployedBy: own)
+    roots += sorted(p.parent.relative_to(out).as_posix() for p in (out / "overlays").rglob("kustomization.yaml"))
     for root in [*roots, "argocd"]:
         if not (out / root / "kustomization.yaml").is_file():
-            assert root.startswith(("argocd", "flux/")) and inv.gitops is None, f"{root} not generated"
+            # a GitOps entry point exists with `gitops:` and its output among `outputs:`
+            assert root.startswith(("argocd", "flux/")), f"{root} not generated"
+            assert inv.gitops is None or root.split("/")[0] not in inv.outputs, f"{root} not generated"
             continue
         built = kustomize_build(out / root)
         ids = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in built]

@@ -146,3 +146,21 @@ def test_drift_takes_the_report_options_check_has(tmp_path: Path) -> None:
     assert code == 0 and out.rstrip().endswith("in 0 workloads")
     code, _, err = run("drift", INV_REL, "--from-file", str(DRIFTED), "--select", "zone-drfit")
     assert code == 2 and "did you mean zone-drift?" in err
+
+
+@pytest.mark.parametrize("size,fires", [("{min: 1, max: 4}", False), ("{min: 3, max: 8}", True), ("2", True)])
+def test_an_autoscaled_pool_drifts_only_outside_its_min_and_max(tmp_path: Path, size: str, fires: bool) -> None:
+    """gpu-p4d in us-east-1b has 1 node in the drifted list where the inventory counted 2: a pool
+    its autoscaler sizes declares `nodes: {min, max}`, and only a count outside them is drift."""
+    inv = tmp_path / "inventory.yaml"
+    shutil.copytree(INV.parent / "bases", tmp_path / "bases")
+    lines = INV.read_text().splitlines(keepends=True)
+    assert lines[27 - 1].strip() == "nodes: 2"  # gpu-p4d in us-east-1b
+    lines[27 - 1] = lines[27 - 1].replace("nodes: 2", f"nodes: {size}")
+    inv.write_text("".join(lines))
+    code, out, _ = run("drift", str(inv), "--from-file", str(DRIFTED), "--format", "json")
+    sizes = [f["message"] for f in json.loads(out)["findings"] if f["rule"] == "TG202"]
+    assert bool(sizes) is fires, sizes
+    if size.startswith("{min: 3"):
+        assert sizes == ["pool gpu-p4d in us-east-1b has 1 node(s) in the cluster, the inventory says 3 to 8 "
+                         "(autoscaled): ip-10-0-2-41.ec2.internal"]

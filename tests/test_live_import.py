@@ -44,15 +44,31 @@ def test_eks_with_karpenter_and_unlabelled_nodes(tmp_path: Path) -> None:
     assert [z.name for z in c.zones] == ["us-east-1a", "us-east-1b", "us-east-1c"]
     assert inv.workloads == ()
     got = pools(inv)
-    gpu = {"eks.amazonaws.com/nodegroup": "gpu-p4d", "node-type": "gpu"}
+    # every label the pool's nodes share, GPU Feature Discovery's included (a job may select
+    # its GPU model by nvidia.com/gpu.product), not only those of a person's own domains
+    gpu = {"eks.amazonaws.com/capacityType": "ON_DEMAND", "eks.amazonaws.com/nodegroup": "gpu-p4d",
+           "node-type": "gpu", "node.kubernetes.io/instance-type": "p4d.24xlarge",
+           "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}
     assert got[("us-east-1a", "gpu-p4d")] == (2, 8, gpu, ["nvidia.com/gpu=present:NoSchedule"])
     assert got[("us-east-1b", "gpu-p4d")] == (2, 8, gpu, ["nvidia.com/gpu=present:NoSchedule"])
-    assert got[("us-east-1c", "gpu-spot")] == (
-        2, 4, {"karpenter.sh/nodepool": "gpu-spot", "node-type": "gpu-spot"}, ["nvidia.com/gpu=:NoSchedule"])
+    spot = got[("us-east-1c", "gpu-spot")]
+    assert spot[:2] == (2, 4) and spot[3] == ["nvidia.com/gpu=:NoSchedule"]
+    assert {"karpenter.sh/nodepool": "gpu-spot", "node-type": "gpu-spot", "karpenter.sh/capacity-type": "spot",
+            "karpenter.k8s.aws/instance-gpu-name": "a10g"}.items() <= spot[2].items()
+    # left out, and said why: per node, stated elsewhere, assumed, deprecated twins, volatile
+    assert not {"kubernetes.io/hostname", "topology.k8s.aws/zone-id", "kubernetes.io/os", "karpenter.sh/registered",
+                "beta.kubernetes.io/instance-type", "topology.kubernetes.io/region"} & set(spot[2])
+    head = text.split("apiVersion:", 1)[0].replace("\n# ", " ")
+    for said in ("kubernetes.io/hostname (one per node)", "topology.kubernetes.io/region (the cluster's region)",
+                 "karpenter.sh/initialized, karpenter.sh/registered (change with every upgrade)",
+                 "(deprecated twins of their GA labels)", "(linux and amd64, which topogate assumes of every node)"):
+        assert said in head, said
     # the cordoned system node's node.kubernetes.io/unschedulable taint is state, not the pool's
-    system = (1, 0, {"eks.amazonaws.com/nodegroup": "system", "node-role": "system"}, [])
+    system = (1, 0, {"eks.amazonaws.com/capacityType": "ON_DEMAND", "eks.amazonaws.com/nodegroup": "system",
+                     "node-role": "system", "node.kubernetes.io/instance-type": "m6i.xlarge"}, [])
     assert all(got[(z, "system")] == system for z in ("us-east-1a", "us-east-1b", "us-east-1c"))
-    assert got[("us-east-1c", "cpu-batch")] == (2, 0, {"node-type": "cpu-batch"}, [])
+    assert got[("us-east-1c", "cpu-batch")] == (
+        2, 0, {"node-type": "cpu-batch", "node.kubernetes.io/instance-type": "c6i.8xlarge"}, [])
     assert "- name: cpu-batch  # no node-pool label: grouped by identical labels and taints" in text
     assert ("note: 2 node(s) carry no node-pool label (EKS, Karpenter, GKE, AKS or --pool-label): "
             "grouped by identical labels and taints as pool cpu-batch: ip-10-0-3-120.ec2.internal, "
@@ -64,9 +80,10 @@ def test_gke_and_aks_label_variants(tmp_path: Path) -> None:
     assert run("import", "--from-file", str(LIVE / "gke-nodes.json"), "-o", str(tmp_path / "g.yaml"))[0] == 0
     gke = load_inventory(tmp_path / "g.yaml")
     assert (gke.clusters[0].provider, gke.clusters[0].region) == ("gcp", "us-central1")
-    assert pools(gke)[("us-central1-b", "a100-pool")] == (
-        2, 8, {"cloud.google.com/gke-nodepool": "a100-pool", "team": "research"},
-        ["nvidia.com/gpu=present:NoSchedule"])
+    a100 = pools(gke)[("us-central1-b", "a100-pool")]
+    assert (a100[0], a100[1], a100[3]) == (2, 8, ["nvidia.com/gpu=present:NoSchedule"])
+    assert {"cloud.google.com/gke-nodepool": "a100-pool", "team": "research",
+            "cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}.items() <= a100[2].items()
     assert run("import", "--from-file", str(LIVE / "aks-nodes.json"), "-o", str(tmp_path / "a.yaml"),
                "--cluster-name", "ML_AKS")[0] == 0
     aks = load_inventory(tmp_path / "a.yaml")
@@ -76,7 +93,9 @@ def test_gke_and_aks_label_variants(tmp_path: Path) -> None:
     assert got[("eastus-1", "mi300")][:2] == (2, 8)
     assert got[("eastus-1", "mi300")][3] == ["amd.com/gpu=present:NoSchedule"]
     assert got[("eastus-3", "system")] == (
-        1, 0, {"agentpool": "system", "kubernetes.azure.com/agentpool": "system"},
+        1, 0, {"agentpool": "system", "kubernetes.azure.com/agentpool": "system", "kubernetes.azure.com/mode": "system",
+               "kubernetes.azure.com/os-sku": "Ubuntu", "kubernetes.azure.com/role": "agent",
+               "node.kubernetes.io/instance-type": "Standard_D8ds_v5"},
         ["CriticalAddonsOnly=true:NoSchedule"])
 
 
@@ -170,3 +189,49 @@ def test_live_import_errors(standin: StandIn, tmp_path: Path, status: int, code:
 def test_from_file_with_context_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = run("import", "--from-file", str(EKS), "--context", "x", "-o", str(tmp_path / "i"))
     assert code == 2 and "--from-file reads no cluster" in stderr
+
+
+GFD_JOB = """apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: train}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}
+          tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+          containers: [{name: pytorch, image: x, resources: {limits: {nvidia.com/gpu: 1}}}]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}
+          tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+          containers: [{name: pytorch, image: x, resources: {limits: {nvidia.com/gpu: 1}}}]
+"""
+
+
+def test_a_job_selecting_its_gpu_model_runs_on_the_imported_pools(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that picks its GPU model by GPU Feature Discovery's label: on the imported inventory
+    it is schedulable; on one whose pools lack the label, TG103 names the inventory as the fix."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bases" / "train").mkdir(parents=True)
+    (tmp_path / "bases" / "train" / "kustomization.yaml").write_text("resources: [job.yaml]\n")
+    (tmp_path / "bases" / "train" / "job.yaml").write_text(GFD_JOB)
+    assert run("import", "--from-file", str(EKS), "-o", "inventory.yaml")[0] == 0
+    text = (tmp_path / "inventory.yaml").read_text().replace("workloads: []", (
+        "workloads:\n- {name: train, namespace: ml, cluster: eks, kind: PyTorchJob, base: bases/train,\n"
+        "   networkZone: us-east-1a, placement: pin}"))
+    (tmp_path / "inventory.yaml").write_text(text)
+    code, out, _ = run("check", "inventory.yaml", "--format", "json")
+    assert code == 0, out
+    # the same inventory without GPU Feature Discovery's label, as import wrote it before
+    (tmp_path / "inventory.yaml").write_text(text.replace(
+        ", nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB", ""))
+    code, out, _ = run("check", "inventory.yaml")
+    assert code == 1
+    assert ("If the nodes carry nvidia.com/gpu.product, the inventory is what is missing: declare it "
+            "under the pool's `labels:`") in out

@@ -104,7 +104,9 @@ def test_following_job_names_its_zone_choice_once(following_mpijob: str) -> None
     assert block[0].endswith("colocated (the whole job in one zone of: us-east-1a, us-east-1b), schedulable")
     assert block[1:3] == ["  Launcher x1", "  Worker x3 (4 GPU/pod)"]
     _, diagram, _ = run("explain", following_mpijob, "bert-mpi", "--format", "mermaid")
-    assert diagram.count("Launcher ×1") == 1 and diagram.count("subgraph") == 1
+    # one zone box (the choice), inside the one network-zone box the job's pods share
+    assert diagram.count("Launcher ×1") == 1 and diagram.count("subgraph z") == 1
+    assert diagram.count("subgraph n") == 1
     assert 'subgraph z0["one zone of: us-east-1a, us-east-1b"]' in diagram
     _, md, _ = run("check", following_mpijob, "--format", "markdown")
     assert "| MPIJob/ml-team/bert-mpi | gpu-east | one of us-east-1a, us-east-1b |" in md

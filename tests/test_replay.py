@@ -303,3 +303,153 @@ def test_check_flows_replays_against_what_the_check_read(monkeypatch: pytest.Mon
                                   "--exclude", "nothing-matches/*"])
     assert r.exit_code == 1 and _tg210(r) == own
     assert len(reads) == 2  # the check's, and the replay's own
+
+
+# --- a file of no flow, an address that is none, and what a flow says printed inert ---------
+
+def _wrapped(tmp_path: Path) -> Path:
+    """The incident's flows as an API gateway hands them out: each line `{"result": {...}}`."""
+    f = tmp_path / "wrapped.jsonl"
+    f.write_text("".join(json.dumps({"result": json.loads(ln)}) + "\n" for ln in incident_flows(INCIDENT / "fixed")))
+    return f
+
+
+@pytest.mark.parametrize("shape", ["wrapped", "lost events only", "empty"])
+def test_a_file_of_no_flow_is_exit_2_naming_it_and_the_shapes_read(tmp_path: Path, shape: str) -> None:
+    if shape == "wrapped":
+        f = _wrapped(tmp_path)
+    else:
+        f = tmp_path / "none.jsonl"
+        f.write_text('{"lost_events": {"source": "HUBBLE_RING_BUFFER", "num_events_lost": 3}}\n'
+                     if shape == "lost events only" else "")
+    code, out, err = _cli(str(f), INVENTORY, str(INCIDENT / "fixed"))
+    assert (code, out) == (2, ""), (out, err)
+    (line,) = err.splitlines()
+    assert line.startswith(f"topogate replay: {f}: no line is a Hubble flow")
+    assert '{"flow": {...}}' in line and "flow.Flow" in line
+    if shape == "wrapped":
+        assert "line 1 has the keys: result" in line
+    r = CliRunner().invoke(main, ["check", INVENTORY, str(INCIDENT / "fixed"), "--flows", str(f)])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert f"topogate check: --flows: {f}: no line is a Hubble flow" in r.stderr
+
+
+@pytest.mark.parametrize("ip", ["not-an-ip", "10.0.1.999", "10.0.0.0/8", " 10.0.1.5"])
+def test_an_address_that_is_none_is_an_error_at_its_line_not_world(tmp_path: Path, ip: str) -> None:
+    lines = incident_flows(INCIDENT / "fixed")
+    bad = json.loads(lines[5])  # the worker's call to an outside address
+    bad["flow"]["IP"]["destination"] = ip
+    f = tmp_path / "flows.jsonl"
+    f.write_text("\n".join([*lines[:5], json.dumps(bad)]) + "\n")
+    code, out, err = _cli(str(f), INVENTORY, str(INCIDENT / "fixed"))
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [f"topogate replay: {f}:6:1: IP.destination {json.dumps(ip)} is not an IP address"]
+
+
+def test_an_endpoint_naming_nothing_is_an_error_at_its_line_not_world(tmp_path: Path) -> None:
+    lines = incident_flows(INCIDENT / "fixed")
+    bad = json.loads(lines[5])
+    del bad["flow"]["IP"]  # no address, no namespace, no reserved identity: nothing to decide
+    f = tmp_path / "flows.jsonl"
+    f.write_text("\n".join([*lines[:5], json.dumps(bad)]) + "\n")
+    code, _, err = _cli(str(f), INVENTORY, str(INCIDENT / "fixed"))
+    assert code == 2
+    assert err.splitlines() == [f"topogate replay: {f}:6:1: destination has no namespace, no reserved identity "
+                                "and no IP address: nothing to decide it by"]
+
+
+EVIL = "x\n## Forged heading\n<img src=x onerror=alert(1)> [click](https://evil.example/) | y\r`z`"
+
+
+def _evil_flows(tmp_path: Path) -> Path:
+    """A pod of no job, whose namespace and labels say anything, calling the workers (denied by
+    their ingress) and dropped on a call the tree allows, with a drop reason that says anything."""
+    ns, labels = pod_labels(INCIDENT / "fixed" / "workers.yaml")
+    evil = endpoint("ml-demo", {"app": EVIL}, "evil-0")
+    w = endpoint(ns, labels, "gpu-workers-0-abcde")
+    f = tmp_path / "flows.jsonl"
+    f.write_text("\n".join([flow(evil, "10.0.1.7", w, "10.0.1.5", 8443),
+                            flow(w, "10.0.1.5", w, "10.0.1.6", 12345, verdict="DROPPED", reason=EVIL)]) + "\n")
+    return f
+
+
+def test_replay_text_keeps_each_flow_on_its_own_line(tmp_path: Path) -> None:
+    code, out, _ = _cli(str(_evil_flows(tmp_path)), INVENTORY, str(INCIDENT / "fixed"))
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 6, out  # the header, two sections of one flow each, the job line
+    assert lines[1] == "observed but denied by the tree: 1" and lines[3] == "dropped by the cluster but allowed by the tree: 1"
+    assert lines[2].startswith("  ml-demo:app=x\\n## Forged heading\\n<img")
+    assert lines[4].endswith("(drop: x\\n## Forged heading\\n<img src=x onerror=alert(1)> "
+                             "[click](https://evil.example/) | y\\r`z`)")
+
+
+def test_replay_markdown_is_inert(tmp_path: Path) -> None:
+    code, out, _ = _cli(str(_evil_flows(tmp_path)), INVENTORY, str(INCIDENT / "fixed"), "--format", "markdown")
+    assert code == 1
+    headings = [ln for ln in out.splitlines() if ln.lstrip().startswith("#")]
+    assert headings == ["## topogate replay", "### Observed, denied by the tree",
+                        "### Dropped by the cluster, allowed by the tree"]
+    assert "<img" not in out and "](https://" not in out and "\r" not in out
+    row = next(ln for ln in out.splitlines() if "Forged" in ln)
+    assert row.count(" | ") == 4, row  # the row's own five cells, none added by the label's `|`
+    assert "&lt;img src=x onerror=alert(1)&gt; &#91;click&#93;(https://evil.example/)" in row
+
+
+def test_replay_json_keeps_what_the_flow_said(tmp_path: Path) -> None:
+    code, out, _ = _cli(str(_evil_flows(tmp_path)), INVENTORY, str(INCIDENT / "fixed"), "--format", "json")
+    assert code == 1
+    data = json.loads(out)
+    assert data["observed_denied"][0]["source"] == f"ml-demo:app={EVIL}"
+    assert data["dropped_allowed"][0]["drop_reason"] == EVIL
+
+
+def test_suggest_comments_stay_comments(tmp_path: Path) -> None:
+    code, out, _ = _cli(str(_evil_flows(tmp_path)), INVENTORY, str(INCIDENT / "fixed"), "--suggest")
+    assert code == 1
+    assert out.splitlines() and all(ln.startswith("# ") for ln in out.splitlines()), out
+    assert yaml.safe_load(out) is None
+
+
+def _named(f: str, names: list[str]) -> str:
+    d = json.loads(f)
+    d.get("flow", d)["destination_names"] = names
+    return json.dumps(d)
+
+
+def test_a_flow_to_a_name_the_dns_proxy_answered_is_decided_by_that_name(tmp_path: Path) -> None:
+    """A pull from S3 allowed by a toFQDNs rule: Hubble records the name the proxy answered
+    (destination_names); replay decides the address by it, as Cilium's FQDN identity does, and
+    as trace decides `fqdn:NAME`. Without the name the address alone is decided (denied), and
+    --suggest proposes the name, never a /32 of a rotating address."""
+    from topogate.replay import run_replay, suggest
+
+    lab = tmp_path / "lab"
+    shutil.copytree(REPO / "fixtures" / "lab", lab)
+    inv = lab / "inventory.yaml"
+    data = yaml.safe_load(inv.read_text())
+    data["workloads"][0]["egress"] = [{"fqdns": ["*.s3.us-east-1.amazonaws.com"], "ports": [{"port": 443}]}]
+    inv.write_text(yaml.safe_dump(data, sort_keys=False))
+    t = read_tree("head", str(inv), [], str(tmp_path / "s"))
+    worker = next(m for k, m in sides_of(t.inventory, t.objects)["lab"].jobs.items() if k.endswith("#Worker"))
+    pull = flow(_member_end(worker), "10.0.1.5", WORLD, "52.216.8.1", 443)
+    other = flow(_member_end(worker), "10.0.1.5", WORLD, "52.216.8.2", 443)
+    flows = tmp_path / "flows.jsonl"
+    flows.write_text("\n".join([
+        _named(pull, ["data.s3.us-east-1.amazonaws.com"]),
+        pull,  # the same address, recorded without the name: the address alone decides
+        # a CNAME chain: the rule names one of them
+        _named(other, ["s3-r-w.us-east-1.amazonaws.com", "eu.s3.us-east-1.amazonaws.com"]),
+        _named(flow(_member_end(worker), "10.0.1.5", WORLD, "151.101.1.1", 443), ["pypi.org"]),
+    ]) + "\n")
+    run = run_replay(str(flows), str(inv), [])
+    verdicts = {(s.dst.shown, s.decision.allowed) for s in run.result.seen.values()}
+    assert verdicts == {("data.s3.us-east-1.amazonaws.com (52.216.8.1)", True), ("52.216.8.1/32", False),
+                        ("eu.s3.us-east-1.amazonaws.com (52.216.8.2)", True), ("pypi.org (151.101.1.1)", False)}
+    # trace says the same of the names
+    spec = "ml-demo:" + ",".join(f"{k}={v}" for k, v in sorted(worker.peer.labels))
+    for name, allowed in (("data.s3.us-east-1.amazonaws.com", True), ("pypi.org", False)):
+        assert (trace(t.objects, spec, f"fqdn:{name}", "443/TCP", str(inv), "lab").verdict == "allowed") is allowed
+    entry = yaml.safe_load(suggest(run.result, run.inventory))
+    assert {"fqdns": ["pypi.org"], "ports": [{"port": 443, "protocol": "TCP"}]} in entry["egress"]
+    assert {"cidrs": ["52.216.8.1/32"], "ports": [{"port": 443, "protocol": "TCP"}]} in entry["egress"]

@@ -77,7 +77,9 @@ def test_cli_junit_and_xml_suffix(tmp_path: Path) -> None:
     assert r.exit_code == 1, r.stderr
     assert report.read_text() == r.stdout  # -o FILE.xml is junit by its extension
     xml = _read(r.stdout, tmp_path)
-    assert _cases(xml) == {"Group/ml-demo/train": ["TG102"]}  # the incident's job, failed
+    # the incident's job, failed; its first finding by place names the failure (TG101 and TG102
+    # are both at the coordinator's template, TG101 first)
+    assert _cases(xml) == {"Group/ml-demo/train": ["TG101"]}
     assert [s.name for s in xml] == ["lab"]  # its cluster
 
 
@@ -89,3 +91,13 @@ def test_exit_zero_reports_but_does_not_fail() -> None:
     r = CliRunner().invoke(main, ["check", LAB, "does/not/exist", "--exit-zero"])
     assert r.exit_code == 2
     assert CliRunner().invoke(main, ["check", LAB, FIXED, "--exit-zero"]).exit_code == 0
+
+
+def test_every_suite_carries_the_counts_line_not_a_failure_message(tmp_path: Path) -> None:
+    # The first suite has a failing workload; the suites after it once carried that failure's
+    # first line as their topogate.summary, instead of the run's counts.
+    root = ET.fromstring(get_reporter("junit").render(result()).split("\n", 1)[1])
+    summaries = {s.get("name"): [p.get("value") for p in s.iter("property") if p.get("name") == "topogate.summary"]
+                 for s in root.iter("testsuite")}
+    line = "3 errors, 1 warning, 1 info in 2 workloads"
+    assert summaries == {"gpu-east": [line], "topogate": [line]}

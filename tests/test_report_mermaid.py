@@ -37,8 +37,20 @@ def test_broken_job_picture() -> None:
     assert '  subgraph z0["us-east-1a"]' in src and '  subgraph z1["us-east-1b"]' in src
     # Master can land in both zones: one node per zone, distinct ids
     assert '    z0_g0["Master ×1"]' in src and '    z1_g0["Master ×1"]' in src
-    assert '    z0_g1["Worker ×4, 8 GPU each"]' in src
+    # NCCL among the workers' own pods is said in their node, not on a self-loop (whose label
+    # mermaid places on whatever edge runs past)
+    assert '    z0_g1["Worker ×4, 8 GPU each#59; among its pods: nccl TCP/*"]' in src
+    assert not [e for e in edges(src) if e[0] == e[3]]
     assert "z1_g1" not in src  # Worker only in us-east-1a
+
+
+def test_network_zones_are_drawn_around_their_zones() -> None:
+    src = job_diagram(BROKEN, (), {"us-east-1a": "fabric", "us-east-1b": "fabric"})
+    lines = src.splitlines()
+    assert lines[1] == '  subgraph n0["network zone fabric"]'
+    assert lines[2] == '    subgraph z0["us-east-1a"]' and '    subgraph z1["us-east-1b"]' in lines
+    split = job_diagram(BROKEN, (), {"us-east-1a": "a", "us-east-1b": "b"})
+    assert '  subgraph n0["network zone a"]' in split and '  subgraph n1["network zone b"]' in split
 
 
 def test_blocked_edges_are_red_dashed_and_indexed_right() -> None:
@@ -49,7 +61,9 @@ def test_blocked_edges_are_red_dashed_and_indexed_right() -> None:
     assert "stroke:red" in style
     assert idx == [i for i, e in enumerate(es) if e[1] == "-.->"]
     blocked = [e for e in es if e[1] == "-.->"]
-    assert blocked == [("z0_g1", "-.->", "blocked: nccl TCP/*, rendezvous TCP/23456", "z1_g0")]
+    # the edge names the policy that blocks it
+    assert blocked == [("z0_g1", "-.->", "blocked by CiliumNetworkPolicy/ml-team/intra-zone: nccl TCP/*, "
+                        "rendezvous TCP/23456", "z1_g0")]
     assert ("z0_g1", "-->", "rendezvous TCP/23456", "z0_g0") in es
 
 

@@ -11,6 +11,7 @@ what a schema cannot express (rule indexes that point at the right rule, relativ
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -144,6 +145,27 @@ def test_fingerprint_ignores_line_moves() -> None:
     assert fp == fp_moved
 
 
-def test_no_version_by_default() -> None:
-    assert "semanticVersion" not in render()["runs"][0]["tool"]["driver"]
+def test_the_driver_names_its_version_and_each_rule_its_documentation(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+
+    from topogate.core.version import rule_anchor
+    from topogate.policies.engine import all_rules
+
+    driver = render()["runs"][0]["tool"]["driver"]
+    assert driver["version"] == driver["semanticVersion"] == metadata.version("topogate")
     assert render(tool_version="1.2.3")["runs"][0]["tool"]["driver"]["semanticVersion"] == "1.2.3"
+    # where the rules are documented is known only where the environment says (the Action)
+    assert "informationUri" not in driver and not any("helpUri" in r for r in driver["rules"])
+    url = "https://github.com/acme/topogate/blob/v1.2.0/docs/rules.md"
+    monkeypatch.setenv("TOPOGATE_RULES_URL", url)
+    driver = render()["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == url
+    anchors = {r["id"]: r["helpUri"] for r in driver["rules"]}
+    assert anchors["TG101"] == f"{url}#tg101-hard-block"
+    # every registered rule's anchor is its heading in docs/rules.md, as GitHub slugs it
+    headings = {line[3:].lower().replace(" ", "-") for line in
+                (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text().splitlines()
+                if line.startswith("## TG")}
+    assert {rule_anchor(r.id, r.name) for r in all_rules()} == headings
+    monkeypatch.setenv("TOPOGATE_RULES_URL", "javascript:alert(1)")
+    assert "informationUri" not in render()["runs"][0]["tool"]["driver"]

@@ -19,6 +19,7 @@ class PoolVerdict:
     pool: str
     feasible: bool
     reason: str = ""  # why the pool was removed ("" when feasible)
+    undeclared: tuple[str, ...] = ()  # label keys the group's selector names that the pool lacks
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,9 @@ class GroupMap:
     splits: bool = False  # every feasible placement spreads this group's pods over zones
     # hostNetwork: true: no Cilium endpoint, so no pod policy selects it (it has the node's identity)
     host_network: bool = False
+    # where the constraint that keeps every pool from the group is written (a nodeSelector of the
+    # base, an affinity a patch added), when one constraint does; NOWHERE otherwise
+    cause: Position = NOWHERE
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +144,52 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class Narrowed:
+    """One setting of the settings file that narrowed a check, and what it left out
+    (topogate.check.settings_report); reporters name it with its counts."""
+
+    setting: str  # select | ignore | per-path-ignores | exclude | cluster
+    value: tuple[str, ...]  # as the file writes it: rules, patterns, or the one cluster
+    pos: Position  # where it is written (the file as shown, or `REF:path` for a file read at a ref)
+    ref: str = ""  # the git ref the file was read at ("" the working tree's file)
+    glob: str = ""  # per-path-ignores: the files it covers
+    findings: tuple[Finding, ...] = ()  # select, ignore, per-path-ignores: the findings it hid
+    paths: tuple[str, ...] = ()  # exclude: the PATH entries it left unread
+    clusters: tuple[str, ...] = ()  # cluster: the clusters left out
+    objects: int = 0  # cluster: the objects of those clusters not analysed
+
+
+@dataclass(frozen=True)
+class SettingsUse:
+    """The settings file a check used and what its settings left out. None on a result when
+    no file was used, so such a report keeps its bytes."""
+
+    file: str  # the settings file used, as shown ("" when only `base` was)
+    narrowed: tuple[Narrowed, ...] = ()
+    hidden: tuple[Finding, ...] = ()  # the findings the file hid that the command line did not
+    base: str = ""  # check --changed-since: where the settings taken from the ref were read
+    taken: tuple[str, ...] = ()  # those settings
+    said: str = ""  # the sentence that says so ("ignore from main:.topogate.yaml: this file narrows it more ...")
+
+    @property
+    def label(self) -> str:
+        return self.file or self.base
+
+
+@dataclass(frozen=True)
+class BaselineUse:
+    """The baseline file a check used (topogate.check.baseline): the findings it listed, which
+    fail nothing and are counted; its entries no finding matched any more; and, under
+    --changed-since, the entries the pull request added, which are not honoured."""
+
+    file: str
+    findings: tuple[Finding, ...] = ()
+    unmatched: int = 0
+    refused: tuple[Position, ...] = ()  # where each entry the pull request added is written
+    ref: str = ""  # the ref whose baseline was honoured ("" the working tree's)
+
+
+@dataclass(frozen=True)
 class CheckResult:
     findings: tuple[Finding, ...]
     jobs: tuple[JobMap, ...]
@@ -155,6 +205,8 @@ class CheckResult:
     # suppressed results; the other formats count `suppressed`.
     annotated: tuple[tuple[Finding, Any], ...] = ()
     scope: Scope | None = None  # set by --changed-since
+    settings: SettingsUse | None = None  # set by `check` when a settings file was used
+    baseline: BaselineUse | None = None  # set by `check` with a baseline file
 
     @property
     def errors(self) -> int:
@@ -164,4 +216,5 @@ class CheckResult:
     def warnings(self) -> int:
         return sum(1 for f in self.findings if f.severity == "warning")
 
-__all__ = ["CheckResult", "Flow", "GroupMap", "JobMap", "PoolVerdict", "RuleInfo", "Scope"]
+__all__ = ["BaselineUse", "CheckResult", "Flow", "GroupMap", "JobMap", "Narrowed", "PoolVerdict", "RuleInfo", "Scope",
+           "SettingsUse"]

@@ -8,13 +8,19 @@ job of the interface that captured it (its `az-id` side), else to the job at the
 
 Addresses are pod IPs where pods have their own VPC addresses (VPC CNI, ENI mode), node IPs in
 overlay mode, where a node pair is the job's only when that job alone runs on both nodes.
+
+Records are summed as they are read (`Tally.add`), never held: memory grows with the distinct
+(job, zone pair, day) keys, not with the records (a 1 GiB object of tiny lines is still a few
+sums). Which mode applies is known only once every record was seen (pod mode when any record
+carries a training pod's address), so each record is added under both, and `Tally.audit` keeps
+the one that applies.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -28,6 +34,7 @@ MODE_TEXT = {
     NODE_MODE: "node IPs (overlay mode: a node pair counts for the job that alone runs on both)",
 }
 COLOCATED = "colocated: look at its doors (traffic to services in other zones)"
+MAX_STRAY_ZONE_IDS = 20  # zone ids named in the NAT warning; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -51,10 +58,9 @@ class AddressBook:
     nodes: Mapping[str, Endpoint]
     zone_ids: Mapping[str, str] = field(default_factory=dict)
 
-    def mode(self, records: Sequence[FlowRecord]) -> str:
-        """Pod mode when the records carry the address of a training pod, else node mode."""
-        jobs = {a for a, e in self.pods.items() if e.jobs}
-        return POD_MODE if any(r.src in jobs or r.dst in jobs for r in records) else NODE_MODE
+    def job_pods(self) -> frozenset[str]:
+        """The addresses of training pods: a record carrying one means pod mode."""
+        return frozenset(a for a, e in self.pods.items() if e.jobs)
 
     def endpoints(self, mode: str) -> dict[str, Endpoint]:
         if mode == NODE_MODE:
@@ -130,59 +136,94 @@ def _owner(book: AddressBook, mode: str, rec: FlowRecord, a: Endpoint, b: Endpoi
     return None
 
 
-def attribute(book: AddressBook, records: Sequence[FlowRecord], start: dt.date, end: dt.date,
-              usd_per_gb: Decimal, causes: Mapping[str, str], *, cluster: str, region: str,
-              sources: Sequence[str], billed_gb: Decimal | None,
-              job_budget: Decimal | None = None) -> FlowAudit:
-    """Per job: bytes, zone pairs, days and dollars of [start, end); what stays unattributed."""
-    per_job: dict[str, int] = defaultdict(int)
-    pairs: dict[tuple[str, str, str], int] = defaultdict(int)
-    days: dict[tuple[str, dt.date], int] = defaultdict(int)
-    other = unknown = n = 0
-    stray: set[str] = set()
-    mode = book.mode(records)
-    endpoints = book.endpoints(mode)
-    for rec in records:
+@dataclass
+class _Sums:
+    """The sums of one address mode (module doc)."""
+
+    endpoints: dict[str, Endpoint]
+    per_job: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    pairs: dict[tuple[str, str, str], int] = field(default_factory=lambda: defaultdict(int))
+    days: dict[tuple[str, dt.date], int] = field(default_factory=lambda: defaultdict(int))
+    other: int = 0
+    unknown: int = 0
+    stray: set[str] = field(default_factory=set)
+    more_stray: bool = False  # zone ids beyond the first MAX_STRAY_ZONE_IDS
+
+
+class Tally:
+    """Flow-log records of [start, end) summed per job, zone pair and day as they are read."""
+
+    def __init__(self, book: AddressBook, start: dt.date, end: dt.date) -> None:
+        self.book, self.start, self.end = book, start, end
+        self.sums = {POD_MODE: _Sums(book.endpoints(POD_MODE)), NODE_MODE: _Sums(book.endpoints(NODE_MODE))}
+        self._job_pods = book.job_pods()
+        self.pod_seen = False
+        self.records = 0  # records in the window
+        self.sources: dict[str, None] = {}  # objects and log streams read, in order, once each
+        self.skipped = 0  # SKIPDATA records: AWS lost them
+
+    def add(self, rec: FlowRecord) -> None:
+        if not self.pod_seen and (rec.src in self._job_pods or rec.dst in self._job_pods):
+            self.pod_seen = True
         day = _day(rec.start)
-        if not start <= day < end:
-            continue
-        n += 1
-        a, b = endpoints.get(rec.src), endpoints.get(rec.dst)
-        if a is None or b is None or not a.zone or not b.zone:
-            if a is None or b is None:
-                # a known address talking to an unknown one could be either: not judged
-                unknown += rec.bytes if (a or b) else 0
-            continue
-        if a.zone == b.zone:
-            continue
-        here = book.zone_ids.get(rec.az_id)
-        if book.zone_ids and here not in (a.zone, b.zone):
-            stray.add(rec.az_id)
-        job = _owner(book, mode, rec, a, b)
-        if job is None:
-            other += rec.bytes
-            continue
-        local = here if here in (a.zone, b.zone) else a.zone
-        remote = b.zone if local == a.zone else a.zone
-        per_job[job] += rec.bytes
-        pairs[(job, local, remote)] += rec.bytes
-        days[(job, day)] += rec.bytes
-    jobs = []
-    for job in sorted(per_job, key=lambda j: (-per_job[j], j)):
-        usd = Decimal(per_job[job]) / BYTES_PER_GB * usd_per_gb
-        per_day = tuple(sorted((d, v) for (j, d), v in days.items() if j == job))
-        over = None if job_budget is None else any(
-            Decimal(v) / BYTES_PER_GB * usd_per_gb > job_budget for _, v in per_day)
-        jobs.append(JobEgress(
-            job, per_job[job],
-            tuple(sorted(((lz, rz, v) for (j, lz, rz), v in pairs.items() if j == job),
-                         key=lambda p: (-p[2], p[0], p[1]))),
-            per_day, usd, causes.get(job, COLOCATED), over))
-    warnings = [f"records captured in zone id(s) {', '.join(sorted(stray))}, which is neither "
-                "endpoint's zone: a NAT gateway or load balancer between them?"] if stray else []
-    return FlowAudit(cluster, region, mode, book.source, tuple(sources), n, tuple(jobs),
-                     other, unknown, usd_per_gb, billed_gb, tuple(warnings), job_budget)
+        if not self.start <= day < self.end:
+            return
+        self.records += 1
+        for mode, sums in self.sums.items():
+            _add(self.book, mode, sums, rec, day)
+
+    @property
+    def mode(self) -> str:
+        """Pod mode when the records carry the address of a training pod, else node mode."""
+        return POD_MODE if self.pod_seen else NODE_MODE
+
+    def audit(self, usd_per_gb: Decimal, causes: Mapping[str, str], *, cluster: str, region: str,
+              billed_gb: Decimal | None, job_budget: Decimal | None = None) -> FlowAudit:
+        """Per job: bytes, zone pairs, days and dollars; what stays unattributed."""
+        s = self.sums[self.mode]
+        jobs = []
+        for job in sorted(s.per_job, key=lambda j: (-s.per_job[j], j)):
+            usd = Decimal(s.per_job[job]) / BYTES_PER_GB * usd_per_gb
+            per_day = tuple(sorted((d, v) for (j, d), v in s.days.items() if j == job))
+            over = None if job_budget is None else any(
+                Decimal(v) / BYTES_PER_GB * usd_per_gb > job_budget for _, v in per_day)
+            jobs.append(JobEgress(
+                job, s.per_job[job],
+                tuple(sorted(((lz, rz, v) for (j, lz, rz), v in s.pairs.items() if j == job),
+                             key=lambda p: (-p[2], p[0], p[1]))),
+                per_day, usd, causes.get(job, COLOCATED), over))
+        more = " and others" if s.more_stray else ""
+        warnings = [f"records captured in zone id(s) {', '.join(sorted(s.stray))}{more}, which is neither "
+                    "endpoint's zone: a NAT gateway or load balancer between them?"] if s.stray else []
+        return FlowAudit(cluster, region, self.mode, self.book.source, tuple(sorted(self.sources)), self.records,
+                         tuple(jobs), s.other, s.unknown, usd_per_gb, billed_gb, tuple(warnings), job_budget)
+
+
+def _add(book: AddressBook, mode: str, s: _Sums, rec: FlowRecord, day: dt.date) -> None:
+    a, b = s.endpoints.get(rec.src), s.endpoints.get(rec.dst)
+    if a is None or b is None or not a.zone or not b.zone:
+        if a is None or b is None:
+            # a known address talking to an unknown one could be either: not judged
+            s.unknown += rec.bytes if (a or b) else 0
+        return
+    if a.zone == b.zone:
+        return
+    here = book.zone_ids.get(rec.az_id)
+    if book.zone_ids and here not in (a.zone, b.zone) and rec.az_id not in s.stray:
+        if len(s.stray) < MAX_STRAY_ZONE_IDS:
+            s.stray.add(rec.az_id)
+        else:
+            s.more_stray = True
+    job = _owner(book, mode, rec, a, b)
+    if job is None:
+        s.other += rec.bytes
+        return
+    local = here if here in (a.zone, b.zone) else a.zone
+    remote = b.zone if local == a.zone else a.zone
+    s.per_job[job] += rec.bytes
+    s.pairs[(job, local, remote)] += rec.bytes
+    s.days[(job, day)] += rec.bytes
 
 
 __all__ = ["BYTES_PER_GB", "COLOCATED", "MODE_TEXT", "NODE_MODE", "POD_MODE", "AddressBook",
-           "Endpoint", "FlowAudit", "JobEgress", "attribute"]
+           "Endpoint", "FlowAudit", "JobEgress", "Tally"]

@@ -25,14 +25,16 @@ EXIT_CODE_DOCS: tuple[tuple[int, str], ...] = (
                               "a window that is empty or ends after today, an unreadable "
                               "inventory, a window Cost Explorer refuses (BillExpirationException), "
                               "a flow-log line that is not a VPC Flow Logs record (named by object "
-                              "and line)"),
+                              "and line), a flow-log object that is not whole (gzip cut short or "
+                              "followed by other bytes, not UTF-8, over 1 GiB inflated)"),
     (ExitCode.TEMPORARY, "temporary: throttled after retries (LimitExceededException), "
                          "DataUnavailableException, network or 5xx errors, any answer that is "
                          "not a well-formed Cost Explorer page (HTML, truncated JSON, missing or "
                          "mistyped fields, days outside the window, a non-numeric, negative or "
                          "absurd amount), a day of the window without its DAILY result across "
                          "the pages, no flow-log record in the window, the audit's --deadline "
-                         "passed; run again later"),
+                         "passed, a paged answer (Cost Explorer, CloudWatch Logs) giving the same "
+                         "next token twice; run again later"),
     (ExitCode.ACCESS_DENIED, "access denied: the credentials may not call ce:GetCostAndUsage "
                              "(or ce:GetDimensionValues)"),
     (ExitCode.CONFIG, "configuration: no credentials or expired credentials (ExpiredToken: "

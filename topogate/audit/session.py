@@ -1,12 +1,17 @@
 """The only code that talks to AWS: it counts what Cost Explorer can bill ($0.01 a request)
 and follows NextPageToken to the end, since boto3 has no paginator for GetCostAndUsage.
+
+`follow_pages` is the one way a paged AWS answer is followed (Cost Explorer here, CloudWatch
+Logs' FilterLogEvents in flowsource): a token answered a second time means the service is
+going round, and what was read so far is only part of the answer, so it is exit 75, never a
+silent end (a partial sum read as the whole window).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from topogate.audit.errors import AuditError, TemporaryError, classify, register_secrets
 from topogate.audit.model import RequestRecord
@@ -16,6 +21,33 @@ from topogate.audit.page import MalformedAnswer, next_token
 MAX_PAGES = 200
 
 ClientFactory = Callable[[], Any]
+Page = TypeVar("Page")
+
+
+def _none() -> int:
+    return 0
+
+
+def follow_pages(fetch: Callable[[str | None], Page], token_of: Callable[[Page], str | None], what: str,
+                 token_name: str, *, max_pages: int | None = MAX_PAGES,
+                 requests: Callable[[], int] = _none) -> Iterator[Page]:
+    """Every page of one paged call: `fetch(token)` (None first), `token_of(page)` the next
+    token or None at the end. A token seen before, or more than `max_pages` pages, is a
+    TemporaryError (exit 75) naming `what`; `requests` gives the count it reports."""
+    token: str | None = None
+    seen: set[str] = set()
+    pages = 0
+    while max_pages is None or pages < max_pages:
+        pages += 1
+        page = fetch(token)
+        yield page
+        token = token_of(page)
+        if token is None:
+            return
+        if token in seen:
+            raise TemporaryError(f"{what} returned the same {token_name} twice", requests=requests())
+        seen.add(token)
+    raise TemporaryError(f"{what} did not finish after {max_pages} pages", requests=requests())
 
 
 def ce_region_for(configured: str | None) -> str:
@@ -143,24 +175,15 @@ class CostExplorerSession:
 
     def pages(self, operation: str, build: Callable[[str | None], dict[str, Any]]
               ) -> Iterable[dict[str, Any]]:
-        token: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
-            resp = self.call(operation, build(token))
-            yield resp
+        def token_of(resp: dict[str, Any]) -> str | None:
             try:
-                token = next_token(resp, operation)
+                return next_token(resp, operation)
             except AuditError as err:
                 err.requests = self.requests
                 raise
-            if token is None:
-                return
-            if token in seen:
-                raise TemporaryError(f"{operation} returned the same NextPageToken twice",
-                                     requests=self.requests)
-            seen.add(token)
-        raise TemporaryError(f"{operation} did not finish after {MAX_PAGES} pages",
-                             requests=self.requests)
+
+        return follow_pages(lambda token: self.call(operation, build(token)), token_of, operation,
+                            "NextPageToken", requests=lambda: self.requests)
 
 
 def _snake(operation: str) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from topogate.core.layout import CLUSTER_DIRS
 from topogate.core.words import plural
 
 _SHOWN = 3  # cluster names listed in the summary before "..."
@@ -86,7 +87,7 @@ def unit_cluster(path: str, names: Sequence[str], override: str | None) -> str |
         return override
     parts = path.replace("\\", "/").split("/")
     for i, p in enumerate(parts[:-1]):
-        if p == "clusters" and parts[i + 1] in names:
+        if p in CLUSTER_DIRS and parts[i + 1] in names:
             return parts[i + 1]
     return names[0] if len(names) == 1 else None
 

@@ -15,14 +15,19 @@ Settings (the same keys in both files):
     exclude: ["vendor/**"]         # PATH entries not to read (files or kustomization roots)
     per-path-ignores:              # rules not reported on findings in these files
       "legacy/**": [TG102]
+    inventory: platform/inventory.yaml   # INVENTORY when `check` or `generate` is given none
+    paths: [apps, teams]           # PATHs when `check` is given no argument at all
+    baseline: .topogate-baseline.json    # findings reported as baselined (`topogate baseline`)
 
-Globs are matched against paths relative to the directory of the file that sets them (`*` within
-a path segment, `**` across segments; a pattern naming a directory covers what is under it).
+Globs, `inventory` and `paths` are relative to the directory of the file that sets them (`*`
+within a path segment, `**` across segments; a pattern naming a directory covers what is under
+it); `inventory` and `paths` must lie inside the file's repository.
 Every problem is reported at once with its file:line:column, like the inventory's; nothing runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Sequence
@@ -36,10 +41,12 @@ from topogate.core.position import Position
 from topogate.core.words import did_you_mean
 from topogate.inventory.problems import Problem
 from topogate.inventory.yamlpos import Located, YamlReadError, read_yaml
+from topogate.safeio.repopaths import repo_root
 
 YAML_NAME = ".topogate.yaml"
 PYPROJECT = "pyproject.toml"
-KEYS = ("select", "ignore", "strict", "cluster", "format", "exclude", "per-path-ignores")
+KEYS = ("select", "ignore", "strict", "cluster", "format", "exclude", "per-path-ignores", "inventory", "paths",
+        "baseline")
 
 
 class ConfigError(Exception):
@@ -81,12 +88,21 @@ class Globs:
     base: str = "."
 
     def matches(self, path: str | os.PathLike[str]) -> bool:
+        return bool(self.matching(path))
+
+    def matching(self, path: str | os.PathLike[str]) -> tuple[str, ...]:
+        """The patterns that match `path`."""
         if not self.patterns:
-            return False
+            return ()
         rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.base)).replace(os.sep, "/")
         if rel.startswith("../"):
-            return False
-        return any(glob_regex(p).fullmatch(rel) for p in self.patterns)
+            return ()
+        return tuple(p for p in self.patterns if glob_regex(p).fullmatch(rel))
+
+
+# Where one setting is written: (the key's path in the file, the git ref the file was read at
+# ("" for the working tree), its position). `per-path-ignores` has one per glob besides its own.
+Origin = tuple[tuple[str, ...], str, Position]
 
 
 @dataclass(frozen=True)
@@ -99,11 +115,29 @@ class Settings:
     format: str | None = None
     exclude: Globs = field(default_factory=Globs)
     per_path_ignores: tuple[tuple[Globs, tuple[str, ...]], ...] = ()
+    inventory: str | None = None  # absolute: the file's value joined to its directory
+    paths: tuple[str, ...] = ()  # absolute, likewise
+    baseline: str | None = None  # absolute, likewise
+    path: str = ""  # the file's absolute path ("" none; for a file read at a git ref, where it would be)
+    ref: str = ""  # the git ref the file was read at ("" the working tree)
+    origins: tuple[Origin, ...] = ()  # where each setting present is written
+    anchor: Position | None = None  # where an absent setting is pointed at: the file's start, or its table
+
+    def origin(self, *key: str) -> tuple[str, Position]:
+        """(git ref or "", position) of the setting `key` (a glob of per-path-ignores: the key
+        and the glob); an absent one points at the file's start or its [tool.topogate] table."""
+        for path, ref, pos in self.origins:
+            if path == key:
+                return ref, pos
+        return self.ref, self.anchor or Position(self.file, 1, 1)
 
     def as_dict(self) -> dict[str, Any]:
         return {"select": list(self.select), "ignore": list(self.ignore), "strict": self.strict,
                 "cluster": self.cluster, "format": self.format, "exclude": list(self.exclude.patterns),
-                "per-path-ignores": {g.patterns[0]: list(r) for g, r in self.per_path_ignores}}
+                "per-path-ignores": {g.patterns[0]: list(r) for g, r in self.per_path_ignores},
+                **({"inventory": shown(self.inventory)} if self.inventory else {}),
+                **({"paths": [shown(p) for p in self.paths]} if self.paths else {}),
+                **({"baseline": shown(self.baseline)} if self.baseline else {})}
 
 
 def discover(start: str | None = None) -> str | None:
@@ -122,9 +156,19 @@ def discover(start: str | None = None) -> str | None:
 
 def _has_tool_table(py: Path) -> bool:
     try:
-        return "topogate" in tomllib.loads(py.read_text(encoding="utf-8")).get("tool", {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = py.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return True  # unreadable: chosen, so that load() reports why instead of passing it over
+    return has_tool_table(text)
+
+
+def has_tool_table(text: str) -> bool:
+    """A pyproject.toml's text holds [tool.topogate] (or cannot be parsed: then it is chosen, so
+    that loading it says why instead of passing it over)."""
+    try:
+        return "topogate" in tomllib.loads(text).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return True
 
 
 def shown(path: str) -> str:
@@ -139,11 +183,28 @@ def load(path: str, formats: Sequence[str], rule_names: Sequence[str]) -> Settin
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(file, [Problem(Position(file, 1, 1), f"cannot read the configuration: {err}")]) from None
-    if Path(path).name == PYPROJECT:
+    return load_text(text, os.path.abspath(path), file, formats, rule_names)
+
+
+def load_text(text: str, path: str, file: str, formats: Sequence[str], rule_names: Sequence[str],
+              ref: str = "") -> Settings:
+    """The settings of one file's text: `path` is where the file is (or would be) on disk, which
+    its name and its globs' base come from; `file` names it in problems and positions (for a
+    file read at a git ref, `REF:path`); ConfigError lists every problem."""
+    if os.path.basename(path) == PYPROJECT:
         data, where = _toml(text, file)
     else:
         data, where = _yaml(text, file)
-    return _settings(data, where, file, os.path.dirname(os.path.abspath(path)), formats, rule_names)
+    s = _settings(data, where, file, os.path.dirname(path), formats, rule_names)
+    origins: list[Origin] = []
+    if isinstance(data, dict):
+        for key in data:
+            if key in KEYS:
+                origins.append(((str(key),), ref, where.key(key)))
+        if isinstance(data.get("per-path-ignores"), dict):
+            origins += [(("per-path-ignores", str(g)), ref, where.key("per-path-ignores", g))
+                        for g in data["per-path-ignores"]]
+    return dataclasses.replace(s, path=path, ref=ref, origins=tuple(origins), anchor=where.anchor())
 
 
 class _Where:
@@ -161,6 +222,10 @@ class _Where:
         if self.located is not None:
             return self.located.at(path)
         return self._toml_line(path)
+
+    def anchor(self) -> Position:
+        """Where a setting the file leaves out is pointed at: its [tool.topogate] table, or its start."""
+        return self._toml_line(()) if self.located is None else Position(self.file, 1, 1)
 
     def _toml_line(self, path: tuple[str | int, ...]) -> Position:
         # tomllib keeps no positions: the line that names the key inside [tool.topogate] (or
@@ -253,9 +318,40 @@ def _settings(data: Any, where: _Where, file: str, base: str, formats: Sequence[
         s["exclude"] = Globs(_strings(data["exclude"], where.value("exclude"), "exclude", problems), base)
     if "per-path-ignores" in data:
         s["per_path_ignores"] = _per_path(data["per-path-ignores"], where, base, names, problems)
+    if "inventory" in data:
+        v = data["inventory"]
+        if not isinstance(v, str) or not v.strip():
+            problems.append(Problem(where.value("inventory"), "inventory must be a path (a string)"))
+        else:
+            s["inventory"] = _inside(v.strip(), base, where.value("inventory"), "inventory", problems)
+    if "baseline" in data:
+        v = data["baseline"]
+        if not isinstance(v, str) or not v.strip():
+            problems.append(Problem(where.value("baseline"), "baseline must be a path (a string)"))
+        else:
+            s["baseline"] = _inside(v.strip(), base, where.value("baseline"), "baseline", problems)
+    if "paths" in data:
+        v = data["paths"]
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() for x in v):
+            problems.append(Problem(where.value("paths"), "paths must be a list of paths (strings)"))
+        else:
+            s["paths"] = tuple(_inside(x.strip(), base, where.value("paths", i), "paths", problems)
+                               for i, x in enumerate(v))
     if problems:
         raise ConfigError(file, problems)
     return Settings(file=file, **s)
+
+
+def _inside(value: str, base: str, at: Position, what: str, problems: list[Problem]) -> str:
+    """`value` joined to the file's directory; a problem when it leaves the file's repository (a
+    settings file a pull request edits may not point the check at a file elsewhere)."""
+    joined = os.path.normpath(os.path.join(base, value))
+    top = os.path.realpath(repo_root(os.path.join(base, ".")))
+    real = os.path.realpath(joined)
+    if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
+        problems.append(Problem(at, f"{what}: '{value}' resolves outside the repository ({top}); "
+                                    "name a file or directory inside it"))
+    return joined
 
 
 def _per_path(value: Any, where: _Where, base: str, names: Sequence[str],
@@ -271,4 +367,5 @@ def _per_path(value: Any, where: _Where, base: str, names: Sequence[str],
     return tuple(out)
 
 
-__all__ = ["KEYS", "ConfigError", "Globs", "Settings", "discover", "glob_regex", "load", "shown"]
+__all__ = ["KEYS", "PYPROJECT", "YAML_NAME", "ConfigError", "Globs", "Origin", "Settings", "discover", "glob_regex",
+           "has_tool_table", "load", "load_text", "shown"]

@@ -10,7 +10,7 @@ import dataclasses
 import datetime as dt
 import os
 import tempfile
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,13 +23,14 @@ from topogate.check.errors import CheckInputError
 from topogate.check.narrow import Narrowing, cluster_names
 from topogate.core import gctune, progress
 from topogate.core.exitcodes import exit_for
-from topogate.core.position import Position
+from topogate.core.findings import Finding
+from topogate.core.position import NOWHERE, Position
 from topogate.core.words import plural
-from topogate.generators import render_tree
+from topogate.generators import render_tree_sources
 from topogate.inventory.checker import ReadBases
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
-from topogate.policies.context import Context, Drift, LiveFact, analysed
+from topogate.policies.context import Context, Drift, LiveFact, Weakened, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
 from topogate.safeio.repopaths import Roots, WalkUnit, display
 from topogate.safeio.saferead import InputError
@@ -46,15 +47,41 @@ class CheckOutcome:
     exit_code: int
     inventory: Inventory | None
     objects: tuple[K8sObject, ...] = ()
+    # (glob base, pattern, PATH entry as shown): the entries each exclude pattern left unread
+    # that the run would otherwise have read; the report counts them per setting.
+    excluded: tuple[tuple[str, str, str], ...] = ()
 
 
-def _render_to_temp(inv: Inventory, tmp: str) -> str:
-    """Render the inventory into a scratch tree so `check INVENTORY` alone has manifests to read.
+def _render_to_temp(inv: Inventory, tmp: str) -> tuple[str, dict[str, Position]]:
+    """Render the inventory into a scratch tree so `check INVENTORY` alone has manifests to read,
+    and say which inventory entry each file comes from.
 
     Rendered for its own location, so the overlays' relative paths reach the bases from there."""
     out = str(Path(tmp) / "rendered")
-    writer.write_tree(out, render_tree(inv, os.path.realpath(out)))
-    return out
+    tree, sources = render_tree_sources(inv, os.path.realpath(out))
+    writer.write_tree(out, tree)
+    return out, sources
+
+
+GENERATED = "(generated)"  # how a file of the scratch tree is named until its finding is placed
+
+
+def _placed(findings: Sequence[Finding], tree: str, sources: Mapping[str, Position]) -> tuple[Finding, ...]:
+    """Findings the rules placed in the scratch tree, moved to the inventory entry the file is
+    generated from (the scratch directory is gone by the time anyone reads them, and the next
+    `generate` rewrites the file anyway); the generated file and line are said as context."""
+    prefixes = (f"{GENERATED}/", os.path.relpath(tree).rstrip("/") + "/", os.path.abspath(tree).rstrip("/") + "/",
+                os.path.realpath(tree).rstrip("/") + "/")
+    out = []
+    for f in findings:
+        rel = next((f.file[len(p):] for p in prefixes if f.file.startswith(p)), None)
+        src = sources.get(rel) if rel is not None else None
+        if rel is None or src is None or src == NOWHERE:
+            out.append(f)
+            continue
+        out.append(dataclasses.replace(f, file=src.file, line=src.line, column=src.column,
+                                       message=f"{f.message} (in the generated {rel}:{f.line}:{f.column})"))
+    return tuple(out)
 
 
 def _as_generated(o: K8sObject, tree: str) -> K8sObject:
@@ -63,7 +90,7 @@ def _as_generated(o: K8sObject, tree: str) -> K8sObject:
     for prefix in (os.path.relpath(tree), os.path.abspath(tree)):
         if o.pos.file.startswith(prefix):
             rel = o.pos.file[len(prefix):].lstrip("/")
-            return dataclasses.replace(o, pos=Position(f"(generated)/{rel}", o.pos.line, o.pos.column))
+            return dataclasses.replace(o, pos=Position(f"{GENERATED}/{rel}", o.pos.line, o.pos.column))
     return o
 
 
@@ -79,16 +106,33 @@ def _other_files(other: Sequence[tuple[str, Sequence[Path]]]) -> tuple[tuple[Pos
     return tuple(out)
 
 
-def _keep(narrowing: Narrowing | None, exclude: Sequence[Globs] | None) -> Keep | None:
+# What the exclude globs left unread, gathered across the collections of one run (a narrowed
+# read that escapes is read again): (glob base, pattern) -> the entries, as shown.
+Excluded = dict[tuple[str, str], set[str]]
+
+
+def _keep(narrowing: Narrowing | None, exclude: Sequence[Globs] | None,
+          excluded: Excluded | None = None) -> Keep | None:
     """collect's filter: the units --changed-since keeps, less those the configuration or
-    --exclude leaves out (a vendored chart, a remote base kept out on purpose)."""
+    --exclude leaves out (a vendored chart, a remote base kept out on purpose), each noted in
+    `excluded` under the patterns that matched it."""
     globs = [g for g in exclude or () if g.patterns]
     if not globs:
         return narrowing.keep if narrowing is not None else None
 
     def keep(units: Sequence[WalkUnit], roots: Roots) -> Collection[Path]:
         kept = set(narrowing.keep(units, roots)) if narrowing is not None else {u.path for u in units}
-        return {u.path for u in units if u.path in kept and not any(g.matches(u.path) for g in globs)}
+        out = set()
+        for u in units:
+            if u.path not in kept:
+                continue
+            hits = [(g.base, p) for g in globs for p in g.matching(u.path)]
+            if not hits:
+                out.add(u.path)
+            elif excluded is not None:
+                for hit in hits:
+                    excluded.setdefault(hit, set()).add(display(u.path))
+        return out
 
     return keep
 
@@ -98,7 +142,8 @@ def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
                   started: Collecting | None = None,
                   other: list[tuple[str, list[Path]]] | None = None,
                   exclude: Sequence[Globs] | None = None,
-                  not_local: list[tuple[Path, InputError]] | None = None) -> tuple[K8sObject, ...]:
+                  not_local: list[tuple[Path, InputError]] | None = None,
+                  excluded: Excluded | None = None) -> tuple[K8sObject, ...]:
     """Every object of every PATH, built together (concurrently); a PATH that holds no
     Kubernetes object at all (an empty directory, a values file) is a usage error, like a
     linter given nothing to lint. Helm templates met in directories land in ``skipped``.
@@ -109,7 +154,7 @@ def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
             objects = started.result(skipped, empty, other, not_local)
         else:
             objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty, other=other,
-                              keep=_keep(narrowing, exclude), not_local=not_local)
+                              keep=_keep(narrowing, exclude, excluded), not_local=not_local)
     except ManifestError as err:
         raise CheckInputError.of(err) from None
     if empty:
@@ -136,10 +181,12 @@ def run_check(
     exclude: Sequence[Globs] | None = None,
     live: tuple[LiveFact, ...] = (),
     observed: Observed | None = None,
+    weakened: tuple[Weakened, ...] = (),
 ) -> CheckOutcome:
     """`live`: facts of the cluster, for the TG2xx rules; `observed`: more such facts, worked out
     from the inventory and the objects this check read (check --flows replays recorded flows
-    against them, rather than building the same tree a second time)."""
+    against them, rather than building the same tree a second time); `weakened`: the settings
+    a pull request narrowed against the --changed-since ref (topogate.check.settings_guard, TG011)."""
     today = today or dt.date.today()
     # With PATHs, the kustomize trees are checked and their builds started first, so kubectl
     # runs while the inventory is read and the rendered tree compared (each waits on neither).
@@ -147,21 +194,26 @@ def run_check(
     # read ahead (cluster_names), they let the one build a change needs start first too.
     early: Collecting | None = None
     narrowing: Narrowing | None = None
+    excluded: Excluded = {}
     if paths and changed_since is not None and "-" not in paths:
         names = cluster_names(inventory_path)
         if names is not None:
             narrowing = Narrowing(changed_since, inventory_path, names, cluster, paths)
-            early = Collecting(paths, [inventory_path], _keep(narrowing, exclude))
+            early = Collecting(paths, [inventory_path], _keep(narrowing, exclude, excluded))
     elif paths and changed_since is None:
-        early = Collecting(paths, [inventory_path], _keep(None, exclude))
+        early = Collecting(paths, [inventory_path], _keep(None, exclude, excluded))
     # No cyclic collection from the first read to the result: the inventory, the rendered tree
     # and the parsed builds stay alive to the end, and a collection in between would rescan them.
     with contextlib.ExitStack() as stack:
         if early is not None:
             stack.enter_context(early)
         stack.enter_context(gctune.paused())
-        return _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early,
-                          exclude, live, narrowing, observed)
+        outcome = _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early,
+                             exclude, live, narrowing, observed, weakened, excluded)
+    if not excluded:
+        return outcome
+    return dataclasses.replace(outcome, excluded=tuple(sorted(
+        (base, pattern, p) for (base, pattern), shown in excluded.items() for p in shown)))
 
 
 def _load(inventory_path: str, cluster: str | None, rendered: str | None,
@@ -193,7 +245,8 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                today: dt.date, strict: bool, changed_since: str | None,
                early: Collecting | None, exclude: Sequence[Globs] | None = None,
                live: tuple[LiveFact, ...] = (), narrowing: Narrowing | None = None,
-               observed: Observed | None = None) -> CheckOutcome:
+               observed: Observed | None = None, weakened: tuple[Weakened, ...] = (),
+               excluded: Excluded | None = None) -> CheckOutcome:
     # A narrowed run whose builds were chosen before the load reads only the bases that may
     # have changed or that a checked cluster's workloads need (Narrowing.bases_to_read); the
     # comparison with --rendered renders every workload, so it reads them all.
@@ -211,8 +264,10 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         early = narrowing = None
     with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp:
         targets = list(paths)
+        sources: dict[str, Position] = {}
         if not targets:
-            targets = [_render_to_temp(inv, tmp)]
+            scratch, sources = _render_to_temp(inv, tmp)
+            targets = [scratch]
         skipped: list[ManifestError] = []
         other: list[tuple[str, list[Path]]] = []
         not_local: list[tuple[Path, InputError]] = []
@@ -221,13 +276,14 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                                   paths, None if paths else targets[0])
             narrowing.bind(inv)
         objects = _collect_each(targets, skipped, inventory_path, narrowing, early, other,
-                                exclude if paths else None, not_local)
+                                exclude if paths else None, not_local, excluded)
         if narrowing is not None and narrowing.escaped(objects):  # read everything after all
             skipped.clear()
             other.clear()
             not_local.clear()
             objects = _collect_each(targets, skipped, inventory_path, other=other,
-                                    exclude=exclude if paths else None, not_local=not_local)
+                                    exclude=exclude if paths else None, not_local=not_local,
+                                    excluded=excluded)
         if some is not None and (narrowing is None or narrowing is not chosen_by or narrowing.only is None):
             # The narrowing the unread bases were chosen by did not stand (other names, or
             # everything read after all): the analysis needs the inventory whole.
@@ -248,10 +304,11 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                        rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped),
                        other_files=_other_files(other) if paths else (),
                        not_local=tuple((display(root), err.pos, err.message) for root, err in not_local),
-                       live=live)
+                       live=live, weakened=weakened)
         progress.note(f"running the rules over {plural(len(jobs), 'job')}")
         ran = evaluate(ctx)
-    result = CheckResult(ran.findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
+        findings = _placed(ran.findings, targets[0], sources) if not paths else ran.findings
+    result = CheckResult(findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
                          scope=narrowing.scope() if narrowing is not None else None)
     return CheckOutcome(result, exit_for(result.errors, result.warnings, strict), inv, objects)
 

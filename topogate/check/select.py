@@ -4,13 +4,16 @@ annotations (topogate.policies.selection), applied to a check's outcome."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
-from topogate.analysis.result import CheckResult
+from topogate.analysis.result import BaselineUse, CheckResult
+from topogate.check.baseline import Baseline
+from topogate.check.baseline import apply as apply_baseline
 from topogate.check.config import Globs
 from topogate.check.errors import CheckInputError
 from topogate.check.run import CheckOutcome
 from topogate.core.exitcodes import ExitCode, exit_for
+from topogate.core.position import Position
 from topogate.policies.selection import (
     LISTS_THEM,
     SelectedResult,
@@ -22,9 +25,11 @@ from topogate.policies.selection import (
 
 
 def select_outcome(outcome: CheckOutcome, select: Sequence[str], ignore: Sequence[str],
-                   strict: bool, per_path: Sequence[tuple[Globs, Sequence[str]]] = ()) -> CheckOutcome:
+                   strict: bool, per_path: Sequence[tuple[Globs, Sequence[str]]] = (),
+                   always: Collection[str] = ()) -> CheckOutcome:
     """`check`'s outcome after --select/--ignore, the configuration's per-path ignores and the
-    objects' suppression annotations."""
+    objects' suppression annotations. Rules in `always` are kept whatever `select`, `ignore`
+    and `per_path` say (the caller leaves them out where the command line itself drops them)."""
     rules = outcome.result.rules
     problems: list[str] = []
     chosen: frozenset[str] | None = None
@@ -42,10 +47,25 @@ def select_outcome(outcome: CheckOutcome, select: Sequence[str], ignore: Sequenc
         raise CheckInputError("; ".join(problems) + LISTS_THEM)
     if outcome.inventory is None:
         return outcome  # the inventory did not load: its problems are never selected away
-    result = apply(outcome.result, outcome.objects, chosen, dropped)
+    kept = frozenset(always)
+    result = apply(outcome.result, outcome.objects, chosen | kept if chosen is not None else None, dropped - kept)
     if per_path:
-        result = _per_path(result, [(g, resolve_rules(rs, rules, "per-path-ignores")) for g, rs in per_path])
+        result = _per_path(result, [(g, resolve_rules(rs, rules, "per-path-ignores") - kept) for g, rs in per_path])
     # 2 (unreadable input) is never lowered
+    code = (outcome.exit_code if outcome.exit_code == ExitCode.BAD_INVOCATION
+            else exit_for(result.errors, result.warnings, strict))
+    return dataclasses.replace(outcome, result=result, exit_code=code)
+
+
+def baselined_outcome(outcome: CheckOutcome, base: Baseline, strict: bool, refused: tuple[Position, ...] = (),
+                      ref: str = "") -> CheckOutcome:
+    """The outcome with every finding `base` lists baselined: out of the findings that fail, into
+    the result's `baseline` (counted by every report)."""
+    if outcome.inventory is None:
+        return outcome
+    done = apply_baseline(outcome.result.findings, base)
+    use = BaselineUse(base.file, done.baselined, len(done.unmatched), refused, ref)
+    result = dataclasses.replace(outcome.result, findings=done.kept, baseline=use)
     code = (outcome.exit_code if outcome.exit_code == ExitCode.BAD_INVOCATION
             else exit_for(result.errors, result.warnings, strict))
     return dataclasses.replace(outcome, result=result, exit_code=code)
@@ -63,4 +83,4 @@ def _per_path(result: CheckResult, ignores: list[tuple[Globs, frozenset[str]]]) 
     return SelectedResult(**fields, deselected=tuple(sorted({*deselected(result), *hidden})))
 
 
-__all__ = ["select_outcome"]
+__all__ = ["baselined_outcome", "select_outcome"]

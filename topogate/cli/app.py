@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from topogate.cli.audit import audit
+from topogate.cli.baseline import baseline
 from topogate.cli.check import check
 from topogate.cli.clusters import clusters
 from topogate.cli.config import config
@@ -52,9 +53,9 @@ def main() -> None:
     """
 
 
-for _command in (generate, check, diff, explain, rules, trace, replay, audit, import_, drift, config, clusters,
-                 schema):
+for _command in (generate, check, baseline, diff, explain, rules, trace, replay, audit, import_, drift, config,
+                 clusters, schema):
     main.add_command(_command)
 
-__all__ = ["audit", "check", "clusters", "config", "diff", "drift", "explain", "generate", "import_", "main", "replay",
+__all__ = ["audit", "baseline", "check", "clusters", "config", "diff", "drift", "explain", "generate", "import_", "main", "replay",
            "rules", "schema", "trace"]

@@ -83,7 +83,7 @@ def _audit_preflight(inv: Inventory, factory: Callable[[], Any]) -> Callable[[],
 def _read_flows(inv: Inventory, sources: tuple[str, ...], log_format: str | None,
                 window: tuple[dt.date, dt.date], from_file: str | None, context: str | None,
                 kubeconfig: str | None, cluster_name: str | None, max_attempts: int) -> Any:
-    """The snapshot's addresses and every flow-log record, before any paid request."""
+    """The snapshot's addresses and every flow-log record summed, before any paid request."""
     # lazy: start-up time: a command's own modules load only when it runs
     from topogate.audit.egress import aws_clusters
     from topogate.audit.errors import InvocationError, TemporaryError
@@ -108,20 +108,17 @@ def _read_flows(inv: Inventory, sources: tuple[str, ...], log_format: str | None
         raise InvocationError(f"--cluster {cluster.name} is on {cluster.provider}: VPC Flow Logs "
                               "are AWS's")
     book = address_book(snapshot, inv, cluster)
-    records, names, skipped = read_records(sources, window[0], window[1], log_format,
-                                           max_attempts=max_attempts)
-    return cluster.name, book, records, names, skipped
+    tally = read_records(book, sources, window[0], window[1], log_format, max_attempts=max_attempts)
+    return cluster.name, tally
 
 
-def _attach_flows(result: Any, flows: Any, window: tuple[dt.date, dt.date],
-                  causes: dict[str, str], job_budget: float | None) -> Any:
+def _attach_flows(result: Any, flows: Any, causes: dict[str, str], job_budget: float | None) -> Any:
     # lazy: start-up time: a command's own modules load only when it runs
     from topogate.audit.flows import flow_audit
 
-    name, book, records, names, skipped = flows
+    name, tally = flows
     cluster = next(c for c in result.clusters if c.name == name)
-    fa = flow_audit(book, cluster, records, names, skipped, window[0], window[1], causes,
-                    None if job_budget is None else Decimal(str(job_budget)))
+    fa = flow_audit(tally, cluster, causes, None if job_budget is None else Decimal(str(job_budget)))
     return dataclasses.replace(result, flows=fa)
 
 
@@ -290,7 +287,7 @@ def _audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: ob
         result = run_audit(inv, window[0], window[1], factory,
                            may_split, verify=verify_usage_types, analysis_error=cause_error)
         if flows is not None:
-            result = _attach_flows(result, flows, window, causes, job_budget_usd_per_day)
+            result = _attach_flows(result, flows, causes, job_budget_usd_per_day)
         disarm()  # the verdict is made: the report is printed whole
     except DeadlineExceeded:
         # outside the Cost Explorer queries (the analysis, the flow logs): none was answered

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from topogate.cli.common import done, fail, formats, inventory_arg, report_options
-from topogate.cli.config import config_options, load_settings, settings_text
+from topogate.cli.config import config_options, load_settings, settings_scope, settings_text
 from topogate.core import progress
 from topogate.core.escape import one_line
 from topogate.core.exitcodes import FINDINGS
@@ -18,16 +18,18 @@ from topogate.core.exitcodes import FINDINGS
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+    from topogate.check.baseline import Baseline, Entry
     from topogate.check.config import Globs, Settings
     from topogate.check.run import Observed
+    from topogate.check.settings_guard import Guarded
     from topogate.inventory.model import Inventory
-    from topogate.policies.context import LiveFact
+    from topogate.policies.context import LiveFact, Weakened
     from topogate.sources.manifests import K8sObject
 
 
 @dataclass(frozen=True)
 class CheckOptions:
-    inventory: str
+    inventory: str  # "" when given none: the settings' `inventory` (with_settings)
     paths: tuple[str, ...] = ()
     rendered: str | None = None
     cluster: str | None = None
@@ -46,6 +48,7 @@ class CheckOptions:
     no_config: bool = False
     show_settings: bool = False
     flows: str | None = None  # --flows: recorded Hubble flows (TG210)
+    baseline: str | None = None  # --baseline: findings reported as baselined (topogate.check.baseline)
 
     @property
     def verbosity(self) -> int:
@@ -65,7 +68,7 @@ class LiveOptions:
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg)
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg, required=False)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--rendered", type=click.Path(file_okay=False),
               help="Also check that this generated tree is exactly what `generate` writes.")
@@ -85,6 +88,9 @@ class LiveOptions:
                    "GITREF (docs/cli.md); anything unclear checks everything.")
 @click.option("--flows", type=click.Path(dir_okay=False), metavar="FILE",
               help="Recorded Hubble flows (`hubble observe -o json`): a carried flow the tree denies is TG210.")
+@click.option("--baseline", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Report the findings FILE lists (`topogate baseline` writes it) as baselined, failing "
+                   "nothing; default: the settings file's `baseline`.")
 @click.option("--exit-zero", is_flag=True,
               help="Report only: exit 0 even when findings fail the check (2 still means bad input).")
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -93,25 +99,26 @@ class LiveOptions:
 @config_options
 @click.option("--show-settings", is_flag=True,
               help="Print the settings this run would use (configuration and options merged); check nothing.")
-def check(inventory: str, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
+def check(inventory: str | None, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
           fmt: str | None, strict: bool, output: tuple[str, ...], output_format: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
           context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
-          verbose: bool, changed_since: str | None, flows: str | None, exit_zero: bool, exclude: tuple[str, ...],
-          config_file: str | None, no_config: bool, show_settings: bool) -> None:
+          verbose: bool, changed_since: str | None, flows: str | None, baseline: str | None, exit_zero: bool,
+          exclude: tuple[str, ...], config_file: str | None, no_config: bool, show_settings: bool) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
     kustomize). Without PATHs the inventory's own generated tree is checked. Settings also come
-    from .topogate.yaml or pyproject.toml's [tool.topogate] (`topogate config`).
+    from .topogate.yaml or pyproject.toml's [tool.topogate] (`topogate config`); with no argument
+    at all, INVENTORY and PATHs are its `inventory` and `paths`.
 
     Exit codes: 0 clean, 1 findings (errors; warnings too with --strict; 0 with --exit-zero),
     2 bad invocation or unreadable input; with --live also 75 temporary, 77 access denied,
     78 configuration (as `audit egress`).
     """
-    opts = CheckOptions(inventory, paths, rendered, cluster, fmt, strict, output, output_format,
+    opts = CheckOptions(inventory or "", paths, rendered, cluster, fmt, strict, output, output_format,
                         select, ignore, quiet, verbose, changed_since, exit_zero, exclude,
-                        config_file, no_config, show_settings, flows)
+                        config_file, no_config, show_settings, flows, baseline)
     run(opts, LiveOptions(live, context, kubeconfig, from_file))
 
 
@@ -145,18 +152,56 @@ def _flow_facts(opts: CheckOptions, exclude: tuple[Globs, ...]) -> Observed | No
     return facts
 
 
-def with_settings(opts: CheckOptions) -> tuple[CheckOptions, Settings, tuple[Globs, ...]]:
+def with_settings(opts: CheckOptions, guarded: bool = False
+                  ) -> tuple[CheckOptions, Settings, tuple[Globs, ...], Guarded | None]:
     """The options with the configuration merged in, and the exclude globs (topogate.check.config
     Globs) of both: the command line's --select replaces the file's, --ignore and --exclude add
-    to it, --strict turns it on, --cluster and --format win."""
+    to it, --strict turns it on, --cluster and --format win. `guarded` (a check of files with
+    --changed-since): the settings that narrow the gate are the ref's where the working tree's
+    narrow more (topogate.check.settings_guard)."""
     from topogate.check.config import Globs  # lazy: start-up time (a command's modules load when it runs)
 
     settings = load_settings(opts.config_file, opts.no_config)
+    guard = None
+    if guarded and opts.changed_since is not None and not opts.no_config:
+        guard = _guard(opts, settings)
+        settings = guard.settings
     merged = dataclasses.replace(
         opts, select=opts.select or settings.select, ignore=(*settings.ignore, *opts.ignore),
         strict=opts.strict or settings.strict, cluster=opts.cluster or settings.cluster,
         fmt=opts.fmt or settings.format or "auto")
-    return merged, settings, (settings.exclude, Globs(opts.exclude, "."))
+    if not opts.inventory:  # no argument at all: both from the settings
+        inventory, paths = settings_scope(settings, "check")
+        merged = dataclasses.replace(merged, inventory=inventory, paths=paths)
+    return merged, settings, (settings.exclude, Globs(opts.exclude, ".")), guard
+
+
+def _guard(opts: CheckOptions, settings: Settings) -> Guarded:
+    """The settings of a --changed-since run; REF's invalid settings are exit 2, every problem named."""
+    import os  # lazy: as below
+
+    from topogate.check.settings_guard import BaseSettingsError, guard  # lazy: only with --changed-since
+    from topogate.policies.engine import all_rules  # lazy: as settings_guard
+
+    assert opts.changed_since is not None
+    infos = all_rules()
+    try:
+        where = opts.inventory or settings.inventory or settings.path or "."
+        guarded = guard(opts.changed_since, settings, repo_dir=os.path.dirname(os.path.abspath(where)),
+                        start=os.getcwd(), config_file=opts.config_file, formats=formats(),
+                        rule_names=[r.id for r in infos] + [r.name for r in infos], rules=infos)
+    except BaseSettingsError as err:
+        for p in err.problems:
+            click.echo(one_line(str(p)), err=True)
+        n = len(err.problems)
+        click.echo(one_line(
+            f"topogate: {n} problem{'s' if n != 1 else ''} in the configuration {err.file}: under "
+            f"--changed-since the settings that narrow the check are read from {opts.changed_since}; fix them "
+            "there, or run with --no-config; nothing was checked."), err=True)
+        raise click.exceptions.Exit(2) from None
+    if guarded.note:
+        click.echo(one_line(f"topogate: {guarded.note}"), err=True)
+    return guarded
 
 
 def run(opts: CheckOptions, live: LiveOptions) -> None:
@@ -165,9 +210,10 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     from topogate.cli import output
     from topogate.core import gctune
 
-    opts, settings, exclude = with_settings(opts)
+    raw = opts
+    opts, settings, exclude, guarded = with_settings(opts, guarded=not live.wanted)
     if opts.show_settings:
-        _show_settings(opts, settings, exclude)
+        _show_settings(opts, settings, exclude, guarded)
     if gctune.one_shot(click.get_current_context().find_root().command):
         gctune.hold()
     assert opts.fmt is not None
@@ -178,18 +224,31 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
 
         if opts.changed_since is not None:
             fail("topogate: --changed-since narrows a check of files; --live reads the cluster")
-        check_live(opts, live, outputs)
+        check_live(opts, live, outputs, settings, raw)
     output.require_writable(outputs)  # before the analysis, not after it has printed the report
     try:
         with progress.shown("topogate check", progress.wanted(name, opts.quiet)):
             progress.note("loading")
             from topogate.check.run import run_check  # lazy: under the progress line, it takes a while
-            from topogate.check.select import select_outcome  # lazy: as run_check
+            from topogate.check.select import baselined_outcome, select_outcome  # lazy: as run_check
+            from topogate.check.settings_guard import never_hidden  # lazy: as run_check
+            from topogate.check.settings_report import settings_use  # lazy: as run_check
 
+            base, refused, base_ref = _baseline(opts, settings)
             outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster,
                                 strict=opts.strict, changed_since=opts.changed_since, exclude=exclude,
-                                observed=_flow_facts(opts, exclude))
-        outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores)
+                                observed=_flow_facts(opts, exclude),
+                                weakened=(*(guarded.weakened if guarded is not None else ()),
+                                          *_refused_facts(refused, opts.changed_since or "")))
+        always = (never_hidden(raw.select, raw.ignore, outcome.result.rules) if guarded is not None
+                  else frozenset())
+        outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores, always)
+        if base is not None:
+            outcome = baselined_outcome(outcome, base, opts.strict, tuple(e.pos for e in refused), base_ref)
+        use = settings_use(settings, outcome, select=raw.select, ignore=raw.ignore, cluster=raw.cluster,
+                           guarded=guarded)
+        if use is not None:
+            outcome = dataclasses.replace(outcome, result=dataclasses.replace(outcome.result, settings=use))
         if outcome.result.scope is not None and outcome.result.scope.note:
             click.echo(one_line(f"topogate: {outcome.result.scope.note}"), err=True)
     except CheckInputError as err:
@@ -200,12 +259,49 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     done(report_only(outcome.exit_code, opts.exit_zero))
 
 
-def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs, ...]) -> None:
+def _baseline(opts: CheckOptions, settings: Settings) -> tuple[Baseline | None, tuple[Entry, ...], str]:
+    """The baseline to honour (--baseline, else the settings' `baseline`), the entries a pull
+    request added that are not honoured, and the ref whose file decided; exit 2 when unreadable.
+    Under --changed-since the settings' baseline is the repository's, which the pull request
+    edits: only what REF's file also lists is honoured (the workflow's own --baseline is used as
+    it is)."""
+    from topogate.check.baseline import BaselineError, load, load_guarded  # lazy: only with a baseline
+
+    path = opts.baseline or settings.baseline
+    if path is None:
+        return None, (), ""
+    try:
+        if opts.changed_since is not None and not opts.baseline:
+            honoured, refused, note = load_guarded(path, opts.changed_since)
+            if note:
+                click.echo(one_line(f"topogate: --changed-since {opts.changed_since}: {note}"), err=True)
+            return honoured, refused, opts.changed_since
+        return load(path), (), ""
+    except BaselineError as err:
+        fail(f"topogate: {err}")
+
+
+def _refused_facts(refused: tuple[Entry, ...], ref: str) -> tuple[Weakened, ...]:
+    """TG011's facts: each baseline entry a pull request adds, at its line."""
+    from topogate.policies.context import Weakened  # lazy: as the baseline
+
+    return tuple(Weakened("baseline", f"Settings/{e.pos.file}", (
+        f"baseline: {e.key[0]} on {e.key[1]} ({e.key[2]}) is newly baselined, which {ref}'s baseline does "
+        f"not list; under --changed-since this check does not honour it, but once merged every check "
+        "reading this file would hide that finding"), e.pos) for e in refused)
+
+
+def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs, ...],
+                   guarded: Guarded | None) -> None:
     merged = dataclasses.replace(settings, select=opts.select, ignore=opts.ignore, strict=opts.strict,
                                  cluster=opts.cluster, format=opts.fmt,
                                  exclude=dataclasses.replace(settings.exclude, patterns=(
                                      *settings.exclude.patterns, *exclude[1].patterns)))
-    click.echo(settings_text(merged, "# merged with this command line's options"), nl=False)
+    note = "# merged with this command line's options"
+    if guarded is not None and guarded.base:
+        note += (f"\n# --changed-since {opts.changed_since}: {', '.join(guarded.taken)} as {guarded.base} "
+                 "(what narrows the gate is the ref's where this file narrows more)")
+    click.echo(settings_text(merged, note), nl=False)
     raise click.exceptions.Exit(0)
 
 

@@ -14,6 +14,7 @@ from topogate.live.commands import LiveOutcome, Source, run_live_check
 from topogate.live.errors import LiveError
 
 if TYPE_CHECKING:
+    from topogate.check.config import Settings
     from topogate.cli.check import CheckOptions, LiveOptions
 
 
@@ -25,8 +26,11 @@ def print_report(live: LiveOutcome, fmt: str, strict: bool,
          verbosity=verbosity, inventory=live.outcome.inventory)
 
 
-def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, str], ...]) -> NoReturn:
-    """Never returns. Exits: 0 clean, 1 findings, 2 bad invocation, 75/77/78 as `audit egress`."""
+def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, str], ...],
+               settings: Settings | None = None, raw: CheckOptions | None = None) -> NoReturn:
+    """Never returns. Exits: 0 clean, 1 findings, 2 bad invocation, 75/77/78 as `audit egress`.
+    `settings` (the settings file's) and `raw` (the options before it was merged in): the
+    report names the file and what its settings left out."""
     if not live.live:
         raise click.UsageError("--context, --kubeconfig and --from-file belong to --live")
     if opts.paths or opts.rendered:
@@ -43,10 +47,27 @@ def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, 
         click.echo(err.line("check --live"), err=True)
         raise click.exceptions.Exit(int(err.code)) from None
     outcome = selected(outcome, opts.select, opts.ignore, opts.strict)
+    if settings is not None and raw is not None:
+        outcome = _with_settings(outcome, settings, raw)
     print_report(outcome, opts.fmt or "auto", opts.strict, outputs, opts.verbosity)
     from topogate.cli.check import report_only  # lazy: check imports this module lazily too
 
     done(report_only(outcome.outcome.exit_code, opts.exit_zero))
+
+
+def _with_settings(live: LiveOutcome, settings: Settings, raw: CheckOptions) -> LiveOutcome:
+    import dataclasses  # lazy: as in selected
+
+    from topogate.check.config import Globs  # lazy: as dataclasses
+    from topogate.check.settings_report import settings_use  # lazy: as dataclasses
+
+    # A live check reads no PATH and honours no per-path ignore: those settings leave nothing out.
+    live_settings = dataclasses.replace(settings, exclude=Globs(), per_path_ignores=())
+    use = settings_use(live_settings, live.outcome, select=raw.select, ignore=raw.ignore, cluster=raw.cluster)
+    if use is None:
+        return live
+    result = dataclasses.replace(live.outcome.result, settings=use)
+    return dataclasses.replace(live, outcome=dataclasses.replace(live.outcome, result=result))
 
 
 def selected(live: LiveOutcome, select: tuple[str, ...], ignore: tuple[str, ...], strict: bool) -> LiveOutcome:

@@ -46,6 +46,32 @@ def load_settings(config_file: str | None, no_config: bool) -> Settings:
         _fail_config(err)
 
 
+def settings_inventory(settings: Settings, command: str) -> str:
+    """INVENTORY from the settings, for a command given none: as a path from here."""
+    from topogate.check.config import shown  # lazy: start-up time
+
+    if settings.inventory is None:
+        where = f"{settings.file} sets no `inventory`" if settings.file else "no configuration file names one"
+        raise click.UsageError(f"Missing argument 'INVENTORY': {where}; pass the inventory, or set "
+                               f"`inventory:` in .topogate.yaml so `topogate {command}` needs none")
+    return shown(settings.inventory)
+
+
+def settings_scope(settings: Settings, command: str) -> tuple[str, tuple[str, ...]]:
+    """INVENTORY and PATHs from the settings, for a command given neither: paths from here."""
+    from topogate.check.config import shown  # lazy: start-up time
+
+    return settings_inventory(settings, command), tuple(shown(p) for p in settings.paths)
+
+
+def scope_or_settings(inventory: str | None, paths: tuple[str, ...], command: str, config_file: str | None,
+                      no_config: bool) -> tuple[str, tuple[str, ...]]:
+    """The INVENTORY and PATHs given, or (given no INVENTORY) the ones the configuration names."""
+    if inventory is not None:
+        return inventory, paths
+    return settings_scope(load_settings(config_file, no_config), command)
+
+
 def _fail_config(err: ConfigError) -> NoReturn:
     for p in err.problems:
         click.echo(one_line(str(p)), err=True)
@@ -74,4 +100,5 @@ def config(config_file: str | None, no_config: bool) -> None:
     click.echo(settings_text(load_settings(config_file, no_config)), nl=False)
 
 
-__all__ = ["config", "config_options", "load_settings", "settings_text"]
+__all__ = ["config", "config_options", "load_settings", "scope_or_settings", "settings_inventory", "settings_scope",
+           "settings_text"]

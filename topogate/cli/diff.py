@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from topogate.cli.common import done, fail
+from topogate.cli.common import done, fail, inventory_arg
+from topogate.cli.config import config_options, scope_or_settings
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg, required=False)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--base", "base", required=True, metavar="GITREF",
               help="Compare with the same INVENTORY and PATHs at this git ref (read from a worktree of it).")
@@ -16,24 +17,27 @@ from topogate.cli.common import done, fail
               show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Also write the report to a file, in the format its extension names (.md, .json, .sarif, .txt).")
-@click.option("--fail-on", type=click.Choice(["opened-boundary", "opened", "any"]), default=None,
+@click.option("--fail-on", type=click.Choice(["opened-boundary", "opened-from-world", "opened", "any"]), default=None,
               help="Exit 1 when a row of this kind is found: a flow newly opened across a network-zone "
-                   "boundary (opened-boundary), any opened flow, any change. Default: exit 0.")
-def diff(inventory: str, paths: tuple[str, ...], base: str, fmt: str, output: str | None,
-         fail_on: str | None) -> None:
+                   "boundary (opened-boundary), from outside the cluster to a job (opened-from-world), any "
+                   "opened flow, any change. Default: exit 0.")
+@config_options
+def diff(inventory: str | None, paths: tuple[str, ...], base: str, fmt: str, output: str | None,
+         fail_on: str | None, config_file: str | None, no_config: bool) -> None:
     """List every flow whose verdict changed since GITREF: sender, receiver, port range,
     protocol, and the deciding rule on each side.
 
     PATHs are read as `check` reads them (kustomization directories built with kubectl
-    kustomize); without PATHs the inventory's own generated tree is compared.
+    kustomize); without PATHs the inventory's own generated tree is compared. Without INVENTORY,
+    the inventory and PATHs the configuration names (`inventory:`, `paths:`), both sides.
     Exit codes: 0 (also with changes, unless --fail-on), 1 --fail-on matched, 2 bad input.
     """
     # lazy: start-up time (the analysis loads only when a diff runs)
-    from topogate.cli.output import output_format, require_writable
+    from topogate.cli.output import output_format, require_writable, write_output
     from topogate.core.escape import for_log
     from topogate.diff import DiffError, failed, render, run_diff
-    from topogate.tree.writer import write_file
 
+    inventory, paths = scope_or_settings(inventory, paths, "diff", config_file, no_config)
     if output:
         require_writable(((output, fmt),))
     try:
@@ -42,7 +46,8 @@ def diff(inventory: str, paths: tuple[str, ...], base: str, fmt: str, output: st
         fail(f"topogate diff: {err}")
     click.echo(for_log(fmt, render(result, fmt)), nl=False)
     if output:
-        problem = write_file(output, render(result, output_format(None, output, fmt)))
+        out_fmt = output_format(None, output, fmt)
+        problem = write_output(output, render(result, out_fmt), out_fmt)
         if problem:
             fail(f"topogate diff: -o {output}: {problem}")
     done(1 if failed(result, fail_on) else 0)

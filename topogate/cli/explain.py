@@ -29,7 +29,7 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
     from topogate.core.escape import for_log, one_line
     from topogate.report.explain import explain_json, explain_text
     from topogate.report.mermaid import job_diagram
-    from topogate.report.openings import job_openings
+    from topogate.report.openings import job_openings, network_zones
 
     try:
         outcome = run_check(inventory, paths, None, cluster)
@@ -49,7 +49,8 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
     if fmt == "json":
         click.echo(for_log("json", json.dumps(explain_json(job), indent=2, sort_keys=True)))
     elif fmt == "mermaid":
-        click.echo(for_log("mermaid", job_diagram(job, job_openings(outcome.inventory, job))))
+        click.echo(for_log("mermaid", job_diagram(job, job_openings(outcome.inventory, job),
+                                                  network_zones(outcome.inventory, job))))
     else:
         click.echo(for_log("text", explain_text(job)), nl=False)
     findings = [f for f in outcome.result.findings if f.object == job.object and f.severity == "error"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import click
 
 from topogate.cli.common import done, fail, fail_inventory, inventory_arg
+from topogate.cli.config import config_options, load_settings, settings_inventory
 from topogate.core import progress
 from topogate.core.escape import lines, one_line
 from topogate.inventory.loader import InventoryError
@@ -23,7 +24,7 @@ class GenerateOptions:
 
 
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg)
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg, required=False)
 @click.option("-o", "--out", "out", required=True, type=click.Path(file_okay=False),
               help="Directory of the generated GitOps tree.")
 @click.option("--check", "check_only", is_flag=True,
@@ -32,14 +33,21 @@ class GenerateOptions:
               help="Also print a unified diff of each file (committed -> generated); implies --check.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress and no summary; --check prints only what differs.")
-def generate(inventory: str, out: str, check_only: bool, show_diff: bool, quiet: bool) -> None:
+@config_options
+def generate(inventory: str | None, out: str, check_only: bool, show_diff: bool, quiet: bool,
+             config_file: str | None, no_config: bool) -> None:
     """Generate CiliumNetworkPolicies and Kustomize overlays from INVENTORY into OUT.
+
+    Without INVENTORY, the one the configuration names (`inventory:` in .topogate.yaml or
+    pyproject.toml's [tool.topogate]).
 
     Exit codes: 0 written (--check: up to date), 1 (--check) OUT differs from what would be
     written, 2 bad invocation or invalid inventory (every problem listed; nothing written).
     """
     # --diff shows what --check found: asking for the diff is asking for the comparison (the
     # tree is never written with it).
+    if inventory is None:
+        inventory = settings_inventory(load_settings(config_file, no_config), "generate")
     run(GenerateOptions(inventory, out, check_only or show_diff, show_diff, quiet))
 
 

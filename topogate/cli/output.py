@@ -5,6 +5,11 @@ topogate.core.escape.for_log; coloured on a terminal); with `-o FILE` it is also
 atomically (topogate.tree.writer.write_file), in the format its extension names; `-o` may be
 repeated (one analysis, a markdown summary and a SARIF file for code scanning). A header (what
 was compared) goes before it.
+
+`write_output` is the one way a command writes `-o FILE` (check, check --live, drift, diff,
+schema): a regular file is replaced whole; a character device or a FIFO (`-o /dev/stdout`) is
+written through, escaped for a CI log as standard output is; a directory or a socket is refused
+(topogate.tree.target).
 """
 
 from __future__ import annotations
@@ -64,6 +69,11 @@ def require_writable(outputs: tuple[tuple[str, str], ...]) -> None:
             fail(f"topogate: cannot write the report to {output}: {problem}")
 
 
+def write_output(path: str, text: str, fmt: str) -> str:
+    """Write `text`, a report in `fmt`, to `-o path` (module doc); "" or why it could not."""
+    return write_file(path, text, stream=lambda t: for_log(fmt, t))
+
+
 def stdout_format(fmt: str) -> str:
     """The concrete format of standard output (`auto`: github under GitHub Actions)."""
     return resolve_format(fmt, os.environ, sys.stdout.isatty())
@@ -90,9 +100,9 @@ def emit(result: CheckResult, fmt: str, *, strict: bool, verbosity: int = 0,
         report = colorize(report)
     click.echo(report, nl=False, color=True)
     for output, output_format in outputs:
-        problem = write_file(output, rendered(output_format))
+        problem = write_output(output, rendered(output_format), output_format)
         if problem:
             fail(f"topogate: -o {output}: {problem}")
 
 
-__all__ = ["BY_SUFFIX", "emit", "output_files", "output_format", "require_writable", "stdout_format"]
+__all__ = ["BY_SUFFIX", "emit", "output_files", "output_format", "require_writable", "stdout_format", "write_output"]

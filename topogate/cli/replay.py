@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import click
 
-from topogate.cli.common import done, fail
+from topogate.cli.common import done, fail, inventory_arg
+from topogate.cli.config import config_options, scope_or_settings
 
 
 @click.command()
 @click.argument("flows", type=click.Path(dir_okay=False))
-@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("inventory", type=click.Path(dir_okay=False), callback=inventory_arg, required=False)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--cluster", metavar="NAME", help="The cluster the flows were recorded in (default: the only one).")
 @click.option("--suggest", is_flag=True,
               help="Print the inventory egress:/doors: entries that would admit exactly the observed-but-denied flows.")
-def replay(flows: str, inventory: str, paths: tuple[str, ...], fmt: str, cluster: str | None, suggest: bool) -> None:
+@config_options
+def replay(flows: str, inventory: str | None, paths: tuple[str, ...], fmt: str, cluster: str | None, suggest: bool,
+           config_file: str | None, no_config: bool) -> None:
     """Decide every flow of FLOWS (`hubble observe -o json`) with the tree's policies: which
     flows the cluster carried would the tree deny, which it dropped would the tree allow.
+
+    Without INVENTORY, the inventory and PATHs the configuration names (`inventory:`, `paths:`),
+    as `check` reads them.
 
     Exit codes: 0 every carried flow allowed, 1 some would be denied, 2 bad input (every bad
     line of FLOWS at FILE:line).
@@ -27,6 +33,7 @@ def replay(flows: str, inventory: str, paths: tuple[str, ...], fmt: str, cluster
     from topogate.replay import ReplayError, denied_observed, render, run_replay
     from topogate.replay import suggest as suggestion
 
+    inventory, paths = scope_or_settings(inventory, paths, "replay FLOWS", config_file, no_config)
     try:
         run = run_replay(flows, inventory, paths, cluster)
     except ReplayError as err:

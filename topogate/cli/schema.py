@@ -33,7 +33,7 @@ def schema(output: str | None) -> None:
         click.echo(text, nl=not text.endswith("\n"))
         return
     # lazy: start-up time (the writer pulls in the redaction machinery)
-    from topogate.tree.writer import write_file
+    from topogate.cli.output import write_output
 
     parent = os.path.dirname(os.path.abspath(output))
     try:
@@ -41,7 +41,7 @@ def schema(output: str | None) -> None:
     except OSError as e:
         problem = f"cannot create {parent}: {e.strerror or e}"
     else:
-        problem = write_file(output, text)
+        problem = write_output(output, text, "json")
     if problem:
         click.echo(f"topogate schema: {problem}", err=True)
         raise click.exceptions.Exit(int(ExitCode.BAD_INVOCATION))

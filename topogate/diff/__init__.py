@@ -21,7 +21,7 @@ from topogate.diff.compare import Decision, DiffResult, Row, diff_trees
 from topogate.diff.render import FORMATS, render
 from topogate.diff.trees import DiffError, Tree, both_trees, read_tree, same_trees
 
-FAIL_ON = ("opened-boundary", "opened", "any")
+FAIL_ON = ("opened-boundary", "opened-from-world", "opened", "any")
 
 
 def run_diff(inventory: str, paths: Sequence[str], base: str) -> DiffResult:
@@ -37,6 +37,8 @@ def failed(d: DiffResult, fail_on: str | None) -> bool:
     """Whether `--fail-on` turns this diff into exit 1."""
     if fail_on == "opened-boundary":
         return bool(d.opened_boundary)
+    if fail_on == "opened-from-world":  # an address outside the cluster newly reaches a job
+        return bool(d.opened_from_world)
     if fail_on == "opened":
         return any(r.change == "opened" for r in d.rows)
     if fail_on == "any":

@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from topogate.analysis.netpolicy import PodClass, PortRange, RuleRef, SideVerdict, SourceRef, Verdict
+from topogate.analysis.netpolicy import (
+    External,
+    PodClass,
+    PortRange,
+    RuleRef,
+    SideVerdict,
+    SourceRef,
+    Verdict,
+)
 from topogate.diff.members import ANY_ZONE, OUTSIDE, ClusterSide, Member, members, sides_of
 from topogate.diff.trees import Tree
 
@@ -76,6 +84,13 @@ class DiffResult:
     @property
     def opened_boundary(self) -> tuple[Row, ...]:
         return tuple(r for r in self.rows if r.change == "opened" and r.boundary)
+
+    @property
+    def opened_from_world(self) -> tuple[Row, ...]:
+        """Rows that newly let an address outside the cluster reach a job's pods."""
+        return tuple(r for r in self.rows if r.change == "opened" and r.dst.job and r.src.nz == OUTSIDE
+                     and isinstance(r.src.peer, External) and (r.src.peer.cidr or r.src.peer.fqdn
+                                                                or (r.src.peer.entity or "").startswith("world")))
 
 
 def _rule_words(r: RuleRef) -> str:
@@ -157,6 +172,55 @@ def pair_rows(cluster: str, src: Member, dst: Member, base: ClusterSide, head: C
     return rows
 
 
+def _without_covered(rows: list[Row]) -> list[Row]:
+    """Rows of a witness pod that a job's group is (its selector's labels are the group's), where
+    the group's own row says the same: one opening, told once, in the job's words."""
+    said = {(r.src.key, r.dst.key, r.protocol, r.start, r.end, r.base.allowed, r.head) for r in rows}
+    groups = {m.key: m for r in rows for m in (r.src, r.dst) if m.job}
+
+    def covered(witness: Member, other: Member, as_src: bool, r: Row) -> bool:
+        w = witness.peer
+        if witness.job or not isinstance(w, PodClass):
+            return False
+        for g in groups.values():
+            gp = g.peer
+            if (isinstance(gp, PodClass) and gp.namespace == w.namespace and set(w.labels) <= set(gp.labels)
+                    and w.labels and ((g.key, other.key) if as_src else (other.key, g.key)) + (
+                        r.protocol, r.start, r.end, r.base.allowed, r.head) in said):
+                return True
+        return False
+
+    return [r for r in rows if not covered(r.src, r.dst, True, r) and not covered(r.dst, r.src, False, r)]
+
+
+def _merged_groups(rows: list[Row]) -> list[Row]:
+    """The rows of one job's groups that say the same of the same other end, as one row naming
+    the groups: one opening, one row (a rule that opens a job opens each of its groups)."""
+    merged: dict[tuple[object, ...], list[Row]] = {}
+    for r in rows:
+        side = "src" if r.src.job and not r.dst.job else "dst" if r.dst.job and not r.src.job else ""
+        if not side:
+            merged[("", id(r))] = [r]
+            continue
+        g, other = (r.src, r.dst) if side == "src" else (r.dst, r.src)
+        merged.setdefault((side, g.job, g.nz, other.key, r.protocol, r.start, r.end, r.base, r.head), []).append(r)
+    out: list[Row] = []
+    for key, group in merged.items():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        side = str(key[0])
+        members_ = [r.src if side == "src" else r.dst for r in group]
+        job = members_[0].job
+        names = ", ".join(m.key.split("#", 1)[1] for m in members_)
+        kind, ns, name = job.split("/", 2)
+        one = Member(f"{job}#{names}", f"{ns}/{kind}/{name} ({names})", members_[0].peer, members_[0].nz, job, None)
+        r = group[0]
+        out.append(Row(r.cluster, one if side == "src" else r.src, one if side == "dst" else r.dst,
+                       r.protocol, r.start, r.end, r.base, r.head))
+    return out
+
+
 def _row_order(index: dict[str, int]) -> Callable[[Row], tuple[object, ...]]:
     def key(r: Row) -> tuple[object, ...]:
         return (r.cluster, r.job == "", r.job, r.src.nz, r.dst.nz, index[r.src.key], index[r.dst.key],
@@ -177,15 +241,27 @@ def diff_trees(base: Tree, head: Tree, base_label: str) -> DiffResult:
     for name in [c for c in h_sides if c in b_sides]:
         b, h = b_sides[name], h_sides[name]
         clusters.append(name)
+        for job in sorted(set(h.stuck) - {m.job for m in b.jobs.values()}):
+            notes.append(f"cluster {name}: {job} is new and cannot run: {', '.join(h.stuck[job])} fit no node "
+                         "(no flow of its is compared; `topogate check` says why)")
         ms = members(b, h)
         asked += len(ms)
         index = {m.key: i for i, m in enumerate(ms)}
         got: list[Row] = []
         for s in ms:
+            if "src" not in s.roles or isinstance(s.peer, External) and s.peer.fqdn:
+                continue  # a name selects a destination only (toFQDNs): as a sender it is world
             for d in ms:
+                if "dst" not in d.roles:
+                    continue  # an address only an ingress rule names: as a receiver it is world
                 if not isinstance(s.peer, PodClass) and not isinstance(d.peer, PodClass):
                     continue  # between two outside endpoints no policy applies
                 got += pair_rows(name, s, d, b, h, (base.shown, head.shown))
+        got = _merged_groups(_without_covered(got))
+        # a merged row is ordered where its first group is
+        for m in {m.key: m for r in got for m in (r.src, r.dst)}.values():
+            if m.key not in index:
+                index[m.key] = index[f"{m.job}#{m.key.split('#', 1)[1].split(', ')[0]}"]
         rows += sorted(got, key=_row_order(index))
     return DiffResult(base_label, tuple(rows), tuple(clusters), asked, tuple(notes))
 

@@ -23,6 +23,7 @@ Outside endpoints are in no network zone ("").
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,9 @@ class Member:
     job: str = ""  # the job's object id (Kind/ns/name) for a job's group
     spec: str | None = None  # the `topogate trace --from/--to` spec naming it, when one can
     extra_ns_labels: tuple[tuple[str, str], ...] = ()  # namespace labels its selector requires
+    # which end of a flow it stands for: a witness of an ingress rule's peer is a sender, of an
+    # egress rule's peer a receiver (a name selects a destination only), of a subject both
+    roles: frozenset[str] = frozenset({"src", "dst"})
 
 
 @dataclass
@@ -79,6 +83,8 @@ class ClusterSide:
     by_ref: dict[str, K8sObject]
     jobs: dict[str, Member] = field(default_factory=dict)
     job_classes: list[Member] = field(default_factory=list)
+    # jobs a group of which fits no node (job id -> the groups): no flow of theirs will happen
+    stuck: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def peer(self, m: Member) -> Peer:
         """The member as this tree's evaluator sees it (its namespace's labels from here)."""
@@ -115,15 +121,21 @@ def _units(pset: PolicySet) -> Iterator[Any]:
         yield from sel.by_namespace[ns]
 
 
-def selectors(pset: PolicySet) -> Iterator[Any]:
-    """Every peer matcher of the cluster's policies: the subject selectors (as endpoint
-    matchers) and the peers of every rule, in policy order."""
+_ROLE = {"ingress": frozenset({"src"}), "egress": frozenset({"dst"})}
+_BOTH = frozenset({"src", "dst"})
+
+
+def selectors(pset: PolicySet) -> Iterator[tuple[frozenset[str], Any]]:
+    """Every peer matcher of the cluster's policies, with the ends of a flow what it selects
+    can be: the subject selectors (as endpoint matchers: both) and the peers of every rule (an
+    ingress peer sends, an egress peer receives), in policy order."""
     for u in _units(pset):
         if u.subject is not None:
-            yield EndpointMatcher(u.subject, u.subject_ns)
+            yield _BOTH, EndpointMatcher(u.subject, u.subject_ns)
         for d in ("ingress", "egress"):
             for r in (*u.rules[d], *u.deny_rules[d], *u.tiered[d]):
-                yield from r.peers
+                for peer in r.peers:
+                    yield _ROLE[d], peer
 
 
 def sides_of(inv: Inventory, objects: Sequence[K8sObject]) -> dict[str, ClusterSide]:
@@ -144,6 +156,10 @@ def sides_of(inv: Inventory, objects: Sequence[K8sObject]) -> dict[str, ClusterS
         for job in cm.jobs:
             plc = cm.placements.get(job.object_id)
             wl = inv.workload_at(cluster.name, job.namespace, job.name, job.kind)
+            stuck = tuple(g.name for g in job.groups
+                          if plc is not None and (gp_ := plc.group(g.name)) is not None and not gp_.zones)
+            if stuck:
+                side.stuck[job.object_id] = stuck
             for g in job.groups:
                 if g.spec.get("hostNetwork") is True:
                     continue  # no endpoint: the node's identity, asked as the remote-node entity
@@ -161,16 +177,19 @@ def _labels_text(labels: Iterable[tuple[str, str]]) -> str:
     return ",".join(f"{k}={v}" for k, v in labels)
 
 
-def _external(peer: External) -> Member:
+def _external(peer: External, written: str = "") -> Member:
+    """An outside endpoint; `written`: an FQDN as the rule writes it (a pattern's witness name
+    is one nobody wrote)."""
     spec = peer.entity or peer.cidr or (f"fqdn:{peer.fqdn}" if peer.fqdn else "world")
     if peer.cidr:  # an address of the block stands for it (the witness is one address)
         spec = peer.cidr.split("/")[0] if peer.cidr.endswith(("/32", "/128")) else peer.cidr
-    return Member(f"ext:{peer}", spec, peer, OUTSIDE, spec=spec)
+    shown = f"fqdn:{written}" if peer.fqdn and written else spec
+    return Member(f"ext:{peer}", shown, peer, OUTSIDE, spec=spec)
 
 
 def _witness(w: Witness, jobs: Sequence[Member]) -> Member:
     if isinstance(w.peer, External):
-        return _external(w.peer)
+        return _external(w.peer, w.words if w.peer.fqdn else "")
     pod = w.peer
     sa = pod.service_account or DEFAULT_SA
     extra = tuple(sorted((k, v) for k, v in pod.namespace_labels if k != "kubernetes.io/metadata.name"))
@@ -180,7 +199,12 @@ def _witness(w: Witness, jobs: Sequence[Member]) -> Member:
     label_zone = dict(pod.labels).get(NETWORK_ZONE_LABEL)
     nz = label_zone or (zones.pop() if len(zones) == 1 else ANY_ZONE)
     spec = f"{pod.namespace}:{_labels_text(pod.labels)}"
-    shown = (spec if pod.labels else f"{spec} (unlabelled)") + (f" [namespace {_labels_text(extra)}]" if extra else "") + (f" [sa {sa}]" if sa != DEFAULT_SA else "")
+    if pod.namespace == OPEN_NAMESPACE:  # a selector that leaves the namespace open: any other one
+        where = f"pods labelled {_labels_text(pod.labels)}" if pod.labels else "any pod"
+        shown = f"{where} of a namespace no inventory manages"
+    else:
+        shown = spec if pod.labels else f"{spec} (unlabelled)"
+    shown += (f" [namespace {_labels_text(extra)}]" if extra else "") + (f" [sa {sa}]" if sa != DEFAULT_SA else "")
     key = f"pod:{pod.namespace}:{_labels_text(pod.labels)}:{_labels_text(extra)}:{sa}"
     return Member(key, shown, PodClass(pod.namespace, pod.labels, (), pod.ports, sa), nz,
                   spec=spec if not extra and sa == DEFAULT_SA else None, extra_ns_labels=extra)
@@ -196,10 +220,14 @@ def members(base: ClusterSide | None, head: ClusterSide | None) -> list[Member]:
     job_list = [jobs[k] for k in sorted(jobs)]
     others: dict[str, Member] = {}
     for s in sides:
-        for matcher in selectors(s.pset):
+        for roles, matcher in selectors(s.pset):
             for w in witnesses(matcher):
                 m = _witness(w, job_list)
-                others.setdefault(m.key, m)
+                if isinstance(m.peer, PodClass):
+                    roles = _BOTH  # a pod may be a subject too: asked both ways
+                if m.key in others:
+                    roles = roles | others[m.key].roles
+                others[m.key] = dataclasses.replace(others.get(m.key, m), roles=roles)
     unmanaged = _witness(Witness(PodClass(OPEN_NAMESPACE, ()), "any pod"), job_list)
     others.setdefault(unmanaged.key, unmanaged)
     for e in ENTITIES:

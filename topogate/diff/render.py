@@ -18,7 +18,7 @@ from topogate.diff.compare import Decision, DiffResult, Row, place_parts
 from topogate.diff.members import ANY_ZONE, OUTSIDE, Member
 from topogate.report.markdown import cell
 from topogate.report.mermaid import escape_label
-from topogate.report.sarif import SCHEMA_URI, artifact_location
+from topogate.report.sarif import SCHEMA_URI, artifact_location, driver_dict
 
 FORMATS = ("text", "json", "markdown", "sarif")
 MAX_MARKDOWN_ROWS = 200  # GitHub's comment limit (65,536 characters) with room to spare
@@ -115,13 +115,17 @@ def _node_ids(rows: Iterable[Row]) -> dict[str, tuple[str, Member]]:
 
 
 def picture(d: DiffResult) -> list[str]:
-    """A mermaid flowchart of the change: network zones are subgraphs, endpoints nodes; an
-    opened range a solid edge, a closed one a red dashed edge (merged per pair and change)."""
-    edges: dict[tuple[str, str, str], list[str]] = {}
+    """A mermaid flowchart of the change: network zones are subgraphs, endpoints nodes; one
+    edge per pair and rule that changed a verdict (the head's that opens, the base's whose
+    allow is gone), labelled with that rule: an opened range a solid edge, a closed one a red
+    dashed edge."""
+    edges: dict[tuple[str, str, str, str], list[str]] = {}
     for r, ports in collapsed(d.rows):
-        edges.setdefault((r.src.key, r.dst.key, r.change), []).append(ports)
+        rule = r.head.rule if r.change == "opened" else r.base.rule
+        edges.setdefault((r.src.key, r.dst.key, r.change, rule), []).append(ports)
     shown = list(edges)[:MAX_PICTURE_EDGES]
-    ids = _node_ids(r for r in d.rows if (r.src.key, r.dst.key, r.change) in set(shown))
+    pairs = {(s, t, c) for s, t, c, _ in shown}
+    ids = _node_ids(r for r in d.rows if (r.src.key, r.dst.key, r.change) in pairs)
     out = ["```mermaid", "flowchart LR"]
     by_zone: dict[str, list[tuple[str, Member]]] = {}
     for nid, m in ids.values():
@@ -131,9 +135,10 @@ def picture(d: DiffResult) -> list[str]:
         out += [f'    {nid}["{escape_label(m.shown)}"]' for nid, m in by_zone[nz]]
         out.append("  end")
     closed: list[int] = []
-    for n, (s, t, change) in enumerate(shown):
-        spans = edges[(s, t, change)]
-        label = escape_label(f"{change} {' '.join(spans[:4])}" + (" ..." if len(spans) > 4 else ""))
+    for n, (s, t, change, rule) in enumerate(shown):
+        spans = edges[(s, t, change, rule)]
+        by = f" by {rule}" if rule else ""
+        label = escape_label(f"{change}{by} {' '.join(spans[:4])}" + (" ..." if len(spans) > 4 else ""))
         arrow = "-->" if change == "opened" else "-.->"
         out.append(f'  {ids[s][0]} {arrow}|"{label}"| {ids[t][0]}')
         if change == "closed":
@@ -192,10 +197,10 @@ def sarif_dict(d: DiffResult) -> dict[str, Any]:
         more = f"; and {len(rows) - 10} more" if len(rows) > 10 else ""
         results.append({"ruleId": "connectivity-change", "level": "note",
                         "message": {"text": f"{words}: {listed}{more}"}, "locations": _location(where)})
-    driver = {"name": "topogate", "rules": [{
+    driver = driver_dict([{
         "id": "connectivity-change", "name": "connectivity-change",
         "shortDescription": {"text": "A flow allowed or denied differently than at the base"},
-        "defaultConfiguration": {"level": "note"}}]}
+        "defaultConfiguration": {"level": "note"}}])
     return {"$schema": SCHEMA_URI, "version": "2.1.0",
             "runs": [{"tool": {"driver": driver}, "columnKind": "unicodeCodePoints", "results": results}]}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from topogate.core.position import Position
 from topogate.generators import admission, argocd, base, cilium, flux, kueue, kustomize, monitoring
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Inventory
@@ -28,10 +29,17 @@ def _check_path(p: str) -> None:
         raise PathConflictError(f"generated path {p!r} is not a clean relative POSIX path")
 
 
+# The generators of the outputs an inventory may leave out (`outputs:`), by that output's name.
+OPTIONAL = {argocd: "argocd", flux: "flux", monitoring: "monitoring"}
+
+
 def render_files(inv: Inventory, out_dir: str) -> list[OutputFile]:
-    """Every OutputFile of every registered generator, sorted by path."""
+    """Every OutputFile of every registered generator the inventory's `outputs` keep, sorted by
+    path."""
     files: dict[str, OutputFile] = {}
     for gen in GENERATORS:
+        if gen in OPTIONAL and OPTIONAL[gen] not in inv.outputs:
+            continue
         made = gen.render(inv, out_dir) if getattr(gen, "NEEDS_OUT_DIR", False) else gen.render(inv)
         for f in made:
             _check_path(f.path)
@@ -47,7 +55,14 @@ def render_tree(inv: Inventory, out_dir: str) -> dict[str, bytes]:
     `out_dir` is where the tree will be written; only the overlays' relative path to each
     workload's base depends on it.
     """
-    head = base.header(inv)
-    return {f.path: base.serialise(inv, f, head) for f in render_files(inv, out_dir)}
+    return render_tree_sources(inv, out_dir)[0]
 
-__all__ = ["GENERATORS", "PathConflictError", "render_files", "render_tree"]
+
+def render_tree_sources(inv: Inventory, out_dir: str) -> tuple[dict[str, bytes], dict[str, Position]]:
+    """render_tree, and for each file the inventory entry it is generated from: where a finding
+    about a generated file belongs (the file is rewritten by the next `generate`)."""
+    head = base.header(inv)
+    files = render_files(inv, out_dir)
+    return {f.path: base.serialise(inv, f, head) for f in files}, {f.path: f.source for f in files}
+
+__all__ = ["GENERATORS", "PathConflictError", "render_files", "render_tree", "render_tree_sources"]

@@ -153,10 +153,9 @@ def render(inv: Inventory) -> list[OutputFile]:
     if inv.gitops is None:
         return files
     for c in clusters:
-        apps = (
-            application(inv, c, "", repo_path(inv, wrapper_dir(c.name))),
-            application(inv, c, "monitoring", repo_path(inv, "monitoring", c.name)),
-        )
+        apps: tuple[dict[str, Any], ...] = (application(inv, c, "", repo_path(inv, wrapper_dir(c.name))),)
+        if "monitoring" in inv.outputs:
+            apps += (application(inv, c, "monitoring", repo_path(inv, "monitoring", c.name)),)
         files.append(OutputFile(f"argocd/apps/{c.name}.yaml", apps, source=inv.gitops.pos))
     root = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",

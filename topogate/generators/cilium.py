@@ -49,6 +49,7 @@ from __future__ import annotations
 from typing import Any
 
 from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL, REPLICA_GROUP_LABEL, WORKLOAD_LABEL
+from topogate.core.layout import CLUSTERS, OWN_OVERLAYS
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Cluster, Door, Inventory, PortSpec, Workload
 from topogate.k8s import kinds
@@ -73,11 +74,15 @@ def kustomization(resources: list[str], **extra: Any) -> dict[str, Any]:
 
 
 def network_dir(cluster: str) -> str:
-    return f"clusters/{cluster}/network"
+    return f"{CLUSTERS}/{cluster}/network"
 
 
 def workload_dir(w: Workload) -> str:
-    return f"clusters/{w.cluster}/workloads/{w.namespace}/{w.name}"
+    """The job's overlay: in the cluster's tree, or, for a job its own Application applies
+    (`deployedBy: own`), apart from it (core.layout)."""
+    if w.own:
+        return f"{OWN_OVERLAYS}/{w.cluster}/{w.namespace}/{w.name}"
+    return f"{CLUSTERS}/{w.cluster}/workloads/{w.namespace}/{w.name}"
 
 
 def ccnp_name(nz: str) -> str:
@@ -362,3 +367,9 @@ def render(inv: Inventory) -> list[OutputFile]:
     for w in sorted(inv.workloads, key=lambda w: (w.cluster, w.namespace, w.name)):
         out.append(OutputFile(f"{workload_dir(w)}/{CNP_FILE}", (job_policy(w, inv),), source=w.pos))
     return out
+
+
+__all__ = ["ALL_TCP", "API_VERSION", "CNP_FILE", "GROUP_LABEL", "KUSTOMIZE_API", "NAMESPACE_KEY", "SSH_PORT",
+           "boundary_policy", "carve_outs", "ccnp_name", "cnp_name", "complement_ports", "door_name", "door_policy",
+           "door_ports", "door_sources", "door_target", "doors_from", "group_names", "job_policy", "job_selector",
+           "kustomization", "network_dir", "rendezvous", "render", "workload_dir"]

@@ -120,6 +120,8 @@ def layers(inv: Inventory, cluster: Cluster) -> dict[str, tuple[str, ...]]:
     extra = tuple(name for name in OPTIONAL_LAYERS if on[name])
     out: dict[str, tuple[str, ...]] = {}
     for name, deps in LAYERS.items():
+        if name == "monitoring" and "monitoring" not in inv.outputs:
+            continue
         if name == "workloads":
             out.update({x: () for x in extra})
             deps = deps + extra
@@ -253,7 +255,8 @@ def render(inv: Inventory) -> list[OutputFile]:
     files: list[OutputFile] = []
     for c in sorted(inv.clusters, key=lambda c: c.name):
         base = f"flux/{c.name}"
-        wls = sorted(inv.workloads_of(c.name), key=lambda w: (w.namespace, w.name))
+        # the jobs its own Flux Kustomization applies (deployedBy: own) are not this layer's
+        wls = sorted((w for w in inv.workloads_of(c.name) if not w.own), key=lambda w: (w.namespace, w.name))
         kinds = sorted({w.kind for w in wls})
         health = [HEALTH_EXPRS[k] for k in kinds if k in HEALTH_EXPRS]
         ks = tuple(kustomization(inv, c, layer, layer_path(inv, c, layer),

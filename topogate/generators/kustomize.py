@@ -300,8 +300,9 @@ def render(inv: Inventory, out_dir: str) -> list[OutputFile]:
         wls = sorted(inv.workloads_of(c.name), key=lambda w: (w.namespace, w.name))
         # Network first: the doors exist before any job they guard is created; then the
         # cluster machinery that places and admits the jobs (Kueue, admission), then the jobs.
+        # a job its own Application applies (deployedBy: own) is not the cluster tree's to apply
         resources = ["network"] + (["admission"] if admission.enabled(inv, c) else []) + (
-            ["kueue"] if c.kueue else []) + [f"workloads/{w.namespace}/{w.name}" for w in wls]
+            ["kueue"] if c.kueue else []) + [f"workloads/{w.namespace}/{w.name}" for w in wls if not w.own]
         out.append(OutputFile(f"clusters/{c.name}/kustomization.yaml", (cilium.kustomization(resources),),
                               source=c.pos))
         for w in wls:

@@ -11,18 +11,10 @@ from typing import TYPE_CHECKING
 
 from topogate.inventory.problems import Problem
 from topogate.inventory.yamlpos import Located, YPath
-from topogate.safeio.repopaths import Roots
+from topogate.safeio.repopaths import Roots, repo_root
 
 if TYPE_CHECKING:
     from topogate.inventory.bases import BaseBuilder
-
-
-def _repo_root(start: Path) -> Path:
-    """The repository holding the inventory (nearest .git upward), else its own directory."""
-    for p in (start, *start.parents):
-        if (p / ".git").exists():
-            return p
-    return start
 
 
 # Whether to read the workloads' bases: all or none, or per workload (cluster, base as written).
@@ -37,7 +29,10 @@ class Checker:
         self.loc = loc
         self.file = file
         self.inv_dir = inv_dir
-        self.repo = _repo_root(inv_dir)
+        # the inventory's repository, as every input's (safeio.repopaths.repo_root): the nearest
+        # directory above holding .git; outside any (an Argo CD plugin's copy, a `git archive`
+        # export), the working directory when the inventory is below it
+        self.repo = repo_root(inv_dir)
         self.problems: list[Problem] = []
         self.bad_paths: set[YPath] = set()  # paths the schema already complained about
         self.cluster_index: dict[str, int] = {}

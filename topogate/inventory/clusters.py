@@ -35,10 +35,11 @@ def read_cluster(chk: Checker, i: int, c: dict[str, Any]) -> Cluster:
                 Taint(str(t.get("key", "")), str(t.get("effect", "")), str(t.get("value", "") or ""),
                       chk.loc.at(pp + ("taints", ti)))
                 for ti, t in enumerate(seq(p.get("taints"))) if isinstance(t, dict))
+            nodes, least = _size(chk, pp, p.get("nodes"))
             pools.append(Pool(
-                str(p.get("name", "")), as_int(p.get("nodes")), as_int(p.get("gpusPerNode")),
+                str(p.get("name", "")), nodes, as_int(p.get("gpusPerNode")),
                 labels(p.get("labels")), taints, chk.loc.at(pp),
-                quantity(p.get("cpuPerNode")), quantity(p.get("memoryPerNode")),
+                quantity(p.get("cpuPerNode")), quantity(p.get("memoryPerNode")), least,
                 read_pool_devices(chk, pp, p.get("devices"))))
         chk.unique(pool_items, "pool", f" in zone '{z.get('name')}'")
         zone_items.append((zp + ("name",), str(z.get("name"))))
@@ -92,3 +93,15 @@ def read_cluster(chk: Checker, i: int, c: dict[str, Any]) -> Cluster:
         tuple(sorted(nzs, key=lambda n: n.name)), chk.loc.at(base),
         read_kueue(chk, base, c, zones), read_admission(chk, base, c),
         tuple(str(r) for r in c.get("trainingRuntimes") or () if isinstance(r, str)))
+
+
+def _size(chk: Checker, pp: YPath, value: Any) -> tuple[int, int | None]:
+    """(nodes, min_nodes) of a pool's `nodes`: a count, or an autoscaled pool's {min, max}."""
+    if not isinstance(value, dict):
+        return as_int(value), None
+    least, most = as_int(value.get("min")), as_int(value.get("max"))
+    if "min" in value and "max" in value and least > most:  # a missing one is the schema's to say
+        chk.err(pp + ("nodes", "min"), (
+            f"nodes: min {least} is more than max {most}; an autoscaled pool keeps between min and "
+            "max nodes: swap them"))
+    return most, least

@@ -20,7 +20,7 @@ from topogate.inventory.bases import BaseBuilder
 from topogate.inventory.checker import Checker, ReadBases
 from topogate.inventory.clusters import read_cluster
 from topogate.inventory.doors import read_doors
-from topogate.inventory.model import Cluster, GitOps, Inventory, Waiver, Workload
+from topogate.inventory.model import OUTPUTS, Cluster, GitOps, Inventory, Waiver, Workload
 from topogate.inventory.printable import message, unprintable_paths
 from topogate.inventory.problems import InventoryError, Problem
 from topogate.inventory.schema import inventory_schema, schema_problems
@@ -124,7 +124,8 @@ def _load(file: str, read_bases: ReadBases, build: BaseBuilder | None = None,
         tuple(sorted(clusters, key=lambda c: c.name)),
         tuple(sorted(workloads, key=lambda w: (w.cluster, w.namespace, w.name))),
         tuple(waivers), gitops, str(inv_dir), loc.at(()), doors,
-        runbook_url=str(data.get("runbookURL") or ""))
+        runbook_url=str(data.get("runbookURL") or ""),
+        outputs=frozenset(map(str, seq(data["outputs"]))) if "outputs" in data else OUTPUTS)
 
 
 def _waivers(chk: Checker, data: dict[str, Any]) -> list[Waiver]:

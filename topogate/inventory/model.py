@@ -48,7 +48,7 @@ class PoolDevice:
 @dataclass(frozen=True)
 class Pool:
     name: str
-    nodes: int
+    nodes: int  # an autoscaled pool's most: what its jobs can count on once it has scaled up
     gpus_per_node: int = 0
     labels: Pairs = ()
     taints: tuple[Taint, ...] = ()
@@ -57,11 +57,25 @@ class Pool:
     # them: Kueue's quotas never invent capacity the inventory does not state.
     cpu_per_node: str | None = None
     memory_per_node: str | None = None
+    # `nodes: {min, max}`: the fewest nodes an autoscaler keeps (None: a fixed pool of `nodes`)
+    min_nodes: int | None = None
     devices: tuple[PoolDevice, ...] = ()  # DRA devices per node (`devices`)
 
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.min_nodes is not None
+
+    def holds(self, count: int) -> bool:
+        """Whether `count` nodes is a size the inventory allows the pool."""
+        return count == self.nodes if self.min_nodes is None else self.min_nodes <= count <= self.nodes
+
+    @property
+    def size_text(self) -> str:
+        return str(self.nodes) if self.min_nodes is None else f"{self.min_nodes} to {self.nodes} (autoscaled)"
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -199,6 +213,13 @@ class Workload:
     pos: Position = field(default=NOWHERE, compare=False)
     scheduler: str = "default"
     queue: str | None = None  # LocalQueue name; default: the cluster's `kueue.queue`
+    # `deployedBy`: "topogate" (the cluster's tree lists the job's overlay) or "own" (a team's own
+    # Application or Flux Kustomization applies the overlay, written apart: core.layout)
+    deployed_by: str = "topogate"
+
+    @property
+    def own(self) -> bool:
+        return self.deployed_by == "own"
 
     @property
     def object_id(self) -> str:
@@ -216,6 +237,10 @@ class Waiver:
     reason: str
     expires: _dt.date | None = None
     pos: Position = field(default=NOWHERE, compare=False)
+
+
+# What `outputs` may name; all of them unless the inventory says otherwise.
+OUTPUTS = frozenset({"argocd", "flux", "monitoring"})
 
 
 @dataclass(frozen=True)
@@ -290,6 +315,8 @@ class Inventory:
     pos: Position = field(default=NOWHERE, compare=False)
     doors: tuple[Door, ...] = ()
     runbook_url: str = ""  # runbookURL: the alerts' runbook page ("" = none given)
+    # `outputs`: the GitOps outputs generate writes beside the clusters' tree
+    outputs: frozenset[str] = OUTPUTS
 
     def cluster(self, name: str) -> Cluster | None:
         return self._clusters_by_name.get(name)
@@ -385,6 +412,6 @@ def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
 
 __all__ = ["API_VERSION", "AdmissionConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
            "EgressRule", "GitOps", "Inventory", "KIND", "KueueConfig", "Metrics",
-           "NetworkZone", "PLACEMENTS", "PROVIDERS", "Pool", "PoolDevice", "PortSpec", "ReplicaGroup",
-           "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
+           "NetworkZone", "OUTPUTS", "PLACEMENTS", "PROVIDERS", "Pool", "PoolDevice", "PortSpec",
+           "ReplicaGroup", "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
            "follow_zones", "kueue_groupable"]

@@ -78,8 +78,11 @@ def schema_problems(loc: Located, bad_paths: set[YPath]) -> list[Problem]:
                                    f"unknown key '{key}' in {where}; allowed keys: {', '.join(allowed)}"))
         elif v == "required":
             missing = [k for k in err.validator_value if k not in err.instance]
+            # A mapping that is a key's value is reported at that key, where the editor's schema
+            # check (yaml-language-server) reports it: one place in the editor and in CI.
+            at_key = loc.key_at(path) if path and isinstance(path[-1], str) else here
             for key in missing:
-                out.append(Problem(here, f"missing required field '{key}' in {where}"))
+                out.append(Problem(at_key, f"missing required field '{key}' in {where}"))
         elif v == "type":
             want = err.validator_value
             words = " or ".join(str(_TYPE_WORDS.get(t, t)) for t in (want if isinstance(want, list) else [want]))

@@ -83,7 +83,8 @@ def read_workload(chk: Checker, i: int, w: dict[str, Any], clusters: dict[str, C
     wl = Workload(
         name, ns, str(cname or ""), kind, str(base_rel or ""), str(nzname or ""),
         str(placement), zone if isinstance(zone, str) else None, metrics, egress, groups,
-        base_dir, docs, chk.loc.at(base), scheduler, queue if isinstance(queue, str) else None)
+        base_dir, docs, chk.loc.at(base), scheduler, queue if isinstance(queue, str) else None,
+        str(w.get("deployedBy", "topogate")))
     check_kueue_workload(chk, base, wl, cluster)
     # Capacity only means something once the cluster and the placement are well-formed;
     # otherwise it repeats an earlier problem in other words.

@@ -102,6 +102,14 @@ class JobGroup:
     annotations: Pairs = ()  # sorted; the template's (Kueue reads its pod-set requests there)
     # Devices each pod claims through DRA (``k8s.dra``), counted in gpus_per_pod too.
     devices: PodDevices = PodDevices()
+    # where a field of the template is written (a path below the template): the line a finding
+    # about that field points at (a nodeSelector in the base, an affinity a patch added)
+    item: _Item | None = field(default=None, compare=False, repr=False)
+
+    def locate(self, path: Path) -> SourceLike | None:
+        """The source of `path` inside this group's pod template (the template's own when the
+        object has no locator, or the path is not there)."""
+        return self.item.at((*self.template_path, *path)) if self.item is not None else self.source
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -216,7 +224,7 @@ def _group(
     return JobGroup(
         name=name, pods=max(pods, 0), gpus_per_pod=pod_gpus(spec), labels=tuple(sorted(labels.items())),
         spec=spec, template_path=path, source=item.at(path), owner=owner,
-        annotations=_annotations_of(template),
+        annotations=_annotations_of(template), item=item,
     )
 
 

@@ -92,10 +92,10 @@ def _zone_facts(c: str, zone: str, pools: Sequence[Pool], nodes: Sequence[LiveNo
 def pool_facts(c: str, zone: str, p: Pool, nodes: Sequence[LiveNode]) -> list[LiveFact]:
     obj = f"Pool/{c}/{zone}/{p.name}"
     facts: list[LiveFact] = []
-    if len(nodes) != p.nodes:
+    if not p.holds(len(nodes)):  # an autoscaled pool may have any count from its min to its max
         facts.append(LiveFact(POOL_SIZE, obj, (
             f"pool {p.name} in {zone} has {len(nodes)} node(s) in the cluster, the inventory says "
-            f"{p.nodes}" + (f": {names(nodes)}" if nodes else "")), p.pos))
+            f"{p.size_text}" + (f": {names(nodes)}" if nodes else "")), p.pos))
     if not nodes:
         return facts
     want = tuple(sorted(p.taints, key=lambda t: (t.key, t.value, t.effect)))

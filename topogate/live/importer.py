@@ -20,7 +20,7 @@ from topogate.core.labels import DEFAULT_ZONE_LABEL
 from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.model import API_VERSION, KIND, Taint
 from topogate.live.errors import LiveError
-from topogate.live.nodes import LiveNode, PoolGroup, dns_label, group_pools, parse_nodes
+from topogate.live.nodes import VARYING, LiveNode, PoolGroup, dns_label, group_pools, parse_nodes
 from topogate.live.snapshot import Snapshot
 from topogate.tree.writer import cannot_write, write_file
 
@@ -81,6 +81,11 @@ def _pool_entry(g: PoolGroup) -> Any:
         labels = CommentedMap(g.labels)
         labels.fa.set_flow_style()
         m["labels"] = labels
+    varying = tuple((k, why) for k, why in g.dropped if why == VARYING)
+    if varying:
+        # what its nodes carry with different values (the rest is said once, at the top)
+        m.yaml_set_comment_before_after_key("labels" if g.labels else "nodes", before="\n".join(
+            _wrapped("left out: " + _dropped_text(varying), 96)), indent=6)
     # Taints every node of the pool carries; a node with more is reported below.
     common = set.intersection(*(set(ts) for ts in g.taint_sets)) if g.taint_sets else set()
     if common:
@@ -98,6 +103,25 @@ def _pool_entry(g: PoolGroup) -> Any:
     return m
 
 
+def _dropped_text(dropped: tuple[tuple[str, str], ...]) -> str:
+    """`a, b (why); c (why)`: the left-out labels grouped by their reason, in label order."""
+    by_why: dict[str, list[str]] = {}
+    for key, why in dropped:
+        by_why.setdefault(why, []).append(key)
+    return "; ".join(f"{', '.join(keys)} ({why})" for why, keys in by_why.items())
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line]
+
+
 def build(snapshot: Snapshot, cluster: str, zone_label: str = DEFAULT_ZONE_LABEL,
           pool_label: str | None = None, schema_ref: str = "") -> Imported:
     from ruamel.yaml import YAML
@@ -113,7 +137,7 @@ def build(snapshot: Snapshot, cluster: str, zone_label: str = DEFAULT_ZONE_LABEL
     if not kept:
         raise LiveError(f"{snapshot.source}: no node carries a usable {zone_label} label; "
                         "pass --zone-label KEY", ExitCode.BAD_INVOCATION)
-    pools = group_pools(kept)
+    pools = group_pools(kept, zone_label)
     for name in sorted({g.name for g in pools if g.unlabelled}):
         members = [n.name for g in pools if g.name == name for n in g.nodes]
         notes.append(f"{len(members)} node(s) carry no node-pool label (EKS, Karpenter, GKE, AKS "
@@ -146,6 +170,9 @@ def build(snapshot: Snapshot, cluster: str, zone_label: str = DEFAULT_ZONE_LABEL
     head += [f"Imported by `topogate import` from {os.path.basename(snapshot.source)} "
              f"({len(kept)} nodes). Finish it by hand: network zones and",
              "workloads are yours; pools, taints, labels and GPUs are what the nodes say."]
+    others = sorted({(k, why) for g in pools for k, why in g.dropped if why != VARYING})
+    if others:
+        head += _wrapped("Labels the nodes carry that no pool keeps: " + _dropped_text(tuple(others)) + ".", 96)
     doc.yaml_set_start_comment("\n".join(head))
     y = YAML()
     y.indent(mapping=2, sequence=2, offset=0)

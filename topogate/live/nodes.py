@@ -109,8 +109,9 @@ class PoolGroup:
     name: str
     zone: str
     nodes: tuple[LiveNode, ...]
-    labels: tuple[tuple[str, str], ...]  # selecting labels common to every node of the pool
+    labels: tuple[tuple[str, str], ...]  # the labels every node of the pool shares (pool_labels)
     unlabelled: bool = False  # grouped by labels and taints, no pool label
+    dropped: tuple[tuple[str, str], ...] = ()  # labels its nodes carry that it leaves out, and why
 
     @property
     def taint_sets(self) -> tuple[tuple[Taint, ...], ...]:
@@ -121,18 +122,65 @@ class PoolGroup:
         return tuple(sorted({n.gpus for n in self.nodes}))
 
 
-def _common(maps: Sequence[dict[str, str]]) -> tuple[tuple[str, str], ...]:
-    if not maps:
-        return ()
-    first = maps[0]
-    return tuple(sorted((k, v) for k, v in first.items() if all(m.get(k) == v for m in maps[1:])))
+# Labels a pool's nodes may share that the inventory does not keep, and why (`pool_labels`).
+# The inventory says these elsewhere: the zone is the zone, the region the cluster's; and
+# linux/amd64 are what the analysis assumes of every node (scheduling/nodes.py), so only other
+# values are kept.
+_STATED = {"topology.kubernetes.io/region": "the cluster's region",
+           "topology.k8s.aws/zone-id": "name the zone", "topology.gke.io/zone": "name the zone"}
+_DEFAULTS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+# Deprecated twins the kubelet and cloud providers still set beside their GA label (same value).
+_TWINS = {"beta.kubernetes.io/arch": "kubernetes.io/arch", "beta.kubernetes.io/os": "kubernetes.io/os",
+          "beta.kubernetes.io/instance-type": "node.kubernetes.io/instance-type",
+          "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+          "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone"}
+# Values that change whenever the pool's nodes are replaced or upgraded (an image, a launch
+# template version, a driver, the node's lifecycle) and that no job selects a pool by: kept,
+# they would make drift report every upgrade.
+_VOLATILE = ("eks.amazonaws.com/nodegroup-image", "eks.amazonaws.com/sourceLaunchTemplateId",
+             "eks.amazonaws.com/sourceLaunchTemplateVersion", "k8s.io/cloud-provider-aws",
+             "karpenter.sh/initialized", "karpenter.sh/registered", "kubernetes.azure.com/node-image-version",
+             "kubernetes.azure.com/cluster", "nvidia.com/gfd.timestamp", "nvidia.com/cuda.driver.",
+             "nvidia.com/cuda.driver-version.", "nvidia.com/cuda.runtime.", "nvidia.com/cuda.runtime-version.")
+HOSTNAME = "kubernetes.io/hostname"
+VARYING = "differ between its nodes"
 
 
-def group_pools(nodes: Sequence[LiveNode]) -> tuple[PoolGroup, ...]:
+def pool_labels(members: Sequence[LiveNode], zone_label: str) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
+    """The labels every node of a pool carries with one value, as the inventory keeps them, and
+    the labels left out with why (label -> reason). GPU Feature Discovery's `nvidia.com/gpu.product`,
+    an instance type, a capacity type are kept: a job may select its pool by any of them."""
+    if not members:
+        return (), {}
+    maps = [n.label_map for n in members]
+    dropped: dict[str, str] = {}
+    kept: list[tuple[str, str]] = []
+    for key in sorted(set().union(*maps)):
+        values = {m.get(key) for m in maps}
+        if key == zone_label:
+            continue  # the zone: written as the pool's zone
+        if key == HOSTNAME:
+            dropped[key] = "one per node"
+        elif key in _TWINS:
+            dropped[key] = "deprecated twins of their GA labels"
+        elif key in _STATED:
+            dropped[key] = _STATED[key]
+        elif len(values) > 1:
+            dropped[key] = VARYING
+        elif _DEFAULTS.get(key) in values:
+            dropped[key] = "linux and amd64, which topogate assumes of every node"
+        elif any(key == v or (v.endswith(".") and key.startswith(v)) for v in _VOLATILE):
+            dropped[key] = "change with every upgrade"
+        else:
+            kept.append((key, next(iter(values)) or ""))
+    return tuple(kept), dropped
+
+
+def group_pools(nodes: Sequence[LiveNode], zone_label: str) -> tuple[PoolGroup, ...]:
     """Pools per zone: by pool label, else by identical selecting labels and taints.
 
-    A pool's selecting labels are computed over all its zones, so the same EKS node group in
-    three zones is written with the same labels three times.
+    A pool's labels are those every node of it shares over all its zones (`pool_labels`), so
+    the same EKS node group in three zones is written with the same labels three times.
     """
     by_pool: dict[str, list[LiveNode]] = {}
     for n in nodes:
@@ -140,10 +188,10 @@ def group_pools(nodes: Sequence[LiveNode]) -> tuple[PoolGroup, ...]:
             by_pool.setdefault(n.pool, []).append(n)
     out: list[PoolGroup] = []
     for pool, members in sorted(by_pool.items()):
-        labels = _common([n.selecting_labels() for n in members])
+        labels, dropped = pool_labels(members, zone_label)
         for zone in sorted({n.zone for n in members}):
             out.append(PoolGroup(dns_label(pool), zone, tuple(n for n in members if n.zone == zone),
-                                 labels))
+                                 labels, dropped=tuple(sorted(dropped.items()))))
     bare: dict[tuple[Any, ...], list[LiveNode]] = {}
     for n in nodes:
         if n.pool is None:
@@ -153,9 +201,10 @@ def group_pools(nodes: Sequence[LiveNode]) -> tuple[PoolGroup, ...]:
     for i, (key, members) in enumerate(sorted(bare.items(), key=lambda kv: str(kv[0])), start=1):
         name = _bare_name(dict(key[0]), i, taken)
         taken.add(name)
+        labels, dropped = pool_labels(members, zone_label)
         for zone in sorted({n.zone for n in members}):
-            out.append(PoolGroup(name, zone, tuple(n for n in members if n.zone == zone), key[0],
-                                 unlabelled=True))
+            out.append(PoolGroup(name, zone, tuple(n for n in members if n.zone == zone), labels,
+                                 unlabelled=True, dropped=tuple(sorted(dropped.items()))))
     return tuple(out)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.result import GroupMap, JobMap
+from topogate.core.layout import CLUSTER_DIRS
 from topogate.core.position import Position
 from topogate.generators import render_files
 from topogate.inventory.model import Cluster, Inventory
@@ -195,7 +196,7 @@ def generated_policies(inv: Inventory, cluster: Cluster, policy_kinds: Sequence[
 
     out: list[Generated] = []
     for f in render_files(inv, "/nonexistent/topogate-live"):
-        if not f.path.startswith(f"clusters/{cluster.name}/"):
+        if not f.path.startswith(tuple(f"{d}/{cluster.name}/" for d in CLUSTER_DIRS)):
             continue
         for d in f.docs:
             if isinstance(d, dict) and d.get("kind") in policy_kinds:

@@ -27,6 +27,7 @@ from topogate.policies.inputs import (
     tg008_workload_absent,
     tg009_remote_root,
     tg010_suppression_invalid,
+    tg011_settings_weakened,
 )
 from topogate.policies.jobs import (
     tg101_hard_block,
@@ -77,6 +78,7 @@ REGISTRY: dict[str, ModuleType] = {
     "TG008": tg008_workload_absent,
     "TG009": tg009_remote_root,
     "TG010": tg010_suppression_invalid,
+    "TG011": tg011_settings_weakened,
     "TG101": tg101_hard_block,
     "TG102": tg102_may_split,
     "TG103": tg103_unschedulable,

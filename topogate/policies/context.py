@@ -44,6 +44,17 @@ class LiveFact:
     pos: Position
 
 
+@dataclass(frozen=True, order=True)
+class Weakened:
+    """One setting of the pull request's settings file that narrows the gate more than the
+    settings at the `--changed-since` ref do (TG011): where the pull request writes it."""
+
+    setting: str  # select | ignore | strict | cluster | exclude | per-path-ignores
+    object: str  # Settings/<file>
+    message: str
+    pos: Position
+
+
 @dataclass(frozen=True)
 class PolicySelects:
     """How many pod classes of the map a policy selects (TG109 reports the ones with none)."""
@@ -82,6 +93,7 @@ class Context:
     duplicates: tuple[Duplicate, ...] = ()  # later copies of an object among PATHs
     checked_clusters: tuple[str, ...] = ()  # the clusters whose manifests were analysed
     live: tuple[LiveFact, ...] = ()  # check --live and drift only
+    weakened: tuple[Weakened, ...] = ()  # check --changed-since: settings weaker than the ref's
     # The rules that exist (ID -> name), set by the engine before any rule runs: a suppression
     # annotation naming no rule is a finding (TG010).
     known_rules: tuple[tuple[str, str], ...] = ()
@@ -105,7 +117,7 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
              skipped: tuple[tuple[Position, str], ...] = (),
              other_files: tuple[tuple[Position, str], ...] = (),
              not_local: tuple[tuple[str, Position, str], ...] = (),
-             live: tuple[LiveFact, ...] = ()) -> Context:
+             live: tuple[LiveFact, ...] = (), weakened: tuple[Weakened, ...] = ()) -> Context:
     """The context of a run that built the map (analysis.map.build_map) over `objects`."""
     return Context(
         inv, inventory_file, objects, jobs, drift=drift, rendered=rendered,
@@ -117,7 +129,8 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
         closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects), unread=unread_objects(objects),
         not_modelled=facts.not_modelled, skipped=skipped, other_files=other_files, not_local=not_local,
         kueue_concerns=facts.kueue_concerns,
-        duplicates=facts.duplicates, checked_clusters=facts.checked_clusters, live=live)
+        duplicates=facts.duplicates, checked_clusters=facts.checked_clusters, live=live,
+        weakened=weakened)
 
 
-__all__ = ["Context", "Drift", "LiveFact", "PolicySelects", "analysed", "declared_absent"]
+__all__ = ["Context", "Drift", "LiveFact", "PolicySelects", "Weakened", "analysed", "declared_absent"]

@@ -15,6 +15,9 @@ from topogate.policies import REGISTRY
 from topogate.policies.context import Context
 
 WAIVER_RULE = "TG003"
+# Findings no waiver hides: the one about waivers, and the one about the gate's own settings (a
+# pull request's inventory could otherwise waive the finding its settings change gets).
+UNWAIVABLE = (WAIVER_RULE, "TG011")
 
 
 def rule_info(rule_id: str, mod: ModuleType) -> RuleInfo:
@@ -73,7 +76,7 @@ def evaluate(ctx: Context, only: Iterable[str] | None = None) -> RuleRun:
     kept: set[Finding] = set()
     waived: set[Waived] = set()
     for f in findings:
-        w = None if f.rule == WAIVER_RULE else _waiver_for(f, waivers, ctx)
+        w = None if f.rule in UNWAIVABLE else _waiver_for(f, waivers, ctx)
         if w is None:
             kept.add(f)
         else:
@@ -84,4 +87,4 @@ def evaluate(ctx: Context, only: Iterable[str] | None = None) -> RuleRun:
 def run_rules(ctx: Context, only: Iterable[str] | None = None) -> tuple[Finding, ...]:
     return evaluate(ctx, only).findings
 
-__all__ = ["RuleRun", "WAIVER_RULE", "Waived", "all_rules", "evaluate", "rule_info", "run_rules"]
+__all__ = ["UNWAIVABLE", "RuleRun", "WAIVER_RULE", "Waived", "all_rules", "evaluate", "rule_info", "run_rules"]

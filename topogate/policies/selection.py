@@ -13,7 +13,10 @@ An object suppresses one rule's findings on itself with an annotation that says 
         topogate.dev/ignore: "TG102: the nightly smoke job runs on one node"
 
 Several rules: one `RULE: reason` per line. On a member of a job made of several objects (a
-`topogate.dev/group`), the annotation covers that job's findings too. A suppression without a reason is not honoured
+`topogate.dev/group`), the annotation covers that job's findings too. It also covers the rule's
+findings shown at the annotated object (reported at a line of its document), whatever object
+they are about: TG112's finding about a job is shown at the policy rule that opens the job, and
+that policy is where a person reading the report annotates. A suppression without a reason is not honoured
 (the finding stays and TG010 says what to write): a reason is what a reviewer reads.
 Suppressions are counted in the report's summary, next to where waivers are explained, so a
 quiet report never hides that something was silenced.
@@ -29,11 +32,13 @@ from topogate.analysis.result import CheckResult, RuleInfo
 from topogate.core.findings import Finding
 from topogate.core.position import Position
 from topogate.core.words import did_you_mean
+from topogate.safeio.saferead import InputError, read_text
 from topogate.sources.manifests import K8sObject
 
 ANNOTATION = "topogate.dev/ignore"
-# Findings about the suppressions themselves must never be hidden by them.
-UNSUPPRESSIBLE = ("TG001", "TG010")
+# Findings about the suppressions themselves must never be hidden by them, nor the one about the
+# gate's settings.
+UNSUPPRESSIBLE = ("TG001", "TG010", "TG011")
 
 
 class SelectionError(Exception):
@@ -46,6 +51,12 @@ class Suppression:
     rule: str  # rule ID
     reason: str
     pos: Position
+    # where the annotated object's document is written: (file, first line, last line)
+    span: tuple[str, int, int] | None = None
+
+    def shows(self, f: Finding) -> bool:
+        """Whether `f` is reported at a line of the annotated object's document."""
+        return self.span is not None and f.file == self.span[0] and self.span[1] <= f.line <= self.span[2]
 
 
 LISTS_THEM = " (`topogate rules` lists them)"
@@ -113,8 +124,20 @@ def suppressions(objects: Iterable[K8sObject], known: Mapping[str, str]) -> tupl
             continue
         pairs, _ = parse_annotation(value, known)
         pos = o.locate(("metadata", "annotations", ANNOTATION))
-        found += [Suppression(o.ref, rid, reason, pos) for rid, reason in pairs]
+        span = _span(o.pos) if pairs else None
+        found += [Suppression(o.ref, rid, reason, pos, span) for rid, reason in pairs]
     return tuple(sorted(set(found), key=lambda s: (s.object, s.rule)))
+
+
+def _span(start: Position) -> tuple[str, int, int] | None:
+    """(file, first line, last line) of the YAML document that starts at `start`: up to the next
+    `---` or `...` at column 0 (or the end of the file). None when the file cannot be read."""
+    try:
+        lines = read_text(start.file, start.file).splitlines()
+    except (InputError, OSError):
+        return None
+    end = next((i for i in range(start.line, len(lines)) if lines[i].startswith(("---", "..."))), len(lines))
+    return start.file, start.line, end
 
 
 def _owners(result: CheckResult) -> dict[str, list[str]]:
@@ -154,6 +177,9 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
     honoured = suppressions(objects, {r.id: r.name for r in result.rules})
     owners = _owners(result)
     by_key = {(owner, s.rule): s for s in honoured for owner in (s.object, *owners.get(s.object, ()))}
+    shown_at: dict[str, list[Suppression]] = {}
+    for s in honoured:
+        shown_at.setdefault(s.rule, []).append(s)
     kept: list[Finding] = []
     hidden: list[tuple[Finding, Suppression]] = []
     left_out: set[Finding] = set()
@@ -162,7 +188,8 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
         if not _keep(f, select, ignore):
             left_out.add(f)
             continue
-        hit = by_key.get((f.object, f.rule))
+        hit = by_key.get((f.object, f.rule)) or next(
+            (s for s in shown_at.get(f.rule, ()) if s.shows(f)), None)
         if hit is not None:
             used.add((hit.object, hit.rule))
             hidden.append((f, hit))

@@ -13,6 +13,7 @@ the distinct flows, not with the file.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -83,9 +84,21 @@ def peer_of(end: FlowEnd, side: ClusterSide) -> tuple[str, Peer]:
         p = pod_class(end.namespace, end.labels, spec, side.pset)
         return f"{end.namespace}:" + ",".join(f"{k}={v}" for k, v in end.labels), p
     cidr = _cidr(end.ip)
+    if cidr and end.names:
+        # An address the DNS proxy learned for a name: its identity carries the name (toFQDNs
+        # selects it) and the address (toCIDR does), as Cilium's FQDN identities do.
+        return f"{end.names[0]} ({end.ip})", External(cidr=cidr, fqdn=end.names[0])
     if cidr:
         return cidr, External(cidr=cidr)
     return "world", External(entity="world")
+
+
+def _named(peer: Peer, names: tuple[str, ...]) -> list[Peer]:
+    """The peer as each of the names its address was answered for (a CNAME chain: a toFQDNs
+    rule may select any one of them)."""
+    if not isinstance(peer, External) or not peer.fqdn or len(names) < 2:
+        return [peer]
+    return [dataclasses.replace(peer, fqdn=n) for n in names]
 
 
 def member_of(peer: Peer, side: ClusterSide) -> Member | None:
@@ -120,8 +133,10 @@ def replay(flows: Iterable[Flow], side: ClusterSide) -> Replay:
         key = (src.shown, dst.shown, f.protocol, f.port, observed)
         s = out.seen.get(key)
         if s is None:
-            v = side.pset.evaluate(side.peer(src.member) if src.member else src.peer,
-                                   side.peer(dst.member) if dst.member else dst.peer, f.port, f.protocol)
+            sender = side.peer(src.member) if src.member else src.peer
+            receivers = [side.peer(dst.member)] if dst.member else _named(dst.peer, f.dst.names)
+            verdicts = [side.pset.evaluate(sender, r, f.port, f.protocol) for r in receivers]
+            v = next((x for x in verdicts if x.allowed), verdicts[0])
             s = out.seen[key] = Seen(src, dst, f.protocol, f.port, observed, decision(v, side, lambda p: p),
                                      f.line, 0, f.drop_reason)
         s.count += 1

@@ -7,9 +7,10 @@ one string, so the CLI decides where it goes and tests can compare strings byte 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
-from topogate.analysis.result import CheckResult, Flow, JobMap
+from topogate.analysis.result import BaselineUse, CheckResult, Flow, JobMap, Narrowed, SettingsUse
 from topogate.core.exitcodes import exit_for
 from topogate.core.findings import Finding
 from topogate.core.position import NOWHERE
@@ -72,9 +73,12 @@ def counts_line(result: CheckResult) -> str:
         parts.append(f"{len(result.suppressed)} suppressed by annotation")
     if result.waived:
         parts.append(f"{len(result.waived)} waived by the inventory")
+    if result.baseline is not None and result.baseline.findings:
+        parts.append(f"{len(result.baseline.findings)} baselined")
     left_out = deselected_text(result)
     if left_out:
         parts.append(left_out)
+    parts += settings_counts(result)
     line = f"{', '.join(parts)} in {plural(len(result.jobs), 'workload')}"
     s = result.scope
     if s is None:
@@ -86,10 +90,19 @@ def counts_line(result: CheckResult) -> str:
 
 
 def deselected_text(result: CheckResult) -> str:
-    """"3 hidden by --select/--ignore (2 errors, 1 warning: TG101, TG102)", or "" when nothing was."""
+    """"3 hidden by --select/--ignore (2 errors, 1 warning: TG101, TG102)", or "" when nothing was.
+    What the settings file hid is its own part of the counts (settings_counts)."""
     hidden = deselected(result)
+    if result.settings is not None and result.settings.hidden:
+        by_file = set(result.settings.hidden)
+        hidden = tuple(f for f in hidden if f not in by_file)
     if not hidden:
         return ""
+    return f"{len(hidden)} hidden by --select/--ignore ({hidden_breakdown(hidden)})"
+
+
+def hidden_breakdown(hidden: Sequence[Finding]) -> str:
+    """"2 errors, 1 warning: TG101, TG102": what some hidden findings were."""
     by = [plural(n, word) for word, n in (
         ("error", sum(1 for f in hidden if f.severity == "error")),
         ("warning", sum(1 for f in hidden if f.severity == "warning"))) if n]
@@ -97,13 +110,121 @@ def deselected_text(result: CheckResult) -> str:
     if infos:
         by.append(f"{infos} info")
     rules = ", ".join(sorted({f.rule for f in hidden}))
-    return f"{len(hidden)} hidden by --select/--ignore ({', '.join(by)}: {rules})"
+    return f"{', '.join(by)}: {rules}"
+
+
+def settings_counts(result: CheckResult) -> list[str]:
+    """The settings file's part of the counts line: what it hid and left unread or out."""
+    use = result.settings
+    if use is None:
+        return []
+    parts = []
+    if use.hidden:
+        parts.append(f"{len(use.hidden)} hidden by {use.label} ({hidden_breakdown(use.hidden)})")
+    paths = {p for n in use.narrowed for p in n.paths}
+    if paths:
+        parts.append(f"{plural(len(paths), 'path')} left unread by {use.label}")
+    clusters = {c for n in use.narrowed for c in n.clusters}
+    if clusters:
+        parts.append(f"{plural(len(clusters), 'cluster')} left out by {use.label}")
+    return parts
+
+
+def settings_head(use: SettingsUse) -> str:
+    """"settings: .topogate.yaml", with what --changed-since took from the ref."""
+    text = f"settings: {use.file or 'no settings file here'}"
+    if use.said:
+        text += f"; {use.said}"
+    return text if use.narrowed else f"{text}; no setting narrowed this check"
+
+
+def narrowed_value(n: Narrowed) -> str:
+    values = ", ".join(n.value)
+    return f"{n.setting}: {n.glob}: {values}" if n.glob else f"{n.setting}: {values}"
+
+
+def narrowed_effect(n: Narrowed) -> str:
+    """What one setting left out: "hid 2 findings (2 errors: TG101)", "left 1 path unread (a.yaml)"."""
+    if n.setting == "exclude":
+        shown = ", ".join(n.paths[:5]) + (f" and {len(n.paths) - 5} more" if len(n.paths) > 5 else "")
+        return f"left {plural(len(n.paths), 'path')} unread" + (f" ({shown})" if n.paths else "")
+    if n.setting == "cluster":
+        return (f"left out {plural(len(n.clusters), 'cluster')}" + (f" ({', '.join(n.clusters)})" if n.clusters else "")
+                + f", {plural(n.objects, 'object')} of them not analysed")
+    if not n.findings:
+        return "hid no finding"
+    return f"hid {plural(len(n.findings), 'finding')} ({hidden_breakdown(n.findings)})"
+
+
+def narrowed_line(n: Narrowed) -> str:
+    return f"{n.pos}: {narrowed_value(n)}: {narrowed_effect(n)}"
+
+
+def settings_lines(result: CheckResult) -> list[str]:
+    """The settings file used, then one line per setting that narrowed the check (none when no
+    file was used: such a report keeps its bytes)."""
+    use = result.settings
+    if use is None:
+        return []
+    return [settings_head(use), *(f"  {narrowed_line(n)}" for n in use.narrowed)]
+
+
+def _counted(findings: Sequence[Finding]) -> dict[str, Any]:
+    by_rule: dict[str, int] = {}
+    for f in findings:
+        by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+    return {"count": len(findings), "errors": sum(1 for f in findings if f.severity == "error"),
+            "warnings": sum(1 for f in findings if f.severity == "warning"), "rules": by_rule}
+
+
+def settings_dict(use: SettingsUse) -> dict[str, Any]:
+    """The JSON shape of the settings a check used (docs/cli.md, "The settings in the reports")."""
+    out: dict[str, Any] = {"file": use.file}
+    if use.base and use.taken:
+        out["base"] = use.base
+        out["taken"] = list(use.taken)
+    out["hidden"] = _counted(use.hidden)
+    narrowed = []
+    for n in use.narrowed:
+        d: dict[str, Any] = {"setting": n.setting}
+        if n.glob:
+            d["glob"] = n.glob
+        d["value"] = list(n.value)
+        d["file"] = n.pos.file.removeprefix(f"{n.ref}:") if n.ref else n.pos.file
+        if n.ref:
+            d["ref"] = n.ref
+        d["line"], d["column"] = n.pos.line, n.pos.column
+        if n.setting == "exclude":
+            d["paths"] = list(n.paths)
+        elif n.setting == "cluster":
+            d["clusters"], d["objects"] = list(n.clusters), n.objects
+        else:
+            d["findings"] = _counted(n.findings)
+        narrowed.append(d)
+    out["narrowed"] = narrowed
+    return out
 
 
 def suppressed_lines(result: CheckResult) -> list[str]:
     """One line per honoured suppression: what was hidden, where, and the reason given."""
     return [f"suppressed: {s.rule} on {s.object} ({s.pos.file}:{s.pos.line}): {s.reason}"
             for s in result.suppressed]
+
+
+def baseline_line(use: BaselineUse) -> str:
+    """One line on the baseline a check used: how many findings it listed, and what of it no
+    longer applies or was not honoured."""
+    where = f"{use.ref}:{use.file}" if use.ref else use.file
+    parts = [f"baseline {where}: {plural(len(use.findings), 'finding')} baselined "
+             f"({hidden_breakdown(use.findings)})" if use.findings else f"baseline {where}: nothing baselined"]
+    if use.unmatched:
+        parts.append(f"{plural(use.unmatched, 'entry', 'entries')} no finding matches any more (run `topogate "
+                     "baseline` to drop them)")
+    if use.refused:
+        first = use.refused[0]
+        parts.append(f"{plural(len(use.refused), 'entry', 'entries')} the pull request added not honoured "
+                     f"({first.file}:{first.line} first)")
+    return "; ".join(parts)
 
 
 def waiver_text(w: Waiver) -> str:

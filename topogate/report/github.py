@@ -8,8 +8,16 @@ properties.
 from __future__ import annotations
 
 from topogate.analysis.result import CheckResult
+from topogate.core.escape import one_line
 from topogate.core.findings import Finding
-from topogate.report.base import Reporter, counts_line, has_file, sorted_findings
+from topogate.report.base import (
+    Reporter,
+    baseline_line,
+    counts_line,
+    has_file,
+    settings_lines,
+    sorted_findings,
+)
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 # GitHub shows at most this many annotations of each kind (error, warning, notice) per step, and
@@ -42,6 +50,11 @@ class GithubReporter(Reporter):
     def render(self, result: CheckResult) -> str:
         findings = sorted_findings(result)
         lines = [annotation(f) for f in findings]
+        # The settings file and what it left out, as plain log lines (one_line: a pattern or a
+        # file name is the pull request's, and must not become a workflow command).
+        lines += [f"topogate: {one_line(s.strip())}" for s in settings_lines(result)]
+        if result.baseline is not None:
+            lines.append(f"topogate: {one_line(baseline_line(result.baseline))}")
         # A plain last line for the log: annotations are capped per step by GitHub, the
         # count is not.
         lines.append(f"topogate: {counts_line(result)}")

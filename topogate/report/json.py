@@ -11,7 +11,7 @@ from typing import Any
 
 from topogate.analysis.result import CheckResult, JobMap
 from topogate.policies.selection import deselected
-from topogate.report.base import Reporter, sorted_findings, sorted_jobs
+from topogate.report.base import Reporter, settings_dict, sorted_findings, sorted_jobs
 
 
 def _blocked_key(b: dict[str, Any]) -> tuple[str, ...]:
@@ -43,6 +43,13 @@ def report_dict(result: CheckResult) -> dict[str, Any]:
             {"finding": w.finding.as_dict(), "reason": w.waiver.reason,
              "expires": w.waiver.expires.isoformat() if w.waiver.expires else None,
              "file": w.waiver.pos.file, "line": w.waiver.pos.line} for w in result.waived]
+    if result.baseline is not None:
+        # Additive, only with a baseline file: the findings it listed and what of it is stale.
+        b = result.baseline
+        out["summary"]["baselined"] = {
+            "file": b.file, "ref": b.ref or None, "count": len(b.findings),
+            "findings": [f.as_dict() for f in sorted(b.findings)], "unmatched": b.unmatched,
+            "refused": [{"file": p.file, "line": p.line} for p in b.refused]}
     hidden = deselected(result)
     if hidden:
         # Additive, only when --select/--ignore left findings out: how many, of which rules.
@@ -52,6 +59,9 @@ def report_dict(result: CheckResult) -> dict[str, Any]:
         out["summary"]["deselected"] = {
             "count": len(hidden), "errors": sum(1 for f in hidden if f.severity == "error"),
             "warnings": sum(1 for f in hidden if f.severity == "warning"), "rules": by_rule}
+    if result.settings is not None:
+        # Additive, only when a settings file was used: the file, and what each setting left out.
+        out["summary"]["settings"] = settings_dict(result.settings)
     if result.scope is not None:
         # Additive, only with --changed-since: what the run covered.
         out["summary"]["changedSince"] = {"ref": result.scope.since, "checked": result.scope.checked,

@@ -19,7 +19,7 @@ from collections import defaultdict
 
 from topogate.analysis.result import CheckResult
 from topogate.core.findings import Finding
-from topogate.report.base import Reporter, counts_line, has_file, sorted_findings, sorted_jobs
+from topogate.report.base import Reporter, counts_line, has_file, settings_lines, sorted_findings, sorted_jobs
 
 OTHER_SUITE = "topogate"
 # XML 1.0 cannot hold these at all, not even escaped: a message quoting a hostile file name
@@ -62,8 +62,12 @@ class JunitReporter(Reporter):
             suite = ET.SubElement(root, "testsuite", {"name": _text(suite_name)})
             # The counts line (what --select/--ignore, waivers and annotations hid included),
             # as a property: test-report viewers show them, and every suite carries the run's.
-            ET.SubElement(ET.SubElement(suite, "properties"), "property",
-                          {"name": "topogate.summary", "value": summary})
+            props = ET.SubElement(suite, "properties")
+            ET.SubElement(props, "property", {"name": "topogate.summary", "value": summary})
+            # The settings file used, and one property per setting that narrowed the check.
+            for i, line in enumerate(settings_lines(result)):
+                ET.SubElement(props, "property", {"name": "topogate.narrowed" if i else "topogate.settings",
+                                                  "value": _text(line.strip())})
             suite_failed = 0
             for obj in objects:
                 case = ET.SubElement(suite, "testcase", {"name": _text(obj), "classname": _text(suite_name)})
@@ -73,9 +77,10 @@ class JunitReporter(Reporter):
                     suite_failed += 1
                     first = failing[0]
                     more = f" (+{len(failing) - 1} more)" if len(failing) > 1 else ""
-                    summary = (first.message.splitlines() or [""])[0]
+                    # its own name: `summary` is the counts line every later suite carries too
+                    headline = (first.message.splitlines() or [""])[0]
                     failure = ET.SubElement(case, "failure", {
-                        "message": _text(f"{first.rule} {first.name}: {summary}{more}"), "type": first.rule})
+                        "message": _text(f"{first.rule} {first.name}: {headline}{more}"), "type": first.rule})
                     failure.text = _text("\n".join(finding_text(f) for f in failing))
                 if rest:
                     ET.SubElement(case, "system-out").text = _text("\n".join(finding_text(f) for f in rest))

@@ -6,16 +6,21 @@ touches fifty healthy jobs should still fit on a screen (and under GitHub's comm
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-from topogate.analysis.result import CheckResult, JobMap
+from topogate.analysis.result import CheckResult, JobMap, SettingsUse
 from topogate.core.findings import Finding
 from topogate.inventory.model import Inventory
 from topogate.report.base import (
     Reporter,
+    baseline_line,
     counts_line,
     flow_key,
     has_file,
+    narrowed_effect,
+    narrowed_value,
     port_text,
+    settings_head,
     sorted_findings,
     sorted_jobs,
     waiver_text,
@@ -23,7 +28,7 @@ from topogate.report.base import (
     zone_choice_text,
 )
 from topogate.report.mermaid import job_diagram
-from topogate.report.openings import Opening, job_openings
+from topogate.report.openings import Opening, job_openings, network_zones
 
 # GitHub rejects comments over 65,536 characters; these caps keep a huge run well below it.
 MAX_FINDING_ROWS = 100
@@ -42,8 +47,11 @@ def cell(s: str) -> str:
 
 
 def where(f: Finding) -> str:
+    return code_safe(f"{f.file}:{f.line}" if has_file(f.file) else f.object)
+
+
+def code_safe(text: str) -> str:
     # A file name is the pull request's: its backticks and emphasis marks are shown as written.
-    text = f"{f.file}:{f.line}" if has_file(f.file) else f.object
     return cell(text).replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
 
 
@@ -76,7 +84,8 @@ def in_trouble(job: JobMap) -> bool:
     return bool(job.blocked) or not job.colocated or not job.schedulable
 
 
-def job_section(job: JobMap, picture: bool, openings: tuple[Opening, ...] = ()) -> list[str]:
+def job_section(job: JobMap, picture: bool, openings: tuple[Opening, ...] = (),
+                zones: Mapping[str, str] | None = None) -> list[str]:
     choice = zone_choice(job)
     state = " · ".join([
         f"colocated ({zone_choice_text(choice)})" if choice else
@@ -96,7 +105,7 @@ def job_section(job: JobMap, picture: bool, openings: tuple[Opening, ...] = ()) 
             lines.append(f"- …and {len(blocked) - MAX_BLOCKED_LINES} more")
         lines.append("")
     if picture:
-        lines += ["```mermaid", job_diagram(job, openings).rstrip("\n"), "```", ""]
+        lines += ["```mermaid", job_diagram(job, openings, zones).rstrip("\n"), "```", ""]
     return lines
 
 
@@ -111,6 +120,16 @@ def clean_table(jobs: list[JobMap]) -> list[str]:
              "| Workload | Cluster | Zone |", "| --- | --- | --- |"]
     lines += [f"| {cell(j.object)} | {cell(j.cluster)} | {cell(_zone_cell(j))} |" for j in jobs]
     return [*lines, "", "</details>", ""]
+
+
+def settings_section(use: SettingsUse) -> list[str]:
+    """The settings file used, and a row per setting that narrowed the check."""
+    lines = ["### Settings", "", cell(settings_head(use)), ""]
+    if use.narrowed:
+        lines += ["| Setting | Where | Left out |", "| --- | --- | --- |",
+                  *(f"| {cell(narrowed_value(n))} | {code_safe(str(n.pos))} | {cell(narrowed_effect(n))} |"
+                    for n in use.narrowed), ""]
+    return lines
 
 
 class MarkdownReporter(Reporter):
@@ -139,6 +158,10 @@ class MarkdownReporter(Reporter):
                       *(f"| {cell(w.finding.rule)} | {cell(w.finding.object)} | "
                         f"{cell(f'{w.waiver.pos.file}:{w.waiver.pos.line}')} | {cell(waiver_text(w.waiver))} |"
                         for w in result.waived), ""]
+        if result.baseline is not None:
+            lines += [f"*{cell(baseline_line(result.baseline))}*", ""]
+        if result.settings is not None:
+            lines += settings_section(result.settings)
         jobs = sorted_jobs(result)
         trouble = [j for j in jobs if in_trouble(j)]
         clean = [j for j in jobs if not in_trouble(j)]
@@ -146,7 +169,8 @@ class MarkdownReporter(Reporter):
             lines += ["### Workloads that need attention", ""]
             for i, j in enumerate(trouble):
                 lines += job_section(j, picture=i < MAX_DIAGRAMS,
-                                     openings=job_openings(self.inventory, j) if i < MAX_DIAGRAMS else ())
+                                     openings=job_openings(self.inventory, j) if i < MAX_DIAGRAMS else (),
+                                     zones=network_zones(self.inventory, j))
             if len(trouble) > MAX_DIAGRAMS:
                 lines += [f"Pictures are shown for the first {MAX_DIAGRAMS}; "
                           "`topogate explain INVENTORY WORKLOAD --format mermaid` draws any job.", ""]

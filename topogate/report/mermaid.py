@@ -1,5 +1,8 @@
-"""A job's map as a mermaid flowchart: zones are subgraphs, replica groups are nodes, the
-required flows are edges; a blocked flow is a red dashed edge. What the inventory opens for the
+"""A job's map as a mermaid flowchart: network zones (the boundaries the policies draw) are
+subgraphs holding their zones' subgraphs, replica groups are nodes, the required flows are
+edges; a blocked flow is a red dashed edge whose label names the policy that blocks it. Flows
+among one group's own pods are written in the group's node (a self-loop's label lands on
+whatever edge mermaid routes past it). What the inventory opens for the
 job (topogate.report.openings: its doors, its metrics scrapers, its FQDN/CIDR egress) is drawn
 around it, in a colour of its own: a node per peer (the door's target or sources, the scraping
 namespace, the FQDN patterns and CIDRs) and an edge from or to each drawn group, since every pod
@@ -15,6 +18,7 @@ nodes and verdict, so a 64-worker job stays a handful of edges.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from topogate.analysis.result import Flow, JobMap
@@ -99,9 +103,22 @@ def _opening_lines(openings: tuple[Opening, ...], groups: list[str]) -> tuple[li
     return nodes, edges
 
 
-def job_diagram(job: JobMap, openings: tuple[Opening, ...] = ()) -> str:
+def _blocked_label(flows: list[Flow]) -> str:
+    """`blocked by CiliumNetworkPolicy/ml-demo/zone-a-only: nccl TCP/*`: what blocks, then what."""
+    by = sorted({f.decided_by for f in flows if f.decided_by})
+    return (f"blocked by {', '.join(by)}: " if by else "blocked: ") + _flow_label(flows)
+
+
+def job_diagram(job: JobMap, openings: tuple[Opening, ...] = (),
+                network_zones: Mapping[str, str] | None = None) -> str:
     """Mermaid source (no code fence) for one job, with what the inventory opens for it
-    (topogate.report.openings.job_openings); the same job always gives the same text."""
+    (topogate.report.openings.job_openings) and, given `network_zones` (zone -> its network
+    zone), the network-zone boundaries around the zones; the same job always gives the same
+    text."""
+    nz_of = dict(network_zones or {})
+    choice = zone_choice(job)
+    if choice and len({nz_of.get(z) for z in choice}) == 1 and nz_of.get(choice[0]):
+        nz_of[f"one zone of: {', '.join(choice)}"] = nz_of[choice[0]]
     job = _one_zone_picture(job)
     zones = sorted({z for g in job.groups for z in g.zones} | {
         z for f in job.flows for z in (f.src_zone, f.dst_zone) if z})
@@ -116,11 +133,21 @@ def job_diagram(job: JobMap, openings: tuple[Opening, ...] = ()) -> str:
             return f"{where}_g{group_index[endpoint]}"
         return f"{where}_x{ext_index[endpoint]}"
 
-    def group_label(i: int) -> str:
+    # Flows among a group's own pods (NCCL among the workers): said in the node, per zone.
+    own: dict[tuple[str, str], list[Flow]] = {}
+    for f in job.flows:
+        if f.src == f.dst and f.src_zone == f.dst_zone and f.src in group_index:
+            own.setdefault((f.src, f.src_zone), []).append(f)
+
+    def group_label(i: int, zone: str) -> str:
         g = job.groups[i]
         gpus = f", {g.gpus_per_pod} GPU each" if g.gpus_per_pod else ""
         nowhere = " - no feasible node" if not g.zones else ""
-        return escape_label(f"{g.name} ×{g.pods}{gpus}{nowhere}")
+        among = own.get((g.name, zone), [])
+        ok, no = [f for f in among if f.allowed], [f for f in among if not f.allowed]
+        said = (f"; among its pods: {_flow_label(ok)}" if ok else "") + (
+            f"; among its pods {_blocked_label(no)}" if no else "")
+        return escape_label(f"{g.name} ×{g.pods}{gpus}{nowhere}{said}")
 
     # Which nodes to draw in which zone: groups where they can land, plus every endpoint a
     # flow names (kube-dns in its zone; a group in a zone the analysis reached anyway).
@@ -135,14 +162,22 @@ def job_diagram(job: JobMap, openings: tuple[Opening, ...] = ()) -> str:
     def node_line(endpoint: str, zone: str) -> str:
         nid = node_id(endpoint, zone)
         if endpoint in group_index:
-            return f'{nid}["{group_label(group_index[endpoint])}"]'
+            return f'{nid}["{group_label(group_index[endpoint], zone)}"]'
         return f'{nid}(["{escape_label(endpoint)}"])'
 
     def order(m: tuple[str, str]) -> tuple[int, int]:
         return (0, group_index[m[0]]) if m[0] in group_index else (1, ext_index[m[0]])
 
     lines = ["flowchart LR"]
-    for z in zones:
+    boundaries = sorted({nz_of[z] for z in zones if nz_of.get(z)})
+    for k, nz in enumerate(boundaries):
+        lines.append(f'  subgraph n{k}["{escape_label(f"network zone {nz}")}"]')
+        for z in (z for z in zones if nz_of.get(z) == nz):
+            lines.append(f'    subgraph {zone_id[z]}["{escape_label(z)}"]')
+            lines += [f"      {node_line(*m)}" for m in sorted(members.get(z, ()), key=order)]
+            lines.append("    end")
+        lines.append("  end")
+    for z in (z for z in zones if not nz_of.get(z)):
         lines.append(f'  subgraph {zone_id[z]}["{escape_label(z)}"]')
         lines += [f"    {node_line(*m)}" for m in sorted(members.get(z, ()), key=order)]
         lines.append("  end")
@@ -154,18 +189,20 @@ def job_diagram(job: JobMap, openings: tuple[Opening, ...] = ()) -> str:
 
     grouped: dict[tuple[str, str, bool], list[Flow]] = {}
     for f in job.flows:
+        if f.src == f.dst and f.src_zone == f.dst_zone and f.src in group_index:
+            continue  # said in the group's node
         src = node_id(f.src, f.src_zone if f.src_zone in zone_id else "")
         dst = node_id(f.dst, f.dst_zone if f.dst_zone in zone_id else "")
         grouped.setdefault((src, dst, f.allowed), []).append(f)
     # Blocked edges after allowed ones between the same nodes, so the red one is drawn on top.
-    edges = [_Edge(s, d, a, _flow_label(fl)) for (s, d, a), fl in
+    edges = [_Edge(s, d, a, _flow_label(fl) if a else _blocked_label(fl)) for (s, d, a), fl in
              sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1], not kv[0][2]))]
     blocked: list[str] = []
     for n, e in enumerate(edges):
         if e.allowed:
             lines.append(f'  {e.src} -->|"{escape_label(e.label)}"| {e.dst}')
         else:
-            lines.append(f'  {e.src} -.->|"{escape_label("blocked: " + e.label)}"| {e.dst}')
+            lines.append(f'  {e.src} -.->|"{escape_label(e.label)}"| {e.dst}')
             blocked.append(str(n))
     # After the flows, so the blocked edges' linkStyle indices count only the edges above.
     lines += opening_edges

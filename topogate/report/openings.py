@@ -87,4 +87,11 @@ def job_openings(inv: Inventory | None, job: JobMap) -> tuple[Opening, ...]:
     return workload_openings(inv, w) if w is not None else ()
 
 
-__all__ = ["DOOR", "EGRESS", "SCRAPE", "Opening", "job_openings", "ports_text", "workload_openings"]
+def network_zones(inv: Inventory | None, job: JobMap) -> dict[str, str]:
+    """Zone -> its network zone, in the job's cluster (what the pictures draw as boundaries);
+    empty without an inventory."""
+    cluster = inv.cluster(job.cluster) if inv is not None else None
+    return {z: nz.name for nz in cluster.network_zones for z in nz.zones} if cluster is not None else {}
+
+
+__all__ = ["DOOR", "EGRESS", "SCRAPE", "Opening", "job_openings", "network_zones", "ports_text", "workload_openings"]

@@ -12,9 +12,18 @@ import posixpath
 from typing import Any
 from urllib.parse import quote
 
-from topogate.analysis.result import CheckResult, RuleInfo
+from topogate.analysis.result import CheckResult, RuleInfo, SettingsUse
 from topogate.core.findings import Finding
-from topogate.report.base import Reporter, has_file, sorted_findings
+from topogate.core.version import rule_anchor, rules_url, version
+from topogate.report.base import (
+    Reporter,
+    has_file,
+    narrowed_effect,
+    narrowed_value,
+    settings_dict,
+    settings_head,
+    sorted_findings,
+)
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -36,9 +45,10 @@ def artifact_location(file: str) -> dict[str, str]:
     return {"uri": quote(path), "uriBaseId": SRCROOT}
 
 
-def rule_descriptor(rule: RuleInfo) -> dict[str, Any]:
+def rule_descriptor(rule: RuleInfo, docs: str | None = None) -> dict[str, Any]:
+    """A rule as SARIF describes one; `docs`: the URL of docs/rules.md, for its helpUri."""
     doc = rule.doc.strip() or rule.summary
-    return {
+    out: dict[str, Any] = {
         "id": rule.id,
         "name": rule.name,
         "shortDescription": {"text": rule.summary or rule.name},
@@ -47,6 +57,20 @@ def rule_descriptor(rule: RuleInfo) -> dict[str, Any]:
         "defaultConfiguration": {"level": level(rule.severity)},
         "properties": {"tags": ["topogate"]},
     }
+    if docs:
+        out["helpUri"] = f"{docs}#{rule_anchor(rule.id, rule.name)}"
+    return out
+
+
+def driver_dict(rules: list[dict[str, Any]], tool_version: str | None = None) -> dict[str, Any]:
+    """The tool as code scanning shows it: its name, version (the installed topogate's by
+    default: the same version writes the same bytes) and, where known, where its rules are."""
+    ver = tool_version or version()
+    driver: dict[str, Any] = {"name": "topogate", "version": ver, "semanticVersion": ver, "rules": rules}
+    docs = rules_url()
+    if docs:
+        driver["informationUri"] = docs
+    return driver
 
 
 def _rules(result: CheckResult) -> list[RuleInfo]:
@@ -54,6 +78,7 @@ def _rules(result: CheckResult) -> list[RuleInfo]:
     own findings), so every result has a valid ruleIndex."""
     rules = {r.id: r for r in result.rules}
     hidden = [f for f, _ in result.annotated] + [w.finding for w in result.waived]
+    hidden += list(result.baseline.findings) if result.baseline is not None else []
     for f in (*result.findings, *hidden):
         if f.rule not in rules:
             rules[f.rule] = RuleInfo(id=f.rule, name=f.name, severity=f.severity, summary=f.name, doc="")
@@ -103,6 +128,9 @@ def _results(result: CheckResult, index: dict[str, int]) -> list[dict[str, Any]]
     hidden = [(f, "inSource", s.reason, s.pos.file, s.pos.line) for f, s in result.annotated]
     hidden += [(w.finding, "external", w.waiver.reason, w.waiver.pos.file, w.waiver.pos.line)
                for w in result.waived]
+    if result.baseline is not None:  # the baseline file holds no line of its own per finding
+        hidden += [(f, "external", f"in the baseline {result.baseline.file}", result.baseline.file, 1)
+                   for f in result.baseline.findings]
     out += [_suppressed(f, index, *rest) for f, *rest in sorted(hidden, key=lambda h: h[0])]
     return out
 
@@ -110,19 +138,33 @@ def _results(result: CheckResult, index: dict[str, int]) -> list[dict[str, Any]]
 def sarif_dict(result: CheckResult, tool_version: str | None = None) -> dict[str, Any]:
     rules = _rules(result)
     index = {r.id: i for i, r in enumerate(rules)}
-    driver: dict[str, Any] = {"name": "topogate", "rules": [rule_descriptor(r) for r in rules]}
-    if tool_version:
-        driver["semanticVersion"] = tool_version
-    return {
-        "$schema": SCHEMA_URI,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": driver},
-            # Columns come from YAML marks, which count characters, not UTF-16 units.
-            "columnKind": "unicodeCodePoints",
-            "results": _results(result, index),
-        }],
-    }
+    docs = rules_url()
+    driver = driver_dict([rule_descriptor(r, docs) for r in rules], tool_version)
+    run: dict[str, Any] = {"tool": {"driver": driver}}
+    if result.settings is not None:
+        run["invocations"] = [invocation(result.settings)]
+    # Columns come from YAML marks, which count characters, not UTF-16 units.
+    run["columnKind"] = "unicodeCodePoints"
+    run["results"] = _results(result, index)
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def invocation(use: SettingsUse) -> dict[str, Any]:
+    """The settings file used, as SARIF says a tool's configuration: one configuration
+    notification per setting that narrowed the check, at its line (a file read at a git ref has
+    no place in the checkout: its notification has no location), and the same data as the JSON
+    report's summary.settings in the invocation's properties."""
+    notes = []
+    for n in use.narrowed:
+        note: dict[str, Any] = {"descriptor": {"id": f"topogate/settings/{n.setting}"}, "level": "note",
+                                "message": {"text": f"{narrowed_value(n)}: {narrowed_effect(n)}"}}
+        if not n.ref and has_file(n.pos.file):
+            note["locations"] = [{"physicalLocation": {
+                "artifactLocation": artifact_location(n.pos.file),
+                "region": {"startLine": max(n.pos.line, 1), "startColumn": max(n.pos.column, 1)}}}]
+        notes.append(note)
+    return {"executionSuccessful": True, "toolConfigurationNotifications": notes,
+            "properties": {"settings": settings_dict(use), "summary": settings_head(use)}}
 
 
 class SarifReporter(Reporter):
@@ -131,12 +173,10 @@ class SarifReporter(Reporter):
 
     def __init__(self, *, strict: bool = False, tool_version: str | None = None) -> None:
         super().__init__(strict=strict)
-        # No version by default: reports, like generated files, should not change bytes
-        # between releases unless what they say changes.
-        self.tool_version = tool_version
+        self.tool_version = tool_version  # None: the installed topogate's
 
     def render(self, result: CheckResult) -> str:
         return json.dumps(sarif_dict(result, self.tool_version), indent=2, ensure_ascii=False) + "\n"
 
 
-__all__ = ["SCHEMA_URI", "SarifReporter", "artifact_location", "sarif_dict"]
+__all__ = ["SCHEMA_URI", "SarifReporter", "artifact_location", "driver_dict", "sarif_dict"]

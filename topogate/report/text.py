@@ -12,10 +12,12 @@ from topogate.analysis.result import CheckResult, Flow, GroupMap, JobMap
 from topogate.core.findings import Finding
 from topogate.report.base import (
     Reporter,
+    baseline_line,
     counts_line,
     flow_key,
     has_file,
     port_text,
+    settings_lines,
     sorted_findings,
     sorted_jobs,
     suppressed_lines,
@@ -90,6 +92,10 @@ class TextReporter(Reporter):
             blocks.append("\n".join(suppressed_lines(result)))
         if result.waived:
             blocks.append("\n".join(waived_lines(result)))
+        if result.baseline is not None:
+            blocks.append(baseline_line(result.baseline))
+        if result.settings is not None:
+            blocks.append("\n".join(settings_lines(result)))
         verdict = "FAIL" if self.failed(result) else "ok"
         blocks.append(f"{verdict}: {counts_line(result)}")
         return "\n\n".join(blocks) + "\n"

@@ -6,9 +6,11 @@ zones it follows within; then the number of files written and, for a small tree,
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 
 from topogate.core.escape import one_line
+from topogate.generators.cilium import workload_dir
 from topogate.inventory.model import Inventory, Workload
 
 LIST_FILES_UP_TO = 40  # beyond this a file list is noise; print counts per top directory
@@ -39,6 +41,9 @@ def summarise(inv: Inventory, files: Mapping[str, bytes], out: str) -> str:
             lines.append("  no workloads")
         for w in wls:
             lines.append(f"  {w.object_id} in {w.network_zone}: {_placement(inv, w)}; {_pods(w)}")
+            if w.own:  # deployedBy: own: nothing topogate writes applies it
+                lines.append(f"    applied by its own Application or Flux Kustomization: point it at "
+                             f"{posixpath.join(out, workload_dir(w))}")
     n = len(files)
     lines.append(f"wrote {n} file{'s' if n != 1 else ''} to {out}")
     if n <= LIST_FILES_UP_TO:

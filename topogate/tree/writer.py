@@ -41,9 +41,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from topogate.core.escape import lines
 from topogate.core.redact import redact
 from topogate.safeio.oserror import reason
 from topogate.safeio.saferead import is_generated
+from topogate.tree.target import THROUGH, target_of, write_through
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -463,23 +465,39 @@ def _check_out(root: Path) -> None:
 
 def cannot_write(path: str) -> str:
     """"" when a file may be made at `path`, else why not: the one check every `-o FILE` passes
-    before any work (a report after the analysis, an inventory after the cluster was read)."""
+    before any work (a report after the analysis, an inventory after the cluster was read).
+    A character device or a FIFO is written through, a directory or a socket refused
+    (topogate.tree.target)."""
+    kind, why = target_of(path)
+    if not kind:
+        return f"{path} {why}"
+    if kind == THROUGH:
+        return ""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
         return f"{directory} is not a writable directory"
-    if os.path.isdir(path) and not os.path.islink(path):
-        return f"{path} is a directory"
     return ""
 
 
-def write_file(path: str, text: str, verify: Callable[[str], str] | None = None) -> str:
+def write_file(path: str, text: str, verify: Callable[[str], str] | None = None,
+               stream: Callable[[str], str] = lines) -> str:
     """Write one file (a report, an imported inventory) whole or not at all; "" on success,
     else why it could not be written. Its text is redacted first (topogate.core.redact): a
     report is posted back to the pull request, as a log is.
 
     Written beside the target and renamed, so a reader (a CI step posting it as a comment)
     never sees half a file. `verify`, given the written temporary file, returns "" or why it
-    must not replace `path` (`import` loads the inventory back first)."""
+    must not replace `path` (`import` loads the inventory back first).
+
+    A character device or a FIFO (`-o /dev/stdout`) is not replaced but written through
+    (topogate.tree.target), as `stream(text)`: escaped for a CI log as standard output is,
+    since that is where such a stream often ends (`stream` names the escaping of the text's
+    format; the default keeps every line's own breaks). A directory or a socket is refused."""
+    kind, why = target_of(path)
+    if not kind:
+        return f"{path} {why}"
+    if kind == THROUGH:
+        return _through(path, text, verify, stream)
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".topogate-report-", suffix=os.path.splitext(path)[1], dir=directory)
@@ -499,6 +517,26 @@ def write_file(path: str, text: str, verify: Callable[[str], str] | None = None)
         if os.path.lexists(tmp):
             os.unlink(tmp)
     return problem
+
+
+def _through(path: str, text: str, verify: Callable[[str], str] | None, stream: Callable[[str], str]) -> str:
+    """A stream is written once, so what `verify` reads is a private copy, checked first."""
+    if verify is not None:
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".topogate-verify-", suffix=os.path.splitext(path)[1])
+        except OSError as e:
+            return f"cannot write a copy to verify: {reason(e)}"
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(redact(text))
+            problem = verify(tmp)
+        except OSError as e:
+            problem = f"cannot write a copy to verify: {reason(e)}"
+        finally:
+            os.unlink(tmp)
+        if problem:
+            return problem
+    return write_through(path, stream(text).encode("utf-8"))
 
 
 __all__ = ["WriteError", "cannot_write", "diff_tree", "foreign_files", "tree_entries", "write_file", "write_tree"]

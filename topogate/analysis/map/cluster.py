@@ -8,6 +8,7 @@ jobs' ingress and the declared doors ask its PolicySet (`pset`) and rule locator
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from topogate.analysis import placement as placement_mod
@@ -27,11 +28,11 @@ from topogate.analysis.placement import JobPlacement
 from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
 from topogate.analysis.proofs.flows import job_flows
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
-from topogate.analysis.scheduling import selector_matches, unreadable
+from topogate.analysis.scheduling import PoolFit, selector_matches, unreadable
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.dra import DEVICE_CLASS, ClaimIndex
-from topogate.k8s.jobs import RUNTIME_KINDS, TrainingJob, find_jobs
+from topogate.k8s.jobs import RUNTIME_KINDS, JobGroup, TrainingJob, find_jobs
 from topogate.k8s.kinds import KUEUE_KINDS, PLAIN_POD_TEMPLATES
 from topogate.k8s.podgroups import POD_GROUP_KIND, read_pod_groups
 from topogate.sources.manifests import K8sObject
@@ -139,12 +140,14 @@ class ClusterMap:
         groups: list[GroupMap] = []
         for g in job.groups:
             gp = plc.group(g.name)
-            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "; ".join(f.notes) if f.fits else f.reason)
+            pools = tuple(PoolVerdict(f.zone, f.pool, f.fits, "; ".join(f.notes) if f.fits else f.reason,
+                                      () if f.fits else f.undeclared_keys)
                           for f in gp.fits) if gp else ()
             pools = self._pool_verdicts.setdefault(pools, pools)
             groups.append(GroupMap(
                 g.name, g.pods, g.gpus_per_pod, tuple(gp.zones) if gp else (), pools,
-                position_of(g.source), g.labels, bool(gp and gp.splits), g.spec.get("hostNetwork") is True))
+                position_of(g.source), g.labels, bool(gp and gp.splits), g.spec.get("hostNetwork") is True,
+                _cause(g, gp.fits) if gp and gp.fits and not any(f.fits for f in gp.fits) else NOWHERE))
         # A hostNetwork pod is no Cilium endpoint: it has the node's identity (remote-node seen
         # from its peers' nodes), so no CNP selects it and peers reach it as that entity.
         peers: dict[str, Peer] = {g.name: HOST_NETWORK_PEER if g.spec.get("hostNetwork") is True else classes[g.name]
@@ -236,3 +239,21 @@ class ClusterMap:
 
     def spread_splits(self, job: TrainingJob, jm: JobMap) -> list[SpreadSplit]:
         return spread_splits(self.cluster, self.by_ref.get((job.kind, job.namespace, job.name)), job, jm)
+
+
+# Where, below a pod template, each constraint that keeps a pod off a node is written.
+_FIELD_OF = {"nodeSelector": ("spec", "nodeSelector"), "nodeAffinity": ("spec", "affinity", "nodeAffinity"),
+             "nodeName": ("spec", "nodeName"), "taint": ("spec", "tolerations"), "gpus": ("spec", "containers")}
+
+
+def _cause(g: JobGroup, fits: Sequence[PoolFit]) -> Position:
+    """The field of the group's template that removes every pool, when one constraint does (a
+    nodeSelector on a label no pool has, a toleration missing everywhere): the line a person
+    changes. Lazy: resolved only when a finding is shown there."""
+    common = set.intersection(*({(r.constraint, r.key) for r in f.reasons} for f in fits))
+    for constraint in _FIELD_OF:
+        keys = sorted(k for c, k in common if c == constraint)
+        if keys:
+            path = _FIELD_OF[constraint] + ((keys[0],) if constraint == "nodeSelector" else ())
+            return position_of(g.locate(path))
+    return NOWHERE

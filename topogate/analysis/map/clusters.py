@@ -1,5 +1,6 @@
 """Which cluster a manifest belongs to: `--cluster`, else the inventory workload of the same
-Kind/namespace/name, else a `clusters/<name>/` component in its path (the generated layout),
+Kind/namespace/name, else a `clusters/<name>/` (or `overlays/<name>/`) component in its path
+(the generated layout, core.layout),
 else the inventory's only cluster. Objects that match no cluster (policies among them) are
 filed under None: such policies apply to every cluster.
 """
@@ -10,6 +11,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from topogate.core.layout import CLUSTER_DIRS
 from topogate.inventory.model import Inventory, Workload
 from topogate.sources.manifests import K8sObject
 
@@ -17,7 +19,7 @@ from topogate.sources.manifests import K8sObject
 def _named_cluster(text: str, names: Sequence[str]) -> str | None:
     parts = text.replace("\\", "/").split("/")
     for i, p in enumerate(parts[:-1]):
-        if p == "clusters" and parts[i + 1].split(" ")[0] in names:
+        if p in CLUSTER_DIRS and parts[i + 1].split(" ")[0] in names:
             return parts[i + 1].split(" ")[0]
     return None
 
@@ -41,7 +43,7 @@ def path_clusters(objects: Iterable[K8sObject]) -> list[str]:
     for o in objects:
         for text in (o.pos.file, o.built_from):
             parts = text.replace("\\", "/").split("/")
-            found.update(parts[i + 1].split(" ")[0] for i, p in enumerate(parts[:-1]) if p == "clusters")
+            found.update(parts[i + 1].split(" ")[0] for i, p in enumerate(parts[:-1]) if p in CLUSTER_DIRS)
     return sorted(n for n in found if n)
 
 

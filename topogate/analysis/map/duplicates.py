@@ -21,6 +21,7 @@ from topogate.analysis.map.cluster import POLICY_KINDS
 from topogate.core.position import Position
 from topogate.k8s.jobs import RUNTIME_KINDS
 from topogate.k8s.kinds import KUEUE_KINDS, PLAIN_POD_TEMPLATES, TRAINING_KINDS
+from topogate.safeio.repopaths import display
 from topogate.sources.manifests import K8sObject
 
 _READ = frozenset((*TRAINING_KINDS, *RUNTIME_KINDS, *PLAIN_POD_TEMPLATES, *POLICY_KINDS, "Namespace",
@@ -32,11 +33,19 @@ class Duplicate:
     object: str  # Kind/namespace/name (Kind/name when cluster-scoped)
     pos: Position  # the copy that is not analysed
     first: Position  # the copy that is
+    # the kustomization roots that built each copy (first's, then this one's; "" for a file read
+    # as it is): two roots rendering one object are two owners, each of which a GitOps tool
+    # (an Argo CD Application, a Flux Kustomization) would apply
+    roots: tuple[str, str] = ("", "")
 
 
 def _identity(o: K8sObject) -> tuple[str, str, str, str]:
     group = o.api_version.rpartition("/")[0] if "/" in o.api_version else ""
     return group, o.kind, o.namespace, o.name
+
+
+def _root(o: K8sObject) -> str:
+    return display(o.built_from) if o.built_from else ""
 
 
 def without_duplicates(by_cluster: Mapping[str | None, Sequence[K8sObject]]
@@ -55,7 +64,7 @@ def without_duplicates(by_cluster: Mapping[str | None, Sequence[K8sObject]]
                 continue
             first = seen.get(key)
             if first is not None:
-                found.append(Duplicate(o.ref, o.pos, first.pos))
+                found.append(Duplicate(o.ref, o.pos, first.pos, (_root(first), _root(o))))
                 continue
             seen[key] = o
             out.append(o)

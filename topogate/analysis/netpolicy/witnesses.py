@@ -178,7 +178,11 @@ def _fqdn(m: FQDNMatcher) -> list[Witness]:
         name = (text.replace(r"(?:[-a-z0-9_]+\.)+", "w.").replace("[-a-z0-9_]*", "w").replace(".*", "w")
                 .replace("\\", ""))
         if p.fullmatch(name):
-            out.append(Witness(External(fqdn=name), name))
+            # the words are the name or pattern as the rule writes it (a witness `w.example.com`
+            # stands for `*.example.com`; shown as such, it would be a name nobody wrote)
+            written = (text.replace(r"(?:[-a-z0-9_]+\.)+", "**.").replace("[-a-z0-9_]*", "*")
+                       .replace(".*", "*").replace("\\", ""))
+            out.append(Witness(External(fqdn=name), written))
     return out
 
 

@@ -19,7 +19,10 @@ Span = tuple[str, int, int]
 # The cluster's DNS: every pod of every zone resolves names through it, so reaching it on 53
 # is the one door every network zone has without the inventory declaring it.
 KUBE_DNS = PodClass("kube-system", (("k8s-app", "kube-dns"),))
-DNS_SPANS: tuple[Span, ...] = (("TCP", 53, 53), ("UDP", 53, 53))
+# The DNS door every zone's pods use. SCTP/53 too: DNS rules written with `protocol: ANY`, as
+# Cilium's own examples write them, open it to kube-dns as well, which serves DNS on TCP and
+# UDP only; a crossing nothing listens on is no boundary opened.
+DNS_SPANS: tuple[Span, ...] = (("TCP", 53, 53), ("UDP", 53, 53), ("SCTP", 53, 53))
 
 
 def is_dns(pod: PodClass) -> bool:

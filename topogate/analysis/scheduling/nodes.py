@@ -140,3 +140,12 @@ class PoolFit:
     @property
     def reason(self) -> str:
         return "; ".join(r.message for r in self.reasons)
+
+    @property
+    def undeclared_keys(self) -> tuple[str, ...]:
+        """Label keys the pod's nodeSelector or required node affinity names that this node class
+        does not carry at all (not a node name): a label the inventory may be missing."""
+        labels = self.node.label_map
+        keys = {k for r in self.reasons if r.constraint in ("nodeSelector", "nodeAffinity")
+                for k in r.key.split(",") if k and k != HOSTNAME_LABEL and k not in labels}
+        return tuple(sorted(keys))

@@ -30,6 +30,18 @@ SEVERITY = "error"
 
 def check(ctx: Context) -> Iterator[Issue]:
     for d in ctx.duplicates:
+        first_root, root = d.roots
+        if first_root and root and first_root != root:
+            # one base built by two kustomization roots: two deployers, not a PATH given twice
+            yield Issue(d.object, (
+                f"{d.object} is rendered by two kustomization roots, {first_root} and {root} (the copy "
+                f"analysed is {first_root}'s). Each is what a GitOps tool applies (an Argo CD "
+                "Application's or a Flux Kustomization's path), so the object would have two owners "
+                "that overwrite each other on every sync, and only one of them carries the "
+                "placement. Fix: deploy it through one root: point the Application (or Flux "
+                "Kustomization) that applies the other at the overlay topogate generates, and stop "
+                "it applying the base (docs/adopting.md)."), d.pos)
+            continue
         if (d.pos.file, d.pos.line, d.pos.column) == (d.first.file, d.first.line, d.first.column):
             yield Issue(d.object, (
                 f"{d.object} is read twice: its file is among the PATHs twice (a directory and a "

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topogate.core.findings import Issue
+from topogate.core.position import NOWHERE
 from topogate.policies.context import Context
 
 NAME = "may-split"
@@ -50,5 +51,7 @@ def check(ctx: Context) -> Iterator[Issue]:
             "required nodeAffinity on the zone label, or make them follow the coordinator with "
             "required podAffinity on topology.kubernetes.io/zone (inventory: placement: pin or "
             "follow).",
-            job.pos,
+            # where a person adds the zone affinity: the first group's pod template (the
+            # coordinator's), not the start of the file
+            next((g.pos for g in job.groups if g.pos != NOWHERE), job.pos),
         )

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topogate.analysis.result import PoolVerdict
 from topogate.core.findings import Issue
-from topogate.core.position import NOWHERE
+from topogate.core.position import NOWHERE, Position
 from topogate.policies.context import Context
 
 NAME = "unschedulable"
@@ -50,8 +51,8 @@ def check(ctx: Context) -> Iterator[Issue]:
                 job.object,
                 f"{job.object}: group {g.name} fits no node pool ({removed}). Its pods stay Pending "
                 "and the job never starts. Fix: add the missing toleration or relax the selector so "
-                "the group can use the same pools as the rest of the job.",
-                g.pos if g.pos != NOWHERE else job.pos,
+                "the group can use the same pools as the rest of the job." + _undeclared(g.pools),
+                _where(g.cause, g.pos, job.pos),
             )
         # Every group has nodes, yet no placement runs the whole job: affinity that waits in a
         # circle, anti-affinity or spread with more pods than zones, GPUs that do not pack.
@@ -64,6 +65,23 @@ def check(ctx: Context) -> Iterator[Issue]:
                 "one zone.",
                 job.pos,
             )
+
+
+def _where(*candidates: Position) -> Position:
+    """The first known of: the field that removes every pool (a base's nodeSelector, a
+    toleration missing), the group's pod template, the job."""
+    return next((p for p in candidates if p != NOWHERE), NOWHERE)
+
+
+def _undeclared(pools: tuple[PoolVerdict, ...]) -> str:
+    """The inventory as a fix: the selector names labels no pool declares (GPU Feature
+    Discovery's `nvidia.com/gpu.product`, say), which the nodes may well carry."""
+    keys = sorted(set.intersection(*(set(p.undeclared) for p in pools))) if pools else []
+    if not keys:
+        return ""
+    return (f" If the nodes carry {', '.join(keys)}, the inventory is what is missing: declare "
+            f"{'it' if len(keys) == 1 else 'them'} under the pool's `labels:` (`topogate import` "
+            "keeps every label a pool's nodes share).")
 
 
 def _consequence(kueue: str) -> str:
