@@ -13,6 +13,7 @@ from typing import Any
 
 from test_placement import GPU_TAINT, TOLERATE_GPU, ZK, gpu, tpl, zone_anti
 
+from topogate.analysis.map.cluster import _strand_risks
 from topogate.analysis.placement import JobPlacement, place_all
 from topogate.inventory.model import Cluster, Pool, Zone
 from topogate.k8s.jobs import find_jobs
@@ -184,6 +185,33 @@ def test_a_unit_whose_first_pod_may_take_a_zone_too_small_is_a_pending_risk() ->
     pl = p["JobSet/ml/u"]
     assert pl.schedulable and pl.colocated and pl.group("w").zones == ("zone-a",)  # type: ignore[union-attr]
     assert any("first pod" in r and "zone-b" in r for r in pl.pending_risks), pl.pending_risks
+
+
+def test_a_group_following_the_job_waits_when_another_group_starts_first_where_it_cannot_run() -> None:
+    # g1 follows every pod of the job on the zone key and runs only in zone-a; g0 (no terms) also
+    # fits zone-b. g1 may go anywhere while no pod of the job runs; once g0 is bound first in
+    # zone-b, g1 needs a pod of the job in its own zone and waits. (Generated case 241 at seed
+    # 2026: the real scheduler left g1 Pending in one run and bound it whole in another.)
+    job = jobset("f", ("g0", 2, gpu_pod({"app": "f", "role": "g0"})),
+                 ("g1", 1, gpu_pod({"app": "f", "role": "g1"}, nodeSelector={ZK: "zone-a"},
+                                   affinity={"podAffinity": aff({"app": "f"})})))
+    pl = place(job)["JobSet/ml/f"]
+    assert pl.group("g1").zones == ("zone-a",)  # type: ignore[union-attr]
+    risks = _strand_risks(find_jobs([(job, None)])[0], pl, ZK)
+    assert ("g0 may be scheduled first in zone-b, where g1 cannot run; everything that follows it waits Pending"
+            in risks), risks
+
+
+def test_a_group_following_the_job_on_the_hostname_waits_when_another_group_starts_on_a_node_it_cannot_use() -> None:
+    # The workers follow every pod of the job on the hostname; the launcher needs no GPU and may be
+    # bound first on a CPU node, where no worker runs. (Generated case 249 at seed 2026.)
+    job = jobset("h", ("launcher", 1, tpl({"app": "h", "role": "launcher"})),
+                 ("worker", 2, gpu_pod({"app": "h", "role": "worker"}, 4,
+                                       affinity={"podAffinity": aff({"app": "h"}, HOST)})))
+    pl = place(job)["JobSet/ml/h"]
+    risks = _strand_risks(find_jobs([(job, None)])[0], pl, ZK)
+    assert ("launcher may be scheduled first on a node of pool cpu in zone-c, where worker cannot run; "
+            "everything that follows it waits Pending") in risks, risks
 
 
 # --- groups trailing one first pod ---------------------------------------------------------------

@@ -28,7 +28,7 @@ from topogate.analysis.placement import JobPlacement
 from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
 from topogate.analysis.proofs.flows import job_flows
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
-from topogate.analysis.scheduling import PoolFit, selector_matches, unreadable
+from topogate.analysis.scheduling import HOSTNAME_LABEL, PoolFit, selector_matches, unreadable
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.dra import DEVICE_CLASS, ClaimIndex
@@ -42,14 +42,11 @@ EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 HYPERNODE = "HyperNode"  # Volcano's network topology (topology.volcano.sh)
 
 
-def _first_mover(spec: dict[str, Any], labels: dict[str, str], zone_key: str) -> bool:
+def _first_mover(spec: dict[str, Any], labels: dict[str, str], key: str) -> bool:
     """Can a pod of this group be the first of its co-location unit? Only when every required
-    zone-key podAffinity term it has selects its own labels (a pod that matches its own selector
-    may be placed anywhere it fits when no matching pod exists yet)."""
-    terms = ((spec.get("affinity") or {}).get("podAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or []
-    zone_terms = [t for t in terms if isinstance(t, dict) and t.get("topologyKey") == zone_key]
-    return all(selector_matches(t.get("labelSelector"), labels) for t in zone_terms)
+    podAffinity term it has on `key` (the zone key, or the hostname) selects its own labels (a pod
+    that matches its own selector may be placed anywhere it fits when no matching pod exists yet)."""
+    return all(selector_matches(t.get("labelSelector"), labels) for t in _affinity_terms(spec, key))
 
 
 def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str,
@@ -70,7 +67,42 @@ def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str,
             if stuck:
                 risks.append(f"{g.name} may be scheduled first in {z}, where {', '.join(stuck)} cannot "
                              "run; everything that follows it waits Pending")
+    # A group whose podAffinity (zone or hostname key) selects itself and another group may go
+    # anywhere only while none of the selected pods runs: once the other group is bound first, in
+    # a zone (on a node) this one cannot use, its pods wait for a pod beside them that never comes.
+    for g in job.groups:
+        gp = plc.group(g.name)
+        if g.name in kueue_held or gp is None or gp.pods <= 0:
+            continue
+        for key in (zone_key, HOSTNAME_LABEL):
+            if not _first_mover(g.spec, g.label_map, key):
+                continue
+            for t in _affinity_terms(g.spec, key):
+                for h in job.groups:
+                    hp = plc.group(h.name)
+                    if (h.name == g.name or h.name in kueue_held or hp is None or hp.pods <= 0
+                            or not selector_matches(t.get("labelSelector"), h.label_map)
+                            or not _first_mover(h.spec, h.label_map, key)):
+                        continue
+                    if key == zone_key:
+                        where = [f"in {z}" for z in hp.node_zones if z not in gp.node_zones]
+                    else:
+                        mine = {(z, p) for z, ps in gp.pools for p in ps}
+                        where = [f"on a node of pool {p} in {z}" for z, ps in hp.pools for p in ps
+                                 if (z, p) not in mine]
+                    for w in where:
+                        risk = (f"{h.name} may be scheduled first {w}, where {g.name} cannot run; everything "
+                                "that follows it waits Pending")
+                        if risk not in risks:
+                            risks.append(risk)
     return risks
+
+
+def _affinity_terms(spec: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The required podAffinity terms of a pod spec on one topology key."""
+    terms = ((spec.get("affinity") or {}).get("podAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or []
+    return [t for t in terms if isinstance(t, dict) and t.get("topologyKey") == key]
 
 
 
