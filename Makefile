@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # promtool for the tests: $(PROMTOOL) when set, else the one `make test` extracts into the venv.
 PROMTOOL ?=
 
-.PHONY: demo test install crds promtool cluster-bin node-tools lint rules-doc bench fuzz clean
+.PHONY: demo test install crds promtool cluster-bin gitops-oracles node-tools lint rules-doc bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -72,6 +72,18 @@ cluster-bin:
 	  if [ $$rc = 0 ]; then echo "cluster-bin: $$dir"; \
 	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_CLUSTER:-0}" != 0 ]; then exit 2; fi
 
+# Flux's and Argo CD's own renderers, the oracles of the GitOps render's property tests:
+# tests/flux (fluxcd/pkg/kustomize, Go 1.26) and tests/argocd (argo-cd's util/kustomize with the
+# kustomize CLI it drives; Go 1.27.3, which its build.sh fetches for that build only), each built
+# once per machine into a cache keyed by its go.sum (docs/testing.md). Without Go the oracle tests
+# are skipped, unless TOPOGATE_REQUIRE_GITOPS_ORACLES=1 (CI) makes that a failure.
+gitops-oracles:
+	@for e in flux argocd; do \
+	  rc=0; bin=$$(bash tests/$$e/build.sh) || rc=$$?; \
+	  if [ $$rc = 0 ]; then echo "gitops-oracles: $$bin"; \
+	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_GITOPS_ORACLES:-0}" != 0 ]; then exit 2; fi; \
+	done
+
 # The real renderer and editor server the tests drive: mermaid-cli (rendering with Debian's
 # chromium, never a downloaded browser) and yaml-language-server, pinned by tests/node's
 # package-lock.json and installed into tests/node/node_modules from a cache under ~/.cache.
@@ -99,7 +111,7 @@ node-tools:
 	           [ "$$req" = 0 ] || exit 2; }; \
 	  fi
 
-test: $(STAMP) promtool cluster-bin node-tools
+test: $(STAMP) promtool cluster-bin gitops-oracles node-tools
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/topogate rules --format markdown | diff -u docs/rules.md - \
 	  || { echo "docs/rules.md is stale: run 'make rules-doc'"; exit 1; }
@@ -110,8 +122,9 @@ test: $(STAMP) promtool cluster-bin node-tools
 # Explorer answers and trace specs (tests/test_fuzz.py), the property over generated inventories
 # (tests/test_inventory_property.py) and over inventories at and past every limit
 # (tests/test_generated_crd_constraints.py); failures are kept in fixtures/fuzz-corpus/. Then the
-# split build and the kustomization field names against kubectl, on a new seed each run (the
-# failing seed is in the message: set TOPOGATE_SPLIT_SEED / TOPOGATE_KEY_SEED to repeat it).
+# split build and the kustomization field names against kubectl, and the Flux and Argo CD renders
+# against the engines' own, on a new seed each run (the failing seed is in the message: set
+# TOPOGATE_SPLIT_SEED / TOPOGATE_KEY_SEED / TOPOGATE_FLUX_SEED / TOPOGATE_ARGOCD_SEED to repeat it).
 fuzz: $(STAMP)
 	TOPOGATE_FUZZ_EXAMPLES=$${TOPOGATE_FUZZ_EXAMPLES:-2000} TOPOGATE_FUZZ_SAVE=1 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	  $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py tests/test_inventory_property.py \
@@ -120,6 +133,10 @@ fuzz: $(STAMP)
 	  TOPOGATE_KEY_CASES=$${TOPOGATE_KEY_CASES:-3000} TOPOGATE_KEY_SEED=$${TOPOGATE_KEY_SEED:-$$(date +%s)} \
 	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider \
 	  tests/test_split_differential.py tests/test_kustomize_field_names.py -k "seeded_trees or reads_a_key"
+	TOPOGATE_FLUX_CASES=$${TOPOGATE_FLUX_CASES:-600} TOPOGATE_FLUX_SEED=$${TOPOGATE_FLUX_SEED:-$$(date +%s)} \
+	  TOPOGATE_ARGOCD_CASES=$${TOPOGATE_ARGOCD_CASES:-400} TOPOGATE_ARGOCD_SEED=$${TOPOGATE_ARGOCD_SEED:-$$(date +%s)} \
+	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider \
+	  tests/test_flux_oracle.py tests/test_argocd_oracle.py -k "equals"
 
 rules-doc: $(STAMP)
 	$(VENV)/bin/topogate rules --format markdown > docs/rules.md

@@ -150,8 +150,11 @@ def test_the_baseline_holds_today_and_the_adoption_empties_it(
 def test_two_owners_name_both_roots(walk: tuple[Path, dict[str, list[str]], list[str]]) -> None:
     _, outputs, _ = walk
     both = "\n".join(_out(outputs, "git add -A && topogate check", 0))
-    assert re.search(r"TG007 duplicate-object: PyTorchJob/llm/llm-finetune is rendered by two kustomization "
-                     r"roots, deploy/clusters/ml-prod and teams/llm/overlays/prod", both), both
+    # every job: the team's Application and topogate's both apply it
+    for job, team in (("PyTorchJob/llm/llm-finetune", "teams/llm/overlays/prod"), ("MPIJob/vision/vision-bert", "teams/vision"),
+                      ("JobSet/research/research-sweep", "teams/research"), ("TrainJob/eval/eval-nightly", "teams/eval")):
+        assert re.search(rf"TG007 duplicate-object: {job} is rendered by two kustomization roots, "
+                         rf"{team} and deploy/argocd/clusters/ml-prod", both), both
 
 
 def test_fqdn_flows_are_decided_by_their_names(walk: tuple[Path, dict[str, list[str]], list[str]]) -> None:

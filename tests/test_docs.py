@@ -73,6 +73,10 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
         "topogate check fixtures/lab/inventory.yaml fixtures/incident/broken --format github",
         "topogate check fixtures/lab/inventory.yaml fixtures/incident/broken --format markdown",
         "topogate generate fixtures/lab/inventory.yaml -o deploy > /dev/null",
+        "topogate check fixtures/gitops-flux/inventory.yaml fixtures/gitops-flux/clusters",
+        "mkdir -p staging/clusters/west && sed 's/TRAIN_ZONE: zone-c/TRAIN_ZONE: zone-x/' "
+        "fixtures/gitops-flux/clusters/west/flux.yaml > staging/clusters/west/flux.yaml",
+        "topogate check fixtures/gitops-argocd/inventory.yaml fixtures/gitops-argocd/argocd --format github",
     ],
     "docs/trace.md": [
         "topogate trace fixtures/trace/lab --from ml-demo/Deployment/gpu-workers --to "

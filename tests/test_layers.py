@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("k8s",),
     ("inventory",),
     ("sources",),
+    ("gitops",),
     ("analysis", "generators"),
     ("policies",),
     ("tree",),

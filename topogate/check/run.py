@@ -27,6 +27,7 @@ from topogate.core.findings import Finding
 from topogate.core.position import NOWHERE, Position
 from topogate.core.words import plural
 from topogate.generators import render_tree_sources
+from topogate.gitops import render as gitops_render
 from topogate.inventory.checker import ReadBases
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
@@ -292,6 +293,16 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
             inv = whole[0]
         if not paths:
             objects = tuple(_as_generated(o, targets[0]) for o in objects)
+            applied = gitops_render.Rendered(objects)
+        else:
+            # What Argo CD and Flux apply, in place of what was read from the directories they
+            # render (topogate.gitops): the objects checked from here on.
+            progress.note("rendering the Argo CD Applications and Flux Kustomizations")
+            try:
+                applied = gitops_render.render(objects, inv, also_inside=[*paths, inventory_path])
+            except InputError as err:
+                raise CheckInputError.of(err) from None
+            objects = applied.objects
         if observed is not None:
             live = (*live, *observed(inv, objects, narrowing.only if narrowing is not None else None))
         progress.note(f"analysing placement and network paths of {plural(len(objects), 'object')}")
@@ -304,7 +315,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                        rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped),
                        other_files=_other_files(other) if paths else (),
                        not_local=tuple((display(root), err.pos, err.message) for root, err in not_local),
-                       live=live, weakened=weakened)
+                       live=live, weakened=weakened, gitops=applied.notes)
         progress.note(f"running the rules over {plural(len(jobs), 'job')}")
         ran = evaluate(ctx)
         findings = _placed(ran.findings, targets[0], sources) if not paths else ran.findings

@@ -15,9 +15,11 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 REPLICA_GROUP_LABEL = "topogate.dev/replica-group"
 # Set by users on plain Deployments/Jobs/StatefulSets that together form one training job.
 JOB_GROUP_LABEL = "topogate.dev/group"
+# On the Argo CD Applications and Flux objects generate writes: the cluster they apply to.
+CLUSTER_LABEL = "topogate.dev/cluster"
 
 # Label sets (and other string mappings) as sorted tuples of pairs: immutable and hashable.
 Pairs = tuple[tuple[str, str], ...]
 
-__all__ = ["DEFAULT_ZONE_LABEL", "JOB_GROUP_LABEL", "MANAGED_BY_LABEL", "NETWORK_ZONE_LABEL", "Pairs",
+__all__ = ["CLUSTER_LABEL", "DEFAULT_ZONE_LABEL", "JOB_GROUP_LABEL", "MANAGED_BY_LABEL", "NETWORK_ZONE_LABEL", "Pairs",
            "REPLICA_GROUP_LABEL", "WORKLOAD_LABEL"]

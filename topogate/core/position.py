@@ -19,4 +19,12 @@ class Position:
 
 NOWHERE = Position("<unknown>", 1, 1)
 
-__all__ = ["NOWHERE", "Position"]
+
+def note_of(pos: Position) -> str:
+    """What a finding at `pos` adds to its message: "" for a plain position; a position that
+    knows more (a field a GitOps engine changed, topogate.gitops.objects) says it in `note()`."""
+    note = getattr(pos, "note", None)
+    return str(note()) if callable(note) else ""
+
+
+__all__ = ["NOWHERE", "Position", "note_of"]

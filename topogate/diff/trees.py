@@ -24,6 +24,7 @@ from pathlib import Path
 
 from topogate.check.gitdiff import GitUnknown, toplevel
 from topogate.generators import render_tree
+from topogate.gitops import render as gitops_render
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
 from topogate.safeio import gitrun
@@ -83,9 +84,16 @@ def _read(side: str, inventory_path: str, paths: Sequence[str], scratch: str,
     skipped: list[ManifestError] = []
     try:
         objects = collect(targets, also_inside=[inventory_path], skipped=skipped)
+        # What Argo CD and Flux apply, as check reads it (topogate.gitops): PATHs that hold the
+        # Applications of an app of apps are the workloads those render, on both sides.
+        rendered = gitops_render.render(objects, inv, also_inside=[*targets, inventory_path]) if paths else None
     except ManifestError as err:
         raise DiffError(f"{side}: {err}") from None
     notes = tuple(f"{side}: {rename(e.pos.file)}: {e.message}" for e in skipped)
+    if rendered is not None:
+        objects = list(rendered.objects)
+        notes += tuple(f"{side}: {rename(n.pos.file)}:{n.pos.line}:{n.pos.column}: {n.object}: {n.message}"
+                       for n in rendered.notes)
     return Tree(side, inv, inventory_path, tuple(objects), rename, notes)
 
 

@@ -50,7 +50,7 @@ import json
 import posixpath
 from typing import Any
 
-from topogate.core.labels import MANAGED_BY_LABEL
+from topogate.core.labels import CLUSTER_LABEL, MANAGED_BY_LABEL
 from topogate.generators import admission
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Cluster, Inventory
@@ -130,7 +130,7 @@ def application(inv: Inventory, cluster: Cluster, layer: str, path: str) -> dict
         "metadata": {
             "name": app_name(cluster.name, layer),
             "namespace": g.argocd_namespace,
-            "labels": {MANAGED_BY_LABEL: "topogate", "topogate.dev/cluster": cluster.name},
+            "labels": {MANAGED_BY_LABEL: "topogate", CLUSTER_LABEL: cluster.name},
         },
         "spec": {
             "project": g.argocd_project,

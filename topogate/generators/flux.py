@@ -87,7 +87,7 @@ import json
 import re
 from typing import Any
 
-from topogate.core.labels import MANAGED_BY_LABEL
+from topogate.core.labels import CLUSTER_LABEL, MANAGED_BY_LABEL
 from topogate.generators import admission, cilium
 from topogate.generators.argocd import repo_path
 from topogate.generators.base import OutputFile
@@ -174,7 +174,7 @@ def git_ref(revision: str) -> dict[str, str]:
 def _meta(inv: Inventory, name: str, cluster: Cluster) -> dict[str, Any]:
     assert inv.gitops is not None
     return {"name": name, "namespace": inv.gitops.flux_namespace,
-            "labels": {MANAGED_BY_LABEL: "topogate", "topogate.dev/cluster": cluster.name}}
+            "labels": {MANAGED_BY_LABEL: "topogate", CLUSTER_LABEL: cluster.name}}
 
 
 def git_repository(inv: Inventory, cluster: Cluster) -> dict[str, Any]:

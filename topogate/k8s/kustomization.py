@@ -275,6 +275,43 @@ def read(text: str, shown: str) -> Kustomization:
     return Kustomization(shown, root, MappingProxyType(fields))
 
 
+def flux_differences(node: Any, shown: str, resolve: Any) -> list[Spelling]:
+    """Where Flux's kustomize-controller reads a kustomization `read` accepted otherwise than
+    kubectl: its generator decodes the file with sigs.k8s.io/yaml into kustomize's types, which
+    drops a key that names no field (kubectl refuses it) and turns a number or a bool where a
+    string belongs into that string (kubectl refuses it). Every such key and value, in file
+    order. `resolve(text)` is the value go-yaml gives a plain scalar (topogate.gitops.goyaml)."""
+    out: list[Spelling] = []
+    stack: list[tuple[Any, Type]] = [(node, "Kustomization")]
+    while stack:
+        n, t = stack.pop()
+        if isinstance(n, yaml.SequenceNode) and isinstance(t, tuple):
+            stack.extend((x, t[1]) for x in reversed(n.value))
+        elif isinstance(n, yaml.MappingNode) and isinstance(t, str) and t in STRUCTS:
+            fields = STRUCTS[t]
+            for k, v in reversed(n.value):
+                name = k.value if isinstance(k, yaml.ScalarNode) else None
+                if name not in fields:
+                    out.append(Spelling(_pos(shown, k), (
+                        f"`{name}` is no field of a kustomization: kubectl refuses it, and Flux's "
+                        "kustomize-controller drops it without a word; remove it or spell the field "
+                        "kustomize knows")))
+                    continue
+                stack.append((v, fields[str(name)]))
+        elif isinstance(n, yaml.MappingNode) and t == MAP:
+            stack.extend((v, STRING) for _, v in reversed(n.value))
+        elif isinstance(n, yaml.ScalarNode) and t == STRING and not n.style:  # plain (libyaml: "")
+            value = resolve(n.value)
+            if value is not None and not isinstance(value, str):
+                out.append(Spelling(_pos(shown, n), (
+                    f"`{n.value}` is read as {'a bool' if isinstance(value, bool) else 'a number'} here: "
+                    "kubectl refuses it where "
+                    "kustomize wants a string, Flux's kustomize-controller turns it into one; "
+                    "quote it")))
+    out.sort(key=lambda s: (s.pos.line, s.pos.column))
+    return out
+
+
 @dataclass(frozen=True)
 class Config:
     """One builtin generator or transformer config (a document of a file, or an inline text,
@@ -306,4 +343,4 @@ def _merge_keys(node: Any, shown: str) -> list[Spelling]:
 
 
 __all__ = ["ANY", "BOOL", "CONFIG_KINDS", "Config", "INT", "Kustomization", "MAP", "STRING", "STRUCTS",
-           "Spelling", "configs", "field", "go_fold", "read", "scalar_items", "spellings"]
+           "Spelling", "configs", "field", "flux_differences", "go_fold", "read", "scalar_items", "spellings"]

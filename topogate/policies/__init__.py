@@ -28,6 +28,9 @@ from topogate.policies.inputs import (
     tg009_remote_root,
     tg010_suppression_invalid,
     tg011_settings_weakened,
+    tg012_gitops_not_rendered,
+    tg013_gitops_variable_unset,
+    tg014_gitops_render_fails,
 )
 from topogate.policies.jobs import (
     tg101_hard_block,
@@ -79,6 +82,9 @@ REGISTRY: dict[str, ModuleType] = {
     "TG009": tg009_remote_root,
     "TG010": tg010_suppression_invalid,
     "TG011": tg011_settings_weakened,
+    "TG012": tg012_gitops_not_rendered,
+    "TG013": tg013_gitops_variable_unset,
+    "TG014": tg014_gitops_render_fails,
     "TG101": tg101_hard_block,
     "TG102": tg102_may_split,
     "TG103": tg103_unschedulable,

@@ -20,6 +20,7 @@ from topogate.analysis.proofs.doors import ClosedDoor
 from topogate.analysis.proofs.ingress import OpenIngress
 from topogate.analysis.result import JobMap
 from topogate.core.position import Position
+from topogate.gitops.notes import Note
 from topogate.inventory.model import Inventory, Workload
 from topogate.inventory.problems import Problem
 from topogate.sources.manifests import K8sObject
@@ -90,6 +91,9 @@ class Context:
     # (root, where, why): kustomization roots among PATHs not built (remote, Helm): never fetched
     not_local: tuple[tuple[str, Position, str], ...] = ()
     kueue_concerns: tuple[Concern, ...] = ()
+    # What rendering the Argo CD Applications and Flux Kustomizations among the inputs said:
+    # what it could not read, unset variables, renders the engine itself fails (TG012-TG014)
+    gitops: tuple[Note, ...] = ()
     duplicates: tuple[Duplicate, ...] = ()  # later copies of an object among PATHs
     checked_clusters: tuple[str, ...] = ()  # the clusters whose manifests were analysed
     live: tuple[LiveFact, ...] = ()  # check --live and drift only
@@ -117,7 +121,8 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
              skipped: tuple[tuple[Position, str], ...] = (),
              other_files: tuple[tuple[Position, str], ...] = (),
              not_local: tuple[tuple[str, Position, str], ...] = (),
-             live: tuple[LiveFact, ...] = (), weakened: tuple[Weakened, ...] = ()) -> Context:
+             live: tuple[LiveFact, ...] = (), weakened: tuple[Weakened, ...] = (),
+             gitops: tuple[Note, ...] = ()) -> Context:
     """The context of a run that built the map (analysis.map.build_map) over `objects`."""
     return Context(
         inv, inventory_file, objects, jobs, drift=drift, rendered=rendered,
@@ -128,7 +133,7 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
         unassigned=facts.unassigned, open_ingress=facts.open_ingress,
         closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects), unread=unread_objects(objects),
         not_modelled=facts.not_modelled, skipped=skipped, other_files=other_files, not_local=not_local,
-        kueue_concerns=facts.kueue_concerns,
+        kueue_concerns=facts.kueue_concerns, gitops=gitops,
         duplicates=facts.duplicates, checked_clusters=facts.checked_clusters, live=live,
         weakened=weakened)
 

@@ -10,6 +10,7 @@ from types import ModuleType
 
 from topogate.analysis.result import RuleInfo
 from topogate.core.findings import Finding, Issue
+from topogate.core.position import Position, note_of
 from topogate.inventory.model import Waiver
 from topogate.policies import REGISTRY
 from topogate.policies.context import Context
@@ -34,9 +35,16 @@ def all_rules() -> tuple[RuleInfo, ...]:
 def _stamp(rule_id: str, mod: ModuleType, issues: Iterable[Issue]) -> list[Finding]:
     return [
         Finding(i.pos.file, i.pos.line, i.pos.column, rule_id, mod.NAME, i.severity or mod.SEVERITY, i.object,
-                i.message, i.detail)
+                _noted(i.message, i.pos), i.detail)
         for i in issues
     ]
+
+
+def _noted(message: str, pos: Position) -> str:
+    """A finding at a field an Argo CD Application or Flux Kustomization changed names both
+    lines: it points at the GitOps line, and says where the object itself is written."""
+    note = note_of(pos)
+    return f"{message} {note}" if note else message
 
 
 @dataclass(frozen=True)

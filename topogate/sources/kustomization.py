@@ -82,9 +82,9 @@ def _offline_env() -> dict[str, str]:
             "no_proxy": "", "GIT_ALLOW_PROTOCOL": "none", "GIT_TERMINAL_PROMPT": "0"}
 
 
-def run_kustomize(d: Path, exe: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`kubectl kustomize d` under the child limits, offline (see topogate.safeio.subproc)."""
-    return subproc.run([exe or kubectl(), "kustomize", str(d)], _offline_env())
+def run_kustomize(d: Path, exe: str | None = None, options: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """`kubectl kustomize [options] d` under the child limits, offline (see topogate.safeio.subproc)."""
+    return subproc.run([exe or kubectl(), "kustomize", *options, str(d)], _offline_env())
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ class K8sObject:
     source: DeclarationRef | None = None
     # for built objects: the patches of the tree it was built from, so findings about parts a
     # patch changed point at the patch, not at the untouched base (overlay_blame); lazy
-    patches: _TreePatches | None = None
+    patches: TreePatches | None = None
     _blamed: tuple[tuple[Path_, Position], ...] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -226,7 +226,7 @@ class _PatchedPosition(Deferred):
         return nested.resolve()
 
 
-class _TreePatches:
+class TreePatches:
     """The patches of one kustomization tree, read on first use (a finding's position)."""
 
     def __init__(self, dirs: Sequence[Path]):
@@ -251,7 +251,7 @@ def _built_objects(d: Path, tree: Tree, output: _Built, sources: Sources) -> lis
     # its nearest ancestor that the source has, such as the pod template.
     index = SourceIndex((d, *tree.dirs), sources)
     fallback = Position(display(_kfile(d)), 1, 1)
-    patches = _TreePatches([d, *tree.dirs])
+    patches = TreePatches([d, *tree.dirs])
     out: list[K8sObject] = []
     for o in built:
         ref = DeclarationRef(index, (o.kind, o.name, o.namespace), fallback)
@@ -580,4 +580,5 @@ def _read_file(f: Path) -> list[K8sObject]:
     return list(parse_yaml(read_text(f, shown), shown, str(f)))
 
 
-__all__ = ["Collecting", "K8sObject", "ManifestError", "collect", "kubectl", "kustomize_build", "parse_yaml"]
+__all__ = ["Collecting", "K8sObject", "ManifestError", "Sources", "TreePatches", "collect", "kubectl", "kustomize_build",
+           "parse_yaml"]

@@ -160,3 +160,6 @@ def _locate(f: Path, path: PathT, display: Any) -> Position:
         node = None
     shown = display(f)
     return Position(shown, 1, 1) if node is None else node_position(node, path, shown)
+
+
+__all__ = ["Patch", "blame", "changed_paths", "patches_of"]

@@ -151,3 +151,6 @@ class NestedPosition(Deferred):
         if found is None or found.doc < 0 or not found.src_file:
             return Position(shown.file, shown.line, shown.column)
         return resolve_position(found.src_file, found.doc, (*found.prefix, *path), shown.file, shown)
+
+
+__all__ = ["DeclarationRef", "NestedPosition", "SourceIndex", "SourcePosition"]

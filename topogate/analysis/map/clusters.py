@@ -1,5 +1,6 @@
 """Which cluster a manifest belongs to: `--cluster`, else the inventory workload of the same
-Kind/namespace/name, else a `clusters/<name>/` (or `overlays/<name>/`) component in its path
+Kind/namespace/name, else the cluster the GitOps object that rendered it applies it to
+(topogate.gitops), else a `clusters/<name>/` (or `overlays/<name>/`) component in its path
 (the generated layout, core.layout),
 else the inventory's only cluster. Objects that match no cluster (policies among them) are
 filed under None: such policies apply to every cluster.
@@ -12,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from topogate.core.layout import CLUSTER_DIRS
+from topogate.gitops.objects import RenderedObject
 from topogate.inventory.model import Inventory, Workload
 from topogate.sources.manifests import K8sObject
 
@@ -66,6 +68,8 @@ class ClusterOf:
             # A base manifest without a namespace: the overlay will set the workload's.
             w = self.by_name[(o.kind, o.name)][0]
             o = _in_namespace(o, w.namespace)
+        if w is None and isinstance(o, RenderedObject) and o.cluster is not None:
+            return o.cluster, o  # the cluster the Argo CD Application or Flux Kustomization applies it to
         return (w.cluster if w is not None else _cluster_from_path(o, self.names)), o
 
     def __call__(self, o: K8sObject, override: str | None) -> tuple[str | None, bool, K8sObject]:

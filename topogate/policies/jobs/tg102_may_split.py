@@ -27,13 +27,16 @@ PodGroup (Workload API, `spec.schedulingGroup.podGroupName`) whose
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
+from topogate.analysis.result import GroupMap
 from topogate.core.findings import Issue
-from topogate.core.position import NOWHERE
+from topogate.core.position import NOWHERE, Position, note_of
 from topogate.policies.context import Context
 
 NAME = "may-split"
+
+
 SEVERITY = "error"
 
 
@@ -43,6 +46,7 @@ def check(ctx: Context) -> Iterator[Issue]:
             continue  # an unschedulable job is reported by TG103, not twice
         zones = ", ".join(f"{g.name} in {{{', '.join(g.zones)}}}" for g in job.groups)
         why = "; ".join(job.split_reasons) or zones
+        where = _where(job.groups, job.pos)
         yield Issue(
             job.object,
             f"{job.object} can be split across zones ({why}). Split, it runs 30-60% slower on "
@@ -50,8 +54,22 @@ def check(ctx: Context) -> Iterator[Issue]:
             "separated by policy it never starts. Fix: pin every replica type to one zone with "
             "required nodeAffinity on the zone label, or make them follow the coordinator with "
             "required podAffinity on topology.kubernetes.io/zone (inventory: placement: pin or "
-            "follow).",
-            # where a person adds the zone affinity: the first group's pod template (the
-            # coordinator's), not the start of the file
-            next((g.pos for g in job.groups if g.pos != NOWHERE), job.pos),
+            "follow)." + _other_renders(job.groups, where),
+            where,
         )
+
+
+def _where(groups: Sequence[GroupMap], job_pos: Position) -> Position:
+    """Where a person fixes the split: the first group's pod template (the coordinator's, where
+    the zone affinity goes), not the start of the file; but a group whose template a GitOps
+    engine changed (an Application's or Flux Kustomization's patch) first, as that change is
+    what the repository's own file does not show, and the position names it."""
+    placed = [g.pos for g in groups if g.pos != NOWHERE]
+    return next((p for p in placed if note_of(p)), placed[0] if placed else job_pos)
+
+
+def _other_renders(groups: Sequence[GroupMap], where: Position) -> str:
+    """What an engine changed in the other groups' templates: the finding's own position says
+    its group's (policies.engine), and a split can come from any group's."""
+    notes = dict.fromkeys(n for g in groups if g.pos != where and (n := note_of(g.pos)) and n != note_of(where))
+    return "".join(f" {n}" for n in notes)
