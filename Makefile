@@ -40,6 +40,7 @@ demo: $(RUNTIME)
 # Without them (and without TOPOGATE_CRDS) `make test` skips the tests that need them.
 crds:
 	python3 tests/fetch_crds.py --dest .crds
+	python3 tests/fetch_crds.py --dest .crds-schedulers --lock tests/scheduler_crds.lock.json
 
 # promtool is one binary of Debian's prometheus package: download the package and extract just
 # that binary into the venv, instead of installing the server and its systemd unit.

@@ -169,7 +169,7 @@ def test_strategy_covers_the_schema() -> None:
     schema = inventory_schema()
     want: dict[str, set[Any]] = {}
     _schema_shape(schema, "", want, schema["$defs"])
-    free = {p for p in want if p.endswith("labels")}
+    free = {p for p in want if p.endswith(("labels", "attributes"))}  # maps of any keys
     seen: dict[str, set[Any]] = {}
 
     @settings(max_examples=COVERAGE_EXAMPLES, derandomize=True, deadline=None, database=None,

@@ -34,6 +34,18 @@ class Taint:
 
 
 @dataclass(frozen=True)
+class PoolDevice:
+    """Devices each node of a pool offers through Dynamic Resource Allocation (its ResourceSlices):
+    of a DeviceClass by name, or of a driver with attributes a DeviceClass's selector reads."""
+
+    count: int
+    device_class: str = ""
+    driver: str = ""
+    attributes: tuple[tuple[str, str | int | bool], ...] = ()
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
 class Pool:
     name: str
     nodes: int  # an autoscaled pool's most: what its jobs can count on once it has scaled up
@@ -47,6 +59,7 @@ class Pool:
     memory_per_node: str | None = None
     # `nodes: {min, max}`: the fewest nodes an autoscaler keeps (None: a fixed pool of `nodes`)
     min_nodes: int | None = None
+    devices: tuple[PoolDevice, ...] = ()  # DRA devices per node (`devices`)
 
     @property
     def gpus(self) -> int:
@@ -417,6 +430,6 @@ def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
 
 __all__ = ["API_VERSION", "AdmissionConfig", "CiliumConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
            "EgressRule", "GitOps", "Inventory", "KIND", "KueueConfig", "Metrics",
-           "NetworkZone", "OUTPUTS", "PLACEMENTS", "PROVIDERS", "Pool", "PortSpec", "ReplicaGroup",
-           "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
+           "NetworkZone", "OUTPUTS", "PLACEMENTS", "PROVIDERS", "Pool", "PoolDevice", "PortSpec",
+           "ReplicaGroup", "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
            "follow_zones", "kueue_groupable"]
