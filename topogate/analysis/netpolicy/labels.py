@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from topogate.analysis.netpolicy.model import PodClass
+from topogate.core.labels import NAMESPACE_NAME_LABEL
 
 __all__ = [
     "CLUSTER_LABEL",
@@ -26,8 +27,6 @@ POD_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
 NAMESPACE_LABELS_PREFIX = "io.cilium.k8s.namespace.labels."
 SERVICE_ACCOUNT_LABEL = "io.cilium.k8s.policy.serviceaccount"
 CLUSTER_LABEL = "io.cilium.k8s.policy.cluster"
-# Set by the API server on every Namespace, so implied even when no Namespace object is read.
-_NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 class IdentityLabels:
@@ -44,7 +43,7 @@ class IdentityLabels:
     def namespace_labels(self, ns: str) -> tuple[tuple[str, str], ...]:
         """The labels of namespace ``ns`` as read from its Namespace object, sorted."""
         labels = dict(self._learned.get(ns, {}))
-        labels[_NAMESPACE_NAME_LABEL] = ns
+        labels[NAMESPACE_NAME_LABEL] = ns
         return tuple(sorted(labels.items()))
 
     def ns_labels(self, pod: PodClass) -> dict[str, str]:
@@ -53,7 +52,7 @@ class IdentityLabels:
         if got is None:
             got = dict(self._learned.get(pod.namespace, {}))
             got.update(dict(pod.namespace_labels))
-            got[_NAMESPACE_NAME_LABEL] = pod.namespace
+            got[NAMESPACE_NAME_LABEL] = pod.namespace
             self._ns_cache[pod] = got
         return got
 
