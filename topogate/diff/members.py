@@ -47,7 +47,7 @@ from topogate.analysis.netpolicy import (
 )
 from topogate.analysis.netpolicy.peers import EndpointMatcher
 from topogate.analysis.proofs.members import ANY_ZONE
-from topogate.core.labels import NETWORK_ZONE_LABEL
+from topogate.core.labels import NAMESPACE_NAME_LABEL, NETWORK_ZONE_LABEL
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import RUNTIME_KINDS
 from topogate.k8s.kinds import KUEUE_KINDS
@@ -192,7 +192,7 @@ def _witness(w: Witness, jobs: Sequence[Member]) -> Member:
         return _external(w.peer, w.words if w.peer.fqdn else "")
     pod = w.peer
     sa = pod.service_account or DEFAULT_SA
-    extra = tuple(sorted((k, v) for k, v in pod.namespace_labels if k != "kubernetes.io/metadata.name"))
+    extra = tuple(sorted((k, v) for k, v in pod.namespace_labels if k != NAMESPACE_NAME_LABEL))
     want = set(pod.labels)
     zones = {m.nz for m in jobs if isinstance(m.peer, PodClass) and m.peer.namespace == pod.namespace
              and want <= set(m.peer.labels)}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.core.exitcodes import ExitCode
-from topogate.core.labels import DEFAULT_ZONE_LABEL
+from topogate.core.labels import DEFAULT_ZONE_LABEL, REGION_LABEL
 from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.model import API_VERSION, KIND, Taint
 from topogate.live.agentconfig import cilium_block
@@ -58,7 +58,7 @@ def _provider(nodes: Sequence[LiveNode]) -> str:
 
 
 def _region(nodes: Sequence[LiveNode]) -> str:
-    regions = Counter(n.label_map.get("topology.kubernetes.io/region", "") for n in nodes)
+    regions = Counter(n.label_map.get(REGION_LABEL, "") for n in nodes)
     regions.pop("", None)
     return regions.most_common(1)[0][0] if regions else "unknown"
 

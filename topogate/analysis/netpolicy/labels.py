@@ -35,6 +35,7 @@ from topogate.analysis.netpolicy.keys import (
 )
 from topogate.analysis.netpolicy.model import External, PodClass
 from topogate.analysis.netpolicy.selectors import IdentityView
+from topogate.core.labels import NAMESPACE_NAME_LABEL
 
 __all__ = [
     "CLUSTER_LABEL",
@@ -46,8 +47,6 @@ __all__ = [
     "world_label",
 ]
 
-# Set by the API server on every Namespace, so implied even when no Namespace object is read.
-_NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Labels of a pod's own the agent removes before anything else (k8sUtils.RemoveCiliumLabels).
 _CILIUM_OWNED = "io.cilium.k8s"
 
@@ -113,13 +112,13 @@ class IdentityLabels:
     def namespace_labels(self, ns: str) -> tuple[tuple[str, str], ...]:
         """The labels of namespace ``ns`` as read from its Namespace object, sorted."""
         labels = dict(self._learned.get(ns, {}))
-        labels[_NAMESPACE_NAME_LABEL] = ns
+        labels[NAMESPACE_NAME_LABEL] = ns
         return tuple(sorted(labels.items()))
 
     def _all_ns_labels(self, pod: PodClass) -> dict[str, str]:
         got = dict(self._learned.get(pod.namespace, {}))
         got.update(dict(pod.namespace_labels))
-        got[_NAMESPACE_NAME_LABEL] = pod.namespace
+        got[NAMESPACE_NAME_LABEL] = pod.namespace
         return got
 
     def ns_labels(self, pod: PodClass) -> dict[str, str]:

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 
 from topogate.analysis.scheduling import PoolFit
 
-__all__ = ["NAMESPACE_NAME_LABEL", "Capacity", "GroupPlacement", "JobPlacement", "zone_list"]
+__all__ = ["Capacity", "GroupPlacement", "JobPlacement", "zone_list"]
 
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 @dataclass(frozen=True)

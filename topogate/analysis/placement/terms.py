@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.placement.model import NAMESPACE_NAME_LABEL
 from topogate.analysis.placement.peers import AffinityPeer, PeerIndex
 from topogate.analysis.scheduling import selector_matches, with_label_keys
+from topogate.core.labels import NAMESPACE_NAME_LABEL
 from topogate.k8s.jobs import TrainingJob
 
 __all__ = ["Term", "matches_peers", "required_terms", "term_namespaces"]

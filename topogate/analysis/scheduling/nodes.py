@@ -16,14 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.scheduling.devices import class_counts
-from topogate.core.labels import Pairs
+from topogate.core.labels import ARCH_LABEL, HOSTNAME_LABEL, OS_LABEL, REGION_LABEL, Pairs
 from topogate.inventory.model import Cluster, Taint
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-REGION_LABEL = "topology.kubernetes.io/region"
-OS_LABEL = "kubernetes.io/os"
-ARCH_LABEL = "kubernetes.io/arch"
-
 
 
 class Unknown:
