@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # promtool for the tests: $(PROMTOOL) when set, else the one `make test` extracts into the venv.
 PROMTOOL ?=
 
-.PHONY: demo test install crds promtool cluster-bin gitops-oracles node-tools lint rules-doc bench fuzz clean
+.PHONY: demo test install crds promtool cluster-bin cilium-bin gitops-oracles node-tools lint rules-doc bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -40,6 +40,7 @@ demo: $(RUNTIME)
 # Without them (and without TOPOGATE_CRDS) `make test` skips the tests that need them.
 crds:
 	python3 tests/fetch_crds.py --dest .crds
+	python3 tests/fetch_crds.py --dest .crds-schedulers --lock tests/scheduler_crds.lock.json
 
 # promtool is one binary of Debian's prometheus package: download the package and extract just
 # that binary into the venv, instead of installing the server and its systemd unit.
@@ -70,6 +71,16 @@ cluster-bin:
 	  rc=0; dir=$$(bash tests/cluster/build.sh) || rc=$$?; \
 	  if [ $$rc = 0 ]; then echo "cluster-bin: $$dir"; \
 	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_CLUSTER:-0}" != 0 ]; then exit 2; fi
+
+# Cilium's own policy engine for the oracle tests (tests/test_cilium_oracle.py): a small program
+# built from the Go module in tests/cilium/ (github.com/cilium/cilium v1.20.2) once per machine
+# into a cache keyed by its go.sum and sources (see docs/testing.md). Without Go those tests skip,
+# unless TOPOGATE_REQUIRE_CILIUM=1 (CI) makes that a failure.
+cilium-bin:
+	@if [ -n "$$TOPOGATE_CILIUM_BIN" ]; then echo "cilium-bin: using TOPOGATE_CILIUM_BIN=$$TOPOGATE_CILIUM_BIN"; exit 0; fi; \
+	  rc=0; dir=$$(bash tests/cilium/build.sh) || rc=$$?; \
+	  if [ $$rc = 0 ]; then echo "cilium-bin: $$dir"; \
+	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_CILIUM:-0}" != 0 ]; then exit 2; fi
 
 # Flux's and Argo CD's own renderers, the oracles of the GitOps render's property tests:
 # tests/flux (fluxcd/pkg/kustomize, Go 1.26) and tests/argocd (argo-cd's util/kustomize with the
@@ -110,7 +121,7 @@ node-tools:
 	           [ "$$req" = 0 ] || exit 2; }; \
 	  fi
 
-test: $(STAMP) promtool cluster-bin gitops-oracles node-tools
+test: $(STAMP) promtool cluster-bin cilium-bin gitops-oracles node-tools
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/topogate rules --format markdown | diff -u docs/rules.md - \
 	  || { echo "docs/rules.md is stale: run 'make rules-doc'"; exit 1; }

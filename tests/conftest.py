@@ -18,7 +18,7 @@ FIXTURES = REPO / "fixtures"
 GOLDEN = FIXTURES / "golden"
 
 # kube_cluster / kube_scheduler: the real control plane, started only for tests that ask for it.
-pytest_plugins = ["cluster_support"]
+pytest_plugins = ["cluster_support", "cilium_support"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

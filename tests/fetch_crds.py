@@ -1,6 +1,6 @@
 """Download the upstream CRDs the tests validate against, pinned by tests/crds.lock.json.
 
-    python3 tests/fetch_crds.py [--dest DIR] [--base-url URL]      (what `make crds` runs)
+    python3 tests/fetch_crds.py [--dest DIR] [--base-url URL] [--lock LOCK]   (what `make crds` runs)
 
 Each file of the lock is fetched from its pinned upstream URL (a commit, never a branch) or,
 with --base-url (or $TOPOGATE_CRDS_BASE_URL), from URL/<path>: a mirror laid out like the
@@ -94,15 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dest", type=Path, default=DEFAULT_DEST, help="where to put them (default: .crds/)")
     ap.add_argument("--base-url", default=os.environ.get("TOPOGATE_CRDS_BASE_URL") or None,
                     help="fetch URL/<path> instead of each pinned upstream URL (a mirror)")
+    ap.add_argument("--lock", type=Path, default=LOCK,
+                    help="the lock to fetch (default: tests/crds.lock.json; tests/scheduler_crds.lock.json "
+                         "pins the other schedulers' CRDs)")
     args = ap.parse_args(argv)
-    problems = fetch(args.dest, args.base_url)
+    problems = fetch(args.dest, args.base_url, args.lock)
     for p in problems:
         print(f"fetch_crds: {p}", file=sys.stderr)
     if problems:
         print(f"fetch_crds: {len(problems)} file(s) failed; nothing was written to {args.dest}",
               file=sys.stderr)
         return 1
-    print(f"fetch_crds: {len(lock_entries())} upstream CRDs verified in {args.dest}; "
+    print(f"fetch_crds: {len(lock_entries(args.lock))} upstream CRDs verified in {args.dest}; "
           f"the tests use them (or set TOPOGATE_CRDS={args.dest})")
     return 0
 

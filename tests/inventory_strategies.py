@@ -71,6 +71,19 @@ _SCALED = st.tuples(st.sampled_from([0, 1, 2]), st.sampled_from([2, 4, 16])).map
 _GPUS_PER_NODE = st.sampled_from([0, 1, 4, 8, 8, 16])
 _CPU = st.sampled_from([0, 1, 96, "500m", "32", "0m", "1000000"])
 _MEMORY = st.sampled_from(["0", "1", "128Gi", "768Mi", "1T", "2Pi", "1000k"])
+# DRA devices a pool's nodes offer: by DeviceClass, or by driver with attributes a class selects on
+# (one entry per class, driver and attributes: the loader rejects a repeat).
+_ATTRIBUTES = st.dictionaries(st.sampled_from(["productName", "memory", "mig", "a"]),
+                              st.one_of(st.sampled_from(["H100", "A100", "", "x y"]), st.integers(0, 80),
+                                        st.booleans()), max_size=3)
+_DEVICE = st.one_of(
+    st.fixed_dictionaries({"deviceClass": st.sampled_from(["gpu.nvidia.com", "gpu.example.com", "x"]),
+                           "count": st.sampled_from([1, 8, 64])}),
+    st.fixed_dictionaries({"driver": st.sampled_from(["gpu.nvidia.com", "dra.example.com"]),
+                           "count": st.sampled_from([1, 8])},
+                          optional={"attributes": _ATTRIBUTES, "deviceClass": st.just("gpu.nvidia.com")}))
+_DEVICES = st.lists(_DEVICE, min_size=1, max_size=3,
+                    unique_by=lambda d: json.dumps({k: v for k, v in d.items() if k != "count"}, sort_keys=True))
 _PROVIDERS = st.sampled_from(["aws", "gcp", "azure", "other"])
 _REGIONS = st.one_of(st.sampled_from(["us-east-1", "europe-west4"]), ODD_TEXT)
 _ZONE_LABELS = st.sampled_from(["topology.kubernetes.io/zone", "example.com/zone", "zone",
@@ -78,6 +91,21 @@ _ZONE_LABELS = st.sampled_from(["topology.kubernetes.io/zone", "example.com/zone
 _ADMISSION = st.one_of(st.just({}), st.fixed_dictionaries({
     "validationActions": st.sampled_from([["Deny"], ["Warn"], ["Audit"], ["Warn", "Audit"],
                                           ["Deny", "Audit"], ["Audit", "Warn"]])}))
+# The cluster's Cilium agent: every setting, each value the schema allows, `labels` in the
+# agent's own syntax (entries that compile; the bad-inventory corpus has those that do not).
+_CILIUM = st.fixed_dictionaries({}, optional={
+    "version": st.sampled_from(["1.18", "1.19.0", "v1.20.2", "1.20", "1.20.1", "1.20.9"]),
+    "labels": st.sampled_from(["", "k8s:app", "k8s:!team k8s:io.kubernetes.pod.namespace",
+                               "!topology\\.kubernetes\\.io", "reserved:.* k8s:role k8s:app",
+                               "k8s:example.com/pool k8s:(a|b)$"]),
+    "policyCIDRMatchMode": st.sampled_from(["", "nodes", "pods", "nodes pods", " pods "]),
+    "enableNodeSelectorLabels": st.booleans(),
+    "allowLocalhost": st.sampled_from(["auto", "always", "policy"]),
+    "policyEnforcement": st.sampled_from(["default", "always", "never"]),
+    "clusterName": st.sampled_from(["default", "a", "gpu-east", "c" * 32]),
+    "kubeAPIServer": st.sampled_from(["remote-node", "host", "world"]),
+    "enableK8sClusterNetworkPolicy": st.booleans(),
+})
 _ZONE_COUNTS = st.sampled_from([1, 2, 2, 3])
 _DOOR_COUNTS = st.sampled_from([1, 2, 2, 0])
 _WORKLOAD_COUNTS = st.sampled_from([1, 2, 3, 0])
@@ -91,6 +119,8 @@ def _pool(draw: st.DrawFn, name: str, kueue_cpu: bool | None, kueue_mem: bool | 
         p["gpusPerNode"] = draw(_GPUS_PER_NODE)
     _put(p, "labels", _maybe(draw, LABELS))
     _put(p, "taints", _maybe(draw, TAINTS))
+    if draw(st.integers(0, 4)) == 0:
+        p["devices"] = draw(_DEVICES)
     # Kueue wants cpu/memory on every pool or on none (the loader says so): decide per cluster.
     cpu = draw(st.booleans()) if kueue_cpu is None else kueue_cpu
     mem = draw(st.booleans()) if kueue_mem is None else kueue_mem
@@ -134,6 +164,7 @@ def _cluster(draw: st.DrawFn, name: str) -> dict[str, Any]:
     for i, zn in enumerate(znames):
         members[i if i < n_nz else draw(st.integers(0, n_nz - 1))].append(zn)
     c["networkZones"] = [{"name": n, "zones": m} for n, m in zip(nz_names, members, strict=True)]
+    _put(c, "cilium", _maybe(draw, _CILIUM))
     return c
 
 

@@ -11,8 +11,17 @@ compares with ``place_all``:
   order shuffled; later runs also start with pods already bound on random nodes);
 - a job topogate calls unschedulable leaves a pod Pending whose PodScheduled message names a
   reason of the kind topogate gives (node filters, pod (anti-)affinity, spread, GPUs);
-- a job topogate says may split is split by the scheduler in a node state built for it: one pod
-  of one group is bound first, then the nodes of its zone are cordoned and the rest created.
+- a job topogate says may split is split by the scheduler in a node state built for it: the pods
+  it follows are bound first (in the trial's zone, anywhere, or elsewhere: three ways per group
+  and zone), then one pod of one group of that job in the trial's zone, then the nodes of that
+  zone are made full (no room for another pod: a cordon would not keep out a pod that tolerates
+  every taint) and the rest created; each may-split job of a case gets its own such trials, and
+  one whose trials were short of GPUs the pods it follows hold is listed apart;
+- a job topogate calls schedulable, naming no pending risk, is bound whole on empty nodes in some
+  run: left Pending in every run (the first, then up to FOLLOW_UPS more in other orders) is a
+  disagreement; left Pending in one run only is listed (the scheduler's order, not a wrong verdict),
+  and so is a job whose pods wait for what topogate does not model (GPUs of several sizes on one
+  node: packing; GPUs the case's other workloads hold).
 
 Many cases share one scheduler run: each case (and each run of it) gets its own nodes, carrying a
 label its pods select (injected into their nodeSelector), and its own namespaces, so neither
@@ -38,10 +47,12 @@ from cluster_support import Cluster as KubeCluster
 
 from topogate.analysis.map.cluster import _strand_risks
 from topogate.analysis.placement import JobPlacement, place_all
-from topogate.analysis.scheduling import HOSTNAME_LABEL, node_classes
+from topogate.analysis.placement.schedulers import DEFAULT_SCHEDULER, scheduler_of
+from topogate.analysis.scheduling import HOSTNAME_LABEL, node_classes, selector_matches, with_label_keys
 from topogate.inventory.model import Cluster
+from topogate.k8s.dra import ClaimIndex
 from topogate.k8s.jobs import DEFAULT_NAMESPACE, GROUP_LABEL, find_jobs
-from topogate.k8s.kinds import PLAIN_POD_TEMPLATES
+from topogate.k8s.kinds import PLAIN_POD_TEMPLATES, pod_gpus
 from topogate.k8s.podgroups import is_pod_group, read_pod_groups
 from topogate.k8s.pods import plain_template
 
@@ -49,10 +60,15 @@ CASE_LABEL = "oracle.topogate.dev/case"  # on nodes and pods: which case (and ru
 ORACLE_LABEL = "oracle.topogate.dev/pod"  # on every pod the oracle makes, to delete them at once
 GPU = "nvidia.com/gpu"
 IMAGE = "registry.k8s.io/pause:3.10"
-MAX_SPLIT_TRIALS = 4  # (group, zone) pairs tried per case before a split counts as not shown
+MAX_SPLIT_TRIALS = 12  # trials per may-split job (4 (group, zone) pairs, 3 ways each) before it counts as not shown
+BEFORE = ("zone", "anywhere", "elsewhere")  # where a split trial's followed pods go first (see run_batch)
 WORKERS = 4  # connections creating objects at once
 SETTLE = 2.5  # seconds without a change in pod states before a batch counts as settled
+# The same for a follow-up run: longer than the scheduler's longest backoff (10 s), so a pod that
+# waits for another pod bound late is tried again before the run counts as settled.
+PATIENT_SETTLE = 12.0
 BATCH_TIMEOUT = 120.0
+NODE_PODS = "110"  # pods a Node holds (allocatable); "0" confines it (Api.confine)
 
 # What kube-scheduler's PodScheduled message says per filter (the plugins' status messages),
 # and the kinds of topogate reasons each answers.
@@ -61,14 +77,16 @@ FILTER_MESSAGES = {
     "didn't match pod affinity rules": "affinity", "didn't match pod anti-affinity rules": "anti",
     "didn't satisfy existing pods anti-affinity rules": "anti",
     "didn't match pod topology spread constraints": "spread",
-    "were unschedulable": "nodes",  # cordoned: another trial's, for a split
+    "cannot allocate all claims": "devices",
+    "were unschedulable": "nodes",  # cordoned
+    "Too many pods": "nodes",  # confined: another trial's, for a split
 }
 
 
 # The order kube-scheduler's default profile runs its filters in (TaintToleration, NodeAffinity,
 # NodeResourcesFit, ..., PodTopologySpread, InterPodAffinity): a node is reported with the first
 # one it fails, so a reason of a later filter is masked on a node an earlier one rejects.
-FILTER_RANK = {"nodes": 0, "gpus": 1, "spread": 2, "affinity": 3, "anti": 3, "other": 9}
+FILTER_RANK = {"nodes": 0, "gpus": 1, "spread": 2, "affinity": 3, "anti": 3, "devices": 4, "other": 9}
 
 
 def reasons_agree(want: set[str], got: set[str]) -> bool:
@@ -82,6 +100,8 @@ def reason_kinds(reason: str) -> set[str]:
     kinds: set[str] = set()
     if "fits no pool" in reason or "no pool it fits" in reason:
         kinds |= {"nodes", "gpus", "affinity"}
+    if "DeviceClass" in reason or "DRA" in reason:
+        kinds |= {"devices"}
     if "podAffinity" in reason or "no zone left" in reason or "no zone in common" in reason \
             or "waits" in reason or "do not exist" in reason:
         kinds |= {"affinity"}
@@ -130,7 +150,8 @@ def _place(case: Case) -> dict[str, JobPlacement]:
     jobs = find_jobs((o, None) for o in case.objects)
     return place_all(jobs, lambda _j: case.cluster, case.namespace_labels,
                      others=[o for o in case.objects if o.get("kind") in PLAIN_POD_TEMPLATES],
-                     pod_groups=read_pod_groups(case.objects))
+                     pod_groups=read_pod_groups(case.objects),
+                     device_classes=ClaimIndex(case.objects).classes)
 
 
 def pending_risks(case: Case, verdicts: Mapping[str, JobPlacement]) -> dict[str, tuple[str, ...]]:
@@ -139,7 +160,7 @@ def pending_risks(case: Case, verdicts: Mapping[str, JobPlacement]) -> dict[str,
     out = {}
     for j in find_jobs((o, None) for o in case.objects):
         pl = verdicts[j.object_id]
-        out[j.object_id] = (*pl.pending_risks, *_strand_risks(j, pl, case.cluster.zone_label))
+        out[j.object_id] = (*pl.pending_risks, *_strand_risks(j, pl, case.cluster.zone_label, pl.placed_whole))
     return out
 
 
@@ -147,6 +168,11 @@ def uses_workload_api(case: Case) -> bool:
     """PodGroups: the control plane here runs without the Workload API's feature gates
     (GenericWorkload, TopologyAwareWorkloadScheduling), so their constraints cannot be shown."""
     return any(is_pod_group(o) for o in case.objects)
+
+
+def other_scheduler(case: Case) -> bool:
+    """Pods another scheduler places (KAI, Volcano): kube-scheduler here never binds them."""
+    return any(scheduler_of(p.spec) != DEFAULT_SCHEDULER for p in pod_plans(case))
 
 
 def _slug(text: str) -> str:
@@ -193,7 +219,7 @@ def node_objects(cluster: Cluster, tag: str) -> list[dict[str, Any]]:
         for i in range(nc.nodes):
             name = f"{tag}-{_slug(nc.zone)}-{_slug(nc.pool)}-{i}"
             labels = {**nc.label_map, HOSTNAME_LABEL: name, CASE_LABEL: tag}
-            res = {"cpu": "64", "memory": "256Gi", "pods": "110"}
+            res = {"cpu": "64", "memory": "256Gi", "pods": NODE_PODS}
             if nc.gpus_per_node:
                 res[GPU] = str(nc.gpus_per_node)
             taints = [{"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})} for t in nc.taints]
@@ -205,7 +231,67 @@ def node_objects(cluster: Cluster, tag: str) -> list[dict[str, Any]]:
     return out
 
 
-def _pod_spec(spec: Mapping[str, Any], tag: str, ns_map: Mapping[str, str]) -> dict[str, Any]:
+def _attribute(v: Any) -> dict[str, Any]:
+    if isinstance(v, bool):
+        return {"bool": v}
+    if isinstance(v, int):
+        return {"int": v}
+    return {"string": str(v)}
+
+
+def slice_objects(cluster: Cluster, tag: str) -> list[dict[str, Any]]:
+    """A ResourceSlice per node of each pool that declares DRA devices by driver: the devices a
+    driver would publish (resource.k8s.io/v1), created as plain objects; no driver runs, none is
+    needed for the scheduler to allocate a claim and bind its pod."""
+    out = []
+    for z in cluster.zones:
+        for pool in z.pools:
+            entries = [d for d in pool.devices if d.driver]
+            for i in range(pool.nodes):
+                node = f"{tag}-{_slug(z.name)}-{_slug(pool.name)}-{i}"
+                by_driver: dict[str, list[dict[str, Any]]] = {}
+                for d in entries:
+                    devs = by_driver.setdefault(d.driver, [])
+                    for _ in range(d.count):
+                        devs.append({"name": f"dev-{len(devs)}",
+                                     "attributes": {k: _attribute(v) for k, v in d.attributes}})
+                for j, (driver, devs) in enumerate(sorted(by_driver.items())):
+                    out.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                "metadata": {"name": f"{node}-{j}", "labels": {CASE_LABEL: tag}},
+                                "spec": {"driver": driver, "nodeName": node,
+                                         "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                                         "devices": devs}})
+    return out
+
+
+def claim_objects(case: Case, plans: Sequence[PodPlan], ns_map: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The ResourceClaims the pods name: one per pod and template (what the resourceclaim
+    controller makes, named here so the pod can name it), and the shared ones of the manifests."""
+    templates = {(str(o["metadata"].get("namespace") or DEFAULT_NAMESPACE), o["metadata"]["name"]): o
+                 for o in case.objects if o.get("kind") == "ResourceClaimTemplate"}
+    shared = {(str(o["metadata"].get("namespace") or DEFAULT_NAMESPACE), o["metadata"]["name"]): o
+              for o in case.objects if o.get("kind") == "ResourceClaim"}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in plans:
+        for c in p.spec.get("resourceClaims") or []:
+            if c.get("resourceClaimTemplateName"):
+                t = templates.get((p.namespace, c["resourceClaimTemplateName"]))
+                if t is not None:
+                    name = f"{p.name}-{_slug(c['name'])}"
+                    out[(p.namespace, name)] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                                "metadata": {"name": name, "namespace": ns_map[p.namespace]},
+                                                "spec": copy.deepcopy(t["spec"]["spec"])}
+            elif c.get("resourceClaimName"):
+                o = shared.get((p.namespace, c["resourceClaimName"]))
+                if o is not None:
+                    out[(p.namespace, o["metadata"]["name"])] = {
+                        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                        "metadata": {"name": o["metadata"]["name"], "namespace": ns_map[p.namespace]},
+                        "spec": copy.deepcopy(o["spec"])}
+    return list(out.values())
+
+
+def _pod_spec(spec: Mapping[str, Any], tag: str, ns_map: Mapping[str, str], pod: str = "") -> dict[str, Any]:
     s = copy.deepcopy(dict(spec))
     sel = s.get("nodeSelector")
     sel = sel if isinstance(sel, dict) else {}
@@ -219,6 +305,10 @@ def _pod_spec(spec: Mapping[str, Any], tag: str, ns_map: Mapping[str, str]) -> d
         s.pop(k, None)
     s["restartPolicy"] = "Never"
     s["terminationGracePeriodSeconds"] = 0
+    for c in s.get("resourceClaims") or []:  # the claim claim_objects made for this pod
+        if c.get("resourceClaimTemplateName"):
+            del c["resourceClaimTemplateName"]
+            c["resourceClaimName"] = f"{pod}-{_slug(c['name'])}"
     aff = s.get("affinity") or {}
     for which in ("podAffinity", "podAntiAffinity"):
         block = aff.get(which) or {}
@@ -236,7 +326,7 @@ def pod_object(p: PodPlan, tag: str, ns_map: Mapping[str, str]) -> dict[str, Any
     labels = {**p.labels, CASE_LABEL: tag, ORACLE_LABEL: "1"}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": p.name, "namespace": ns_map[p.namespace], "labels": labels},
-            "spec": _pod_spec(p.spec, tag, ns_map)}
+            "spec": _pod_spec(p.spec, tag, ns_map, p.name)}
 
 
 def blocker(tag: str, node: dict[str, Any], i: int, ns: str, rng: random.Random) -> dict[str, Any]:
@@ -308,6 +398,12 @@ class Api:
             self.call("POST", "/api/v1/nodes", obj)  # a Node keeps the status it is created with
         elif kind == "Pod":
             self.call("POST", f"/api/v1/namespaces/{md['namespace']}/pods", obj)
+        elif kind == "DeviceClass":
+            self.call("POST", "/apis/resource.k8s.io/v1/deviceclasses", obj, ok=(201, 409))
+        elif kind == "ResourceSlice":
+            self.call("POST", "/apis/resource.k8s.io/v1/resourceslices", obj)
+        elif kind == "ResourceClaim":
+            self.call("POST", f"/apis/resource.k8s.io/v1/namespaces/{md['namespace']}/resourceclaims", obj)
         else:
             raise AssertionError(f"no path for {kind}")
 
@@ -315,13 +411,25 @@ class Api:
         out: list[dict[str, Any]] = self.call("GET", f"/api/v1/pods?labelSelector={selector}")["items"]
         return out
 
-    def cordon(self, node: str, on: bool = True) -> None:
-        self.call("PATCH", f"/api/v1/nodes/{node}", {"spec": {"unschedulable": on}},
+    def confine(self, node: str, on: bool = True) -> None:
+        """Make a node full (room for no more pods) or give it its room back. Not a cordon: a pod
+        that tolerates every taint tolerates node.kubernetes.io/unschedulable too, and the
+        scheduler's NodeUnschedulable filter lets it onto a cordoned node; a full node keeps out
+        every pod, and changes neither spread domains nor affinity counting (they read labels,
+        taints and pods, not room)."""
+        self.call("PATCH", f"/api/v1/nodes/{node}/status",
+                  {"status": {"allocatable": {"pods": "0" if on else NODE_PODS}}},
                   content_type="application/merge-patch+json")
 
     def delete_pods(self, namespace: str) -> None:
         self.call("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0",
                   {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+
+    def delete_claims(self, namespace: str) -> None:
+        self.call("DELETE", f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims")
+
+    def delete_slices(self, selector: str) -> None:
+        self.call("DELETE", f"/apis/resource.k8s.io/v1/resourceslices?labelSelector={selector}")
 
     def delete_nodes(self, selector: str) -> None:
         self.call("DELETE", f"/api/v1/nodes?labelSelector={selector}")
@@ -336,15 +444,29 @@ class Trial:
     verdicts: Mapping[str, JobPlacement]
     risks: Mapping[str, tuple[str, ...]]  # per job: what topogate warns may leave pods Pending
     tag: str  # node names, the case label and the namespaces' prefix
-    mode: str  # "plain", or "split:<group>": that group's first pod goes first, then its zone is cordoned
+    mode: str  # "plain", or "split:<job>|<group>@<zone>" (see split_groups)
     seed: int
     blockers: bool  # start with pods already bound on random nodes
+    before_in: str = BEFORE[0]  # where a split trial's followed pods go first (one of BEFORE)
+    patient: bool = False  # settle with PATIENT_SETTLE (a follow-up run)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     ns_map: dict[str, str] = field(default_factory=dict)
+    before: list[dict[str, Any]] = field(default_factory=list)  # a split trial's pods of the other workloads
     first: list[dict[str, Any]] = field(default_factory=list)
     rest: list[dict[str, Any]] = field(default_factory=list)
     pre: list[dict[str, Any]] = field(default_factory=list)
     plan_of: dict[str, PodPlan] = field(default_factory=dict)  # pod name -> its plan
+    dra: list[dict[str, Any]] = field(default_factory=list)  # DeviceClasses, ResourceSlices, ResourceClaims
+
+    @property
+    def split(self) -> tuple[str, str, str] | None:
+        """(job, group, zone) of a split trial: that group's first pod goes first, confined to that
+        zone; then that zone is confined instead and the rest created."""
+        if not self.mode.startswith("split:"):
+            return None
+        rest, zone = self.mode.split(":", 1)[1].rsplit("@", 1)
+        job, group = rest.split("|", 1)
+        return job, group, zone
 
     def build(self) -> None:
         rng = random.Random(self.seed)
@@ -353,12 +475,35 @@ class Trial:
         nss = sorted({p.namespace for p in plans})
         self.ns_map = {n: f"{self.tag}-{_slug(n)}"[:63] for n in nss}
         self.plan_of = {p.name: p for p in plans}
+        self.dra = [*(o for o in self.case.objects if o.get("kind") == "DeviceClass"),
+                    *slice_objects(self.case.cluster, self.tag), *claim_objects(self.case, plans, self.ns_map)]
         pods = [pod_object(p, self.tag, self.ns_map) for p in plans]
         if self.mode != "plain" or self.seed % 2:
             rng.shuffle(pods)
-        if self.mode.startswith("split:"):
-            group = self.mode.split(":", 1)[1].split("@", 1)[0]
-            i = next(i for i, p in enumerate(pods) if self.plan_of[p["metadata"]["name"]].group == group)
+        split = self.split
+        if split is not None:
+            # The pods the job's podAffinity follows (and what they follow) run first, as they
+            # would in a cluster the job comes to; then the job's chosen pod in the chosen zone,
+            # then the rest of the job. The case's other workloads are left out: a split is
+            # about this job's placements, not GPUs another job holds or a pod it repels.
+            job, group, _ = split
+            # Not a followed pod that repels the group following it (or that group it): a race the
+            # pod coming first would win.
+            followed = {k for k in _followed(plans, job)
+                        if not any(_selects(q, self.plan_of_group(k)) and (
+                            _repels(self.plan_of_group(k), q) or _repels(q, self.plan_of_group(k)))
+                            for q in plans if q.job == job)}
+            # A followed pod that itself follows the job's pods cannot go before them: it comes
+            # with the rest.
+            waits = {k for k in followed if any(_selects(self.plan_of_group(k), q) for q in plans if q.job == job)}
+
+            def key(p: dict[str, Any]) -> tuple[str, str]:
+                plan = self.plan_of[p["metadata"]["name"]]
+                return plan.job, plan.group
+
+            self.before = [p for p in pods if key(p) in followed - waits]
+            pods = [p for p in pods if key(p)[0] == job or key(p) in waits]
+            i = next(i for i, p in enumerate(pods) if key(p) == (job, group))
             self.first = [pods.pop(i)]
         self.rest = pods
         if self.blockers and self.nodes:
@@ -367,10 +512,55 @@ class Trial:
             self.pre = [blocker(self.tag, rng.choice(self.nodes), i, ns, rng)
                         for i in range(rng.randint(1, max(1, len(self.nodes) // 2)))]
 
+    def plan_of_group(self, k: tuple[str, str]) -> PodPlan:
+        return next(p for p in self.plan_of.values() if (p.job, p.group) == k)
+
     @property
     def zone_of(self) -> dict[str, str]:
         zk = self.case.cluster.zone_label
         return {n["metadata"]["name"]: n["metadata"]["labels"][zk] for n in self.nodes}
+
+
+def _selects(plan: PodPlan, other: PodPlan) -> bool:
+    """Whether a required podAffinity term of `plan` can match the pods of `other`."""
+    aff = (plan.spec.get("affinity") or {}).get("podAffinity") or {}
+    for t in aff.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+        nss = t.get("namespaces") or [plan.namespace]
+        if "namespaceSelector" not in t and other.namespace not in nss:
+            continue
+        sel = with_label_keys(t.get("labelSelector"), plan.labels, t.get("matchLabelKeys"), t.get("mismatchLabelKeys"))
+        if selector_matches(sel, other.labels):
+            return True
+    return False
+
+
+def _repels(plan: PodPlan, other: PodPlan) -> bool:
+    """Whether a required podAntiAffinity term of `plan` can match the pods of `other`: a race,
+    which the pod going second loses."""
+    anti = (plan.spec.get("affinity") or {}).get("podAntiAffinity") or {}
+    for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+        nss = t.get("namespaces") or [plan.namespace]
+        if "namespaceSelector" not in t and other.namespace not in nss:
+            continue
+        sel = with_label_keys(t.get("labelSelector"), plan.labels, t.get("matchLabelKeys"), t.get("mismatchLabelKeys"))
+        if selector_matches(sel, other.labels):
+            return True
+    return False
+
+
+def _followed(plans: Sequence[PodPlan], job: str) -> set[tuple[str, str]]:
+    """(job, group) of every pod outside `job` that its required podAffinity follows, directly
+    or through what those follow."""
+    groups = {(p.job, p.group): p for p in plans}
+    todo = [k for k in groups if k[0] == job]
+    seen: set[tuple[str, str]] = set()
+    while todo:
+        k = todo.pop()
+        for other, q in groups.items():
+            if other not in seen and other[0] != job and _selects(groups[k], q):
+                seen.add(other)
+                todo.append(other)
+    return seen
 
 
 def _scheduled_message(pod: Mapping[str, Any]) -> str | None:
@@ -392,9 +582,9 @@ def _state(pods: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
     return out
 
 
-def settle(api: Api, timeout: float = BATCH_TIMEOUT) -> dict[tuple[str, str], dict[str, Any]]:
+def settle(api: Api, timeout: float = BATCH_TIMEOUT, quiet: float = SETTLE) -> dict[tuple[str, str], dict[str, Any]]:
     """Wait until every oracle pod is bound, or the unbound ones have all been tried and nothing
-    changed for SETTLE seconds; the pods by (namespace, name)."""
+    changed for `quiet` seconds; the pods by (namespace, name)."""
     deadline = time.monotonic() + timeout
     last: dict[tuple[str, str], str] = {}
     since = time.monotonic()
@@ -406,7 +596,7 @@ def settle(api: Api, timeout: float = BATCH_TIMEOUT) -> dict[tuple[str, str], di
             last, since = state, now
         done = all(v.startswith("bound:") for v in state.values())
         tried = all(v != "new" for v in state.values())
-        if done or (tried and now - since >= SETTLE) or now > deadline:
+        if done or (tried and now - since >= quiet) or now > deadline:
             return {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
         time.sleep(0.3)
 
@@ -456,10 +646,18 @@ class Report:
     confirmed_splits: int = 0
     verdicts: dict[str, int] = field(default_factory=dict)  # verdict -> jobs
     # Jobs topogate calls schedulable, with no pending risk named, that the scheduler's own
-    # choices left partly Pending on empty nodes (packing, spreading): listed, not failed, since
-    # topogate's verdict is about some placement existing, which these do not contradict.
+    # choices left partly Pending on empty nodes in one run but bound whole in another (its order,
+    # spreading): listed, not failed, since topogate's verdict is about some placement existing.
     stranded: list[str] = field(default_factory=list)
+    # Left Pending where the case depends on what topogate does not model: GPUs of several sizes
+    # on shared nodes (which packing the scheduler picks), or GPUs other workloads of the case hold.
+    apart: list[str] = field(default_factory=list)
     split_shown: set[tuple[str, str]] = field(default_factory=set)  # (case, job) a split trial split
+    # (case, job) whose split trial left it short of GPUs the pods it follows hold
+    split_contended: set[tuple[str, str]] = field(default_factory=set)
+    # (case, job) -> the first empty-node plain run that left it Pending with nothing said.
+    pending_runs: dict[tuple[str, str], str] = field(default_factory=dict)
+    bound_whole: set[tuple[str, str]] = field(default_factory=set)  # (case, job) bound whole on empty nodes
 
     phases: dict[str, float] = field(default_factory=dict)  # seconds per phase of the batches
     _mark: float = 0.0
@@ -473,7 +671,8 @@ class Report:
         v = ", ".join(f"{n} {k}" for k, n in sorted(self.verdicts.items()))
         return (f"{self.cases} cases ({v}), {self.trials} trials in {self.batches} scheduler batches, "
                 f"{self.pods} pods, {self.confirmed_splits} splits shown, {len(self.stranded)} left Pending "
-                f"by the scheduler's choices, {len(self.disagreements)} disagreements, {self.seconds:.1f} s ("
+                f"by the scheduler's order in one run, {len(self.apart)} packing- or contention-dependent, "
+                f"{len(self.disagreements)} disagreements, {self.seconds:.1f} s ("
                 + ", ".join(f"{k} {v:.1f} s" for k, v in self.phases.items()) + ")")
 
 
@@ -483,22 +682,23 @@ def verdict(p: JobPlacement) -> str:
     return "colocated" if p.colocated else "may-split"
 
 
-def split_groups(case: Case, verdicts: Mapping[str, JobPlacement]) -> list[str]:
-    """(group, zone) pairs of the case's may-split jobs as "group@zone", groups with the fewest
-    zones first: that group's first pod is bound in that zone (the trial's other nodes cordoned
-    meanwhile), then that zone is cordoned instead, which pushes the rest elsewhere."""
+def split_groups(case: Case, verdicts: Mapping[str, JobPlacement]) -> dict[str, list[str]]:
+    """Per may-split job, its (group, zone) pairs as "job|group@zone", groups with the fewest zones
+    first: that group's first pod is bound in that zone (the trial's other nodes confined
+    meanwhile), then that zone is confined instead, which pushes the rest elsewhere."""
     plans = {(q.job, q.group) for q in pod_plans(case)}
-    out: list[tuple[int, str, str]] = []
+    out: dict[str, list[str]] = {}
     for jid, p in sorted(verdicts.items()):
         if verdict(p) == "may-split":
-            out += [(len(g.zones), g.name, z) for g in p.groups if g.pods > 0 and (jid, g.name) in plans
-                    for z in g.zones]
-    return list(dict.fromkeys(f"{n}@{z}" for _, n, z in sorted(out)))
+            pairs = sorted((len(g.zones), g.name, z) for g in p.groups if g.pods > 0 and (jid, g.name) in plans
+                           for z in g.zones)
+            out[jid] = list(dict.fromkeys(f"{jid}|{n}@{z}" for _, n, z in pairs))
+    return out
 
 
 def trials_of(case: Case, index: int, runs: int, seed: int) -> list[Trial]:
-    """Plain runs (the first in manifest order on empty nodes, later ones shuffled and with pods
-    already running), and for a job that may split a trial with its most confined group first."""
+    """Plain runs (the first on empty nodes, later ones shuffled and with pods already running),
+    and for each job that may split a trial with its most confined group first."""
     verdicts = placements(case)
     risks = pending_risks(case, verdicts)
     out = [Trial(case, verdicts, risks, f"o{seed % 1000}-{index}-r{r}", "plain", seed + r, blockers=r > 0)
@@ -507,14 +707,29 @@ def trials_of(case: Case, index: int, runs: int, seed: int) -> list[Trial]:
     return out
 
 
-def split_trials(case: Case, index: int, seed: int, k: int) -> list[Trial]:
-    """The k-th split trial of the case (its k-th group first), if it has one."""
+def split_trials(case: Case, index: int, seed: int, k: int, shown: Iterable[tuple[str, str]] = ()) -> list[Trial]:
+    """The k-th split trial of each may-split job of the case (its k-th group and zone first) whose
+    split no trial has shown yet."""
     verdicts = placements(case)
-    groups = split_groups(case, verdicts)
-    if k >= min(len(groups), MAX_SPLIT_TRIALS):
-        return []
-    return [Trial(case, verdicts, pending_risks(case, verdicts), f"o{seed % 1000}-{index}-s{k}",
-                  f"split:{groups[k]}", seed + 100 + k, False)]
+    done = set(shown)
+    out = []
+    for j, (jid, modes) in enumerate(sorted(split_groups(case, verdicts).items())):
+        # Each pair three ways: the pods the job follows first in the pair's zone too, anywhere,
+        # or in the other zones (in the zone they may fill its GPUs, or be what the rest follows).
+        n = len(BEFORE)
+        if (case.name, jid) in done or k >= min(n * len(modes), MAX_SPLIT_TRIALS):
+            continue
+        out.append(Trial(case, verdicts, pending_risks(case, verdicts), f"o{seed % 1000}-{index}-s{k}j{j}",
+                         f"split:{modes[k // n]}", seed + 100 + k, False, before_in=BEFORE[k % n]))
+    return out
+
+
+def follow_up_trials(case: Case, index: int, seed: int, k: int) -> list[Trial]:
+    """Another plain run on empty nodes, in another order and settled with more patience: does the
+    scheduler leave the job Pending again?"""
+    verdicts = placements(case)
+    return [Trial(case, verdicts, pending_risks(case, verdicts), f"o{seed % 1000}-{index}-p{k}", "plain",
+                  seed + 201 + 2 * k, False, patient=True)]
 
 
 def _each(api: Api, objects: Sequence[Any], what: Any = None) -> None:
@@ -543,12 +758,31 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
     _each(api, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
                 for t in trials for ns in t.ns_map.values()])
     _each(api, [n for t in trials for n in t.nodes])
+    _each(api, [o for t in trials for o in t.dra])
     _each(api, [b for t in trials for b in t.pre])
     splits = [t for t in trials if t.first]
+
+    def others(ts: Sequence[Trial]) -> list[str]:
+        return [n for t in ts for n, z in t.zone_of.items() if z != (t.split or ("", "", ""))[2]]
+
+    def inside(ts: Sequence[Trial]) -> list[str]:
+        return [n for t in ts for n, z in t.zone_of.items() if z == (t.split or ("", "", ""))[2]]
+
+    if any(t.before for t in splits):
+        # The pods the job follows: in the trial's zone first, or in the other zones, where the
+        # trial asks so (where they can go there); then the rest of them wherever they can.
+        held = [*others([t for t in splits if t.before_in == "zone"]),
+                *inside([t for t in splits if t.before_in == "elsewhere"])]
+        _each(api, held, Api.confine)
+        _each(api, [p for t in splits for p in t.before])
+        report.phase("create", started)
+        settle(api)
+        if held:
+            _each(api, held, lambda a, n: a.confine(n, False))
+            settle(api)
+        report.phase("settle other workloads", started)
     if splits:
-        for t in splits:
-            target = t.mode.rsplit("@", 1)[1]
-            _each(api, [n for n, z in t.zone_of.items() if z != target], Api.cordon)
+        _each(api, others(splits), Api.confine)
         for t in splits:
             for p in t.first:
                 api.create(p)
@@ -560,7 +794,7 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
             bound = (got.get("spec") or {}).get("nodeName")
             zone = t.zone_of[bound] if bound else ""
             for name, z in t.zone_of.items():
-                api.cordon(name, z == zone)
+                api.confine(name, z == zone)
     # Round-robin over the trials, each trial's pods on one connection in the trial's own order.
     lanes: list[list[dict[str, Any]]] = [[] for _ in range(WORKERS)]
     for i, t in enumerate(trials):
@@ -571,17 +805,44 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
         for f in [pool.submit(_create_all, a, lane) for a, lane in zip(apis, lanes, strict=True)]:
             f.result()
     report.phase("create", started)
-    pods = settle(api)
+    pods = settle(api, quiet=PATIENT_SETTLE if any(t.patient for t in trials) else SETTLE)
     report.phase("settle", started)
     for t in trials:
         judge(t, pods, report)
         report.trials += 1
-        report.pods += len(t.first) + len(t.rest)
+        report.pods += len(t.before) + len(t.first) + len(t.rest)
     _each(api, [ns for t in trials for ns in t.ns_map.values()], Api.delete_pods)
+    if any(t.dra for t in trials):
+        _each(api, [ns for t in trials for ns in t.ns_map.values()], Api.delete_claims)
+        api.delete_slices(CASE_LABEL)
     api.delete_nodes(CASE_LABEL)
     report.phase("clean up", started)
     report.batches += 1
     report.seconds += time.monotonic() - started
+
+
+def _apart(t: Trial, jid: str, messages: Sequence[str]) -> str:
+    """Why a job left Pending depends on what topogate does not model, or "": GPUs of several sizes
+    on shared nodes (the scheduler's packing), GPUs held by the case's other workloads (any pod
+    of the trial short of GPUs, where another workload asks for them: the job may wait for a pod
+    that waits for GPUs)."""
+    plans = pod_plans(t.case)
+    sizes = {pod_gpus(dict(p.spec)) for p in plans} - {0}
+    if len(sizes) > 1:
+        return "GPUs of several sizes: packing"
+    others = any(p.job != jid and pod_gpus(dict(p.spec)) for p in plans)
+    if others and any(f"Insufficient {GPU}" in m for m in messages):
+        return "GPUs held by the case's other workloads"
+    return ""
+
+
+def _trial_messages(t: Trial, pods: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[str]:
+    """Every PodScheduled message of the trial's pods left Pending."""
+    out = []
+    for p in pods.values():
+        if p["metadata"]["labels"].get(CASE_LABEL) == t.tag and not (p.get("spec") or {}).get("nodeName"):
+            out.append(_scheduled_message(p) or "")
+    return out
 
 
 def judge(t: Trial, pods: Mapping[tuple[str, str], Mapping[str, Any]], report: Report) -> None:
@@ -604,15 +865,21 @@ def judge(t: Trial, pods: Mapping[tuple[str, str], Mapping[str, Any]], report: R
         where = "; ".join(f"{g}: {', '.join(sorted(z))}" for g, z in sorted(zones.items()))
         said = verdict(pl)
         who = f"{t.case.name} [{t.mode}, seed {t.seed}{', pods running' if t.blockers else ''}] {jid}"
-        if t.mode.startswith("split:"):
-            if len(used) > 1:
+        shortage = any(f"Insufficient {GPU}" in m for _, m in pending)
+        split = t.split
+        if split is not None:
+            if split[0] == jid and len(used) > 1:
                 report.split_shown.add((t.case.name, jid))
+            elif split[0] == jid and shortage and t.before and _apart(t, jid, _trial_messages(t, pods)):
+                report.split_contended.add((t.case.name, jid))
             continue
         if not pending:
             if said == "unschedulable":
                 report.disagreements.append(f"{who}: topogate says unschedulable "
                                             f"({'; '.join(pl.unschedulable_reasons)}), the scheduler bound every pod "
                                             f"({where})")
+            elif not t.blockers:
+                report.bound_whole.add((t.case.name, jid))
             for g, zs in zones.items():
                 gp = pl.group(g)
                 allowed = set(gp.zones) if gp is not None else set()
@@ -630,8 +897,41 @@ def judge(t: Trial, pods: Mapping[tuple[str, str], Mapping[str, Any]], report: R
                     f"{who}: topogate says unschedulable ({'; '.join(pl.unschedulable_reasons)}), the scheduler's "
                     f"reasons are of another kind: {pending[0][1]}")
         if said != "unschedulable" and pending and not t.blockers and not t.risks[jid]:
-            report.stranded.append(f"{who}: topogate says {said} with no pending risk, the scheduler left "
-                                        f"{len(pending)} pod(s) Pending: {pending[0][0].name}: {pending[0][1]}")
+            line = (f"{who}: topogate says {said} with no pending risk, the scheduler left "
+                    f"{len(pending)} pod(s) Pending: {pending[0][0].name}: {pending[0][1]}")
+            why = _apart(t, jid, _trial_messages(t, pods))
+            if why:
+                report.apart.append(f"{line} ({why})")
+            else:
+                report.pending_runs.setdefault((t.case.name, jid), line)
+
+
+@dataclass
+class Bound:
+    pods: list[dict[str, Any]]
+    claims: list[dict[str, Any]]
+    zone_of: dict[str, str]
+
+
+def bound_once(api: Api, case: Case, tag: str) -> Bound:
+    """One plain run of a case on empty nodes, its pods (and their ResourceClaims) as the
+    scheduler left them; everything is deleted afterwards."""
+    t = Trial(case, placements(case), pending_risks(case, placements(case)), tag, "plain", 0, False)
+    t.build()
+    try:
+        _each(api, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in t.ns_map.values()])
+        _each(api, t.nodes)
+        _each(api, t.dra)
+        _create_all(api, t.rest)
+        pods = [p for p in settle(api).values() if p["metadata"]["labels"].get(CASE_LABEL) == tag]
+        claims = [c for ns in t.ns_map.values()
+                  for c in api.call("GET", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims")["items"]]
+        return Bound(pods, claims, t.zone_of)
+    finally:
+        _each(api, list(t.ns_map.values()), Api.delete_pods)
+        _each(api, list(t.ns_map.values()), Api.delete_claims)
+        api.delete_slices(CASE_LABEL)
+        api.delete_nodes(CASE_LABEL)
 
 
 def _batched(api: Api, shared: Sequence[Trial], alone: Sequence[Trial], report: Report,
@@ -652,33 +952,52 @@ def _batched(api: Api, shared: Sequence[Trial], alone: Sequence[Trial], report: 
         run_batch(api, [t], report)
 
 
+def _run(api: Api, trials: Sequence[Trial], report: Report, max_nodes: int, max_pods: int) -> None:
+    _batched(api, [t for t in trials if not needs_own_batch(t.case)], [t for t in trials if needs_own_batch(t.case)],
+             report, max_nodes, max_pods)
+
+
+FOLLOW_UPS = 2  # more empty-node runs for a job one left Pending with nothing said
+
+
 def run_cases(api: Api, cases: Sequence[Case], *, runs: int = 2, seed: int = 0,
               max_nodes: int = 400, max_pods: int = 1200) -> Report:
     """Every case in as few scheduler batches as the node and pod budgets allow."""
     report = Report(cases=len(cases))
-    shared: list[Trial] = []
-    alone: list[Trial] = []
+    first: list[Trial] = []
     for i, c in enumerate(cases):
         ts = trials_of(c, i, runs, seed + 1000 * i)
-        (alone if needs_own_batch(c) else shared).extend(ts)
+        first.extend(ts)
         for pl in ts[0].verdicts.values():
             report.verdicts[verdict(pl)] = report.verdicts.get(verdict(pl), 0) + 1
-    _batched(api, shared, alone, report, max_nodes, max_pods)
+    _run(api, first, report, max_nodes, max_pods)
     # A split not shown yet gets its next group first, until its groups run out.
     for k in range(1, MAX_SPLIT_TRIALS):
-        more = [t for i, c in enumerate(cases) if any(v == "may-split" and (c.name, j) not in report.split_shown
-                                                     for j, v in ((j, verdict(p)) for j, p in placements(c).items()))
-                for t in split_trials(c, i, seed + 1000 * i, k)]
+        more = [t for i, c in enumerate(cases) for t in split_trials(c, i, seed + 1000 * i, k, report.split_shown)]
         if not more:
             break
-        _batched(api, [t for t in more if not needs_own_batch(t.case)], [t for t in more if needs_own_batch(t.case)],
-                 report, max_nodes, max_pods)
+        _run(api, more, report, max_nodes, max_pods)
+    # A job left Pending on empty nodes with nothing said runs again, in other orders.
+    for k in range(FOLLOW_UPS):
+        again = {case for case, jid in report.pending_runs if (case, jid) not in report.bound_whole}
+        more = [t for i, c in enumerate(cases) if c.name in again for t in follow_up_trials(c, i, seed + 1000 * i, k)]
+        if not more:
+            break
+        _run(api, more, report, max_nodes, max_pods)
+    for (case, jid), line in sorted(report.pending_runs.items()):
+        if (case, jid) in report.bound_whole:
+            report.stranded.append(line)
+        else:
+            report.disagreements.append(f"{line}; left Pending on empty nodes in every run ({1 + FOLLOW_UPS})")
     for c in cases:
         verdicts = placements(c)
         for jid, pl in sorted(verdicts.items()):
             if verdict(pl) == "may-split":
                 if (c.name, jid) in report.split_shown:
                     report.confirmed_splits += 1
+                elif (c.name, jid) in report.split_contended:
+                    report.apart.append(f"{c.name} {jid}: topogate says it may split, no trial split it: the pods "
+                                        "it follows hold the GPUs it needs (contention between workloads)")
                 else:
                     report.disagreements.append(f"{c.name} {jid}: topogate says it may split "
                                                 f"({'; '.join(pl.may_split_reasons)}), no trial split it")

@@ -154,6 +154,30 @@ def test_import_reads_the_nodes_created_through_the_api(kube_cluster: Cluster, e
     assert "gpusPerNode: 8" in live and "taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]" in live
 
 
+def test_import_reads_the_agents_config_through_the_api(kube_cluster: Cluster, eks: dict[str, Any],
+                                                       tmp_path: Path) -> None:
+    """kube-system/cilium-config and the cilium DaemonSet, read with a GET each: the cilium: block."""
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "cilium", "namespace": "kube-system"},
+          "spec": {"selector": {"matchLabels": {"k8s-app": "cilium"}},
+                   "template": {"metadata": {"labels": {"k8s-app": "cilium"}}, "spec": {"containers": [
+                       {"name": "cilium-agent", "image": "quay.io/cilium/cilium:v1.19.3"}]}}}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+          "data": {"cluster-name": "eks-east", "enable-policy": "always"}}
+    kube_cluster.apply(cm, ds)
+    try:
+        code, out, err = run("import", "--kubeconfig", str(kube_cluster.kubeconfig), "--cluster-name", "eks",
+                             "-o", str(tmp_path / "live.yaml"))
+        assert (code, err) == (0, ""), out
+        text = (tmp_path / "live.yaml").read_text()
+        block = yaml.safe_load(text)["clusters"][0]["cilium"]
+        assert block == {"version": "1.19.3", "policyEnforcement": "always", "clusterName": "eks-east",
+                         "kubeAPIServer": "world"}
+        assert "could not read" not in out
+    finally:
+        kube_cluster.kubectl("delete", "-n", "kube-system", "configmap/cilium-config", "daemonset/cilium",
+                             "--wait=false")
+
+
 def test_drift_is_clean_against_the_nodes_it_was_imported_from(kube_cluster: Cluster, eks: dict[str, Any]) -> None:
     code, out, err = run("drift", INV, "--kubeconfig", str(kube_cluster.kubeconfig))
     assert (code, err) == (0, "")

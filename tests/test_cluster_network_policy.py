@@ -1,7 +1,8 @@
-"""ClusterNetworkPolicy (policy.networking.k8s.io/v1alpha2) as Cilium 1.20 enforces it: the
+"""ClusterNetworkPolicy (policy.networking.k8s.io/v1alpha2) as Cilium 1.20 enforces it with the
+hidden enable-k8s-cluster-network-policy (the inventory's cilium.enableK8sClusterNetworkPolicy): the
 Admin tier before CiliumNetworkPolicy/NetworkPolicy, the Baseline tier after them, Accept, Deny
-and Pass, priorities and rule order; and the v1alpha1 AdminNetworkPolicy pair, which Cilium does
-not read, named and left out.
+and Pass, priorities and rule order; without that flag (its default) not enforced at all and said
+so; and the v1alpha1 AdminNetworkPolicy pair, which Cilium does not read, named and left out.
 
 Each case asserts the verdict and the rule that decided it, so a case fails if the flow is
 allowed or denied for the wrong reason. The objects are checked against the upstream CRD schema
@@ -16,10 +17,11 @@ from typing import Any
 
 import pytest
 import yaml
+from cilium_support import lab_with_agent
 from click.testing import CliRunner
 from crd_support import network_policy_api_validator
 
-from topogate.analysis.netpolicy import External, PodClass, PolicyError, PolicySet, SourceRef, Verdict
+from topogate.analysis.netpolicy import Agent, External, PodClass, PolicyError, PolicySet, SourceRef, Verdict
 from topogate.cli import main
 
 
@@ -33,9 +35,13 @@ def load(text: str) -> list[dict[str, Any]]:
     return docs
 
 
-def pset(text: str, validate: bool = True) -> PolicySet:
+# The agent that reads ClusterNetworkPolicy: Cilium 1.20 with enable-k8s-cluster-network-policy.
+READS_KCNP = Agent(enable_k8s_cluster_network_policy=True)
+
+
+def pset(text: str, validate: bool = True, agent: Agent = READS_KCNP) -> PolicySet:
     docs = load(text) if validate else [d for d in yaml.safe_load_all(text) if d]
-    return PolicySet.from_objects((d, SourceRef("case.yaml", i + 1, 1)) for i, d in enumerate(docs))
+    return PolicySet.from_objects(((d, SourceRef("case.yaml", i + 1, 1)) for i, d in enumerate(docs)), agent=agent)
 
 
 def pod(ns: str, name: str) -> PodClass:
@@ -89,6 +95,18 @@ def test_an_admin_deny_wins_over_a_cilium_allow() -> None:
 def test_without_the_cluster_network_policy_the_cilium_allow_decides() -> None:
     ps = pset(CNP_ALLOW_ALL_TO_XB)
     assert decided(ps.evaluate(YA, XB, 8080, "TCP")) == "allowed ingress[0] CiliumNetworkPolicy/x/open-b"
+
+
+def test_an_agent_without_the_hidden_flag_enforces_no_cluster_network_policy() -> None:
+    """1.20.2's default (enable-k8s-cluster-network-policy false, pkg/defaults): the agent does not
+    watch ClusterNetworkPolicy, so the Admin deny blocks nothing, and the user is told."""
+    ps = pset(ADMIN_DENY_X + "---" + CNP_ALLOW_ALL_TO_XB, agent=Agent())
+    assert decided(ps.evaluate(YA, XB, 8080, "TCP")) == "allowed ingress[0] CiliumNetworkPolicy/x/open-b"
+    assert any("ClusterNetworkPolicy/lock-x" in w and "enable-k8s-cluster-network-policy" in w
+               and "nothing of it is enforced" in w for w in ps.warnings), ps.warnings
+    old = pset(ADMIN_DENY_X + "---" + CNP_ALLOW_ALL_TO_XB,
+               agent=Agent(version="1.19.0", enable_k8s_cluster_network_policy=True))
+    assert decided(old.evaluate(YA, XB, 8080, "TCP")) == "allowed ingress[0] CiliumNetworkPolicy/x/open-b"
 
 
 def test_an_admin_accept_wins_over_a_cilium_deny_and_over_default_deny() -> None:
@@ -194,6 +212,49 @@ def test_the_baseline_tier_decides_only_what_no_policy_of_the_normal_tier_does()
     assert decided(ps.evaluate(YA, XA, 80, "TCP")) == "denied ingress[0] ClusterNetworkPolicy/baseline"
 
 
+def test_a_baseline_accept_allows_what_a_networkpolicy_isolates() -> None:
+    """1.20.2's engine (tests/test_cilium_oracle.py): default deny is the absence of an allow, so
+    the Baseline tier's Accept lets in what a NetworkPolicy isolates with no rule of its own (the
+    Kubernetes API would have the NetworkPolicy win)."""
+    ps = pset("""
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: isolate, namespace: x}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+---
+apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: baseline-accept}
+spec:
+  tier: Baseline
+  priority: 10
+  subject: {namespaces: {}}
+  ingress:
+  - {action: Accept, from: [{namespaces: {}}]}
+""")
+    assert decided(ps.evaluate(YA, XB, 80, "TCP")) == "allowed ingress[0] ClusterNetworkPolicy/baseline-accept"
+
+
+def test_a_namespaces_peer_of_notin_alone_selects_every_pod_through_the_aggregate() -> None:
+    """1.20.2's engine: a `namespaces` peer gets no cluster label, so a selector of NotIn alone
+    matches the cluster's aggregate identity, and the datapath's aggregate lookup applies the rule
+    to every pod, the namespace NotIn names included; and to every address (the world aggregate)."""
+    ps = pset("""
+apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: not-x}
+spec:
+  tier: Admin
+  priority: 10
+  subject: {namespaces: {matchLabels: {kubernetes.io/metadata.name: y}}}
+  ingress:
+  - action: Deny
+    from: [{namespaces: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [x]}]}}]
+""")
+    assert decided(ps.evaluate(XA, YA, 80, "TCP")) == "denied ingress[0] ClusterNetworkPolicy/not-x"
+    assert decided(ps.evaluate(External(cidr="203.0.113.7/32"), YA, 80, "TCP")) == "denied ingress[0] ClusterNetworkPolicy/not-x"
+
+
 def test_protocols_narrow_a_rule_to_its_ports() -> None:
     ps = pset("""
 apiVersion: policy.networking.k8s.io/v1alpha2
@@ -295,10 +356,17 @@ LAB = str(REPO / "fixtures" / "lab" / "inventory.yaml")
 
 
 @pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def lab_kcnp(tmp_path: Path) -> str:
+    """A copy of the lab whose cluster runs the agent with enable-k8s-cluster-network-policy;
+    `inventory-default.yaml` beside it is the lab's own (no `cilium:` block)."""
+    return str(lab_with_agent(tmp_path, "{enableK8sClusterNetworkPolicy: true}"))
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lab_kcnp: str) -> Path:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "out"
-    assert CliRunner().invoke(main, ["generate", LAB, "-o", str(out)]).exit_code == 0
+    assert CliRunner().invoke(main, ["generate", lab_kcnp, "-o", str(out)]).exit_code == 0
     return out
 
 
@@ -310,8 +378,8 @@ def extra(tmp_path: Path, text: str) -> Path:
     return f.parent
 
 
-def check(tree: Path, more: Path) -> tuple[int, list[dict[str, Any]]]:
-    r = CliRunner().invoke(main, ["check", LAB, str(tree / "clusters" / "lab"), str(more), "--format", "json"])
+def check(tree: Path, more: Path, inventory: str) -> tuple[int, list[dict[str, Any]]]:
+    r = CliRunner().invoke(main, ["check", inventory, str(tree / "clusters" / "lab"), str(more), "--format", "json"])
     assert r.exit_code in (0, 1), r.output
     return r.exit_code, json.loads(r.stdout)["findings"]
 
@@ -329,25 +397,30 @@ spec:
 """
 
 
-def test_an_admin_deny_of_all_ingress_to_the_jobs_namespace_fails_the_check(tree: Path, tmp_path: Path) -> None:
-    code, fs = check(tree, extra(tmp_path, LOCK_ML_DEMO))
+def test_an_admin_deny_of_all_ingress_to_the_jobs_namespace_fails_the_check(tree: Path, tmp_path: Path,
+                                                                           lab_kcnp: str) -> None:
+    code, fs = check(tree, extra(tmp_path, LOCK_ML_DEMO), lab_kcnp)
     blocked = [x for x in fs if x["rule"] == "TG101"]
     assert code == 1 and blocked, fs
     assert all("ingress rule 0 of ClusterNetworkPolicy/lock-ml-demo" in x["message"] for x in blocked), blocked
     # the deciding rule at its own line: the Deny of the policy's ingress[0]
     assert all("extra/cnp.yaml:10:5" in x["message"] for x in blocked), blocked
-    r = CliRunner().invoke(main, ["trace", str(tree / "clusters" / "lab"), str(tmp_path / "extra"), "--inventory", LAB,
-                                  "--from", "ml-demo/PyTorchJob/train/Worker", "--to", "ml-demo/PyTorchJob/train/Master",
-                                  "--port", "23456"])
+    r = CliRunner().invoke(main, ["trace", str(tree / "clusters" / "lab"), str(tmp_path / "extra"), "--inventory",
+                                  lab_kcnp, "--from", "ml-demo/PyTorchJob/train/Worker", "--to",
+                                  "ml-demo/PyTorchJob/train/Master", "--port", "23456"])
     assert r.exit_code == 1 and "ClusterNetworkPolicy/lock-ml-demo" in r.output, r.output
+    # The lab inventory says nothing of the flag: 1.20.2's default agent does not read it.
+    code, fs = check(tree, tmp_path / "extra", str(Path(lab_kcnp).with_name("inventory-default.yaml")))
+    assert code == 0 and not [x for x in fs if x["rule"] == "TG101"], fs
+    assert any(x["rule"] == "TG120" and "enable-k8s-cluster-network-policy" in x["message"] for x in fs), fs
 
 
-def test_a_baseline_deny_does_not_override_the_generated_policies(tree: Path, tmp_path: Path) -> None:
-    code, fs = check(tree, extra(tmp_path, LOCK_ML_DEMO.replace("Admin", "Baseline")))
+def test_a_baseline_deny_does_not_override_the_generated_policies(tree: Path, tmp_path: Path, lab_kcnp: str) -> None:
+    code, fs = check(tree, extra(tmp_path, LOCK_ML_DEMO.replace("Admin", "Baseline")), lab_kcnp)
     assert not [x for x in fs if x["rule"] == "TG101"], fs
 
 
-def test_an_admin_accept_from_every_namespace_opens_the_boundary(tree: Path, tmp_path: Path) -> None:
+def test_an_admin_accept_from_every_namespace_opens_the_boundary(tree: Path, tmp_path: Path, lab_kcnp: str) -> None:
     code, fs = check(tree, extra(tmp_path, """
 apiVersion: policy.networking.k8s.io/v1alpha2
 kind: ClusterNetworkPolicy
@@ -360,7 +433,7 @@ spec:
   - action: Accept
     from: [{namespaces: {matchLabels: {kubernetes.io/metadata.name: tools}}}]
     protocols: [{tcp: {destinationPort: {number: 8080}}}]
-"""))
+"""), lab_kcnp)
     opened = [x for x in fs if x["rule"] in ("TG107", "TG112")]
     assert code == 1 and opened, fs
     assert any("any pod of namespace tools" in x["message"] and "8080/TCP" in x["message"]

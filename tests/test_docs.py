@@ -37,7 +37,7 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
         "topogate explain fixtures/lab/inventory.yaml train fixtures/incident/broken --format mermaid",
         "topogate explain fixtures/multi/inventory.yaml llama-ft --format mermaid",
         "topogate rules",
-        "topogate trace fixtures/trace/lab --from ml-demo/Deployment/gpu-workers --to "
+        "topogate trace fixtures/trace/lab-zone-label --from ml-demo/Deployment/gpu-workers --to "
         "ml-demo/Deployment/coordinator --port 23456",
         "git init -q -b main && git add -A && git -c user.name=ci -c user.email=ci@example.com commit -qm base",
         "topogate replay fixtures/flows/incident-fixed.jsonl fixtures/lab/inventory.yaml fixtures/incident/fixed",
@@ -81,7 +81,9 @@ CONSOLE_BLOCKS: dict[str, list[str]] = {
     "docs/trace.md": [
         "topogate trace fixtures/trace/lab --from ml-demo/Deployment/gpu-workers --to "
         "ml-demo/Deployment/coordinator --port 23456",
-        "topogate trace fixtures/trace/lab --from ml-demo/Deployment/gpu-workers --to "
+        "topogate trace fixtures/trace/lab-zone-label --from ml-demo/Deployment/gpu-workers --to "
+        "ml-demo/Deployment/coordinator --port 23456",
+        "topogate trace fixtures/trace/lab-zone-label --from ml-demo/Deployment/gpu-workers --to "
         "ml-demo/Deployment/coordinator",
         "topogate trace fixtures/trace/lab-pytorchjob/fixed --from ml-demo/PyTorchJob/train/Worker "
         "--to ml-demo/PyTorchJob/train/Master --port rendezvous",

@@ -58,7 +58,7 @@ CASES = [
     ("Node", "metadata.labels", {"node-role": True}, "must be a string"),
     ("Node", "status.allocatable", {"nvidia.com/gpu": "x"}, "must be a whole number"),
     ("Node", "status.allocatable", {"nvidia.com/gpu": "-8"}, "must be a whole number"),
-    ("Node", "status.allocatable", {"nvidia.com/gpu": "8e0"}, "must be a whole number"),
+    ("Node", "status.allocatable", {"nvidia.com/gpu": "8.5"}, "must be a whole number"),
     ("Pod", "spec.nodeName", {"a": 1}, "spec.nodeName must be a scalar"),
     ("Pod", "spec.containers", "x", "spec.containers must be a list"),
     ("Pod", "status.conditions", "x", "status.conditions must be a list"),

@@ -15,6 +15,7 @@ from conftest import FIXTURES, crd_errors, kustomize_build
 
 from topogate.generators import kueue, render_tree
 from topogate.inventory.model import Inventory, KueueConfig
+from topogate.k8s import kueue as kueue_api
 from topogate.k8s.kinds import KUEUE_KINDS
 from topogate.sources.inventory import load_inventory
 
@@ -132,7 +133,7 @@ def test_gpu_only_queue_when_cpu_is_not_declared(tmp_path: Path) -> None:
         "zone-b-cpu": [{"name": "nvidia.com/gpu", "nominalQuota": "0"}]}
     for f in files.values():
         for d in f.docs:
-            if d.get("apiVersion") == kueue.API_VERSION:
+            if d.get("apiVersion") == kueue_api.API_VERSION:
                 _valid(d)
 
 
@@ -157,12 +158,12 @@ def test_quantity_times_nodes(q: str, n: int, want: str) -> None:
 
 def test_the_crd_rules_catch_what_the_api_server_would() -> None:
     # The same CEL rules reject broken objects: the check above can fail.
-    topo = {"apiVersion": kueue.API_VERSION, "kind": "Topology", "metadata": {"name": "t"},
+    topo = {"apiVersion": kueue_api.API_VERSION, "kind": "Topology", "metadata": {"name": "t"},
             "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"},
                                 {"nodeLabel": "topology.kubernetes.io/zone"}]}}
     errs, _ = crd_rule_errors(topo)
     assert any("lowest level" in e for e in errs), errs
-    cq = {"apiVersion": kueue.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": "q"},
+    cq = {"apiVersion": kueue_api.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": "q"},
           "spec": {"resourceGroups": [{"coveredResources": ["cpu", "nvidia.com/gpu"], "flavors": [
               {"name": "f", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}]}]}]}}
     errs, _ = crd_rule_errors(cq)

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, crd_errors, kustomize_build
 
-from topogate.generators import kueue, render_tree
+from topogate.generators import render_tree
 from topogate.inventory.model import Inventory, KueueConfig
 from topogate.k8s import kinds
+from topogate.k8s import kueue as kueue_api
 from topogate.sources.inventory import load_inventory
 
 ZONE = "topology.kubernetes.io/zone"
@@ -73,12 +74,12 @@ def kueue_rules(job: dict[str, Any]) -> list[str]:
     groups: dict[str, list[tuple[str, int, str | None]]] = {}
     for name, pods, tpl in _pod_sets(job):
         ann = (tpl.get("metadata") or {}).get("annotations") or {}
-        req = ann.get(kueue.REQUIRED_TOPOLOGY)
+        req = ann.get(kueue_api.REQUIRED_TOPOLOGY)
         pref = ann.get("kueue.x-k8s.io/podset-preferred-topology")
         if req and pref:
             errs.append(f"{name}: more than one topology annotation")
-        if kueue.GROUP_NAME in ann:
-            g = ann[kueue.GROUP_NAME]
+        if kueue_api.GROUP_NAME in ann:
+            g = ann[kueue_api.GROUP_NAME]
             if g.isdigit():
                 errs.append(f"{name}: group name {g} is a number")
             if not (req or pref):
@@ -109,14 +110,14 @@ def test_every_kind_is_annotated_and_groupable(every_kind: tuple[Inventory, Path
             assert w is not None
             seen.add(job["kind"])
             assert crd_errors(job) == [], (name, crd_errors(job))
-            assert job["metadata"]["labels"][kueue.QUEUE_LABEL] == inv.queue_of(w)
+            assert job["metadata"]["labels"][kueue_api.QUEUE_LABEL] == inv.queue_of(w)
             assert kueue_rules(job) == [], name
             sets = _pod_sets(job)
             group_names = set()
             for ps_name, _, tpl in sets:
                 ann = tpl["metadata"]["annotations"]
-                assert ann[kueue.REQUIRED_TOPOLOGY] == c.zone_label, (name, ps_name)
-                group_names.add(ann.get(kueue.GROUP_NAME))
+                assert ann[kueue_api.REQUIRED_TOPOLOGY] == c.zone_label, (name, ps_name)
+                group_names.add(ann.get(kueue_api.GROUP_NAME))
                 # The network zone stays a required node affinity on every pod set.
                 nz = c.network_zone(w.network_zone)
                 assert nz is not None
@@ -134,7 +135,7 @@ def test_base_annotations_and_labels_are_kept(every_kind: tuple[Inventory, Path]
     assert job["metadata"]["labels"]["team"] == "nlp"
     master = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["metadata"]["annotations"]
     assert master["sidecar.istio.io/inject"] == "false"
-    assert master[kueue.GROUP_NAME] == "llama-ft-pods"
+    assert master[kueue_api.GROUP_NAME] == "llama-ft-pods"
 
 
 def test_jobs_not_placed_by_kueue_carry_nothing_of_it(tmp_path: Path) -> None:
@@ -143,11 +144,11 @@ def test_jobs_not_placed_by_kueue_carry_nothing_of_it(tmp_path: Path) -> None:
     inv = load_inventory(str(src / "inventory.yaml"))
     _tree(inv, src / "out")
     for job in _jobs(src / "out", "gpu-west").values():
-        assert kueue.QUEUE_LABEL not in (job["metadata"].get("labels") or {})
+        assert kueue_api.QUEUE_LABEL not in (job["metadata"].get("labels") or {})
         for _, _, tpl in _pod_sets(job):
             assert not any(k.startswith("kueue.x-k8s.io/") for k in (tpl["metadata"].get("annotations") or {}))
     east = _jobs(src / "out", "gpu-east")
-    assert {j["metadata"]["labels"][kueue.QUEUE_LABEL] for j in east.values()} == {"training", "mpi"}
+    assert {j["metadata"]["labels"][kueue_api.QUEUE_LABEL] for j in east.values()} == {"training", "mpi"}
 
 
 def test_a_job_of_three_pod_sets_is_pinned_not_grouped(tmp_path: Path) -> None:
@@ -180,7 +181,7 @@ workloads:
     assert kueue_rules(job) == []
     for _, _, tpl in _pod_sets(job):
         ann = tpl["metadata"]["annotations"]
-        assert ann == {kueue.REQUIRED_TOPOLOGY: ZONE}
+        assert ann == {kueue_api.REQUIRED_TOPOLOGY: ZONE}
         assert _required_zones(tpl) == [{"us-west-2a"}]
 
 
@@ -189,7 +190,7 @@ def test_kueue_rules_catch_a_bad_group() -> None:
     job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "j"},
            "spec": {"pytorchReplicaSpecs": {
                r: {"replicas": n, "template": {"metadata": {"annotations": {
-                   kueue.REQUIRED_TOPOLOGY: ZONE, kueue.GROUP_NAME: "7"}}, "spec": {"containers": []}}}
+                   kueue_api.REQUIRED_TOPOLOGY: ZONE, kueue_api.GROUP_NAME: "7"}}, "spec": {"containers": []}}}
                for r, n in (("Master", 1), ("Worker", 2), ("Evaluator", 2))}}}
     errs = kueue_rules(job)
     assert any("exactly 2" in e for e in errs) and any("is a number" in e for e in errs), errs

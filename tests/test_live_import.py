@@ -191,6 +191,48 @@ def test_from_file_with_context_is_a_usage_error(tmp_path: Path) -> None:
     assert code == 2 and "--from-file reads no cluster" in stderr
 
 
+def test_import_fills_the_cilium_block_from_the_agents_config(tmp_path: Path) -> None:
+    """The ConfigMap kube-system/cilium-config and the cilium DaemonSet's image become the
+    cluster's `cilium:` block; only the keys that change a verdict are read."""
+    import json
+
+    nodes = json.loads(EKS.read_text())
+    secretish = "do-not-copy-this-value"
+    nodes["items"] += [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+         "data": {"labels": "k8s:app  k8s:io.kubernetes.pod.namespace k8s:topology.kubernetes.io/zone",
+                  "policy-cidr-match-mode": "nodes", "enable-node-selector-labels": "true",
+                  "allow-localhost": "policy", "enable-policy": "default", "cluster-name": "east-1",
+                  "enable-k8s-cluster-network-policy": "false", "clustermesh-config": secretish}},
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "cilium", "namespace": "kube-system"},
+         "spec": {"template": {"spec": {"containers": [
+             {"name": "cilium-agent", "image": "quay.io/cilium/cilium:v1.20.2@sha256:" + "0" * 64}]}}}},
+        # another namespace's ConfigMap of that name is not the agent's
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "default"},
+         "data": {"cluster-name": "wrong"}},
+    ]
+    snap = tmp_path / "cluster.json"
+    snap.write_text(json.dumps(nodes))
+    out = tmp_path / "inventory.yaml"
+    code, stdout, stderr = run("import", "--from-file", str(snap), "-o", str(out))
+    assert (code, stderr) == (0, "")
+    text = out.read_text()
+    assert secretish not in text and secretish not in stdout
+    (c,) = load_inventory(out).clusters
+    assert c.cilium is not None
+    assert (c.cilium.version, c.cilium.labels, c.cilium.policy_cidr_match_mode) == (
+        "1.20.2", ("k8s:app", "k8s:io.kubernetes.pod.namespace", "k8s:topology.kubernetes.io/zone"), ("nodes",))
+    assert (c.cilium.enable_node_selector_labels, c.cilium.allow_localhost, c.cilium.policy_enforcement,
+            c.cilium.cluster_name, c.cilium.enable_k8s_cluster_network_policy) == (True, "policy", "default",
+                                                                                 "east-1", False)
+    assert c.cilium.kube_api_server == "world"  # EKS: the control plane runs outside the nodes
+    assert "kubeAPIServer: world  # a managed control plane (aws's nodes say so)" in text
+    assert "cilium: version 1.20.2, labels k8s:app" in stdout
+    # Without the agent's objects the block is left out: the defaults decide.
+    code, _, _ = run("import", "--from-file", str(EKS), "-o", str(tmp_path / "plain.yaml"))
+    assert code == 0 and load_inventory(tmp_path / "plain.yaml").clusters[0].cilium is None
+
+
 GFD_JOB = """apiVersion: kubeflow.org/v1
 kind: PyTorchJob
 metadata: {name: train}

@@ -140,7 +140,7 @@ def test_check_output_file_that_cannot_be_written_is_exit_2_one_line(tmp_path: P
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_trace_output_with_a_hostile_policy_file_name(tmp_path: Path, fmt: str) -> None:
     lab = tmp_path / "lab"
-    shutil.copytree(FIXTURES / "trace" / "lab", lab)
+    shutil.copytree(FIXTURES / "trace" / "lab-zone-label", lab)  # a denied flow: exit 1
     (lab / "policies.yaml").rename(lab / "::error::pwned\n::stop-commands::t ##[error]x.yaml")
     r = CliRunner().invoke(main, ["trace", str(lab), "--from", "ml-demo/Deployment/gpu-workers",
                                   "--to", "ml-demo/Deployment/coordinator", "--port", "23456",

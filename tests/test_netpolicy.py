@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import require_crds
+from cilium_support import cilium_crd
 
 from topogate.analysis.netpolicy import (
     External,
@@ -38,7 +38,7 @@ def crd_validator(kind: str) -> jsonschema.protocols.Validator:
         "CiliumNetworkPolicy": "ciliumnetworkpolicies.yaml",
         "CiliumClusterwideNetworkPolicy": "ciliumclusterwidenetworkpolicies.yaml",
     }[kind]
-    path = require_crds() / "cilium.io" / fname
+    path = cilium_crd(fname)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with path.open() as fh:
         crd = yaml.load(fh, Loader=loader)
@@ -661,7 +661,9 @@ spec:
   egress:
   - to: [{podSelector: {matchLabels: {pod: c}}}]
 """, XB, XA, 80, "TCP", False, "egress=default-deny NetworkPolicy/x/b-egress ingress=open"),
-    Case("np-ingress-rules-ignored-when-type-not-listed", """
+    # The Kubernetes API ignores rules of a direction policyTypes does not list; Cilium applies
+    # them and isolates that direction (pkg/k8s ParseNetworkPolicy; cilium/cilium#48703).
+    Case("np-ingress-rules-applied-when-type-not-listed", """
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata: {name: egress-type, namespace: x}
@@ -670,7 +672,17 @@ spec:
   policyTypes: [Egress]
   ingress:
   - from: [{podSelector: {matchLabels: {pod: a}}}]
-""", XC, XB, 80, "TCP", True, OPEN),
+""", XC, XB, 80, "TCP", False, "egress=open ingress=default-deny NetworkPolicy/x/egress-type"),
+    Case("np-ingress-rules-allow-when-type-not-listed", """
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: egress-type, namespace: x}
+spec:
+  podSelector: {matchLabels: {pod: b}}
+  policyTypes: [Egress]
+  ingress:
+  - from: [{podSelector: {matchLabels: {pod: a}}}]
+""", XA, XB, 80, "TCP", True, "egress=open ingress=ingress[0] NetworkPolicy/x/egress-type"),
     Case("np-pod-and-namespace-selector-and", NP_X_B_FROM_Y_A, YA, XB, 80, "TCP", True,
          "egress=open ingress=ingress[0] NetworkPolicy/x/b-from-y-a"),
     Case("np-pod-and-namespace-selector-and-wrong-pod", NP_X_B_FROM_Y_A, YB, XB, 80, "TCP", False,

@@ -127,8 +127,9 @@ def _lab_with(tmp: Path, n: int) -> tuple[list[str], list[str]]:
     m.mkdir()
     job = (repo / "bases" / "train" / "pytorchjob.yaml").read_text()
     (m / "pytorchjob.yaml").write_text(job.replace("  name: train\n", "  name: train\n  namespace: ml-demo\n", 1))
-    # one flat list of ports, as in the issue (beyond the CRD's 40, which topogate does not enforce)
-    (m / "policy.yaml").write_text(many_ports("cnp", n, "ml-demo", per_entry=n))
+    # many ports in one rule, 40 to a toPorts entry: the agent refuses an entry of more ("too many
+    # ports, the max is 40"), and a policy it refuses enforces nothing
+    (m / "policy.yaml").write_text(many_ports("cnp", n, "ml-demo", per_entry=40))
     check = ["check", str(repo / "inventory.yaml"), str(m), "--format", "json"]
     trace = ["trace", str(m), "--from", "ml-demo/PyTorchJob/train/Worker", "--to", "ml-demo/PyTorchJob/train/Master"]
     return check, trace

@@ -100,9 +100,10 @@ def test_index_selects_what_the_scan_selected_in_the_same_order(ps: PolicySet, c
 
 
 def test_a_networkpolicy_reads_the_pod_labels_cilium_would_override() -> None:
-    """A pod label named like one Cilium adds (here the namespace) keeps its own value for a
-    NetworkPolicy podSelector, while Cilium's view of the pod carries the namespace: the index
-    must find the policy through either view."""
+    """A pod label named like one Cilium adds (here the namespace): the agent's identity carries
+    the pod's real namespace, and it sets that key of a NetworkPolicy podSelector to the policy's
+    namespace (pkg/k8s parsePodSelector), so both policies select the pod; the index must find
+    them whatever the pod's own label says."""
     objs = [({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
               "metadata": {"name": "p", "namespace": "a"},
               "spec": {"podSelector": {"matchLabels": {"io.kubernetes.pod.namespace": "x"}},

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
+from cilium_support import cilium_crd
 from click.testing import CliRunner
-from conftest import require_crds
 
 from topogate.cli import main
 from topogate.k8s import shapes
@@ -85,8 +85,7 @@ DEPRECATED = ("fromRequires", "toRequires")
 
 
 def test_the_shapes_are_the_crd_types() -> None:
-    crds = require_crds()
-    doc = yaml.safe_load((crds / "cilium.io" / "ciliumnetworkpolicies.yaml").read_text())
+    doc = yaml.safe_load(cilium_crd("ciliumnetworkpolicies.yaml").read_text())
     version = next(v for v in doc["spec"]["versions"] if v["name"] == "v2")
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     checked = 0

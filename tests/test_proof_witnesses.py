@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cilium_support import lab_with_agent
 from click.testing import CliRunner
 
 from topogate.analysis.netpolicy import PolicySet, witnesses
@@ -39,8 +40,8 @@ def policy(tmp_path: Path, spec: dict) -> Path:  # type: ignore[type-arg]
     return f
 
 
-def findings(tree: Path, extra: Path) -> tuple[int, list[dict]]:  # type: ignore[type-arg]
-    r = CliRunner().invoke(main, ["check", LAB, str(tree / "clusters" / "lab"), str(extra.parent),
+def findings(tree: Path, extra: Path, inventory: str = LAB) -> tuple[int, list[dict]]:  # type: ignore[type-arg]
+    r = CliRunner().invoke(main, ["check", inventory, str(tree / "clusters" / "lab"), str(extra.parent),
                                   "--format", "json"])
     assert r.exit_code in (0, 1), r.output
     return r.exit_code, json.loads(r.stdout)["findings"]
@@ -138,11 +139,21 @@ def test_an_unsatisfiable_selector_has_no_witness() -> None:
     assert witnesses(m) == []
 
 
-def test_to_nodes_selects_the_pools_its_labels_name(tree: Path, tmp_path: Path) -> None:
+def test_to_nodes_selects_the_pools_its_labels_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # toNodes needs the agent's enable-node-selector-labels (else it refuses the policy: TG125)
+    inv = str(lab_with_agent(tmp_path, "{enableNodeSelectorLabels: true}"))
+    monkeypatch.chdir(tmp_path)
+    tree = tmp_path / "out"
+    assert CliRunner().invoke(main, ["generate", inv, "-o", str(tree)]).exit_code == 0
     # to the nodes of the cpu pool, which are in the other network zone: the boundary opens
     f = policy(tmp_path, {"endpointSelector": MASTER, "egress": [
         {"toNodes": [{"matchLabels": {"node-type": "cpu"}}], "toPorts": [{"ports": [{"port": "9100", "protocol": "TCP"}]}]}]})
-    code, fs = findings(tree, f)
+    default = str(Path(inv).with_name("inventory-default.yaml"))
+    code, fs = findings(tree, f, default)
+    refused = [x for x in fs if x["rule"] == "TG125"]
+    assert code == 1 and refused and "enable-node-selector-labels" in refused[0]["message"], fs
+    assert not [x for x in fs if x["rule"] == "TG107" and "9100" in x["message"]], fs
+    code, fs = findings(tree, f, inv)
     boundary = [x for x in fs if x["rule"] == "TG107"]
     assert code == 1 and any("nodes of pool cpu (zone zone-b)" in x["message"] and "9100/TCP" in x["message"]
                              for x in boundary), fs
@@ -151,21 +162,41 @@ def test_to_nodes_selects_the_pools_its_labels_name(tree: Path, tmp_path: Path) 
     (tmp_path / "extra").joinpath("policy.yaml").unlink()
     f = policy(tmp_path, {"endpointSelector": MASTER, "egress": [
         {"toNodes": [{"matchLabels": {"node-type": "gpu"}}], "toPorts": [{"ports": [{"port": "9100", "protocol": "TCP"}]}]}]})
-    code, fs = findings(tree, f)
+    code, fs = findings(tree, f, inv)
     assert not [x for x in fs if x["rule"] == "TG107" and "9100" in x["message"]], fs
 
 
 def test_node_selectors_match_node_labels() -> None:
-    from topogate.analysis.netpolicy import External, PodClass, SourceRef
+    from topogate.analysis.netpolicy import Agent, External, PodClass, SourceRef
 
-    ps = PolicySet.from_objects([({"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
-                                   "metadata": {"name": "n", "namespace": "x"},
-                                   "spec": {"endpointSelector": {}, "egress": [
-                                       {"toNodes": [{"matchLabels": {"node-type": "cpu"}}]}]}},
-                                  SourceRef("p.yaml", 1, 1))])
+    objs = [({"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy", "metadata": {"name": "n", "namespace": "x"},
+              "spec": {"endpointSelector": {}, "egress": [{"toNodes": [{"matchLabels": {"node-type": "cpu"}}]}]}},
+             SourceRef("p.yaml", 1, 1))]
+    ps = PolicySet.from_objects(objs, agent=Agent(enable_node_selector_labels=True))
     pod = PodClass("x", (("app", "a"),))
     assert ps.evaluate(pod, External(entity="remote-node", labels=(("node-type", "cpu"),)), 22, "TCP").allowed
     assert not ps.evaluate(pod, External(entity="remote-node", labels=(("node-type", "gpu"),)), 22, "TCP").allowed
-    # a node of unknown labels may be one of them
+    # a node of unknown labels may be one of them; the local host never is (reserved:remote-node)
     assert ps.evaluate(pod, External(entity="remote-node"), 22, "TCP").allowed
+    assert not ps.evaluate(pod, External(entity="host", labels=(("node-type", "cpu"),)), 22, "TCP").allowed
     assert not ps.warnings
+    # The agent's default refuses the policy: nothing of it, default deny included, is enforced.
+    refused = PolicySet.from_objects(objs)
+    assert [r.reason for r in refused.refused] == [
+        'FromNodes/ToNodes rules can only be applied when the "enable-node-selector-labels" flag is set']
+    assert refused.evaluate(pod, External(entity="world"), 22, "TCP").allowed
+
+
+def test_a_reserved_selector_stands_for_its_entity() -> None:
+    """`fromEndpoints: [{matchLabels: {reserved:world: ""}}]` selects the world identity (the agent
+    leaves a reserved: selector unscoped): its witness is the entity, which the rule admits."""
+    from topogate.analysis.netpolicy import External, PodClass, SourceRef
+
+    obj = {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy", "metadata": {"name": "w", "namespace": "x"},
+           "spec": {"endpointSelector": {}, "ingress": [{"fromEndpoints": [{"matchLabels": {"reserved:world": ""}}]}]}}
+    ps = PolicySet.from_objects([(obj, SourceRef("p.yaml", 1, 1))])
+    pod = PodClass("x", (("app", "a"),))
+    (m,) = ps.allow_matchers(pod, "ingress")
+    assert [w.peer for w in witnesses(m)] == [External(entity="world")]
+    assert ps.evaluate(External(entity="world"), pod, 80, "TCP").allowed
+    assert not ps.evaluate(PodClass("x", (("app", "b"),)), pod, 80, "TCP").allowed

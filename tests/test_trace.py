@@ -23,8 +23,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from cilium_support import cilium_crd, inventory_with_agent
 from click.testing import CliRunner
-from conftest import require_crds
 
 from topogate.cli.app import main
 
@@ -189,8 +189,10 @@ CASES = [
       "x/Pod/a", "x/Pod/b", "80", rule("np-egress-to-b"), OPEN),
     C("np-egress-only-policy-type-leaves-ingress-open", (PODS, f"{NP}/egress-only-to-b.yaml"),
       "x/Pod/c", "x/Pod/a", "80", OPEN, OPEN),
-    C("np-rules-of-unlisted-policy-type-are-ignored", (PODS, f"{NP}/ingress-type-ignores-egress.yaml"),
-      "x/Pod/a", "y/Pod/c", "80", OPEN, OPEN),
+    C("np-rules-of-unlisted-policy-type-apply-under-cilium", (PODS, f"{NP}/ingress-type-ignores-egress.yaml"),
+      "x/Pod/a", "y/Pod/c", "80", default_deny("NetworkPolicy/x/ingress-type-ignores-egress"), OPEN),
+    C("np-rules-of-unlisted-policy-type-allow-under-cilium", (PODS, f"{NP}/ingress-type-ignores-egress.yaml"),
+      "x/Pod/a", "x/Pod/b", "80", rule("np-egress-to-b"), OPEN),
     C("np-listed-policy-type-still-applies", (PODS, f"{NP}/ingress-type-ignores-egress.yaml"),
       "x/Pod/c", "x/Pod/a", "80", OPEN, rule("np-ingress-from-c")),
     C("np-union-first-policy", (PODS, f"{NP}/union.yaml"),
@@ -362,17 +364,34 @@ def test_without_port_every_class_allowed_exits_zero() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_text_lab_incident_names_both_default_denies() -> None:
+def test_text_lab_incident_on_a_default_cilium_1_20_locks_nothing() -> None:
+    """The zone policies select on topology.kubernetes.io/zone, which a default 1.20 agent leaves
+    out of every identity: neither selects a pod, and the rendezvous crosses zones unhindered."""
     code, out, _ = run(LAB, "--from", "ml-demo/Deployment/gpu-workers", "--to", "ml-demo/Deployment/coordinator",
                        "--port", "23456")
-    assert code == 1
-    assert "verdict: DENIED" in out
-    assert "egress of ml-demo/Deployment/gpu-workers: enforced" in out
-    assert "selected by CiliumNetworkPolicy/ml-demo/intra-zone-a (fixtures/trace/lab/policies.yaml:2:1)" in out
-    assert "ingress of ml-demo/Deployment/coordinator: enforced" in out
-    assert "default deny: no rule of CiliumNetworkPolicy/ml-demo/intra-zone-a allows it" in out
-    assert "default deny: no rule of CiliumNetworkPolicy/ml-demo/intra-zone-b allows it" in out
-    assert "pod labels: app=train, role=coordinator, topology.kubernetes.io/zone=zone-b" in out
+    assert code == 0 and "verdict: ALLOWED" in out
+    assert "egress of ml-demo/Deployment/gpu-workers: not enforced (no policy selects it)" in out
+    assert "identity: Cilium 1.20.2 leaves out topology.kubernetes.io/zone (its label filter)" in out
+    for p in ("intra-zone-a", "intra-zone-b"):
+        assert (f"warning: CiliumNetworkPolicy/ml-demo/{p}: endpointSelector requires topology.kubernetes.io/zone"
+                in out)
+    assert out.count("its doors are not locked") == 2
+
+
+def test_text_lab_incident_names_both_default_denies_where_the_label_works(tmp_path: Path) -> None:
+    for paths in ((f"{FIX}/lab-zone-label",),  # a label the identity keeps
+                  (LAB, "--inventory", str(inventory_with_agent(  # or an agent told to keep this one
+                      tmp_path, {"labels": "k8s:topology.kubernetes.io/zone k8s:app k8s:role k8s:k8s-app"})))):
+        code, out, _ = run(*paths, "--from", "ml-demo/Deployment/gpu-workers", "--to",
+                           "ml-demo/Deployment/coordinator", "--port", "23456")
+        assert code == 1
+        assert "verdict: DENIED" in out
+        assert "egress of ml-demo/Deployment/gpu-workers: enforced" in out
+        assert "selected by CiliumNetworkPolicy/ml-demo/intra-zone-a (fixtures/trace/lab" in out
+        assert "ingress of ml-demo/Deployment/coordinator: enforced" in out
+        assert "default deny: no rule of CiliumNetworkPolicy/ml-demo/intra-zone-a allows it" in out
+        assert "default deny: no rule of CiliumNetworkPolicy/ml-demo/intra-zone-b allows it" in out
+        assert "warning:" not in out
 
 
 def test_text_allowed_names_rule_file_and_line() -> None:
@@ -406,7 +425,7 @@ def test_pytorchjob_pods_carry_lower_case_replica_type_and_master_role() -> None
     needs_kubectl((f"{PTJ}/base",))
     data = endpoint(f"{PTJ}/base", "--from", "ml-demo/PyTorchJob/train/Master", "--to", "world", "--port", "443")
     assert data["from"]["labels"] == {
-        "topology.kubernetes.io/zone": "zone-b",
+        "network-zone": "zone-b",
         "training.kubeflow.org/job-name": "train",
         "training.kubeflow.org/job-role": "master",
         "training.kubeflow.org/operator-name": "pytorchjob-controller",
@@ -493,7 +512,7 @@ def test_yaml_syntax_error_has_file_line_column(tmp_path: Path) -> None:
 def crd_validator(kind: str) -> Any:
     fname = {"CiliumNetworkPolicy": "ciliumnetworkpolicies.yaml",
              "CiliumClusterwideNetworkPolicy": "ciliumclusterwidenetworkpolicies.yaml"}[kind]
-    path = require_crds() / "cilium.io" / fname
+    path = cilium_crd(fname)
     crd = yaml.safe_load(path.read_text())
     return jsonschema.Draft7Validator(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
 
@@ -522,7 +541,7 @@ def test_docs_show_real_traces() -> None:
     """docs/trace.md pastes CLI output; it must be what the CLI prints today."""
     doc = (ROOT / "docs" / "trace.md").read_text()
     blocks = [b.split("\n", 1) for b in doc.split("```\n$ topogate trace ")[1:]]
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     for first, rest in blocks:
         needs_kubectl(tuple(a for a in first.split() if a.startswith("fixtures/")))
         output, status = rest.split("$ echo $?\n", 1)

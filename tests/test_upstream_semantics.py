@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cilium_support import inventory_with_agent
 from click.testing import CliRunner
 
 from topogate.cli.app import main
@@ -50,12 +51,10 @@ DNS_EGRESS = """\
 
 @pytest.mark.parametrize(("spec", "construct", "bound"), [
     ("  endpointSelector: {matchLabels: {app: train}}\n  ingress:\n  - fromEndpoints: [{matchLabels: {app: train}}]\n"
-     "    toPorts:\n    - ports: [{port: '8080'}]\n      rules: {http: [{method: GET}]}\n",
+     "    toPorts:\n    - ports: [{port: '8080', protocol: TCP}]\n      rules: {http: [{method: GET}]}\n",
      "L7 rules (http)", "too permissive"),
     ("  endpointSelector: {matchLabels: {app: train}}\n  egress:\n  - toServices: [{k8sService: {serviceName: db, namespace: ml-demo}}]\n",
      "toServices", "too strict"),
-    ("  nodeSelector: {matchLabels: {node-type: gpu}}\n  ingress:\n  - fromEntities: [cluster]\n",
-     "nodeSelector", "too permissive"),
     ("  endpointSelector: {matchLabels: {app: train}}\n  ingress:\n  - fromEndpoints: [{matchLabels: {app: train}}]\n"
      "    authentication: {mode: required}\n", "authentication.mode", "too permissive"),
     ("  endpointSelector: {matchLabels: {app: train}}\n  egress:\n  - toPorts:\n    - ports: [{port: '443'}]\n"
@@ -70,6 +69,23 @@ def test_check_warns_about_what_it_does_not_model(tmp_path: Path, spec: str, con
     assert len(hits) == 1, fs
     assert construct in hits[0]["message"] and bound in hits[0]["message"]
     assert hits[0]["file"] == str(f) and hits[0]["line"] > 6  # at the construct, not the policy's start
+
+
+def test_a_host_policy_is_warned_about_and_a_namespaced_one_refused(tmp_path: Path) -> None:
+    spec = "  nodeSelector: {matchLabels: {node-type: gpu}}\n  ingress:\n  - fromEntities: [cluster]\n"
+    f = policy(tmp_path, spec)
+    f.write_text(f.read_text().replace("kind: CiliumNetworkPolicy", "kind: CiliumClusterwideNetworkPolicy")
+                 .replace("  namespace: ml-demo\n", ""))
+    _, fs, _ = check(with_job(tmp_path), f)
+    hits = [x for x in fs if x["rule"] == "TG120"]
+    assert len(hits) == 1 and "nodeSelector" in hits[0]["message"] and "too permissive" in hits[0]["message"], fs
+    # In a CiliumNetworkPolicy the agent refuses a nodeSelector: none of the policy is enforced.
+    f.unlink()
+    f = policy(tmp_path, spec, "cnp.yaml")
+    _, fs, _ = check(with_job(tmp_path), f)
+    refused = [x for x in fs if x["rule"] == "TG125"]
+    assert len(refused) == 1 and "rule cannot have NodeSelector" in refused[0]["message"], fs
+    assert refused[0]["file"] == str(f) and refused[0]["line"] == 7  # at the nodeSelector
 
 
 def test_invalid_operator_is_refused_with_its_position(tmp_path: Path) -> None:
@@ -287,9 +303,12 @@ def test_from_requires_narrows_every_policy_selecting_the_pod(tmp_path: Path, sr
                                                               verdict: str) -> None:
     # The requirement is written in one policy and narrows the fromEndpoints of another that
     # selects the same pods (Cilium adds it to every endpoint selector of those rules).
+    # fromRequires is enforced by Cilium 1.18 (1.19's CRDs allow no item): the inventory says so.
     policy(tmp_path, REQUIRES, "a.yaml")
     (tmp_path / "b.yaml").write_text(policy(tmp_path, OPENS, "b.yaml").read_text().replace("name: p", "name: q"))
-    code, data = _trace(str(tmp_path), "--from", src, "--to", "ml-demo:app=train", "--port", port)
+    inv = inventory_with_agent(tmp_path / "inv", {"version": "1.18"})
+    code, data = _trace(str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--inventory", str(inv),
+                        "--from", src, "--to", "ml-demo:app=train", "--port", port)
     assert data["verdict"] == verdict, data
     assert not any("Requires" in w for w in data["warnings"])
 
@@ -297,6 +316,13 @@ def test_from_requires_narrows_every_policy_selecting_the_pod(tmp_path: Path, sr
 def test_to_requires_narrows_egress_endpoints(tmp_path: Path) -> None:
     f = policy(tmp_path, "  endpointSelector: {matchLabels: {app: train}}\n  egress:\n"
                          "  - toEndpoints: [{matchLabels: {app: store}}]\n    toRequires: [{matchLabels: {zone: a}}]\n")
-    _, ok = _trace(str(f), "--from", "ml-demo:app=train", "--to", "ml-demo:app=store,zone=a", "--port", "9000")
-    _, no = _trace(str(f), "--from", "ml-demo:app=train", "--to", "ml-demo:app=store,zone=b", "--port", "9000")
+    inv = str(inventory_with_agent(tmp_path / "inv", {"version": "1.18.0"}))
+    _, ok = _trace(str(f), "--inventory", inv, "--from", "ml-demo:app=train", "--to", "ml-demo:app=store,zone=a",
+                   "--port", "9000")
+    _, no = _trace(str(f), "--inventory", inv, "--from", "ml-demo:app=train", "--to", "ml-demo:app=store,zone=b",
+                   "--port", "9000")
     assert (ok["verdict"], no["verdict"]) == ("allowed", "denied")
+    # From 1.19 the CRD allows no item: the API server refuses the policy, and nothing of it applies.
+    _, now = _trace(str(f), "--from", "ml-demo:app=train", "--to", "ml-demo:app=store,zone=b", "--port", "9000")
+    assert now["verdict"] == "allowed", now
+    assert any("the API server refuses this policy" in w and "toRequires" in w for w in now["warnings"]), now

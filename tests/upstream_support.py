@@ -1,20 +1,29 @@
 """Run check and trace over upstream examples: Kubeflow trainer and mpi-operator examples, JobSet
-examples, the YAML blocks of the NetworkPolicy recipes (markdown) and Cilium's examples/policies.
+samples, the YAML blocks of the NetworkPolicy recipes (markdown) and Cilium's examples/policies.
 
-They are read from the directory $TOPOGATE_UPSTREAM names, which holds one clone per repository
-named OWNER+NAME (see UPSTREAM_HOW); without it the tests that need them skip. Nothing is
-copied into the repo: the files are read where they are, the recipes' blocks are written to a
-temporary directory for the run only."""
+Each repository is read from a clone in the directory $TOPOGATE_UPSTREAM names (one per
+repository, named OWNER+NAME), else, for those the Go module proxy serves, from the Go module
+cache: github.com/cilium/cilium at the version tests/cilium/go.sum pins (the oracle's), the others
+at the versions and go.sum hashes of tests/upstream.lock.json (`go mod download` checks each).
+Without either the tests that need them skip; under TOPOGATE_REQUIRE_CILIUM (CI) a module that
+cannot be had fails them. Nothing is copied into the repo: the files are read where they are, the
+recipes' blocks are written to a temporary directory for the run only."""
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from cilium_support import module_dir
 
 REPOSITORIES = ("kubeflow/trainer", "kubeflow/mpi-operator", "kubernetes-sigs/jobset",
                 "ahmetb/kubernetes-network-policy-recipes", "cilium/cilium")
@@ -22,22 +31,74 @@ UPSTREAM_HOW = ("set TOPOGATE_UPSTREAM to a directory holding clones of "
                 + ", ".join(REPOSITORIES) + " (each cloned as OWNER+NAME, e.g. "
                 "`git clone https://github.com/kubeflow/trainer $TOPOGATE_UPSTREAM/kubeflow+trainer`)")
 UPSTREAM = Path(os.environ.get("TOPOGATE_UPSTREAM") or "/nonexistent/topogate-upstream")
+LOCK = Path(__file__).with_name("upstream.lock.json")
+
+
+@functools.cache
+def _module(repo: str) -> Path | None:
+    """The repository's files from the Go module cache, checked against the lock; None when it
+    is not a module we read or Go cannot have it."""
+    if repo == "cilium/cilium":
+        return module_dir()
+    pin = json.loads(LOCK.read_text(encoding="utf-8"))["modules"].get(repo)
+    if pin is None or shutil.which("go") is None:
+        return None
+    with tempfile.TemporaryDirectory() as scratch:  # outside any module: the lock pins it
+        out = subprocess.run(["go", "mod", "download", "-json", f"{pin['module']}@{pin['version']}"],
+                             capture_output=True, text=True, timeout=600, check=False, cwd=scratch)
+    if out.returncode != 0:
+        return None
+    got = json.loads(out.stdout)
+    if got.get("Sum") != pin["sum"]:
+        raise AssertionError(f"{pin['module']}@{pin['version']} has {got.get('Sum')}, not the locked {pin['sum']}")
+    return Path(got["Dir"])
+
+
+def root(repo: str) -> Path | None:
+    """Where repository OWNER/NAME's files are read: a clone, else its Go module, else None."""
+    clone = UPSTREAM / repo.replace("/", "+")
+    if clone.is_dir():
+        return clone
+    return _module(repo)
+
+
+def version(repo: str) -> str:
+    """What of the repository was read: the module version, or "clone"."""
+    clone = UPSTREAM / repo.replace("/", "+")
+    if clone.is_dir():
+        return "clone"
+    if repo == "cilium/cilium":
+        return "v1.20.2"
+    return str(json.loads(LOCK.read_text(encoding="utf-8"))["modules"][repo]["version"])
+
+
+def available() -> bool:
+    return any(root(r) is not None for r in REPOSITORIES)
+
+
+def clones() -> bool:
+    """Are the inputs clones (which hold many more examples than the modules' zips)?"""
+    return any((UPSTREAM / r.replace("/", "+")).is_dir() for r in REPOSITORIES)
+
+
 JOB_KINDS = ("PyTorchJob", "MPIJob", "JobSet", "TrainJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob",
              "ClusterTrainingRuntime", "TrainingRuntime")
-_EXAMPLE_DIRS = ("kubeflow+trainer/examples", "kubeflow+mpi-operator/examples",
-                 "kubernetes-sigs+jobset/site/static/examples", "kubernetes-sigs+jobset/config/samples",
-                 "kubernetes-sigs+jobset/examples")
+_EXAMPLE_DIRS = (("kubeflow/trainer", "examples"), ("kubeflow/trainer", "manifests/base/runtimes"),
+                 ("kubeflow/mpi-operator", "examples"),
+                 ("kubernetes-sigs/jobset", "site/static/examples"), ("kubernetes-sigs/jobset", "config/samples"),
+                 ("kubernetes-sigs/jobset", "examples"))
 _KIND = re.compile(r"^kind:\s*(\w+)\s*$", re.M)
 _YAML_BLOCK = re.compile(r"```ya?ml\n(.*?)```", re.S)
 
 
 def job_files() -> list[Path]:
     out: list[Path] = []
-    for d in _EXAMPLE_DIRS:
-        root = UPSTREAM / d
-        if not root.is_dir():
+    for repo, d in _EXAMPLE_DIRS:
+        base = root(repo)
+        where = base / d if base is not None else None
+        if where is None or not where.is_dir():
             continue
-        for f in sorted(root.rglob("*.y*ml")):
+        for f in sorted(where.rglob("*.y*ml")):
             try:
                 text = f.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
@@ -50,8 +111,8 @@ def job_files() -> list[Path]:
 def recipe_blocks(tmp: Path) -> list[Path]:
     """Each YAML block of each recipe, as its own file under tmp."""
     out: list[Path] = []
-    root = UPSTREAM / "ahmetb+kubernetes-network-policy-recipes"
-    for md in sorted(root.glob("*.md")) if root.is_dir() else []:
+    recipes = UPSTREAM / "ahmetb+kubernetes-network-policy-recipes"  # no Go module: a clone only
+    for md in sorted(recipes.glob("*.md")) if recipes.is_dir() else []:
         for i, block in enumerate(_YAML_BLOCK.findall(md.read_text(encoding="utf-8"))):
             if "kind:" not in block:
                 continue
@@ -96,20 +157,40 @@ class Tally:
 
 
 # ---------------------------------------------------------------------------------------------
-# Cilium's examples/policies, from a clone of cilium/cilium; an optional COMMITS.tsv beside it
-# (path TAB commit per line) names the commit of each file when they come from several commits.
+# Cilium's examples/policies, from a clone of cilium/cilium (an optional COMMITS.tsv beside it,
+# path TAB commit per line, names the commit of each file when they come from several commits),
+# else from the pinned module.
 # ---------------------------------------------------------------------------------------------
 
-CILIUM = UPSTREAM / "cilium+cilium" / "examples" / "policies"
+def cilium_dir() -> Path:
+    """examples/policies of cilium/cilium (a path that does not exist when there is none)."""
+    base = root("cilium/cilium")
+    return (base / "examples" / "policies") if base is not None else Path("/nonexistent/cilium")
+
+
+def require(what: str, have: bool) -> None:
+    """Skip the calling test without the upstream input (fail it under TOPOGATE_REQUIRE_CILIUM:
+    CI has Go, and with it the modules)."""
+    import pytest  # lazy: the support module is also imported by scripts
+
+    if have:
+        return
+    why = f"no {what}: {UPSTREAM_HOW}, or install Go (the Go module proxy serves them)"
+    if os.environ.get("TOPOGATE_REQUIRE_CILIUM", "") not in ("", "0"):
+        pytest.fail(f"{why}; TOPOGATE_REQUIRE_CILIUM is set", pytrace=False)
+    pytest.skip(why)
 
 
 def cilium_files() -> list[Path]:
     """Every YAML example under examples/policies (policies, demo pods, Envoy configs)."""
-    return sorted(CILIUM.rglob("*.yaml")) if CILIUM.is_dir() else []
+    d = cilium_dir()
+    return sorted(d.rglob("*.yaml")) if d.is_dir() else []
 
 
 def cilium_commit(rel: str) -> str:
-    """The upstream commit the saved copy of examples/policies/<rel> was read at."""
+    """The upstream commit (or module version) examples/policies/<rel> was read at."""
+    if version("cilium/cilium") != "clone":
+        return version("cilium/cilium")
     table = UPSTREAM / "cilium+cilium" / "COMMITS.tsv"
     for line in table.read_text(encoding="utf-8").splitlines() if table.is_file() else []:
         path, _, commit = line.partition("\t")
@@ -218,9 +299,10 @@ EXPECTED: tuple[Expected, ...] = (
              "ns1/Deployment/leia-deployment", "80", "allowed", f"{_K8S} Expose pods across namespaces"),
     Expected(("kubernetes/namespace/namespace-policy.yaml", _NS_PODS), "ns2/Pod/vader-pod",
              "ns1/Deployment/leia-deployment", "80", "denied", f"{_K8S} Expose pods across namespaces"),
-    Expected(("kubernetes/namespace/kubedns-policy.yaml",), "default:app=any", "kube-system:k8s-app=kube-dns",
+    # v1.20.2's example puts the policy in namespace public.
+    Expected(("kubernetes/namespace/kubedns-policy.yaml",), "public:app=any", "kube-system:k8s-app=kube-dns",
              "53/UDP", "allowed", f"{_K8S} Allow egress to kube-dns"),
-    Expected(("kubernetes/namespace/kubedns-policy.yaml",), "default:app=any", "kube-system:k8s-app=kube-dns",
+    Expected(("kubernetes/namespace/kubedns-policy.yaml",), "public:app=any", "kube-system:k8s-app=kube-dns",
              "53/TCP", "denied", f"{_K8S} Allow egress to kube-dns (53/UDP only)"),
     Expected(("kubernetes/serviceaccount/serviceaccount-policy.yaml", _SA_PODS), "default/Pod/luke-pod",
              "default/Deployment/leia-deployment", "80", "allowed", "serviceaccount/README.rst"),

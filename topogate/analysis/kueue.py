@@ -23,15 +23,9 @@ from typing import Any
 
 from topogate.core.position import Position
 from topogate.k8s.kinds import KUEUE_KINDS
+from topogate.k8s.kueue import GROUP, QUEUE_LABEL
 from topogate.sources.manifests import K8sObject
 
-GROUP = "kueue.x-k8s.io"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
-PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
-UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
-GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
-TOPOLOGY_ANNOTATIONS = (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY, GROUP_NAME)
 DEFAULT_QUEUE = "default"
 
 

@@ -91,6 +91,12 @@ class JobMap:
     # What could not be resolved about the job itself (a TrainJob's runtime not among PATHs).
     problems: tuple[str, ...] = ()
     kueue: str = ""  # how Kueue's topology-aware scheduling places the job ("" when it does not)
+    # DRA claims of its groups topogate cannot model: (what and which way the verdict may be
+    # wrong, where the group's pod template is written).
+    device_notes: tuple[tuple[str, Position], ...] = ()
+    # Groups another scheduler places: (group, schedulerName, what topogate read and assumed,
+    # where the group's pod template is written).
+    other_schedulers: tuple[tuple[str, str, str, Position], ...] = ()
 
     @property
     def blocked(self) -> tuple[Flow, ...]:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import click
 
 from topogate.cli.common import ReportOptions, fail_inventory, formats, inventory_arg, report_options
+from topogate.core.labels import DEFAULT_ZONE_LABEL
 from topogate.inventory.loader import InventoryError
 
 
@@ -47,7 +48,7 @@ def _source(from_file: str | None, context: str | None, kubeconfig: str | None, 
                                      "else the file's name, else 'imported').")
 @click.option("--pool-label", metavar="KEY", help="The node label that names pools (default: EKS, "
                                                   "Karpenter, GKE and AKS node-group labels).")
-@click.option("--zone-label", default="topology.kubernetes.io/zone", show_default=True)
+@click.option("--zone-label", default=DEFAULT_ZONE_LABEL, show_default=True)
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
 def import_(context: str | None, kubeconfig: str | None, from_file: str | None, chunk_size: int,
             request_timeout: float, out: str, cluster_name: str | None, pool_label: str | None,

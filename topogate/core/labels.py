@@ -15,11 +15,19 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 REPLICA_GROUP_LABEL = "topogate.dev/replica-group"
 # Set by users on plain Deployments/Jobs/StatefulSets that together form one training job.
 JOB_GROUP_LABEL = "topogate.dev/group"
+# Kubernetes' well-known node labels the kubelet sets: one node per hostname value (the finest
+# topology level), the region above the zones, the OS and CPU architecture images are built for.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+REGION_LABEL = "topology.kubernetes.io/region"
+OS_LABEL = "kubernetes.io/os"
+ARCH_LABEL = "kubernetes.io/arch"
+# Set by the API server on every Namespace (its name), so implied even where no Namespace is read.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # On the Argo CD Applications and Flux objects generate writes: the cluster they apply to.
 CLUSTER_LABEL = "topogate.dev/cluster"
 
 # Label sets (and other string mappings) as sorted tuples of pairs: immutable and hashable.
 Pairs = tuple[tuple[str, str], ...]
 
-__all__ = ["CLUSTER_LABEL", "DEFAULT_ZONE_LABEL", "JOB_GROUP_LABEL", "MANAGED_BY_LABEL", "NETWORK_ZONE_LABEL", "Pairs",
+__all__ = ["ARCH_LABEL", "OS_LABEL", "REGION_LABEL", "CLUSTER_LABEL", "DEFAULT_ZONE_LABEL", "HOSTNAME_LABEL", "JOB_GROUP_LABEL", "MANAGED_BY_LABEL", "NAMESPACE_NAME_LABEL", "NETWORK_ZONE_LABEL", "Pairs",
            "REPLICA_GROUP_LABEL", "WORKLOAD_LABEL"]

@@ -47,7 +47,7 @@ from topogate.analysis.netpolicy import (
 )
 from topogate.analysis.netpolicy.peers import EndpointMatcher
 from topogate.analysis.proofs.members import ANY_ZONE
-from topogate.core.labels import NETWORK_ZONE_LABEL
+from topogate.core.labels import NAMESPACE_NAME_LABEL, NETWORK_ZONE_LABEL
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import RUNTIME_KINDS
 from topogate.k8s.kinds import KUEUE_KINDS
@@ -150,7 +150,7 @@ def sides_of(inv: Inventory, objects: Sequence[K8sObject]) -> dict[str, ClusterS
             continue
         cm = ClusterMap(inv, cluster, objs, shared)
         pset = PolicySet.from_objects(((o.obj, _source(o), Located(o)) for o in cm.policy_objs),
-                                      cluster_name=cluster.name)
+                                      cluster_name=cluster.name, agent=cm.pset.agent)
         by_ref = {policy_key(o.kind, o.namespace, o.name): o for o in cm.policy_objs if o.kind in POLICY_KINDS}
         side = ClusterSide(cluster, pset, by_ref)
         for job in cm.jobs:
@@ -192,7 +192,7 @@ def _witness(w: Witness, jobs: Sequence[Member]) -> Member:
         return _external(w.peer, w.words if w.peer.fqdn else "")
     pod = w.peer
     sa = pod.service_account or DEFAULT_SA
-    extra = tuple(sorted((k, v) for k, v in pod.namespace_labels if k != "kubernetes.io/metadata.name"))
+    extra = tuple(sorted((k, v) for k, v in pod.namespace_labels if k != NAMESPACE_NAME_LABEL))
     want = set(pod.labels)
     zones = {m.nz for m in jobs if isinstance(m.peer, PodClass) and m.peer.namespace == pod.namespace
              and want <= set(m.peer.labels)}

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL
+from topogate.core.labels import MANAGED_BY_LABEL, NAMESPACE_NAME_LABEL, NETWORK_ZONE_LABEL
 from topogate.generators import cilium
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Cluster, Inventory
@@ -247,7 +247,7 @@ def binding(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
             "policyName": NAME,
             "validationActions": list(cluster.admission.validation_actions),
             "matchResources": {"namespaceSelector": {"matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "In",
+                {"key": NAMESPACE_NAME_LABEL, "operator": "In",
                  "values": namespaces(inv, cluster)}]}},
         },
     }

@@ -54,6 +54,8 @@ from topogate.core.labels import CLUSTER_LABEL, MANAGED_BY_LABEL
 from topogate.generators import admission
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Cluster, Inventory
+from topogate.k8s import kueue as kueue_api
+from topogate.k8s.kustomization import KUSTOMIZE_API
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 # (apiVersion, kind, wave): the order in which a cluster's objects are applied.
@@ -73,7 +75,7 @@ def waves(inv: Inventory, cluster: Cluster) -> tuple[tuple[str, str, str], ...]:
     are there, so a cluster without them builds exactly as before)."""
     extra: tuple[tuple[str, str, str], ...] = ()
     if cluster.kueue is not None:
-        extra += tuple(("kueue.x-k8s.io/v1beta2", k, KUEUE_WAVE)
+        extra += tuple((kueue_api.API_VERSION, k, KUEUE_WAVE)
                        for k in ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue"))
     if admission.enabled(inv, cluster):
         extra += tuple((admission.API_VERSION, k, ADMISSION_WAVE) for k in admission.ADMISSION_KINDS)
@@ -107,7 +109,7 @@ def _wave_patch(api_version: str, kind: str, wave: str) -> dict[str, Any]:
 
 def wrapper(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
     return {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "apiVersion": KUSTOMIZE_API,
         "kind": "Kustomization",
         "resources": [f"../../../clusters/{cluster.name}"],
         "patches": [_wave_patch(a, k, w) for a, k, w in waves(inv, cluster)],
@@ -158,7 +160,7 @@ def render(inv: Inventory) -> list[OutputFile]:
             apps += (application(inv, c, "monitoring", repo_path(inv, "monitoring", c.name)),)
         files.append(OutputFile(f"argocd/apps/{c.name}.yaml", apps, source=inv.gitops.pos))
     root = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "apiVersion": KUSTOMIZE_API,
         "kind": "Kustomization",
         "resources": [f"apps/{c.name}.yaml" for c in clusters],
     }

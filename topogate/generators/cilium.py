@@ -53,6 +53,7 @@ from topogate.core.layout import CLUSTERS, OWN_OVERLAYS
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Cluster, Door, Inventory, PortSpec, Workload
 from topogate.k8s import kinds
+from topogate.k8s.kustomization import KUSTOMIZE_API
 
 API_VERSION = "cilium.io/v2"
 GROUP_LABEL = REPLICA_GROUP_LABEL
@@ -61,7 +62,6 @@ NAMESPACE_KEY = "k8s:io.kubernetes.pod.namespace"
 CNP_FILE = "ciliumnetworkpolicy.yaml"
 ALL_TCP = {"port": "1", "endPort": 65535, "protocol": "TCP"}  # every TCP port NCCL may pick
 SSH_PORT = 22
-KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 
 
 def kustomization(resources: list[str], **extra: Any) -> dict[str, Any]:

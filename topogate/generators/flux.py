@@ -92,13 +92,13 @@ from topogate.generators import admission, cilium
 from topogate.generators.argocd import repo_path
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Cluster, Inventory, Workload
+from topogate.k8s.kustomization import KUSTOMIZE_API
 
 SOURCE_NAME = "topogate"
 INTERVAL = "10m"  # full reconcile; Git changes arrive through the GitRepository's own interval
 SOURCE_INTERVAL = "1m"
 RETRY_INTERVAL = "1m"
 TIMEOUT = "5m"
-KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 # Layer name -> the layers it depends on, in apply order.
 LAYERS: dict[str, tuple[str, ...]] = {
     "network": (),

@@ -35,19 +35,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from topogate.core.labels import MANAGED_BY_LABEL
+from topogate.core.labels import HOSTNAME_LABEL, MANAGED_BY_LABEL, NAMESPACE_NAME_LABEL
 from topogate.generators import cilium
 from topogate.generators.base import OutputFile
 from topogate.inventory.model import Cluster, Inventory, Pool, Workload
+from topogate.k8s.kueue import API_VERSION
+from topogate.k8s.quantity import GPU_RESOURCES
 
-API_VERSION = "kueue.x-k8s.io/v1beta2"
-GROUP = "kueue.x-k8s.io"
 TOPOLOGY_NAME = "topogate"
-HOSTNAME = "kubernetes.io/hostname"
-GPU_RESOURCE = "nvidia.com/gpu"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
-GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+# The resource the ClusterQueues quote pools' GPUs in.
+GPU_RESOURCE = GPU_RESOURCES[0]
 _QUANTITY = re.compile(r"^([0-9]+)([A-Za-z]*)$")
 
 
@@ -78,7 +75,7 @@ def times(quantity: str, n: int) -> str:
 
 def topology(cluster: Cluster) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": "Topology", "metadata": _meta(TOPOLOGY_NAME),
-            "spec": {"levels": [{"nodeLabel": cluster.zone_label}, {"nodeLabel": HOSTNAME}]}}
+            "spec": {"levels": [{"nodeLabel": cluster.zone_label}, {"nodeLabel": HOSTNAME_LABEL}]}}
 
 
 def _toleration(key: str, value: str, effect: str) -> dict[str, str]:
@@ -131,7 +128,7 @@ def cluster_queue(inv: Inventory, cluster: Cluster) -> dict[str, Any]:
     namespaces = sorted({w.namespace for w in kueue_workloads(inv, cluster)})
     if namespaces:
         spec["namespaceSelector"] = {"matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces}]}
+            {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": namespaces}]}
     spec["resourceGroups"] = [{"coveredResources": covered, "flavors": flavors}]
     return {"apiVersion": API_VERSION, "kind": "ClusterQueue",
             "metadata": _meta(cluster.kueue.queue), "spec": spec}

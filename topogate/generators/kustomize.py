@@ -64,16 +64,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from topogate.core.labels import NETWORK_ZONE_LABEL, WORKLOAD_LABEL
-from topogate.generators import admission, cilium, kueue
+from topogate.core.labels import HOSTNAME_LABEL, NETWORK_ZONE_LABEL, WORKLOAD_LABEL
+from topogate.generators import admission, cilium
 from topogate.generators.base import OutputFile
 from topogate.generators.jsonpatch import PatchBuilder, Path
 from topogate.inventory.model import Cluster, Inventory, Workload, kueue_groupable
 from topogate.k8s import kinds
+from topogate.k8s import kueue as kueue_api
 
 NEEDS_OUT_DIR = True  # render() takes out_dir: overlays point at the base relative to it
 PATCH_FILE = "placement-patch.yaml"
-HOSTNAME = "kubernetes.io/hostname"
 TRAINJOB_MANAGER = "topogate.dev/topogate"
 
 
@@ -129,7 +129,7 @@ def _follow_term(cluster: Cluster, w: Workload) -> dict[str, Any]:
 
 
 def _spread(w: Workload) -> dict[str, Any]:
-    return {"maxSkew": 1, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway",
+    return {"maxSkew": 1, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": "ScheduleAnyway",
             "labelSelector": {"matchLabels": {WORKLOAD_LABEL: w.name}}}
 
 
@@ -147,9 +147,9 @@ def kueue_annotations(inv: Inventory, cluster: Cluster, w: Workload) -> dict[str
     one zone by `pin`'s node affinity (the loader refuses `follow` for it)."""
     if not inv.queue_of(w):
         return {}
-    out = {kueue.REQUIRED_TOPOLOGY: cluster.zone_label}
+    out = {kueue_api.REQUIRED_TOPOLOGY: cluster.zone_label}
     if len(w.groups) == 2 and kueue_groupable(w.groups):
-        out[kueue.GROUP_NAME] = kueue_group_name(w)
+        out[kueue_api.GROUP_NAME] = kueue_group_name(w)
     return out
 
 
@@ -184,7 +184,7 @@ def _patch_template(pb: PatchBuilder, at: Path, inv: Inventory, cluster: Cluster
         pb.extend_list(at + ("spec", "affinity", "podAffinity", _REQ), [_follow_term(cluster, w)])
     pb.extend_list(at + ("spec", "tolerations"), tolerations(cluster, zones, _max_gpus(w)))
     spreads = pb.get(at + ("spec", "topologySpreadConstraints"))
-    if not any(isinstance(t, dict) and t.get("topologyKey") == HOSTNAME
+    if not any(isinstance(t, dict) and t.get("topologyKey") == HOSTNAME_LABEL
                and t.get("whenUnsatisfiable") == "ScheduleAnyway" for t in spreads or []):
         # The API server refuses two spreads with one (topologyKey, whenUnsatisfiable): a base
         # that already spreads per hostname keeps its own.
@@ -247,7 +247,7 @@ def placement_ops(inv: Inventory, w: Workload, docs: tuple[Any, ...] | None = No
     queue = inv.queue_of(w)
     if queue:
         # Kueue reads the queue from the job object itself, not from its pods.
-        pb.merge_map(("metadata", "labels"), {kueue.QUEUE_LABEL: queue})
+        pb.merge_map(("metadata", "labels"), {kueue_api.QUEUE_LABEL: queue})
     if w.kind == "TrainJob":
         names = [g.name for g in kinds.replica_groups(job, runtime_groups(job, docs))]
         entry = _trainjob_entry(inv, cluster, w, names)

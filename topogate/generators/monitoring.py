@@ -60,11 +60,12 @@ from typing import Any
 
 import yaml
 
-from topogate.core.labels import NETWORK_ZONE_LABEL, WORKLOAD_LABEL
+from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL, WORKLOAD_LABEL
 from topogate.generators import monitoring_egress as egress
 from topogate.generators.base import OutputFile, header, inv_label
 from topogate.generators.yamlout import Dumper
 from topogate.inventory.model import Cluster, Inventory
+from topogate.k8s.kustomization import KUSTOMIZE_API
 
 NAMESPACE = "monitoring"  # where the PrometheusRule and the dashboard ConfigMap go
 IDLE_GPU_PERCENT = 50  # "GPUs of a running job idle": the incident ran at 40%
@@ -469,7 +470,7 @@ def render(inv: Inventory) -> list[OutputFile]:
             "metadata": {
                 "name": "topogate",
                 "namespace": NAMESPACE,
-                "labels": {"app.kubernetes.io/managed-by": "topogate", "app.kubernetes.io/part-of": "topogate"},
+                "labels": {MANAGED_BY_LABEL: "topogate", "app.kubernetes.io/part-of": "topogate"},
                 "annotations": {
                     "topogate.dev/kube-state-metrics-allowlist": metric_labels_allowlist(inv),
                 },
@@ -477,7 +478,7 @@ def render(inv: Inventory) -> list[OutputFile]:
             "spec": {"groups": rule_groups(inv, cluster)},
         }
         kustomization = {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "apiVersion": KUSTOMIZE_API,
             "kind": "Kustomization",
             "namespace": NAMESPACE,
             "resources": ["prometheusrule.yaml"],
@@ -487,7 +488,7 @@ def render(inv: Inventory) -> list[OutputFile]:
                 "name": "topogate-dashboard",
                 "files": ["dashboards/topogate.json"],
                 "options": {"disableNameSuffixHash": True,
-                            "labels": {"grafana_dashboard": "1", "app.kubernetes.io/managed-by": "topogate"}},
+                            "labels": {"grafana_dashboard": "1", MANAGED_BY_LABEL: "topogate"}},
             }],
         }
         files.append(OutputFile(f"{base}/kustomization.yaml", (kustomization,), source=cluster.pos))

@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from topogate.k8s.kustomization import KUSTOMIZE_API
 from topogate.sources.positions import Path_
 
 
@@ -104,7 +105,7 @@ def fix(kus: dict[str, Any]) -> dict[str, Any]:
     k.setdefault("kind", "Kustomization")
     if not k.get("apiVersion"):
         k["apiVersion"] = ("kustomize.config.k8s.io/v1alpha1" if k["kind"] == "Component"
-                           else "kustomize.config.k8s.io/v1beta1")
+                           else KUSTOMIZE_API)
     if k.get("bases"):
         k["resources"] = [*(k.get("resources") or []), *k["bases"]]
     k.pop("bases", None)

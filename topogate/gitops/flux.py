@@ -49,12 +49,13 @@ import yaml
 
 from topogate.gitops import envsubst, goyaml
 from topogate.gitops.values import mapping
+from topogate.k8s.kustomization import KUSTOMIZE_API
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display
 from topogate.safeio.saferead import InputError, documents, read_text
 from topogate.sources.positions import Path_
 
 SUBSTITUTE_KEY = "kustomize.toolkit.fluxcd.io/substitute"
-KUSTOMIZATION_TYPE = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
+KUSTOMIZATION_TYPE = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization"}
 
 
 class FluxError(Exception):

@@ -173,7 +173,6 @@ def build_base(chk: Checker, path: YPath, target: Path, rel: str) -> list[Any] |
     return [d for d in _parse(chk, out, target / "kustomization.yaml") if d is not None]
 
 
-_KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 
 
 def _as_kustomize_reads(chk: Checker, text: str, kfile: Path) -> dict[str, Any]:
@@ -194,7 +193,7 @@ def _as_kustomize_reads(chk: Checker, text: str, kfile: Path) -> dict[str, Any]:
 def _kustomization_header_ok(chk: Checker, kdoc: dict[str, Any], ktext: str, kfile: Path, rel: str) -> bool:
     """What kustomize checks before anything else: a base is a Kustomization of its one API
     version (both may be left out) with mapping metadata; anything else fails every build."""
-    for key, want in (("kind", "Kustomization"), ("apiVersion", _KUSTOMIZE_API)):
+    for key, want in (("kind", "Kustomization"), ("apiVersion", kmodel.KUSTOMIZE_API)):
         if key in kdoc and kdoc[key] != want:
             chk.problems.append(Problem(line_of(ktext, kfile, f"{key}:"), (
                 f"`{key}` of base '{rel}' must be {want}; kustomize cannot build it otherwise")))

@@ -6,6 +6,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from topogate.core.labels import DEFAULT_ZONE_LABEL
+from topogate.inventory.cilium import read_cilium
+from topogate.inventory.devices import read_pool_devices
 from topogate.inventory.kueue import read_admission, read_kueue
 from topogate.inventory.model import Cluster, CostConfig, NetworkZone, Pool, Taint, Zone
 from topogate.inventory.values import as_int, labels, quantity, seq
@@ -38,7 +40,8 @@ def read_cluster(chk: Checker, i: int, c: dict[str, Any]) -> Cluster:
             pools.append(Pool(
                 str(p.get("name", "")), nodes, as_int(p.get("gpusPerNode")),
                 labels(p.get("labels")), taints, chk.loc.at(pp),
-                quantity(p.get("cpuPerNode")), quantity(p.get("memoryPerNode")), least))
+                quantity(p.get("cpuPerNode")), quantity(p.get("memoryPerNode")), least,
+                read_pool_devices(chk, pp, p.get("devices"))))
         chk.unique(pool_items, "pool", f" in zone '{z.get('name')}'")
         zone_items.append((zp + ("name",), str(z.get("name"))))
         zones.append(Zone(str(z.get("name", "")), tuple(sorted(pools, key=lambda p: p.name)),
@@ -90,7 +93,8 @@ def read_cluster(chk: Checker, i: int, c: dict[str, Any]) -> Cluster:
         tuple(sorted(zones, key=lambda z: z.name)),
         tuple(sorted(nzs, key=lambda n: n.name)), chk.loc.at(base),
         read_kueue(chk, base, c, zones), read_admission(chk, base, c),
-        tuple(str(r) for r in c.get("trainingRuntimes") or () if isinstance(r, str)))
+        tuple(str(r) for r in c.get("trainingRuntimes") or () if isinstance(r, str)),
+        read_cilium(chk, base, c))
 
 
 def _size(chk: Checker, pp: YPath, value: Any) -> tuple[int, int | None]:

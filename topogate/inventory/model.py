@@ -34,6 +34,18 @@ class Taint:
 
 
 @dataclass(frozen=True)
+class PoolDevice:
+    """Devices each node of a pool offers through Dynamic Resource Allocation (its ResourceSlices):
+    of a DeviceClass by name, or of a driver with attributes a DeviceClass's selector reads."""
+
+    count: int
+    device_class: str = ""
+    driver: str = ""
+    attributes: tuple[tuple[str, str | int | bool], ...] = ()
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
 class Pool:
     name: str
     nodes: int  # an autoscaled pool's most: what its jobs can count on once it has scaled up
@@ -47,6 +59,7 @@ class Pool:
     memory_per_node: str | None = None
     # `nodes: {min, max}`: the fewest nodes an autoscaler keeps (None: a fixed pool of `nodes`)
     min_nodes: int | None = None
+    devices: tuple[PoolDevice, ...] = ()  # DRA devices per node (`devices`)
 
     @property
     def gpus(self) -> int:
@@ -112,6 +125,23 @@ class AdmissionConfig:
 
 
 @dataclass(frozen=True)
+class CiliumConfig:
+    """The cluster's `cilium:` block: the agent's settings that change a verdict, as written
+    (None where the inventory leaves one unset: the version's default decides)."""
+
+    version: str | None = None
+    labels: tuple[str, ...] | None = None  # the `labels` option's entries
+    policy_cidr_match_mode: tuple[str, ...] | None = None
+    enable_node_selector_labels: bool | None = None
+    allow_localhost: str | None = None
+    policy_enforcement: str | None = None
+    cluster_name: str | None = None
+    kube_api_server: str | None = None
+    enable_k8s_cluster_network_policy: bool | None = None
+    pos: Position = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
 class Cluster:
     name: str
     provider: str
@@ -126,6 +156,7 @@ class Cluster:
     # Trainer runtimes the cluster has that are not among the manifests: a ClusterTrainingRuntime
     # by name, a TrainingRuntime as namespace/name (`trainingRuntimes`).
     training_runtimes: tuple[str, ...] = ()
+    cilium: CiliumConfig | None = None  # the agent as configured; None: the newest known version's defaults
 
     def zone(self, name: str) -> Zone | None:
         return next((z for z in self.zones if z.name == name), None)
@@ -397,8 +428,8 @@ def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
         return True
     return len(groups) == 2 and min(g.replicas for g in groups) == 1
 
-__all__ = ["API_VERSION", "AdmissionConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
+__all__ = ["API_VERSION", "AdmissionConfig", "CiliumConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
            "EgressRule", "GitOps", "Inventory", "KIND", "KueueConfig", "Metrics",
-           "NetworkZone", "OUTPUTS", "PLACEMENTS", "PROVIDERS", "Pool", "PortSpec", "ReplicaGroup",
-           "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
+           "NetworkZone", "OUTPUTS", "PLACEMENTS", "PROVIDERS", "Pool", "PoolDevice", "PortSpec",
+           "ReplicaGroup", "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
            "follow_zones", "kueue_groupable"]

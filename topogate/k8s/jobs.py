@@ -42,11 +42,13 @@ out: a selector on them matches a subset of a group, which label classes cannot 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from topogate.core.labels import JOB_GROUP_LABEL, Pairs
+from topogate.k8s.dra import ClaimIndex, PodDevices, pod_devices
 from topogate.k8s.kinds import (
     TRAINING_KINDS,
     GroupRef,
@@ -98,6 +100,8 @@ class JobGroup:
     source: SourceLike | None = field(default=None, compare=False)  # where the template is written
     owner: str = ""  # Kind/namespace/name of the object holding the template
     annotations: Pairs = ()  # sorted; the template's (Kueue reads its pod-set requests there)
+    # Devices each pod claims through DRA (``k8s.dra``), counted in gpus_per_pod too.
+    devices: PodDevices = PodDevices()
     # where a field of the template is written (a path below the template): the line a finding
     # about that field points at (a nodeSelector in the base, an affinity a patch added)
     item: _Item | None = field(default=None, compare=False, repr=False)
@@ -126,6 +130,9 @@ class TrainingJob:
     source: SourceLike | None = field(default=None, compare=False)
     runtime: str = ""  # TrainJob: "ClusterTrainingRuntime/<name>" or "TrainingRuntime/<ns>/<name>"
     problems: tuple[str, ...] = ()  # what could not be resolved (e.g. a missing runtime)
+    annotations: Pairs = ()  # sorted; the job object's own (another scheduler may read them)
+    # A Volcano Job's spec.networkTopology (mode, highestTierAllowed, highestTierName), sorted.
+    network_topology: tuple[tuple[str, Any], ...] = ()
 
     @property
     def object_id(self) -> str:
@@ -234,7 +241,50 @@ def _from_kind(item: _Item, kind: str, default_ns: str) -> TrainingJob:
                g.template_path, item, oid)
         for g in replica_groups(obj)
     )
-    return TrainingJob(kind, name, ns, groups, str(obj.get("apiVersion") or ""), item.source)
+    return TrainingJob(kind, name, ns, groups, str(obj.get("apiVersion") or ""), item.source,
+                       annotations=_annotations_of(obj))
+
+
+# ---------------------------------------------------------------------------------------------
+# Volcano Job (batch.volcano.sh/v1alpha1): one group per task, its pods stamped by the
+# controller (pkg/controllers/job createJobPod: volcano.sh/job-name, volcano.sh/task-spec,
+# volcano.sh/job-namespace, volcano.sh/queue-name; the per-pod volcano.sh/task-index is left
+# out), and the job's schedulerName on a template that names none.
+
+VOLCANO_GROUP = "batch.volcano.sh"
+VOLCANO_DEFAULT_TASK = "default"
+VOLCANO_DEFAULT_QUEUE = "default"
+VOLCANO_SCHEDULER = "volcano"
+
+
+def is_volcano_job(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == "Job" and str(obj.get("apiVersion", "")).split("/", 1)[0] == VOLCANO_GROUP
+
+
+def _from_volcano(item: _Item, default_ns: str) -> TrainingJob:
+    obj = item.obj
+    name, ns = _name(obj), _namespace(obj, default_ns)
+    spec = _dict(obj.get("spec"))
+    queue = str(spec.get("queue") or VOLCANO_DEFAULT_QUEUE)
+    scheduler = str(spec.get("schedulerName") or VOLCANO_SCHEDULER)
+    groups = []
+    for i, t in enumerate(spec.get("tasks") or []):
+        if not isinstance(t, dict):
+            continue
+        tname = str(t.get("name") or VOLCANO_DEFAULT_TASK)
+        path: Path = ("spec", "tasks", i, "template")
+        template = copy.deepcopy(_dict(t.get("template")))
+        pod = _dict(template.get("spec"))
+        pod.setdefault("schedulerName", scheduler)
+        template["spec"] = pod
+        stamped = {"volcano.sh/job-name": name, "volcano.sh/task-spec": tname, "volcano.sh/job-namespace": ns,
+                   "volcano.sh/queue-name": queue}
+        groups.append(_group(tname, _int(t.get("replicas"), 0), template, stamped, path, item, f"Job/{ns}/{name}"))
+    topo = _dict(spec.get("networkTopology"))
+    return TrainingJob("Job", name, ns, tuple(groups), str(obj.get("apiVersion") or ""), item.source,
+                       annotations=_annotations_of(obj),
+                       network_topology=tuple(sorted((str(k), v) for k, v in topo.items())) if "networkTopology" in spec
+                       else ())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,7 +439,8 @@ def _from_trainjob(item: _Item, runtimes: Mapping[tuple[str, str, str], _Item], 
                 _merge_pod_patch(template, patch)
         grp = _group(gname, pods, template, controller_labels("TrainJob", name, gname), tpl_path, rt, rt_id)
         groups.append(grp)
-    return TrainingJob("TrainJob", name, ns, tuple(groups), api, item.source, runtime_id)
+    return TrainingJob("TrainJob", name, ns, tuple(groups), api, item.source, runtime_id,
+                       annotations=_annotations_of(obj))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,6 +502,8 @@ def find_jobs(manifests: Iterable[ManifestItem], default_namespace: str = DEFAUL
         kind = it.obj.get("kind")
         if kind == "TrainJob":
             job = _from_trainjob(it, runtimes, default_namespace)
+        elif is_volcano_job(it.obj):
+            job = _from_volcano(it, default_namespace)
         elif isinstance(kind, str) and kind in TRAINING_KINDS:
             job = _from_kind(it, kind, default_namespace)
         elif kind in GROUPABLE_KINDS:
@@ -473,7 +526,21 @@ def find_jobs(manifests: Iterable[ManifestItem], default_namespace: str = DEFAUL
         job = TrainingJob(GROUP_KIND, value, ns, tuple(by_group[k] for k in sorted(by_group)), "", members[0].source)
         jobs.setdefault(job.object_id, job)
 
-    return tuple(jobs[k] for k in sorted(jobs))
+    claims = ClaimIndex(it.obj for it in items)
+    return tuple(_with_devices(jobs[k], claims) for k in sorted(jobs))
+
+
+def _with_devices(job: TrainingJob, claims: ClaimIndex) -> TrainingJob:
+    """The job with each group's DRA claims resolved against the manifests' templates: the
+    devices each pod claims count as its GPUs (TG103/TG104), and only pools offering them fit."""
+    if not any(g.spec.get("resourceClaims") for g in job.groups):
+        return job
+    groups = []
+    for g in job.groups:
+        devices = pod_devices(g.spec, job.namespace, claims)
+        groups.append(dataclasses.replace(g, devices=devices, gpus_per_pod=pod_gpus(g.spec) + devices.count)
+                      if devices.requests or devices.problems else g)
+    return dataclasses.replace(job, groups=tuple(groups))
 
 
 def group_ref(group: JobGroup) -> GroupRef:
@@ -481,6 +548,6 @@ def group_ref(group: JobGroup) -> GroupRef:
     labels = dict(group.labels)
     return GroupRef(group.name, group.pods, group.template_path, {"metadata": {"labels": labels}, "spec": group.spec})
 
-__all__ = ["DEFAULT_NAMESPACE", "GROUPABLE_KINDS", "GROUP_KIND", "GROUP_LABEL", "MISSING_RUNTIME", "JobGroup",
+__all__ = ["VOLCANO_GROUP", "is_volcano_job", "DEFAULT_NAMESPACE", "GROUPABLE_KINDS", "GROUP_KIND", "GROUP_LABEL", "MISSING_RUNTIME", "JobGroup",
            "Locate", "ManifestItem", "Pairs", "RUNTIME_KINDS", "SourceLike", "missing_runtime",
            "TRAINER_ANCESTOR_LABEL", "TRAINER_GROUP", "TrainingJob", "find_jobs", "group_ref"]

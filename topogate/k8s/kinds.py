@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi")
+from topogate.k8s.quantity import GPU_RESOURCES, count
 
 Path = tuple[str | int, ...]
 
@@ -107,16 +107,6 @@ def _int(v: Any, default: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else default
 
 
-def _quantity(v: Any) -> int:
-    if isinstance(v, bool):
-        return 0
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():  # not "²"
-        return int(v.strip())
-    return 0
-
-
 def container_gpus(container: dict[str, Any]) -> int:
     """GPUs one container asks for: its limits (extended resources must set limits), else requests."""
     res = container.get("resources") or {}
@@ -125,7 +115,7 @@ def container_gpus(container: dict[str, Any]) -> int:
     for section in ("limits", "requests"):
         block = res.get(section)
         if isinstance(block, dict):
-            n = sum(_quantity(block.get(name)) for name in GPU_RESOURCES)
+            n = sum(count(block.get(name)) for name in GPU_RESOURCES)
             if n:
                 return n
     return 0
@@ -195,7 +185,7 @@ def replica_groups(obj: dict[str, Any], runtime_groups: tuple[str, ...] = ()) ->
         nodes = _int(trainer.get("numNodes"), 1)
         per_node = trainer.get("resourcesPerNode")
         gpus = container_gpus({"resources": per_node}) if isinstance(per_node, dict) else 0
-        tpl = {"spec": {"containers": [{"name": "node", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}
+        tpl = {"spec": {"containers": [{"name": "node", "resources": {"limits": {GPU_RESOURCES[0]: gpus}}}]}}
         for name in runtime_groups or TRAINJOB_DEFAULT_GROUPS:
             pods = nodes if name == "node" else 1
             yield GroupRef(name, pods, (), tpl if name == "node" else {"spec": {"containers": []}})
@@ -261,6 +251,6 @@ def controller_labels(kind: str, job: str, group: str, api_version: str = "") ->
         return {"jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": group}
     return {}
 
-__all__ = ["GPU_RESOURCES", "GroupRef", "TRAINING_KINDS", "KUEUE_KINDS", "KindInfo", "PLAIN_POD_TEMPLATES", "Path",
+__all__ = ["GroupRef", "TRAINING_KINDS", "KUEUE_KINDS", "KindInfo", "PLAIN_POD_TEMPLATES", "Path",
            "REPLICA_SPECS", "TRAINJOB_DEFAULT_GROUPS", "container_gpus", "controller_labels", "dig",
            "find_job", "pod_gpus", "replica_groups"]

@@ -127,6 +127,8 @@ STRUCTS: Mapping[str, Mapping[str, Type]] = MappingProxyType({
     "HashTransformer": {},
 })
 # The kinds of builtin generator and transformer configs kustomize runs.
+# The apiVersion of a kustomization file (kustomize also reads one without it).
+KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 CONFIG_KINDS = frozenset({
     "ConfigMapGenerator", "SecretGenerator", "PatchTransformer", "PatchJson6902Transformer",
     "PatchStrategicMergeTransformer", "ReplacementTransformer", "HelmChartInflationGenerator",
@@ -342,5 +344,5 @@ def _merge_keys(node: Any, shown: str) -> list[Spelling]:
     return spellings(node, ANY, shown)
 
 
-__all__ = ["ANY", "BOOL", "CONFIG_KINDS", "Config", "INT", "Kustomization", "MAP", "STRING", "STRUCTS",
+__all__ = ["ANY", "BOOL", "CONFIG_KINDS", "Config", "INT", "KUSTOMIZE_API", "Kustomization", "MAP", "STRING", "STRUCTS",
            "Spelling", "configs", "field", "flux_differences", "go_fold", "read", "scalar_items", "spellings"]

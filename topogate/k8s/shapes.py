@@ -14,7 +14,8 @@ import math
 import re
 from typing import Any
 
-from topogate.k8s.kinds import GPU_RESOURCES
+from topogate.k8s import quantity
+from topogate.k8s.quantity import GPU_RESOURCES
 from topogate.safeio.saferead import InputError
 
 # A shape: a dict (a mapping with these keys; "*" for every key), a one-item list (a list of
@@ -144,16 +145,17 @@ def _leaf_ok(leaf: str, v: Any) -> bool:
     if leaf == BOOL:
         return isinstance(v, bool)
 
+    if leaf == QUANTITY:  # as the API server reads an extended resource: a whole count
+        n = quantity.whole(v)
+        return n is not None and n <= MAX_INT
     if isinstance(v, bool):
         return False
     if isinstance(v, int):
-        return abs(v) <= MAX_INT and (leaf != QUANTITY or v >= 0)
+        return abs(v) <= MAX_INT
     if leaf == INT and isinstance(v, float):
         return math.isfinite(v) and v.is_integer() and abs(v) <= MAX_INT
     if isinstance(v, str):
         text = v.strip()
-        if leaf == QUANTITY:
-            return text.isascii() and text.isdigit() and _magnitude(text) <= MAX_INT
         return bool(_INT_TEXT.fullmatch(v)) and _magnitude(text) <= MAX_INT
     return False
 

@@ -39,10 +39,10 @@ class Source:
     from_file: str | None
     target: Target
 
-    def read(self, *, workloads: bool) -> Snapshot:
+    def read(self, *, workloads: bool, agent: bool = False) -> Snapshot:
         if self.from_file is not None:
             return read_file(self.from_file)
-        return fetch(self.target, workloads=workloads)
+        return fetch(self.target, workloads=workloads, agent=agent)
 
     def default_name(self) -> str:
         if self.from_file is not None:
@@ -60,7 +60,7 @@ class ImportOutcome:
 def run_import(source: Source, out: str, *, cluster: str | None, pool_label: str | None,
                zone_label: str, force: bool) -> ImportOutcome:
     refuse_unwritable(out, force)  # before the cluster is read
-    snapshot = source.read(workloads=False)
+    snapshot = source.read(workloads=False, agent=True)
     name = dns_label(cluster, "imported") if cluster else source.default_name()
     imported = build(snapshot, name, zone_label, pool_label, schema_ref_for(out))
     write(imported, out, force)
@@ -74,6 +74,9 @@ def run_import(source: Source, out: str, *, cluster: str | None, pool_label: str
                           for g in imported.pools if g.zone == z)
         lines.append(f"  {z}: {pools}")
     lines += [f"note: {n}" for n in imported.notes]
+    if imported.cilium is not None:
+        lines.append("cilium: " + (", ".join(f"{k} {v}" for k, v in imported.cilium.items()) or
+                                   "the agent's defaults") + " (from kube-system/cilium-config and the cilium DaemonSet)")
     lines.append("next: add network zones and workloads, then `topogate generate` and `topogate check`")
     return ImportOutcome(tuple(lines))
 

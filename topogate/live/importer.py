@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.core.exitcodes import ExitCode
-from topogate.core.labels import DEFAULT_ZONE_LABEL
+from topogate.core.labels import DEFAULT_ZONE_LABEL, REGION_LABEL
 from topogate.inventory.loader import InventoryError, load_inventory
 from topogate.inventory.model import API_VERSION, KIND, Taint
+from topogate.live.agentconfig import cilium_block
 from topogate.live.errors import LiveError
 from topogate.live.nodes import VARYING, LiveNode, PoolGroup, dns_label, group_pools, parse_nodes
 from topogate.live.snapshot import Snapshot
@@ -44,6 +45,7 @@ class Imported:
     zones: tuple[str, ...]
     pools: tuple[PoolGroup, ...]
     notes: tuple[str, ...]  # what a person should know: ungrouped nodes, skipped nodes
+    cilium: dict[str, Any] | None = None  # the `cilium:` block written, from the agent's objects
 
 
 def _provider(nodes: Sequence[LiveNode]) -> str:
@@ -56,7 +58,7 @@ def _provider(nodes: Sequence[LiveNode]) -> str:
 
 
 def _region(nodes: Sequence[LiveNode]) -> str:
-    regions = Counter(n.label_map.get("topology.kubernetes.io/region", "") for n in nodes)
+    regions = Counter(n.label_map.get(REGION_LABEL, "") for n in nodes)
     regions.pop("", None)
     return regions.most_common(1)[0][0] if regions else "unknown"
 
@@ -155,8 +157,20 @@ def build(snapshot: Snapshot, cluster: str, zone_label: str = DEFAULT_ZONE_LABEL
         nz["zones"].fa.set_flow_style()
         nz.fa.set_flow_style()
         doors.append(nz)
-    c = CommentedMap([("name", cluster), ("provider", _provider(kept)), ("region", _region(kept)),
+    provider = _provider(kept)
+    c = CommentedMap([("name", cluster), ("provider", provider), ("region", _region(kept)),
                       ("zoneLabel", zone_label), ("zones", zone_seq), ("networkZones", doors)])
+    block = cilium_block(list(snapshot.agent), provider)
+    if snapshot.agent_note:
+        notes.append(snapshot.agent_note)
+    if block is not None:
+        c["cilium"] = CommentedMap(block.items())
+        c.yaml_set_comment_before_after_key(
+            "cilium", before="The Cilium agent as the cluster runs it (kube-system/cilium-config, the cilium "
+            "DaemonSet's image):\nevery verdict is that agent's.", indent=2)
+        if "kubeAPIServer" in block:
+            c["cilium"].yaml_add_eol_comment(f"a managed control plane ({provider}'s nodes say so)",
+                                             "kubeAPIServer")
     c.yaml_set_comment_before_after_key(
         "networkZones", before="One network zone per zone: no door open between zones. Merge zones "
         "whose pods may talk\nto each other (a network zone lists several zones).", indent=2)
@@ -179,7 +193,7 @@ def build(snapshot: Snapshot, cluster: str, zone_label: str = DEFAULT_ZONE_LABEL
     y.width = 4096
     buf = io.StringIO()
     y.dump(doc, buf)
-    return Imported(buf.getvalue(), cluster, zones, pools, tuple(notes))
+    return Imported(buf.getvalue(), cluster, zones, pools, tuple(notes), block)
 
 
 SCHEMA_HOME = ".topogate/inventory.schema.json"  # what `topogate schema -o` is documented to write

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from topogate.k8s import shapes
-from topogate.k8s.kinds import GPU_RESOURCES
+from topogate.k8s.quantity import GPU_RESOURCES
 
 _STRING, _SCALAR = shapes.STRING, shapes.SCALAR
 

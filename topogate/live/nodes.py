@@ -13,7 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from topogate.core.labels import ARCH_LABEL, DEFAULT_ZONE_LABEL, HOSTNAME_LABEL, OS_LABEL, REGION_LABEL
 from topogate.inventory.model import Taint
+from topogate.k8s.quantity import GPU_RESOURCES, count
 
 # First match wins: a Karpenter node on EKS carries only the Karpenter label, a managed node
 # group node only the EKS one; AKS stamps both of its labels with the same value.
@@ -24,7 +26,6 @@ POOL_LABELS = (
     "kubernetes.azure.com/agentpool",
     "agentpool",
 )
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 
 # Labels the platform sets per node or per instance: not what a person selects a pool by, and
 # many vary from node to node. Domains match themselves and their subdomains.
@@ -66,15 +67,6 @@ def is_state_taint(key: str) -> bool:
     return any(key.startswith(p) if p.endswith("/") else key == p for p in _STATE_TAINTS)
 
 
-def _quantity(v: Any) -> int:
-    """An extended resource's quantity: whole numbers ("8", 8); anything else (a negative or
-    fractional value in a hand-made file) counts as 0."""
-    try:
-        return max(0, int(str(v)))
-    except ValueError:
-        return 0
-
-
 def parse_node(obj: dict[str, Any], zone_label: str, pool_label: str | None = None) -> LiveNode:
     md = obj.get("metadata") or {}
     labels = {str(k): str(v) for k, v in (md.get("labels") or {}).items()}
@@ -84,7 +76,7 @@ def parse_node(obj: dict[str, Any], zone_label: str, pool_label: str | None = No
          if isinstance(t, dict) and not is_state_taint(str(t.get("key", "")))),
         key=lambda t: (t.key, t.value, t.effect)))
     alloc = (obj.get("status") or {}).get("allocatable") or {}
-    gpus = sum(_quantity(alloc.get(r, 0)) for r in GPU_RESOURCES)
+    gpus = sum(count(alloc.get(r)) for r in GPU_RESOURCES)
     keys = (pool_label,) if pool_label else POOL_LABELS
     found = next((k for k in keys if labels.get(k)), None)
     return LiveNode(str(md.get("name", "")), labels.get(zone_label, ""), tuple(sorted(labels.items())),
@@ -126,14 +118,14 @@ class PoolGroup:
 # The inventory says these elsewhere: the zone is the zone, the region the cluster's; and
 # linux/amd64 are what the analysis assumes of every node (scheduling/nodes.py), so only other
 # values are kept.
-_STATED = {"topology.kubernetes.io/region": "the cluster's region",
+_STATED = {REGION_LABEL: "the cluster's region",
            "topology.k8s.aws/zone-id": "name the zone", "topology.gke.io/zone": "name the zone"}
-_DEFAULTS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+_DEFAULTS = {OS_LABEL: "linux", ARCH_LABEL: "amd64"}
 # Deprecated twins the kubelet and cloud providers still set beside their GA label (same value).
-_TWINS = {"beta.kubernetes.io/arch": "kubernetes.io/arch", "beta.kubernetes.io/os": "kubernetes.io/os",
+_TWINS = {"beta.kubernetes.io/arch": ARCH_LABEL, "beta.kubernetes.io/os": OS_LABEL,
           "beta.kubernetes.io/instance-type": "node.kubernetes.io/instance-type",
-          "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
-          "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone"}
+          "failure-domain.beta.kubernetes.io/region": REGION_LABEL,
+          "failure-domain.beta.kubernetes.io/zone": DEFAULT_ZONE_LABEL}
 # Values that change whenever the pool's nodes are replaced or upgraded (an image, a launch
 # template version, a driver, the node's lifecycle) and that no job selects a pool by: kept,
 # they would make drift report every upgrade.
@@ -142,7 +134,6 @@ _VOLATILE = ("eks.amazonaws.com/nodegroup-image", "eks.amazonaws.com/sourceLaunc
              "karpenter.sh/initialized", "karpenter.sh/registered", "kubernetes.azure.com/node-image-version",
              "kubernetes.azure.com/cluster", "nvidia.com/gfd.timestamp", "nvidia.com/cuda.driver.",
              "nvidia.com/cuda.driver-version.", "nvidia.com/cuda.runtime.", "nvidia.com/cuda.runtime-version.")
-HOSTNAME = "kubernetes.io/hostname"
 VARYING = "differ between its nodes"
 
 
@@ -159,7 +150,7 @@ def pool_labels(members: Sequence[LiveNode], zone_label: str) -> tuple[tuple[tup
         values = {m.get(key) for m in maps}
         if key == zone_label:
             continue  # the zone: written as the pool's zone
-        if key == HOSTNAME:
+        if key == HOSTNAME_LABEL:
             dropped[key] = "one per node"
         elif key in _TWINS:
             dropped[key] = "deprecated twins of their GA labels"

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.result import GroupMap, JobMap
+from topogate.core.labels import REPLICA_GROUP_LABEL, WORKLOAD_LABEL
 from topogate.core.layout import CLUSTER_DIRS
 from topogate.core.position import Position
 from topogate.generators import render_files
 from topogate.inventory.model import Cluster, Inventory
-from topogate.live.nodes import GPU_RESOURCES
+from topogate.k8s.kinds import pod_gpus
 from topogate.live.snapshot import JOB_KINDS, Snapshot
 from topogate.policies.context import LiveFact
 from topogate.policies.live.facts import DIFFERS, PENDING, SPLIT, UNMANAGED
@@ -31,7 +32,7 @@ UNKNOWN_ZONE = "(unknown zone)"
 _OPERATORS = {"pytorchjob-controller": "PyTorchJob", "mpi-operator": "MPIJob",
               "mpijob-controller": "MPIJob"}
 _GROUP_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role",
-                 "jobset.sigs.k8s.io/replicatedjob-name", "topogate.dev/replica-group")
+                 "jobset.sigs.k8s.io/replicatedjob-name", REPLICA_GROUP_LABEL)
 _IGNORED_POLICY_KEYS = ("status",)
 
 
@@ -99,22 +100,15 @@ def job_key(pod: Mapping[str, Any], known: Mapping[tuple[str, str], str],
     if name:
         kind = known.get((ns, name)) or inv_kind.get((ns, name)) or "JobSet"
         return ("TrainJob" if kind == "TrainJob" else "JobSet"), ns, str(name)
-    name = labels.get("topogate.dev/workload")
+    name = labels.get(WORKLOAD_LABEL)
     if name and (ns, name) in inv_kind:
         return inv_kind[(ns, name)], ns, str(name)
     return None
 
 
 def _gpus(pod: Mapping[str, Any]) -> int:
-    total = 0
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        limits = ((c or {}).get("resources") or {}).get("limits") or {}
-        for r in GPU_RESOURCES:
-            try:
-                total += int(str(limits.get(r, 0)))
-            except ValueError:
-                continue
-    return total
+    spec = pod.get("spec")
+    return pod_gpus(spec) if isinstance(spec, dict) else 0
 
 
 def _unschedulable(pod: Mapping[str, Any]) -> str:

@@ -16,6 +16,7 @@ import yaml
 from topogate.core.exitcodes import ExitCode
 from topogate.core.position import Position
 from topogate.live import itemshape
+from topogate.live.agentconfig import fetch_agent_objects, is_agent_object
 from topogate.live.client import (
     JOB_RESOURCES,
     NODES,
@@ -49,6 +50,10 @@ class Snapshot:
     not_installed: tuple[str, ...] = ()  # optional CRDs the cluster does not serve
     requests: int = 0  # list requests answered (0 offline)
     from_file: bool = False
+    # The Cilium agent's ConfigMap and DaemonSet (live.agentconfig), for `import`; and what of
+    # them could not be read.
+    agent: tuple[dict[str, Any], ...] = ()
+    agent_note: str = ""
     # (kind, namespace, name) -> (line, column) of the item in the file, so findings on a
     # snapshot's objects land on their own lines (empty for the API: it has no lines).
     # The path of the item inside the file's document comes along, so a finding deep inside
@@ -138,11 +143,16 @@ def _parse_yaml(path: str, text: str) -> Any:
     return docs[0]
 
 
-def fetch(target: Target, *, workloads: bool) -> Snapshot:
-    """Nodes, and with `workloads` also pods, training jobs and network policies, from the API."""
+def fetch(target: Target, *, workloads: bool, agent: bool = False) -> Snapshot:
+    """Nodes, and with `workloads` also pods, training jobs and network policies, from the API;
+    with `agent` the Cilium agent's configuration (live.agentconfig)."""
     api, server = api_client(target)
     budget = Budget.start()  # one deadline for every list of the command
+    agent_objs: list[dict[str, Any]] = []
+    agent_note = ""
     try:
+        if agent:
+            agent_objs, agent_note = fetch_agent_objects(api, server, target.timeout, budget)
         nodes = list_all(api, NODES, server, target.chunk, target.timeout,
                          budget=budget)
         requests = nodes.requests
@@ -164,7 +174,7 @@ def fetch(target: Target, *, workloads: bool) -> Snapshot:
     finally:
         api.close()
     return Snapshot(f"live:{server}", nodes.items, pods, tuple(policies), tuple(jobs),
-                    tuple(missing), requests)
+                    tuple(missing), requests, agent=tuple(agent_objs), agent_note=agent_note)
 
 
 def read_file(path: str) -> Snapshot:
@@ -204,7 +214,8 @@ def read_file(path: str) -> Snapshot:
         path, nodes, tuple(by_kind.get("Pod", [])),
         tuple(o for k in POLICY_KINDS for o in by_kind.get(k, [])),
         tuple(o for k in JOB_KINDS for o in by_kind.get(k, [])), from_file=True,
-        lines=lines)
+        lines=lines, agent=tuple(o for k in ("ConfigMap", "DaemonSet") for o in by_kind.get(k, [])
+                                 if is_agent_object(o)))
 
 
 def _check_item(path: str, item: dict[str, Any], index: int | None,

@@ -13,6 +13,11 @@ from topogate.policies.coverage import (
     tg122_runtime_missing,
     tg123_skipped_file,
     tg124_unread_kind,
+    tg125_policy_refused,
+    tg126_selects_no_pod,
+    tg127_peer_selects_no_pod,
+    tg128_dra_claim_not_modelled,
+    tg129_other_scheduler,
 )
 from topogate.policies.inputs import (
     tg001_inventory_invalid,
@@ -102,6 +107,11 @@ REGISTRY: dict[str, ModuleType] = {
     "TG122": tg122_runtime_missing,
     "TG123": tg123_skipped_file,
     "TG124": tg124_unread_kind,
+    "TG125": tg125_policy_refused,
+    "TG126": tg126_selects_no_pod,
+    "TG127": tg127_peer_selects_no_pod,
+    "TG128": tg128_dra_claim_not_modelled,
+    "TG129": tg129_other_scheduler,
     "TG201": tg201_zone_drift,
     "TG202": tg202_pool_size_drift,
     "TG203": tg203_pool_scheduling_drift,

@@ -86,6 +86,8 @@ class Context:
     ungrouped: tuple[Ungrouped, ...] = ()  # pod templates of no job
     unread: tuple[Unread, ...] = ()  # objects of kinds not read that select pods or nodes
     not_modelled: tuple[tuple[str, str, str, Position], ...] = ()  # (policy, construct, message, where)
+    refused: tuple[tuple[str, str, Position], ...] = ()  # (policy, why, where): the agent imports none of it
+    unselecting: tuple[tuple[str, str, Position, bool], ...] = ()  # (policy, sentence, where, subject)
     skipped: tuple[tuple[Position, str], ...] = ()  # (where, why): files among PATHs not read
     other_files: tuple[tuple[Position, str], ...] = ()  # (PATH, which): files of other extensions
     # (root, where, why): kustomization roots among PATHs not built (remote, Helm): never fetched
@@ -132,7 +134,8 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
         spread_splits=facts.spread_splits, unprotected=facts.unprotected,
         unassigned=facts.unassigned, open_ingress=facts.open_ingress,
         closed_doors=facts.closed_doors, ungrouped=ungrouped_templates(objects), unread=unread_objects(objects),
-        not_modelled=facts.not_modelled, skipped=skipped, other_files=other_files, not_local=not_local,
+        not_modelled=facts.not_modelled, refused=facts.refused, unselecting=facts.unselecting,
+        skipped=skipped, other_files=other_files, not_local=not_local,
         kueue_concerns=facts.kueue_concerns, gitops=gitops,
         duplicates=facts.duplicates, checked_clusters=facts.checked_clusters, live=live,
         weakened=weakened)

@@ -49,7 +49,7 @@ from typing import Any
 
 import yaml
 
-from topogate.k8s.kustomization import Kustomization, field
+from topogate.k8s.kustomization import KUSTOMIZE_API, Kustomization, field
 from topogate.safeio.saferead import InputError, documents
 
 # The root's kustomization may hold only these: then it appends its directories and nothing else.
@@ -88,7 +88,6 @@ def _node_strings(node: Any) -> Iterable[str]:
             stack.extend(x for pair in n.value for x in pair)
         elif isinstance(n, yaml.SequenceNode):
             stack.extend(n.value)
-_KUSTOMIZATION_API = "kustomize.config.k8s.io/v1beta1"
 
 # SortOrderTransformer.go: defaultOrderFirst, defaultOrderLast ("DO NOT CHANGE!" upstream).
 _ORDER_FIRST = ("Namespace", "ResourceQuota", "StorageClass", "CustomResourceDefinition",
@@ -223,7 +222,7 @@ def root_parts(k: Kustomization) -> bool:
     listed = k.get("resources")
     if not isinstance(listed, yaml.SequenceNode) or not all(_string(n) for n in listed.value):
         return False
-    return kind in (None, "Kustomization") and api in (None, _KUSTOMIZATION_API)
+    return kind in (None, "Kustomization") and api in (None, KUSTOMIZE_API)
 
 
 def _string(node: Any) -> bool:
@@ -274,7 +273,7 @@ def wrapper_patches(k: Kustomization) -> tuple[Patch, ...] | None:
     if not isinstance(listed, yaml.SequenceNode) or len(listed.value) != 1 or not _string(listed.value[0]):
         return None
     kind, api = _scalar(k.get("kind")), _scalar(k.get("apiVersion"))
-    if kind not in (None, "Kustomization") or api not in (None, _KUSTOMIZATION_API):
+    if kind not in (None, "Kustomization") or api not in (None, KUSTOMIZE_API):
         return None
     if not isinstance(items, yaml.SequenceNode):
         return None
@@ -566,7 +565,7 @@ def build_in_parts(base: str, entries: Sequence[str], n: int, run: Callable[[str
             # cleans the result lexically (filepath.Join): the same directory, from here, is
             # the cleaned join made relative. It refuses absolute paths.
             listed = [os.path.relpath(os.path.normpath(os.path.join(base, e)), d) for e in share]
-            body: dict[str, Any] = {"apiVersion": _KUSTOMIZATION_API, "kind": "Kustomization",
+            body: dict[str, Any] = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization",
                                     "resources": listed}
             if patches:
                 body["patches"] = [_patch_entry(d, j, p) for j, p in enumerate(patches)]

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from topogate.analysis.locate import Located
 from topogate.analysis.map.pods import class_of
 from topogate.analysis.netpolicy import (
+    Agent,
+    External,
     PodClass,
     PolicyError,
     PolicySet,
@@ -16,6 +19,7 @@ from topogate.analysis.netpolicy import (
     SideVerdict,
     SourceRef,
     Verdict,
+    agent_for,
     policy_key,
 )
 from topogate.k8s.pods import PodIdentity
@@ -63,15 +67,16 @@ def trace(
     query = port_query(port, dst)
     scoped_cluster, scoped = scope(objects, inv, cluster, (("--from", src), ("--to", dst)))
     cluster_name = scoped_cluster or "default"
+    agent = agent_of(inv.inventory, scoped_cluster)
     try:
         pset = PolicySet.from_objects(
-            ((o.obj, _source(o), Located(o)) for o in scoped), cluster_name=cluster_name
+            ((o.obj, _source(o), Located(o)) for o in scoped), cluster_name=cluster_name, agent=agent
         )
     except PolicyError as err:
         raise TraceError(str(err)) from None
     # The pod classes `check` gives the same pods: with their namespace's labels as the
     # policies' Namespace objects declare them (analysis.map.pods.class_of).
-    src, dst = (_in_cluster(e, pset) for e in (src, dst))
+    src, dst = (_identity_note(_in_cluster(e, pset), pset) for e in (src, dst))
     if query is not None:
         v: Verdict = pset.evaluate(src.peer, dst.peer, query.port, query.protocol)
         classes: tuple[PortRange, ...] = (PortRange(query.protocol, query.port, query.port, v),)
@@ -83,12 +88,40 @@ def trace(
         for ns in sorted({e.peer.namespace for e in (src, dst) if isinstance(e.peer, PodClass)})
     )
     by_ref = {policy_key(o.kind, o.namespace, o.name): o for o in scoped}
+    warnings = [*dict.fromkeys(pset.warnings), *_api_server_depends(scoped, agent, cluster_name, src, dst, classes)]
     return TraceResult(
         src, dst, query,
         _summary("egress", src.is_pod, first.egress, by_ref),
         _summary("ingress", dst.is_pod, first.ingress, by_ref),
-        classes, ns_labels, cluster_name, tuple(dict.fromkeys(pset.warnings)),
+        classes, ns_labels, cluster_name, tuple(warnings),
     )
+
+
+_PLACES = {"remote-node": "on nodes of the cluster (remote-node)", "host": "on the pod's own node (host)",
+           "world": "outside the cluster, as a managed control plane (world)"}
+
+
+def _api_server_depends(scoped: Sequence[K8sObject], agent: Agent, cluster_name: str, src: Endpoint,
+                        dst: Endpoint, classes: Sequence[PortRange]) -> list[str]:
+    """When the inventory does not say where the kube-apiserver runs and the verdict of a flow
+    with it depends on that, say which way (its identity carries remote-node, host or world)."""
+    if "kubeAPIServer" not in agent.unset or not any(
+            isinstance(e.peer, External) and e.peer.entity == "kube-apiserver" for e in (src, dst)):
+        return []
+    answers: dict[str, tuple[bool, ...]] = {}
+    for place in _PLACES:
+        other = dataclasses.replace(agent, api_server=place)
+        pset = PolicySet.from_objects(((o.obj, _source(o), Located(o)) for o in scoped),
+                                      cluster_name=cluster_name, agent=other)
+        answers[place] = tuple(pset.evaluate(src.peer, dst.peer, c.start, c.protocol).allowed for c in classes)
+    assumed = answers[agent.api_server]
+    differ = [p for p, a in answers.items() if a != assumed]
+    if not differ:
+        return []
+    return [f"the inventory does not say where the kube-apiserver runs (cilium.kubeAPIServer): traced as "
+            f"{_PLACES[agent.api_server]}; " + "; ".join(
+                f"{'ALLOWED' if all(answers[p]) else 'DENIED' if not any(answers[p]) else 'partly denied'} "
+                f"if it runs {_PLACES[p]}" for p in differ)]
 
 
 def run_trace(
@@ -111,6 +144,28 @@ def run_trace(
         notes = tuple(f"{e.pos.file}: {e.message}" for e in skipped)
         result = dataclasses.replace(result, warnings=(*notes, *result.warnings))
     return result
+
+
+def agent_of(inventory: Any, cluster: str | None) -> Agent:
+    """The agent of the inventory's cluster (its `cilium:` block); the newest known version's
+    defaults without an inventory or that cluster."""
+    if inventory is None or cluster is None:
+        return agent_for(None)
+    c = next((c for c in inventory.clusters if c.name == cluster), None)
+    return agent_for(c.cilium if c is not None else None)
+
+
+def _identity_note(e: Endpoint, pset: PolicySet) -> Endpoint:
+    """Say which of the pod's labels its Cilium identity leaves out: a selector on one of them
+    selects nothing, however right it looks beside the pod's labels."""
+    if not isinstance(e.peer, PodClass):
+        return e
+    dropped = pset.labels.dropped(e.peer)
+    if not dropped:
+        return e
+    note = (f"identity: Cilium {pset.agent.version} leaves out {', '.join(dropped)} (its label filter); "
+            "no selector can select the pod by them")
+    return dataclasses.replace(e, notes=(*e.notes, note))
 
 
 def _in_cluster(e: Endpoint, pset: PolicySet) -> Endpoint:

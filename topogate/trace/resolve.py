@@ -199,7 +199,7 @@ def resolve_endpoint(spec: Spec, objects: Sequence[K8sObject], inv: _Inventory, 
     if spec.kind == "labels":
         return Endpoint(spec.text, "labels", PodClass(spec.namespace, spec.labels, (), (), DEFAULT_SERVICE_ACCOUNT))
     if spec.kind == "entity":
-        return Endpoint(spec.text, "entity", External(entity=spec.value))
+        return Endpoint(spec.text, "entity", External(entity=spec.value, labels=spec.labels))
     if spec.kind == "cidr":
         return Endpoint(spec.text, "cidr", External(cidr=spec.value))
     return Endpoint(spec.text, "fqdn", External(fqdn=spec.value))

@@ -67,6 +67,12 @@ def parse_spec(text: str, flag: str) -> Spec:
         raise TraceError(f"{flag}: empty; expected ns/Kind/name[/group], ns:key=value, an entity or a CIDR")
     if raw in ENTITIES:
         return Spec("entity", raw, value=raw)
+    node = _NODE.match(raw)
+    if node is not None:
+        # A node with its labels, as topogate prints one: what fromNodes/toNodes select by
+        # (enable-node-selector-labels); a node without them may be any node.
+        labels = _label_pairs(node[2], flag, text)
+        return Spec("entity", raw, value=node[1], labels=labels)
     if raw.startswith("fqdn:"):
         name = raw[len("fqdn:"):].strip().lower().rstrip(".")
         if not name:
@@ -91,28 +97,38 @@ def parse_spec(text: str, flag: str) -> Spec:
     if ":" in raw:
         ns, _, rest = raw.partition(":")
         _check_namespace(ns, flag, text)
-        labels: dict[str, str] = {}
-        for item in (p.strip() for p in rest.split(",")):
-            if not item:
-                continue
-            key, eq, value = item.partition("=")
-            key, value = key.strip(), value.strip()
-            if not eq or not _valid_label_key(key) or not _LABEL_VALUE.match(value):
-                raise TraceError(f"{flag} {text!r}: {item!r} is not a label key=value")
-            if key in labels and labels[key] != value:
-                raise TraceError(f"{flag} {text!r}: label {key!r} given twice")
+        pairs = _label_pairs(rest, flag, text)
+        for key, _value in pairs:
             if key.startswith(("io.kubernetes.pod.", "io.cilium.k8s.")):
                 # Cilium derives these from the pod's namespace and service account; a pod
                 # label cannot set them, so a trace that pretends it does would mislead.
                 raise TraceError(f"{flag} {text!r}: {key!r} is set by Cilium, not by a pod label; "
                                  "put the namespace before the colon")
-            labels[key] = value
-        return Spec("labels", raw, namespace=ns, labels=tuple(sorted(labels.items())))
+        return Spec("labels", raw, namespace=ns, labels=pairs)
     known = ", ".join(ENTITIES[:5])
     raise TraceError(
         f"{flag} {text!r}: not a workload (ns/Kind/name[/group]), a label set (ns:key=value), "
         f"an entity ({known}, ...) or a CIDR"
     )
+
+
+_NODE = re.compile(r"^(host|remote-node)\{(.*)\}$")
+
+
+def _label_pairs(rest: str, flag: str, text: str) -> tuple[tuple[str, str], ...]:
+    """``key=value,key=value`` as sorted pairs."""
+    labels: dict[str, str] = {}
+    for item in (p.strip() for p in rest.split(",")):
+        if not item:
+            continue
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not _valid_label_key(key) or not _LABEL_VALUE.match(value):
+            raise TraceError(f"{flag} {text!r}: {item!r} is not a label key=value")
+        if key in labels and labels[key] != value:
+            raise TraceError(f"{flag} {text!r}: label {key!r} given twice")
+        labels[key] = value
+    return tuple(sorted(labels.items()))
 
 
 def _check_namespace(ns: str, flag: str, text: str) -> None:

@@ -25,7 +25,7 @@ from topogate.analysis.map.clusters import assign_clusters
 from topogate.analysis.map.duplicates import Duplicate, without_duplicates
 from topogate.analysis.map.labels import LabelLie, SpreadSplit
 from topogate.analysis.map.pods import pod_class, pod_template
-from topogate.analysis.netpolicy import PodClass
+from topogate.analysis.netpolicy import PodClass, refusal_text, unselecting_text
 from topogate.analysis.placement.kueue import Concern
 from topogate.analysis.proofs.boundary import BoundaryProof, Opening
 from topogate.analysis.proofs.doors import ClosedDoor, DoorRules, closed_doors, target_members
@@ -56,6 +56,10 @@ class MapFacts:
     closed_doors: tuple[ClosedDoor, ...] = ()
     # (policy, construct, message, where): constructs the evaluator does not model (TG120)
     not_modelled: tuple[tuple[str, str, str, Position], ...] = ()
+    # (policy, reason, where): policies the agent (or the API server) refuses (TG125)
+    refused: tuple[tuple[str, str, Position], ...] = ()
+    # (policy, sentence, where, subject): selectors on labels the identity drops (TG126, TG127)
+    unselecting: tuple[tuple[str, str, Position, bool], ...] = ()
     kueue_concerns: tuple[Concern, ...] = ()
     duplicates: tuple[Duplicate, ...] = ()  # later copies of an object, not analysed (TG007)
     checked_clusters: tuple[str, ...] = ()  # the clusters analysed (some of their manifests read)
@@ -75,6 +79,8 @@ class _Gathered:
     shared_selects: dict[str, tuple[int, Position]] = field(default_factory=dict)
     unprotected: list[tuple[str, Position]] = field(default_factory=list)
     not_modelled: dict[tuple[str, str, str, Position], None] = field(default_factory=dict)
+    refused: dict[tuple[str, str, Position], None] = field(default_factory=dict)
+    unselecting: dict[tuple[str, str, Position, bool], None] = field(default_factory=dict)
     kueue_concerns: list[Concern] = field(default_factory=list)
 
 
@@ -139,10 +145,15 @@ def _other_selections(cm: ClusterMap, objs: list[K8sObject], doors: DoorRules,
 
 def _policy_selects(inv: Inventory, cluster: Cluster, cm: ClusterMap, shared_ids: set[int],
                     selected: dict[str, int], acc: _Gathered) -> None:
-    """How many pod classes each namespaced policy of the cluster selects (TG109 dangling-policy)."""
+    """How many pod classes each namespaced policy of the cluster selects (TG109 dangling-policy).
+    A policy the agent refuses (TG125) or whose subject selects no identity (TG126) has its own
+    finding, which says why it selects nothing."""
+    told = {str(r.policy) for r in cm.pset.refused} | {str(u.policy) for u in cm.pset.unselecting if u.subject}
     for o in cm.policy_objs:
         if o.kind in ("CiliumNetworkPolicy", "NetworkPolicy"):
             ref = f"{o.kind}/{o.namespace or 'default'}/{o.name}"
+            if ref in told:
+                continue
             if id(o) in shared_ids:  # judged once, over every cluster it applies to
                 acc.shared_selects[ref] = (acc.shared_selects.get(ref, (0, o.pos))[0]
                                            + selected.get(ref, 0), o.pos)
@@ -161,6 +172,14 @@ def _map_cluster(inv: Inventory, cluster: Cluster, objs: list[K8sObject], shared
         pobj = cm.locate_rule.by_ref.get(str(n.policy))
         where = pobj.locate(n.path) if pobj is not None else position_of(n.policy.source)
         acc.not_modelled[(str(n.policy), n.construct, n.message, where)] = None
+    for r in cm.pset.refused:
+        pobj = cm.locate_rule.by_ref.get(str(r.policy))
+        where = pobj.locate(r.path) if pobj is not None else position_of(r.policy.source)
+        acc.refused[(str(r.policy), refusal_text(r, cm.pset.agent), where)] = None
+    for u in cm.pset.unselecting:
+        pobj = cm.locate_rule.by_ref.get(str(u.policy))
+        where = pobj.locate(u.path) if pobj is not None else position_of(u.policy.source)
+        acc.unselecting[(str(u.policy), unselecting_text(u, cm.pset.agent), where, u.subject)] = None
     managed_ns = {w.namespace for w in inv.workloads_of(cluster.name)}
     selected: dict[str, int] = defaultdict(int)
     doors = DoorRules(inv, cluster.name)
@@ -276,6 +295,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None
         zone_label_lies=tuple(acc.lies), spread_splits=tuple(acc.spreads),
         unprotected=tuple(acc.unprotected), unassigned=tuple(unassigned),
         open_ingress=tuple(acc.ingress), closed_doors=tuple(acc.shut),
-        not_modelled=tuple(acc.not_modelled), kueue_concerns=tuple(dict.fromkeys(acc.kueue_concerns)),
+        not_modelled=tuple(acc.not_modelled), refused=tuple(acc.refused), unselecting=tuple(acc.unselecting),
+        kueue_concerns=tuple(dict.fromkeys(acc.kueue_concerns)),
         duplicates=duplicates, checked_clusters=_checked(inv, analysed, override, only))
     return sorted(acc.jobs, key=lambda j: (j.cluster, j.object)), facts

@@ -23,14 +23,15 @@ from topogate.analysis.map.labels import (
     spread_splits,
 )
 from topogate.analysis.map.pods import pod_class
-from topogate.analysis.netpolicy import POLICY_KINDS, External, Peer, PodClass, PolicySet
+from topogate.analysis.netpolicy import POLICY_KINDS, External, Peer, PodClass, PolicySet, agent_for
 from topogate.analysis.placement import JobPlacement
 from topogate.analysis.placement.kueue import Concern, KueueJob, analyse, where_in
 from topogate.analysis.proofs.flows import job_flows
 from topogate.analysis.result import Flow, GroupMap, JobMap, PoolVerdict
-from topogate.analysis.scheduling import PoolFit, selector_matches
+from topogate.analysis.scheduling import HOSTNAME_LABEL, PoolFit, selector_matches, unreadable
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster, Inventory
+from topogate.k8s.dra import DEVICE_CLASS, ClaimIndex
 from topogate.k8s.jobs import RUNTIME_KINDS, JobGroup, TrainingJob, find_jobs
 from topogate.k8s.kinds import KUEUE_KINDS, PLAIN_POD_TEMPLATES
 from topogate.k8s.podgroups import POD_GROUP_KIND, read_pod_groups
@@ -38,23 +39,22 @@ from topogate.sources.manifests import K8sObject
 
 HOST_NETWORK_PEER = External(entity="remote-node")
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+HYPERNODE = "HyperNode"  # Volcano's network topology (topology.volcano.sh)
 
 
-def _first_mover(spec: dict[str, Any], labels: dict[str, str], zone_key: str) -> bool:
+def _first_mover(spec: dict[str, Any], labels: dict[str, str], key: str) -> bool:
     """Can a pod of this group be the first of its co-location unit? Only when every required
-    zone-key podAffinity term it has selects its own labels (a pod that matches its own selector
-    may be placed anywhere it fits when no matching pod exists yet)."""
-    terms = ((spec.get("affinity") or {}).get("podAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or []
-    zone_terms = [t for t in terms if isinstance(t, dict) and t.get("topologyKey") == zone_key]
-    return all(selector_matches(t.get("labelSelector"), labels) for t in zone_terms)
+    podAffinity term it has on `key` (the zone key, or the hostname) selects its own labels (a pod
+    that matches its own selector may be placed anywhere it fits when no matching pod exists yet)."""
+    return all(selector_matches(t.get("labelSelector"), labels) for t in _affinity_terms(spec, key))
 
 
 def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str,
                   kueue_held: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Schedule orders the feasible-placement view hides: the first pod of a self-following unit
     lands in a zone its partners cannot use, and every later pod must join it there. (Not for
-    groups Kueue admits: it picks the unit's zone before any of its pods exists.)"""
+    groups placed as a whole: Kueue, a PodGroup's topology or another scheduler picks the unit's
+    zone before any of its pods is bound.)"""
     risks: list[str] = []
     for g in job.groups:
         gp = plc.group(g.name)
@@ -67,7 +67,42 @@ def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str,
             if stuck:
                 risks.append(f"{g.name} may be scheduled first in {z}, where {', '.join(stuck)} cannot "
                              "run; everything that follows it waits Pending")
+    # A group whose podAffinity (zone or hostname key) selects itself and another group may go
+    # anywhere only while none of the selected pods runs: once the other group is bound first, in
+    # a zone (on a node) this one cannot use, its pods wait for a pod beside them that never comes.
+    for g in job.groups:
+        gp = plc.group(g.name)
+        if g.name in kueue_held or gp is None or gp.pods <= 0:
+            continue
+        for key in (zone_key, HOSTNAME_LABEL):
+            if not _first_mover(g.spec, g.label_map, key):
+                continue
+            for t in _affinity_terms(g.spec, key):
+                for h in job.groups:
+                    hp = plc.group(h.name)
+                    if (h.name == g.name or h.name in kueue_held or hp is None or hp.pods <= 0
+                            or not selector_matches(t.get("labelSelector"), h.label_map)
+                            or not _first_mover(h.spec, h.label_map, key)):
+                        continue
+                    if key == zone_key:
+                        where = [f"in {z}" for z in hp.node_zones if z not in gp.node_zones]
+                    else:
+                        mine = {(z, p) for z, ps in gp.pools for p in ps}
+                        where = [f"on a node of pool {p} in {z}" for z, ps in hp.pools for p in ps
+                                 if (z, p) not in mine]
+                    for w in where:
+                        risk = (f"{h.name} may be scheduled first {w}, where {g.name} cannot run; everything "
+                                "that follows it waits Pending")
+                        if risk not in risks:
+                            risks.append(risk)
     return risks
+
+
+def _affinity_terms(spec: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The required podAffinity terms of a pod spec on one topology key."""
+    terms = ((spec.get("affinity") or {}).get("podAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or []
+    return [t for t in terms if isinstance(t, dict) and t.get("topologyKey") == key]
 
 
 
@@ -81,7 +116,7 @@ class ClusterMap:
         self.policy_objs = policy_objs
         self.pset = PolicySet.from_objects(
             ((o.obj, LazySource(o.pos)) for o in policy_objs),
-            cluster_name=cluster.name)
+            cluster_name=cluster.name, agent=agent_for(cluster.cilium))
         self.by_ref = {(o.kind, o.namespace or "default", o.name): o for o in objects}
         self.locate_rule = RuleLocator((o for o in policy_objs if o.kind in POLICY_KINDS), inv, cluster)
         # A runtime no cluster claims (installed cluster-wide by the platform team, passed from
@@ -96,8 +131,12 @@ class ClusterMap:
         workloads = [o.obj for o in objects if o.kind in PLAIN_POD_TEMPLATES]
         # The Workload API's PodGroups: a zone topology holds their pods in one zone.
         pod_groups = read_pod_groups(o.obj for o in objects if o.kind == POD_GROUP_KIND)
+        # DRA: which DeviceClass a pool's devices declared by driver belong to.
+        self.device_classes = ClaimIndex(o.obj for o in objects + shared_policies if o.kind == DEVICE_CLASS).classes
+        hypernodes = [o.obj for o in objects + shared_policies if o.kind == HYPERNODE]
         self.placements = placement_mod.place_all(
-            self.jobs, lambda _j: cluster, ns_labels, self.kueue, workloads, pod_groups)
+            self.jobs, lambda _j: cluster, ns_labels, self.kueue, workloads, pod_groups, self.device_classes,
+            hypernodes)
         self.policy_keys = policy_keys(o for o in policy_objs if o.kind in POLICY_KINDS)
         # One copy of each group's pool verdicts: jobs of one shape land on the same pools for
         # the same reasons, and every job's verdicts are kept to the end of the run.
@@ -160,14 +199,42 @@ class ClusterMap:
             {"needs": cap.requested, "has": cap.zone_gpus if cap.zone else cap.available,
              "zone": cap.zone, "fits": cap.fits, "message": cap.message},
             tuple(dict.fromkeys((*plc.pending_risks,
-                                 *_strand_risks(job, plc, self.cluster.zone_label, kueue_held)))),
+                                 *_strand_risks(job, plc, self.cluster.zone_label,
+                                                kueue_held | plc.placed_whole)))),
             tuple(job.problems),
             kj.summary,
+            self._device_notes(job),
+            tuple((g, sched, text, self._group_pos(job, g)) for g, sched, text in plc.scheduler_notes),
         )
         if not any(g.pods for g in job.groups):
             # No pod to place: nothing can split (an empty JobSet is not "split across zones ()").
             jm = dataclasses.replace(jm, colocated=True, split_reasons=())
         return self._exclusive_topology(job, jm), classes, plc
+
+    @staticmethod
+    def _group_pos(job: TrainingJob, name: str) -> Position:
+        g = job.group(name)
+        return position_of(g.source if g is not None else job.source)
+
+    def _device_notes(self, job: TrainingJob) -> tuple[tuple[str, Position], ...]:
+        """What topogate cannot model of the DRA claims of a job's groups (``k8s.dra``), and a
+        DeviceClass they claim that is not among the manifests (only pools naming it count)."""
+        out: list[tuple[str, Position]] = []
+        for g in job.groups:
+            pos = position_of(g.source)
+            out += [(f"{g.name}: {p}", pos) for p in g.devices.problems]
+            for cls in sorted({r.device_class for r in g.devices.requests} - set(self.device_classes)):
+                named = any(d.device_class == cls for z in self.cluster.zones for p in z.pools for d in p.devices)
+                if not named:
+                    out.append((f"{g.name}: claims devices of DeviceClass {cls}, which is not among the manifests and "
+                                "which no pool of the inventory names (devices: deviceClass): no pool offers them, so "
+                                "the verdict may be too strict", pos))
+            for cls in sorted({r.device_class for r in g.devices.requests} & set(self.device_classes)):
+                if unreadable(self.device_classes[cls]):
+                    out.append((f"{g.name}: DeviceClass {cls} selects devices with a CEL expression topogate does not "
+                                "read: only pools naming it (devices: deviceClass) offer its devices, so the verdict "
+                                "may be too strict", pos))
+        return tuple(dict.fromkeys(out))
 
     def _exclusive_topology(self, job: TrainingJob, jm: JobMap) -> JobMap:
         """JobSet's exclusive-topology annotation on the zone key gives every child Job a zone

@@ -11,13 +11,13 @@ from typing import Any
 
 from topogate.analysis.locate import position_of
 from topogate.analysis.result import GroupMap, JobMap
-from topogate.core.labels import NETWORK_ZONE_LABEL
+from topogate.core.labels import DEFAULT_ZONE_LABEL, NETWORK_ZONE_LABEL
 from topogate.core.position import Position
 from topogate.inventory.model import Cluster
 from topogate.k8s.jobs import TrainingJob
 from topogate.sources.manifests import K8sObject
 
-WELL_KNOWN_ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+WELL_KNOWN_ZONE_KEYS = (DEFAULT_ZONE_LABEL, "failure-domain.beta.kubernetes.io/zone")
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,21 @@ CiliumNetworkPolicy (CNP), CiliumClusterwideNetworkPolicy (CCNP) and Kubernetes
 NetworkPolicy (NP), over *pod classes* (one per set of identical labels, like a Cilium
 security identity) rather than over pods, so the cost grows with label classes, not pod pairs.
 
+The agent
+---------
+What the evaluator decides is what one Cilium agent enforces: its version and the settings that
+change a verdict (the inventory's ``cilium:`` block, read through ``agent_for``) .... agent.py
+  the identity label filter (``labels``), versions, defaults ......................... agent.py
+  a pod's identity labels after the filter; the identity of an entity, the
+    kube-apiserver (by where it runs), an address (longest named prefix) ............. labels.py
+  what the agent refuses of a policy the CRD lets through (two peer kinds in
+    one rule, fromNodes without enable-node-selector-labels, ...): none of it
+    is enforced ........................................................................ sanitize.py
+  selectors on labels the identity leaves out (they select no pod) .................... compiler.py
+  enable-policy (default, always, never), allow-localhost ............................. decide.py
+  ClusterNetworkPolicy only with enable-k8s-cluster-network-policy .................... objects.py
+Each is held to that version's own engine by tests/test_cilium_oracle.py.
+
 Where each construct lives
 --------------------------
 Each construct, spelled as the upstream CRD schemas spell it (cilium.io/v2 CNP and CCNP, pinned in
@@ -66,7 +81,7 @@ What a peer key matches
     remote-node, health, kube-apiserver ......................... peers.py
   a CIDR (inside the rule's, outside its except) ................ peers.py
   a DNS name (matchName, matchPattern with * and **.) ........... peers.py
-  fromNodes/toNodes (host and remote-node) ...................... peers.py
+  fromNodes/toNodes (remote nodes by their labels) .............. peers.py
   a NetworkPolicy peer (podSelector AND namespaceSelector) ...... peers.py
   a named port (the destination pod's container ports) .......... ports.py
   the witnesses of a peer selector (the pods, or the outside
@@ -146,12 +161,13 @@ always implied), ``io.cilium.k8s.policy.serviceaccount`` when known and
 matchExpressions (In, NotIn, Exists, DoesNotExist) follow the Kubernetes label-selector rules,
 so NotIn and DoesNotExist match a pod that lacks the key; ``{}`` selects everything in scope.
 
-Entities.  ``all`` matches everything; ``cluster`` matches every pod plus host, remote-node,
-init, health, unmanaged, ingress and kube-apiserver; ``world`` (and ``world-ipv4``/``-ipv6``)
-matches anything outside the cluster: entity world, a CIDR, an FQDN (docs security/policy/layer3
-"Entities based").  Treating kube-apiserver as part of ``cluster`` assumes an in-cluster control
-plane (the entity also covers an external one); say ``toEntities: [kube-apiserver]`` to be exact.
-A CIDR peer is assumed to lie outside the cluster, since the pod CIDRs are not known here.
+Entities.  Each entity selects the reserved labels pkg/policy/api/entity.go gives it: ``all``
+everything; ``cluster`` and ``cluster-mesh`` every pod plus host, remote-node, init, health,
+unmanaged, ingress and kube-apiserver; ``world`` (and ``world-ipv4``/``-ipv6``) every identity
+carrying a world label: entity world, an address, an FQDN, and the kube-apiserver when it runs
+outside the cluster. The kube-apiserver's identity carries remote-node, host or world besides its
+own label, by where the inventory says it runs (labels.py). A CIDR peer is assumed to lie outside
+the cluster, since the pod CIDRs are not known here.
 
 FQDN.  A ``toFQDNs`` allow only matches traffic when DNS of the pod goes through Cilium's DNS
 proxy: some egress rule of a selecting policy carries ``toPorts ... rules: {dns: [...]}`` (docs
@@ -161,10 +177,11 @@ name). The evaluator reports such traffic as denied, naming the toFQDNs rule. A 
 
 CIDR.  ``fromCIDR``/``toCIDR``/``fromCIDRSet``/``toCIDRSet`` and NetworkPolicy ``ipBlock`` never
 match pods (docs layer3 "CIDR based": "to or from external services if the remote peer is not an
-endpoint"; Cilium enforces ipBlock the same way).  An External CIDR or IP matches a CIDR rule when
-it lies wholly inside the rule's CIDR and overlaps none of its ``except`` blocks; the entity
-``world`` matches only a ``0.0.0.0/0``/``::/0`` rule without excepts (docs: "Allowing to world is
-identical to allowing to CIDR 0.0.0.0/0").
+endpoint"; Cilium enforces ipBlock the same way).  An address has the identity of the longest
+prefix the policies name that holds it (the agent's ipcache), and a CIDR rule selects it when that
+prefix lies inside the rule's CIDR and inside none of its excepts; ``0.0.0.0/0`` is the world label
+itself, so ``0.0.0.0/0`` with excepts selects the entity ``world`` and every address outside the
+excepts (pkg/policy/types CIDRSelector).
 
 Ports.  ``toPorts.ports[].port`` is a number (a string in CNP YAML: ``"53"``), ``"0"``/absent for
 every port, or a container-port name, resolved against the *destination* pod's named ports
@@ -181,8 +198,10 @@ however many ports or rules hostile input lists.
 
 Kubernetes NetworkPolicy.  ``podSelector`` selects pods of the policy's namespace.
 ``policyTypes`` defaults to Ingress, plus Egress when ``egress`` has rules; a direction listed in
-``policyTypes`` isolates the pod even with no rules (``ingress: []`` = deny all), a direction not
-listed is not isolated and its rules are ignored.  A peer with ``podSelector`` and
+``policyTypes`` isolates the pod even with no rules (``ingress: []`` = deny all). Cilium (every
+version topogate knows: pkg/k8s ParseNetworkPolicy, cilium/cilium#48703) also applies the rules
+of a direction ``policyTypes`` does not list, and isolates that direction: the Kubernetes API
+would ignore them, so a trace warns.  A peer with ``podSelector`` and
 ``namespaceSelector`` ANDs them; ``podSelector`` alone means the policy's namespace;
 ``namespaceSelector: {}`` means all namespaces.  ``from``/``to`` missing or empty means all peers,
 ``ports`` missing or empty means all ports.
@@ -190,12 +209,13 @@ listed is not isolated and its rules are ignored.  A peer with ``podSelector`` a
 Not modelled (reported in ``PolicySet.warnings`` when met): ``toServices``, ``fromGroups``/
 ``toGroups``, CIDR groups,
 ``nodeSelector`` host policies (they select nodes, never pods), policies whose ``endpointSelector``
-names a reserved identity (``reserved:health``, ``reserved:init``: not pods, so not applied), node
-labels (any ``fromNodes``/``toNodes`` selector matches the host and remote-node entities).
+names a reserved identity (``reserved:health``, ``reserved:init``: not pods, so not applied), the
+labels of a node nobody named (a ``fromNodes``/``toNodes`` selector matches such a remote node: it
+may be any node; never the local host, as the agent adds ``reserved:remote-node``).
 
-Requirements.  ``fromRequires``/``toRequires`` (Cilium 1.16-1.18; deprecated in 1.17, removed in
-1.19) of every policy selecting the pod are added to each ``fromEndpoints``/``toEndpoints``
-selector of every rule selecting it in that direction, deny rules with the deny rules'
+Requirements.  ``fromRequires``/``toRequires`` (Cilium 1.16-1.18; deprecated in 1.17; from 1.19
+the CRDs allow no item, so the API server refuses such a policy) of every policy selecting the pod
+are added to each ``fromEndpoints``/``toEndpoints`` selector of every rule selecting it in that direction, deny rules with the deny rules'
 requirements; entities, CIDRs and L4-only rules are left as they are (pkg/policy
 GetSourceEndpointSelectorsWithRequirements).  A requirement selector is namespace-scoped in a CNP
 like any peer selector.
@@ -204,8 +224,8 @@ Refused (``PolicyError``, as kubectl refuses them): a selector operator that is 
 NotIn, Exists, DoesNotExist; a label selector field other than matchLabels/matchExpressions (a
 label indented one level too little would otherwise leave ``{}``, every pod); a Cilium policy
 without ``apiVersion``.  Cilium's
-``--allow-localhost`` default (the local host may always reach its pods) is modelled as an
-option of ``PolicySet`` that is on by default.
+``allow-localhost`` (``auto``, which the agent makes ``always`` under Kubernetes: the local host
+reaches its pods wherever a selecting policy has ingress rules) is the agent's setting.
 
 The evaluator does no I/O and is deterministic: policies are ordered by kind, namespace, name,
 and the first matching rule in that order is the one reported.
@@ -213,6 +233,8 @@ and the first matching rule in that order is the one reported.
 
 from __future__ import annotations
 
+from topogate.analysis.netpolicy.agent import DEFAULT_AGENT, DEFAULT_VERSION, KNOWN_VERSIONS, Agent, agent_for
+from topogate.analysis.netpolicy.compiler import Refused, Unselecting, refusal_text, unselecting_text
 from topogate.analysis.netpolicy.evaluate import PolicySet
 from topogate.analysis.netpolicy.model import (
     KIND_CCNP,
@@ -236,6 +258,15 @@ from topogate.analysis.netpolicy.ports import PortRange
 from topogate.analysis.netpolicy.witnesses import OPEN_NAMESPACE, Witness, witnesses
 
 __all__ = [
+    "DEFAULT_AGENT",
+    "DEFAULT_VERSION",
+    "KNOWN_VERSIONS",
+    "Agent",
+    "Refused",
+    "Unselecting",
+    "agent_for",
+    "refusal_text",
+    "unselecting_text",
     "OPEN_NAMESPACE",
     "Witness",
     "witnesses",

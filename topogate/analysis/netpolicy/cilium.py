@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.netpolicy.compiler import TOO_PERMISSIVE, TOO_STRICT, CompilerBase, PathMap
+from topogate.analysis.netpolicy.labels import CLUSTER_LABEL
 from topogate.analysis.netpolicy.model import (
     DIRECTION_EGRESS,
     DIRECTION_INGRESS,
@@ -28,7 +29,13 @@ from topogate.analysis.netpolicy.peers import (
 )
 from topogate.analysis.netpolicy.ports import ANY_PROTOCOL, PolicyPort, read_policy_port
 from topogate.analysis.netpolicy.rules import PolicyRule, PolicyUnit
-from topogate.analysis.netpolicy.selectors import CompiledSelector, compile_selector, split_source
+from topogate.analysis.netpolicy.sanitize import sanitize
+from topogate.analysis.netpolicy.selectors import (
+    CompiledSelector,
+    Requirement,
+    compile_selector,
+    split_source,
+)
 
 __all__ = ["CiliumCompiler", "no_api_version"]
 
@@ -80,6 +87,11 @@ class CiliumCompiler(CompilerBase):
         name = str(meta.get("name", "<unnamed>"))
         ns: str | None = None if kind == KIND_CCNP else str(meta.get("namespace") or "default")
         pref = PolicyRef(kind, ns, name, ref)
+        problem = sanitize(obj, self.agent)
+        if problem is not None:
+            # The agent imports nothing of it: no rule, no default deny.
+            self._refuse(pref, problem[0], problem[1], problem[2])
+            return []
         units: list[PolicyUnit] = []
         spec = obj.get("spec")
         if isinstance(spec, Mapping):
@@ -100,6 +112,8 @@ class CiliumCompiler(CompilerBase):
         if "endpointSelector" in spec:
             subject: CompiledSelector | None = compile_selector(spec.get("endpointSelector"))
             self._warn_reserved_subject(pref, spec.get("endpointSelector"), (*base, "endpointSelector"))
+            if subject is not None:
+                self._unselecting(pref, (*base, "endpointSelector"), subject, True)
         else:
             subject = None
             if "nodeSelector" in spec:
@@ -131,7 +145,7 @@ class CiliumCompiler(CompilerBase):
                     # endpoint peers of every policy selecting the pod, not only this rule's.
                     if isinstance(raw.get(keys.requires), list):
                         (unit.requires_deny if is_deny else unit.requires)[direction].extend(
-                            _endpoint_matchers(keys.requires, raw[keys.requires], pref))
+                            self._endpoint_matchers(keys.requires, raw[keys.requires], pref))
         return unit
 
     def _warn_reserved_subject(self, pref: PolicyRef, raw: Any, path: tuple[str | int, ...]) -> None:
@@ -158,6 +172,10 @@ class CiliumCompiler(CompilerBase):
         path: tuple[str | int, ...] = (),
     ) -> PolicyRule:
         given = self._l3_keys(rref, keys, raw, path)
+        # An empty toFQDNs, toGroups or toServices list is as if not written: the agent checks
+        # only endpoints, nodes, entities and CIDRs for an explicitly empty list
+        # (pkg/policy/utils mergeEndpointSelectors), so `toFQDNs: []` with toPorts is L4-only.
+        given = [k for k in given if not (k in (keys.fqdns, keys.groups, keys.services) and raw[k] == [])]
         self._rule_extras(rref, raw, path, deny)
         matchers: list[PeerMatcher] = []
         explicit_empty = False
@@ -167,7 +185,7 @@ class CiliumCompiler(CompilerBase):
                 continue
             if not items:
                 explicit_empty = True
-            matchers += self._l3_matchers(rref, keys, k, items, pref)
+            matchers += self._l3_matchers(rref, keys, k, items, pref, (*path, k))
         ports, has_l4 = _to_ports(raw)
         icmp = bool(raw.get("icmps"))
         has_l4 = has_l4 or icmp
@@ -219,12 +237,12 @@ class CiliumCompiler(CompilerBase):
         return given
 
     def _l3_matchers(self, rref: RuleRef, keys: _SectionKeys, k: str, items: list[Any],
-                     pref: PolicyRef) -> list[PeerMatcher]:
+                     pref: PolicyRef, path: tuple[str | int, ...] = ()) -> list[PeerMatcher]:
         """The matchers of one L3 key (``fromEndpoints``, ``toCIDRSet``, ...) of a rule; the groups
         and services keys give none (not modelled, warned about by `_l3_keys`)."""
         matchers: list[PeerMatcher] = []
         if k == keys.endpoints:
-            matchers += _endpoint_matchers(k, items, pref)
+            matchers += self._endpoint_matchers(k, items, pref, path)
         elif k == keys.entities:
             matchers.append(EntityMatcher(frozenset(str(e) for e in items)))
         elif k == keys.cidr:
@@ -252,22 +270,33 @@ class CiliumCompiler(CompilerBase):
         return matchers
 
 
-def _endpoint_matchers(k: str, items: list[Any], pref: PolicyRef) -> list[PeerMatcher]:
-    """``fromEndpoints``/``toEndpoints``: label selectors, scoped like the agent scopes them."""
-    matchers: list[PeerMatcher] = []
-    for j, sel_raw in enumerate(items):
-        if not isinstance(sel_raw, Mapping):
-            # A null entry would read as {} and select every pod: refuse it.
-            raise ValueError(f"{k}[{j}] is not a label selector")
-        sel = compile_selector(sel_raw)
-        scope: str | None = pref.namespace
-        # Cilium scopes a CNP peer selector to the policy namespace unless it names
-        # the namespace or namespace labels (agent: getEndpointSelector).
-        if scope is not None and (sel.names_namespace() or sel.names_namespace_labels()):
-            scope = None
-        matchers.append(EndpointMatcher(sel, scope))
-    return matchers
-
+    def _endpoint_matchers(self, k: str, items: list[Any], pref: PolicyRef,
+                           path: tuple[str | int, ...] = ()) -> list[PeerMatcher]:
+        """``fromEndpoints``/``toEndpoints``: label selectors, scoped like the agent scopes them
+        (pkg/k8s/apis/cilium.io/utils getEndpointSelector): a selector with a ``reserved:`` key as
+        written; else a CNP's to its namespace unless it names the namespace or namespace labels, a
+        CCNP's to pods of any namespace unless it names one; and either to the local cluster
+        unless it names the cluster label."""
+        matchers: list[PeerMatcher] = []
+        for j, sel_raw in enumerate(items):
+            if not isinstance(sel_raw, Mapping):
+                # A null entry would read as {} and select every pod: refuse it.
+                raise ValueError(f"{k}[{j}] is not a label selector")
+            sel = compile_selector(sel_raw)
+            if sel.has_source("reserved"):
+                matchers.append(EndpointMatcher(sel, None))
+                continue
+            self._unselecting(pref, (*path, j), sel, False)
+            implicit: list[Requirement] = []
+            scope: str | None = pref.namespace
+            if sel.names_namespace() or (scope is not None and sel.names_namespace_labels()):
+                scope = None
+            elif scope is not None or pref.namespace is None:
+                implicit.append(self._namespace(scope))
+            if not sel.names_key(CLUSTER_LABEL):
+                implicit.append(self._cluster())
+            matchers.append(EndpointMatcher(sel, scope, tuple(implicit)))
+        return matchers
 
 def _to_ports(raw: Mapping[str, Any]) -> tuple[list[PolicyPort], bool]:
     """(port specs of the rule's ``toPorts``, whether it has any toPorts entry)."""
@@ -277,11 +306,9 @@ def _to_ports(raw: Mapping[str, Any]) -> tuple[list[PolicyPort], bool]:
         if not isinstance(pr, Mapping):
             continue
         has_l4 = True
-        plist = pr.get("ports")
-        if not plist:
-            # A toPorts entry without ports (e.g. only L7 rules) applies to every port.
-            ports.append(PolicyPort(ANY_PROTOCOL, 0, 0))
-        for p in plist or []:
+        # A toPorts entry without ports admits no port: the agent makes a filter per port it
+        # lists (pkg/policy rule.go mergeL4Filter), and the entry keeps the rule from being L3-only.
+        for p in pr.get("ports") or []:
             if isinstance(p, Mapping):
                 ports.append(read_policy_port(p, ANY_PROTOCOL))
     return ports, has_l4

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from topogate.analysis.netpolicy.compiler import TOO_PERMISSIVE, TOO_STRICT, CompilerBase, PathMap
-from topogate.analysis.netpolicy.labels import NAMESPACE_LABELS_PREFIX
+from topogate.analysis.netpolicy.keys import CLUSTER_LABEL, NAMESPACE_LABELS_PREFIX
 from topogate.analysis.netpolicy.model import (
     ACTION_ACCEPT,
     ACTION_DENY,
@@ -71,7 +71,7 @@ def _pods_selector(namespaces: Any, pods: Any) -> CompiledSelector:
     agent's translation, processNamespaceSelector)."""
     ns = compile_selector(namespaces)
     pod = compile_selector(pods) if pods is not None else CompiledSelector((), "{}")
-    reqs = (*pod.reqs, *(Requirement(NAMESPACE_LABELS_PREFIX + r.key, r.op, r.values, r.pod_source) for r in ns.reqs))
+    reqs = (*pod.reqs, *(Requirement(NAMESPACE_LABELS_PREFIX + r.key, r.op, r.values, r.pod_source, r.source) for r in ns.reqs))
     parts = [f"namespaces {ns.text}"] + ([f"pods {pod.text}"] if pods is not None else [])
     return CompiledSelector(reqs, "; ".join(parts))
 
@@ -120,6 +120,22 @@ class ClusterNetworkPolicyCompiler(CompilerBase):
                 unit.tiered[direction].extend(self._rules(unit, rref, direction, raw, peer_key, priority + i / 100))
         return [unit]
 
+    def _kcnp_implicit(self, p: Mapping[str, Any]) -> tuple[Requirement, ...]:
+        """What the agent adds to a peer's selector (pkg/k8s kcnpParseNamespacedPod,
+        processNamespaceSelector): an empty namespace selector becomes "some namespace"; a
+        ``pods`` peer is held to the local cluster. A ``namespaces`` peer gets no cluster label, so
+        one made only of NotIn/DoesNotExist also selects what is not a pod."""
+        if p.get("namespaces") is not None:
+            raw_ns = p["namespaces"]
+            empty = not compile_selector(raw_ns).reqs
+            return (self._namespace(None),) if empty else ()
+        raw_pods = p.get("pods")
+        pods: Mapping[str, Any] = raw_pods if isinstance(raw_pods, Mapping) else {}
+        out = [self._namespace(None)] if not compile_selector(pods.get("namespaceSelector") or {}).reqs else []
+        if not compile_selector(pods.get("podSelector") or {}).names_key(CLUSTER_LABEL):
+            out.append(self._cluster())
+        return tuple(out)
+
     def _rules(self, unit: PolicyUnit, rref: RuleRef, direction: str, raw: Mapping[str, Any],
                peer_key: str, precedence: float) -> list[PolicyRule]:
         action = raw.get("action")
@@ -136,9 +152,17 @@ class ClusterNetworkPolicyCompiler(CompilerBase):
         for p in peers:
             sel = _peer_selector(p)
             if sel is not None:
-                matchers.append(EndpointMatcher(sel, None))
+                m = EndpointMatcher(sel, None, self._kcnp_implicit(p))
+                if m.aggregates:
+                    self.warnings.append(
+                        f"{rref}: a peer of NotIn/DoesNotExist alone matches Cilium {self.agent.version}'s aggregate "
+                        "identities, so it selects every pod and every address, those it excludes too (the "
+                        "Kubernetes API would select only the namespaces it names): traced as Cilium does")
+                matchers.append(m)
             elif direction == DIRECTION_EGRESS and p.get("nodes") is not None:
-                matchers.append(NodeMatcher(compile_selector(p["nodes"])))
+                # The agent selects the local host and remote nodes by these labels
+                # (kcnpProcessNodeSelector; only with enable-node-selector-labels).
+                matchers.append(NodeMatcher(compile_selector(p["nodes"]), host=True))
             elif direction == DIRECTION_EGRESS and isinstance(p.get("networks"), list):
                 matchers.extend(m for m in (self._cidr(str(c), [], rref) for c in p["networks"]) if m is not None)
             elif direction == DIRECTION_EGRESS and isinstance(p.get("domainNames"), list) and action == ACTION_ACCEPT:
@@ -199,6 +223,25 @@ class ClusterNetworkPolicyCompiler(CompilerBase):
                                                        f"number {n}: must be from 1 to 65535")
                     out.append(PolicyPort(frozenset({proto}), n, n))
         return tuple(out)
+
+    def not_read(self, obj: Mapping[str, Any], ref: SourceRef) -> None:
+        """A ClusterNetworkPolicy the configured agent does not read: before 1.20, or without the
+        hidden enable-k8s-cluster-network-policy (default false in 1.20.2, pkg/defaults). Nothing
+        of it is enforced, which its author must be told."""
+        meta = obj.get("metadata") or {}
+        pref = PolicyRef(KIND_KCNP, None, str(meta.get("name", "<unnamed>")), ref)
+        raw = obj.get("spec")
+        spec: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        actions = {str(r.get("action")) for key in ("ingress", "egress") for r in (spec.get(key) or [])
+                   if isinstance(r, Mapping)}
+        why = (f"Cilium {self.agent.version} does not read ClusterNetworkPolicy" if not self.agent.at_least(1, 20)
+               else f"Cilium {self.agent.version} reads ClusterNetworkPolicy only with the hidden "
+                    "enable-k8s-cluster-network-policy, which is off by default (set the inventory's "
+                    "cilium.enableK8sClusterNetworkPolicy: true if the agent runs with it)")
+        denies = "Deny" in actions or "Pass" in actions
+        self._warn(pref, (), KIND_KCNP,
+                   f"{why}: nothing of it is enforced, so it is not applied here"
+                   + ("; its Deny rules block nothing" if denies else ""))
 
     def admin_network_policy(self, obj: Mapping[str, Any], ref: SourceRef) -> list[PolicyUnit]:
         """v1alpha1 AdminNetworkPolicy / BaselineAdminNetworkPolicy: Cilium reads neither (it

@@ -54,8 +54,11 @@ _PairRules = tuple[FirstMatch, FirstMatch, FirstMatch, FirstMatch, FirstMatch]
 class SideVerdicts:
     """Decides and remembers the verdicts of single sides for one policy set."""
 
-    def __init__(self, selection: SelectionIndex, labels: IdentityLabels, allow_localhost: bool) -> None:
+    def __init__(self, selection: SelectionIndex, labels: IdentityLabels, allow_localhost: bool,
+                 enforcement: str = "default") -> None:
         self.allow_localhost = allow_localhost
+        # enable-policy: default (where a policy selects), always (every pod), never (no pod).
+        self.enforcement = enforcement
         # Bound once: asked for every side decided.
         self._units_for = selection.units_for
         self._policies = selection.policies
@@ -101,7 +104,8 @@ class SideVerdicts:
         if got is None:
             units = self._units_for(pod)
             lists = self._rules_for(pod, peer, dst, direction)
-            host = (direction == DIRECTION_INGRESS and isinstance(peer, External) and peer.entity == "host")
+            host = (direction == DIRECTION_INGRESS and isinstance(peer, External)
+                    and "host" in self._ctx.external(peer).reserved)
             got = (direction, tuple(map(id, units)), tuple(tuple(map(id, fm.rules)) for fm in lists), host,
                    None if units else pod)
             self._sig_cache[key] = got
@@ -118,8 +122,12 @@ class SideVerdicts:
         got = self._shape_cache.get(key)
         if got is None:
             _, enforced_by = self._policies(pod, direction)
+            # The local host's allow, exactly as step 2 of _decide has it (under policyEnforcement
+            # always it also needs a selecting policy with rules of this direction).
             host = (direction == DIRECTION_INGRESS and self.allow_localhost and isinstance(peer, External)
-                    and peer.entity == "host")
+                    and "host" in self._ctx.external(peer).reserved
+                    and bool(enforced_by or (self.enforcement == "always"
+                                             and any(u.has_rules[direction] for u in self._units_for(pod)))))
             got = (bool(enforced_by), host, tuple(
                 tuple((r.action, r.icmp, None if r.port_set is None else r.port_set.shape) for r in fm.rules)
                 for fm in self._rules_for(pod, peer, dst, direction)))
@@ -160,7 +168,13 @@ class SideVerdicts:
         return got
 
     def _decide(self, pod: PodClass, peer: Peer, dst: Peer, port: int, proto: str, direction: str) -> SideVerdict:
+        if self.enforcement == "never":
+            return SideVerdict(False, (), True, None, (
+                f"not enforced: the agent runs with enable-policy=never (cilium.policyEnforcement), so no "
+                f"policy applies and {direction} is allowed"))
         selected, enforced_by = self._policies(pod, direction)
+        # enable-policy=always: every pod is in default deny both ways, with or without a policy.
+        forced = self.enforcement == "always"
         deny, allow, fqdn_only, admin, baseline = self._rules_for(pod, peer, dst, direction)
         # 0. The Admin tier: its first rule naming the flow decides, unless it passes it on.
         r = admin.first(port, proto)
@@ -169,18 +183,21 @@ class SideVerdicts:
         # 1. Deny rules win over everything, enforced or not (docs security/policy/deny).
         r = deny.first(port, proto)
         if r is not None:
-            return SideVerdict(bool(enforced_by), selected, False, r.ref, Cited("denied", r.ref), enforced_by)
-        # 2. The local host may always reach its own pods (Cilium --allow-localhost default).
+            return SideVerdict(bool(enforced_by) or forced, selected, False, r.ref, Cited("denied", r.ref),
+                               enforced_by)
+        # 2. The local host may reach its own pods (allow-localhost, always under Kubernetes): the
+        #    agent adds an allow from the host's identity wherever a selecting policy has rules of
+        #    this direction and default deny is on (pkg/policy repository.go).
         if (
             direction == DIRECTION_INGRESS
             and self.allow_localhost
             and isinstance(peer, External)
-            and peer.entity == "host"
-            and enforced_by
+            and "host" in self._ctx.external(peer).reserved
+            and (enforced_by or (forced and any(u.has_rules[direction] for u in self._units_for(pod))))
         ):
             return SideVerdict(
                 True, selected, True, None,
-                "allowed: the local host always reaches its pods (Cilium allow-localhost default)",
+                "allowed: the local host always reaches its pods (Cilium allow-localhost)",
                 enforced_by,
             )
         # 3. Allow rules are a union over every selecting policy. A toFQDNs allow only works when
@@ -188,22 +205,24 @@ class SideVerdicts:
         #    proxy learns the names' addresses); without it the rule never matches a packet.
         r = allow.first(port, proto)
         if r is not None:
-            return SideVerdict(bool(enforced_by), selected, True, r.ref, Cited("allowed", r.ref), enforced_by)
+            return SideVerdict(bool(enforced_by) or forced, selected, True, r.ref, Cited("allowed", r.ref),
+                               enforced_by)
         unproxied = fqdn_only.first(port, proto)
         no_proxy: RuleRef | None = None if unproxied is None else unproxied.ref
-        if no_proxy is not None and enforced_by:
+        if no_proxy is not None and (enforced_by or forced):
             return SideVerdict(True, selected, False, no_proxy, (
                 f"{no_proxy} names this host, but no policy selecting the pod sends its lookup through "
                 "Cilium's DNS proxy (an egress rule to kube-dns with toPorts rules: {dns: ...} whose "
                 "matchName/matchPattern covers this name), so Cilium never learns its addresses and "
                 "drops the traffic"), enforced_by)
-        # 4. No rule decided: default deny, where a selecting policy switched it on; else the
-        #    Baseline tier, whose Pass leaves the flow allowed.
-        if not enforced_by:
-            r = baseline.first(port, proto)
-            if r is not None and r.action != ACTION_PASS:
-                return _tiered(r, selected, enforced_by)
-        return _by_default(pod, self._units_for(pod), selected, enforced_by, direction)
+        # 4. No rule of the Normal tier decided: the Baseline tier, then default deny where a
+        #    selecting policy switched it on. Default deny is only the absence of an allow in the
+        #    agent's map, so a Baseline Accept allows what a NetworkPolicy isolates (1.20.2: its
+        #    engine shows it; the API would have the NetworkPolicy win).
+        r = baseline.first(port, proto)
+        if r is not None and r.action != ACTION_PASS:
+            return _tiered(r, selected, enforced_by)
+        return _by_default(pod, self._units_for(pod), selected, enforced_by, direction, forced)
 
 
 def _tiered(rule: PolicyRule, selected: tuple[PolicyRef, ...], enforced_by: tuple[PolicyRef, ...]) -> SideVerdict:
@@ -214,8 +233,12 @@ def _tiered(rule: PolicyRule, selected: tuple[PolicyRef, ...], enforced_by: tupl
 
 
 def _by_default(pod: PodClass, units: Sequence[PolicyUnit], selected: tuple[PolicyRef, ...],
-                enforced_by: tuple[PolicyRef, ...], direction: str) -> SideVerdict:
+                enforced_by: tuple[PolicyRef, ...], direction: str, forced: bool = False) -> SideVerdict:
     """The verdict when no rule admits or denies the flow, and why default deny is on or off."""
+    if forced and not enforced_by:
+        return SideVerdict(True, selected, False, None, (
+            f"default deny: the agent enforces policy on every pod (cilium.policyEnforcement: always) "
+            f"and no rule allows {direction} here"))
     if not enforced_by:
         if not selected:
             reason = f"not enforced: no policy selects {pod}, so {direction} is allowed"

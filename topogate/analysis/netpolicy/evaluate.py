@@ -12,7 +12,8 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from topogate.analysis.netpolicy.compiler import NotModelled
+from topogate.analysis.netpolicy.agent import DEFAULT_AGENT, Agent
+from topogate.analysis.netpolicy.compiler import NotModelled, Refused, Unselecting
 from topogate.analysis.netpolicy.decide import SideVerdicts
 from topogate.analysis.netpolicy.labels import IdentityLabels
 from topogate.analysis.netpolicy.model import (
@@ -26,7 +27,7 @@ from topogate.analysis.netpolicy.model import (
     Verdict,
 )
 from topogate.analysis.netpolicy.objects import compile_objects
-from topogate.analysis.netpolicy.peers import PeerMatcher
+from topogate.analysis.netpolicy.peers import CIDRMatcher, PeerMatcher
 from topogate.analysis.netpolicy.ports import L4_PROTOCOLS, MAX_PORT, PortRange
 from topogate.analysis.netpolicy.rules import PolicyRule, PolicyUnit
 from topogate.analysis.netpolicy.selection import SelectionIndex
@@ -44,14 +45,28 @@ class PolicySet:
         *,
         warnings: Sequence[str] = (),
         cluster_name: str = "default",
-        allow_localhost: bool = True,
+        allow_localhost: bool | None = None,
+        agent: Agent = DEFAULT_AGENT,
     ) -> None:
-        self.cluster_name = cluster_name
+        self.cluster_name = cluster_name  # the inventory's name of the cluster (the agent's is agent.cluster_name)
+        self.agent = agent
         self.warnings: list[str] = list(warnings)
         self.not_modelled: list[NotModelled] = []  # the warnings, structured (from_objects)
-        self.labels = IdentityLabels(namespace_labels, cluster_name)
+        self.refused: list[Refused] = []  # policies the agent does not import (from_objects)
+        self.unselecting: list[Unselecting] = []  # selectors on labels the identity filter drops
+        prefixes = _named_prefixes(units)
+        if agent.policy_cidr_match_mode and prefixes:
+            modes = " ".join(agent.policy_cidr_match_mode)
+            self.warnings.append(
+                f"policy-cidr-match-mode {modes} (cilium.policyCIDRMatchMode): CIDR rules also select the "
+                f"{' and '.join(m for m in agent.policy_cidr_match_mode)} whose addresses they hold; topogate "
+                "knows no such address and judges CIDR rules on the world only, so a verdict on those peers "
+                "may be too strict (an allow) or too permissive (a deny)")
+        self.labels = IdentityLabels(namespace_labels, agent, prefixes)
         self.selection = SelectionIndex(units, self.labels)
-        self._sides = SideVerdicts(self.selection, self.labels, allow_localhost)
+        self._sides = SideVerdicts(self.selection, self.labels,
+                                   agent.always_allow_localhost if allow_localhost is None else allow_localhost,
+                                   agent.enforcement)
         # Bound once: evaluate and the proofs call these for every flow, so holding the parts
         # apart costs no attribute lookup on that path.
         self._units_for = self.selection.units_for
@@ -87,7 +102,8 @@ class PolicySet:
         objs: Iterable[tuple[Any, ...]],
         *,
         cluster_name: str = "default",
-        allow_localhost: bool = True,
+        allow_localhost: bool | None = None,
+        agent: Agent = DEFAULT_AGENT,
     ) -> PolicySet:
         """Build from ``(object, SourceRef)`` pairs, or ``(object, SourceRef, paths)`` triples where
         ``paths`` maps a path inside the object (e.g. ``("spec", "ingress", 0)``) to its SourceRef.
@@ -95,15 +111,18 @@ class PolicySet:
         Keeps CiliumNetworkPolicy, CiliumClusterwideNetworkPolicy (cilium.io/v2) and
         networking.k8s.io/v1 NetworkPolicy; learns namespace labels from v1 Namespace objects;
         ignores everything else.  ``List`` objects are unpacked."""
-        compiled = compile_objects(objs)
+        compiled = compile_objects(objs, agent)
         pset = cls(
             compiled.units,
             compiled.namespace_labels,
             warnings=compiled.warnings,
             cluster_name=cluster_name,
             allow_localhost=allow_localhost,
+            agent=agent,
         )
         pset.not_modelled = list(compiled.not_modelled)
+        pset.refused = list(compiled.refused)
+        pset.unselecting = list(compiled.unselecting)
         return pset
 
     # -- what selects a pod, what it carries ---------------------------------------------------
@@ -215,7 +234,7 @@ class PolicySet:
 
     def _closed(self, pod: PodClass, units: Sequence[PolicyUnit], peer: Peer, direction: str) -> bool:
         _, enforced_by = self._policies(pod, direction)
-        if not enforced_by:
+        if self.agent.enforcement == "never" or (not enforced_by and self.agent.enforcement != "always"):
             return False
         ctx = self.labels
         for u in units:
@@ -283,3 +302,17 @@ class PolicySet:
 
     def matches_peer(self, matcher: PeerMatcher, peer: Peer) -> bool:
         return bool(matcher.matches(peer, self.labels))
+
+
+def _named_prefixes(units: Sequence[PolicyUnit]) -> list[Any]:
+    """Every prefix a rule names (its CIDRs and their excepts): the prefixes the agent's ipcache
+    gives identities of their own (pkg/policy GetCIDRPrefixes)."""
+    out: set[Any] = set()
+    for u in units:
+        for d in (DIRECTION_INGRESS, DIRECTION_EGRESS):
+            for r in (*u.rules[d], *u.deny_rules[d], *u.tiered[d]):
+                for m in r.peers:
+                    if isinstance(m, CIDRMatcher):
+                        out.add(m.net)
+                        out.update(m.excepts)
+    return sorted(out, key=str)

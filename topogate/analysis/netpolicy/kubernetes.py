@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from topogate.analysis.netpolicy.compiler import CompilerBase, PathMap
+from topogate.analysis.netpolicy.keys import CLUSTER_LABEL, NAMESPACE_LABELS_PREFIX, POD_NAMESPACE_LABEL
 from topogate.analysis.netpolicy.model import (
     DIRECTION_EGRESS,
     DIRECTION_INGRESS,
@@ -18,7 +19,7 @@ from topogate.analysis.netpolicy.model import (
 from topogate.analysis.netpolicy.peers import AnyPeer, NetworkPolicyPeerMatcher, PeerMatcher
 from topogate.analysis.netpolicy.ports import PolicyPort, read_policy_port
 from topogate.analysis.netpolicy.rules import PolicyRule, PolicyUnit
-from topogate.analysis.netpolicy.selectors import compile_selector
+from topogate.analysis.netpolicy.selectors import CompiledSelector, Requirement, compile_selector
 
 __all__ = ["NetworkPolicyCompiler"]
 
@@ -42,24 +43,51 @@ class NetworkPolicyCompiler(CompilerBase):
         types_raw = spec.get("policyTypes")
         if types_raw is not None and not isinstance(types_raw, list):
             raise ValueError("policyTypes must be a list such as [Ingress, Egress]")
-        if types_raw:
-            types = {str(t) for t in types_raw}
-        else:
-            # API defaulting: Ingress always, Egress when there are egress rules.
-            types = {"Ingress"} | ({"Egress"} if spec.get("egress") else set())
-        unit = PolicyUnit(pref, ns, compile_selector(spec.get("podSelector")), True, {})
+        types = {str(t) for t in types_raw or ()}
+        subject = compile_selector(_in_namespace(spec.get("podSelector")))
+        self._unselecting(pref, ("spec", "podSelector"), subject, True)
+        unit = PolicyUnit(pref, ns, subject, True, {})
+        # What the agent does (pkg/k8s ParseNetworkPolicy, every version topogate knows): it adds
+        # the rules of both directions whatever policyTypes says, and a default deny for a
+        # direction without rules that policyTypes names (ingress also when it names no Egress,
+        # as a NetworkPolicy from before policyTypes, and as the API server's defaulting does).
+        isolated = {
+            DIRECTION_INGRESS: bool(spec.get("ingress")) or "Ingress" in types or "Egress" not in types,
+            DIRECTION_EGRESS: bool(spec.get("egress")) or "Egress" in types,
+        }
         for direction, key, tname, peer_key in _SECTION_KEYS:
-            isolated = tname in types
-            unit.enforce[direction] = isolated
-            unit.has_rules[direction] = isolated
-            if not isolated:
-                continue  # rules of a direction not in policyTypes have no effect
+            unit.enforce[direction] = isolated[direction]
+            unit.has_rules[direction] = isolated[direction]
+            if types and spec.get(key) and tname not in types:
+                self.warnings.append(
+                    f"{pref}: policyTypes {sorted(types)} does not list {tname}, so the Kubernetes API "
+                    f"ignores its {key} rules; Cilium {self.agent.version} applies them and isolates the "
+                    f"pods' {key} (cilium/cilium#48703): traced as Cilium does")
             for i, raw in enumerate(spec.get(key) or []):
                 if not isinstance(raw, Mapping):
                     continue
                 rref = RuleRef(pref, key, i, self._src(paths, ("spec", key, i), ref))
                 unit.rules[direction].append(self._np_rule(rref, direction, raw, ns, peer_key))
         return [unit]
+
+    def _np_external(self, pod_sel: CompiledSelector | None, ns_sel: CompiledSelector | None,
+                     ns: str) -> tuple[Requirement, ...]:
+        """The whole selector the agent makes of a peer (pkg/k8s parseNetworkPolicyPeer), for
+        identities that are not pods: only a labelled node (enable-node-selector-labels) carries a
+        k8s label (the cluster's) that could let one match."""
+        if not self.agent.enable_node_selector_labels:
+            return ()
+        reqs = [Requirement(r.key, r.op, r.values, r.pod_source, "k8s") for r in (pod_sel.reqs if pod_sel else ())]
+        if pod_sel is None or not pod_sel.names_key(CLUSTER_LABEL):
+            reqs.append(self._cluster())
+        if ns_sel is None:
+            reqs.append(self._namespace(ns))
+        elif not ns_sel.reqs:
+            reqs.append(self._namespace(None))
+        else:
+            reqs += [Requirement(NAMESPACE_LABELS_PREFIX + r.key, r.op, r.values, r.pod_source, "k8s")
+                     for r in ns_sel.reqs]
+        return tuple(reqs)
 
     def _np_rule(self, rref: RuleRef, direction: str, raw: Mapping[str, Any], ns: str, peer_key: str) -> PolicyRule:
         peers_raw = raw.get(peer_key) or []
@@ -75,14 +103,28 @@ class NetworkPolicyCompiler(CompilerBase):
                 if m is not None:
                     matchers.append(m)
                 continue
-            pod_sel = compile_selector(p["podSelector"]) if p.get("podSelector") is not None else None
             ns_sel = compile_selector(p["namespaceSelector"]) if p.get("namespaceSelector") is not None else None
+            raw_pod = p.get("podSelector")
+            pod_sel = (None if raw_pod is None else
+                       compile_selector(raw_pod if ns_sel is not None else _in_namespace(raw_pod)))
             if pod_sel is None and ns_sel is None:
                 continue  # an empty peer is invalid in the API; it selects nothing here
-            matchers.append(NetworkPolicyPeerMatcher(pod_sel, ns_sel, ns))
+            if pod_sel is not None:
+                self._unselecting(rref.policy, ("spec", rref.section, rref.index), pod_sel, False)
+            matchers.append(NetworkPolicyPeerMatcher(pod_sel, ns_sel, ns, self._np_external(pod_sel, ns_sel, ns)))
         ports_raw = raw.get("ports") or []
         ports: tuple[PolicyPort, ...] | None = None
         if ports_raw:
             tcp = frozenset({"TCP"})
             ports = tuple(read_policy_port(p, tcp) for p in ports_raw if isinstance(p, Mapping))
         return PolicyRule(rref, direction, False, tuple(matchers), ports)
+
+
+def _in_namespace(raw: Any) -> Any:
+    """A pod selector as the agent scopes it to the policy's namespace (pkg/k8s parsePodSelector):
+    it sets the namespace key of matchLabels to the policy's namespace, so a value written there
+    is replaced, not ANDed."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("matchLabels"), Mapping):
+        return raw
+    labels = {k: v for k, v in raw["matchLabels"].items() if k != POD_NAMESPACE_LABEL}
+    return {**raw, "matchLabels": labels}

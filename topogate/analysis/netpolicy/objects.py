@@ -6,12 +6,13 @@ which are Namespaces whose labels selectors see, and which are ignored.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from topogate.analysis.netpolicy.agent import DEFAULT_AGENT, Agent
 from topogate.analysis.netpolicy.cilium import CiliumCompiler, no_api_version
 from topogate.analysis.netpolicy.clusternetworkpolicy import ClusterNetworkPolicyCompiler
-from topogate.analysis.netpolicy.compiler import NotModelled, PathMap
+from topogate.analysis.netpolicy.compiler import NotModelled, PathMap, Refused, Unselecting
 from topogate.analysis.netpolicy.kubernetes import NetworkPolicyCompiler
 from topogate.analysis.netpolicy.model import (
     KIND_ANP,
@@ -36,6 +37,8 @@ class CompiledPolicies:
     namespace_labels: dict[str, dict[str, str]]  # from the Namespace objects read
     warnings: list[str]
     not_modelled: list[NotModelled]
+    refused: list[Refused] = field(default_factory=list)
+    unselecting: list[Unselecting] = field(default_factory=list)
 
 
 # The group of ClusterNetworkPolicy and of the v1alpha1 kinds it replaced. Its CRD (v0.3.0) serves
@@ -67,7 +70,13 @@ def _take(compiler: _Compiler, units: list[PolicyUnit], ns_labels: dict[str, dic
     elif kind == KIND_NP and api == "networking.k8s.io/v1":
         units.extend(compiler.netpol(obj, ref, paths))
     elif kind == KIND_KCNP and api in (_NETWORK_POLICY_API + "v1alpha2", _NETWORK_POLICY_API + "v1beta1"):
-        units.extend(compiler.cluster_network_policy(obj, ref, paths))
+        if compiler.agent.reads_cluster_network_policy:
+            units.extend(compiler.cluster_network_policy(obj, ref, paths))
+        else:
+            # Read all the same, by a compiler whose notes are dropped: the API server refuses a
+            # malformed one whatever the agent reads.
+            _Compiler(compiler.agent).cluster_network_policy(obj, ref, paths)
+            compiler.not_read(obj, ref)
     elif kind in (KIND_ANP, KIND_BANP) and api.startswith(_NETWORK_POLICY_API):
         units.extend(compiler.admin_network_policy(obj, ref))
     elif kind == "Namespace" and api == "v1":
@@ -78,10 +87,11 @@ def _take(compiler: _Compiler, units: list[PolicyUnit], ns_labels: dict[str, dic
             ns_labels.setdefault(str(name), {}).update(labels)
 
 
-def compile_objects(objs: Iterable[tuple[Any, ...]]) -> CompiledPolicies:
+def compile_objects(objs: Iterable[tuple[Any, ...]], agent: Agent = DEFAULT_AGENT) -> CompiledPolicies:
     """Compile ``(object, SourceRef)`` pairs or ``(object, SourceRef, paths)`` triples (see
-    `PolicySet.from_objects`). A malformed policy raises `PolicyError` naming where it is."""
-    compiler = _Compiler()
+    `PolicySet.from_objects`) as `agent` reads them. A malformed policy raises `PolicyError`
+    naming where it is."""
+    compiler = _Compiler(agent)
     units: list[PolicyUnit] = []
     ns_labels: dict[str, dict[str, str]] = {}
 
@@ -97,4 +107,5 @@ def compile_objects(objs: Iterable[tuple[Any, ...]]) -> CompiledPolicies:
             kind = obj.get("kind", "object") if isinstance(obj, Mapping) else "object"
             raise PolicyError(ref, f"cannot read this {kind}: {type(err).__name__}: {err}; "
                                    "check it against the CRD schema") from None
-    return CompiledPolicies(units, ns_labels, compiler.warnings, compiler.not_modelled)
+    return CompiledPolicies(units, ns_labels, compiler.warnings, compiler.not_modelled, compiler.refused,
+                            compiler.unselecting)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from topogate.analysis.netpolicy.labels import IdentityLabels
+from topogate.analysis.netpolicy.labels import ExternalIdentity, IdentityLabels, world_label
 from topogate.analysis.netpolicy.model import External, Peer, PodClass
-from topogate.analysis.netpolicy.selectors import CompiledSelector
+from topogate.analysis.netpolicy.selectors import CompiledSelector, IdentityView, Requirement
 
 __all__ = [
     "AnyPeer",
@@ -26,12 +26,12 @@ __all__ = [
     "matcher_anchor",
 ]
 
-# The entities the ``cluster`` entity covers besides pods (docs security/policy/layer3
-# "Entities based").
-_CLUSTER_MEMBERS = frozenset(
-    {"host", "remote-node", "init", "health", "unmanaged", "ingress", "kube-apiserver", "cluster"}
-)
+# The reserved identities the ``cluster`` (and ``cluster-mesh``) entity selects besides pods
+# (pkg/policy/api/entity.go clusterSelectors; pods through the cluster label).
+_CLUSTER_MEMBERS = frozenset({"host", "remote-node", "init", "health", "unmanaged", "ingress", "kube-apiserver"})
 _WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
+_AGGREGATES = ("aggregate-cluster", "aggregate-world", "aggregate-remote-node")
+_AGGREGATE_VIEWS = {a: IdentityView({"reserved": {a: ""}}) for a in _AGGREGATES}
 
 
 class PeerMatcher:
@@ -51,56 +51,71 @@ class AnyPeer(PeerMatcher):
 
 @dataclass(frozen=True)
 class EndpointMatcher(PeerMatcher):
+    """A label selector over identities (fromEndpoints/toEndpoints, a ClusterNetworkPolicy pods or
+    namespaces peer). The agent scopes a CNP's selector to the policy's namespace and a CCNP's to
+    pods of some namespace, and both to the local cluster, unless the selector names those keys
+    or any ``reserved:`` key (then it is matched against every identity as written). A pod of the
+    scope carries the namespace and cluster labels the scoping adds, so pods are asked only the
+    selector; anything else (an entity, an address, a node) is asked the added requirements too."""
+
     sel: CompiledSelector
     scope_ns: str | None  # None: any namespace
+    implicit: tuple[Requirement, ...] = ()  # what the agent adds to the selector
+    # The aggregate identities the whole selector matches (they carry only their own reserved
+    # label): through them it selects every identity of that aggregate, whatever its labels
+    # (pkg/policy aggregate.go). Only a selector left unscoped and made of NotIn/DoesNotExist
+    # does, e.g. a ClusterNetworkPolicy `namespaces` peer of NotIn alone.
+    aggregates: frozenset[str] = field(init=False, default=frozenset(), compare=False)
+
+    def __post_init__(self) -> None:
+        hits = frozenset(a for a in _AGGREGATES
+                         if all(r.matches_view(_AGGREGATE_VIEWS[a]) for r in (*self.implicit, *self.sel.reqs)))
+        object.__setattr__(self, "aggregates", hits)
 
     def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
-        if not isinstance(peer, PodClass):
-            return False  # endpoint selectors only select Cilium endpoints (pods)
-        if self.scope_ns is not None and peer.namespace != self.scope_ns:
+        if isinstance(peer, PodClass):
+            if "aggregate-cluster" in self.aggregates:
+                return True
+            if self.scope_ns is not None and peer.namespace != self.scope_ns:
+                return False
+            return self.sel.matches(ctx.pod_labels(peer))
+        ident = ctx.external(peer)
+        if ident.in_cluster:
             return False
-        return self.sel.matches(ctx.pod_labels(peer))
+        if ident.aggregate is not None and ident.aggregate in self.aggregates:
+            return True
+        view = ident.view
+        for r in self.implicit:
+            if not r.matches_view(view):
+                return False
+        return self.sel.matches_view(view)
 
 
 @dataclass(frozen=True)
 class EntityMatcher(PeerMatcher):
+    """fromEntities/toEntities: each entity is the reserved labels it selects (pkg/policy/api
+    entity.go); ``cluster`` and ``cluster-mesh`` also select every pod (and a labelled node) by the
+    cluster label, ``all`` everything, ``none`` nothing."""
+
     entities: frozenset[str]
 
     def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         ents = self.entities
         if "all" in ents:
             return True
+        cluster = "cluster" in ents or "cluster-mesh" in ents
         if isinstance(peer, PodClass):
-            return "cluster" in ents
-        kind = _external_kind(peer)
-        if kind == "world":
-            if "world" in ents:
-                return True
-            version = _external_ip_version(peer)
-            return (version == 4 and "world-ipv4" in ents) or (version == 6 and "world-ipv6" in ents)
-        if kind in ents:
+            return cluster
+        ident = ctx.external(peer)
+        reserved = ident.reserved
+        if cluster and (ident.in_cluster or reserved & _CLUSTER_MEMBERS or ident.k8s):
             return True
-        return kind in _CLUSTER_MEMBERS and "cluster" in ents
-
-
-def _external_kind(peer: External) -> str:
-    """The entity an External stands for; CIDRs and FQDNs are taken to be outside the cluster."""
-    if peer.entity:
-        return "world" if peer.entity in _WORLD_ENTITIES else peer.entity
-    return "world"
-
-
-def _external_ip_version(peer: External) -> int | None:
-    if peer.entity == "world-ipv4":
-        return 4
-    if peer.entity == "world-ipv6":
-        return 6
-    if peer.cidr:
-        try:
-            return ipaddress.ip_network(peer.cidr, strict=False).version
-        except ValueError:
-            return None
-    return None
+        if "world" in ents and reserved & _WORLD_ENTITIES:
+            return True
+        for e in ents:
+            if e in reserved:
+                return True
+        return False
 
 
 IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -108,28 +123,32 @@ IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 @dataclass(frozen=True)
 class CIDRMatcher(PeerMatcher):
+    """A CIDR (with excepts): the identities of the world, outside the cluster, whose address
+    label lies in the block and in none of the excepts; ``0.0.0.0/0`` is the world label itself,
+    so it selects world and every address no named prefix narrower than an except holds
+    (pkg/policy/types CIDRSelector, pkg/labels GetCIDRLabels)."""
+
     net: IPNet
     excepts: tuple[IPNet, ...]
 
     def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         if not isinstance(peer, External):
             return False  # CIDR rules never select pods (docs layer3 "CIDR based")
-        if peer.cidr is None:
-            # Only a catch-all CIDR is the same thing as the world entity (an FQDN resolves to
-            # some address of the world, so a catch-all matches it too).
-            return (
-                _external_kind(peer) == "world"
-                and self.net.prefixlen == 0
-                and not self.excepts
-                and (_external_ip_version(peer) in (None, self.net.version))
-            )
-        try:
-            ext = ipaddress.ip_network(peer.cidr, strict=False)
-        except ValueError:
+        ident = ctx.external(peer)
+        if not ident.world():
+            return False  # an in-cluster identity (nodes: only with policy-cidr-match-mode, by address)
+        if not self._holds(self.net, ident):
             return False
-        if ext.version != self.net.version or not ext.subnet_of(self.net):  # type: ignore[arg-type]
-            return False
-        return not any(ext.overlaps(x) for x in self.excepts)  # type: ignore[arg-type]
+        return not any(self._holds(x, ident) for x in self.excepts)
+
+    @staticmethod
+    def _holds(net: IPNet, ident: ExternalIdentity) -> bool:
+        """Does the identity carry the label this prefix is in a selector (Exists cidr:<net>, or
+        the family's world label for /0)?"""
+        if net.prefixlen == 0:
+            return world_label(net) in ident.reserved
+        c = ident.cidr
+        return c is not None and c.version == net.version and c.subnet_of(net)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -159,35 +178,48 @@ def fqdn_regex(match_name: str | None, match_pattern: str | None) -> re.Pattern[
 
 @dataclass(frozen=True)
 class NodeMatcher(PeerMatcher):
-    """fromNodes/toNodes (and a ClusterNetworkPolicy ``nodes`` peer): the nodes whose labels the
-    selector matches (Cilium's node selector labels, --enable-node-selector-labels), seen as the
-    host and remote-node entities. A node of unknown labels may be any node: it matches."""
+    """fromNodes/toNodes (and a ClusterNetworkPolicy ``nodes`` peer): remote nodes whose labels the
+    selector matches (enable-node-selector-labels; the agent adds ``reserved:remote-node`` to the
+    selector, so the local host is never one). A node whose labels nobody said may be any node:
+    it matches."""
 
     sel: CompiledSelector | None = None  # None: every node
+    host: bool = False  # the local host too (a ClusterNetworkPolicy nodes peer)
 
     def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
-        if not isinstance(peer, External) or peer.entity not in ("host", "remote-node"):
+        if not isinstance(peer, External):
             return False
-        return self.sel is None or not peer.labels or self.sel.matches(dict(peer.labels))
+        ident = ctx.external(peer)
+        if "remote-node" not in ident.reserved and not (self.host and "host" in ident.reserved):
+            return False
+        return self.sel is None or ident.node_labels_unknown or self.sel.matches_view(ident.view)
 
 
 @dataclass(frozen=True)
 class NetworkPolicyPeerMatcher(PeerMatcher):
-    """A NetworkPolicy peer with podSelector and/or namespaceSelector (ANDed when both)."""
+    """A NetworkPolicy peer with podSelector and/or namespaceSelector (ANDed when both), over the
+    identity's labels as the agent translates it (pkg/k8s parseNetworkPolicyPeer): namespace keys
+    become io.cilium.k8s.namespace.labels keys, a peer without namespaceSelector is scoped to the
+    policy's namespace, and every peer to the local cluster (`external`: all of it, for what is
+    not a pod)."""
 
     pod_sel: CompiledSelector | None
     ns_sel: CompiledSelector | None
     policy_ns: str
+    external: tuple[Requirement, ...] = ()
 
     def matches(self, peer: Peer, ctx: IdentityLabels) -> bool:
         if not isinstance(peer, PodClass):
-            return False
+            if not self.external:
+                return False
+            view = ctx.external(peer).view
+            return all(r.matches_view(view) for r in self.external)
         if self.ns_sel is None:
             if peer.namespace != self.policy_ns:
                 return False
         elif not self.ns_sel.matches(ctx.ns_labels(peer)):
             return False
-        return self.pod_sel is None or self.pod_sel.matches(dict(peer.labels))
+        return self.pod_sel is None or self.pod_sel.matches(ctx.pod_labels(peer))
 
 
 def matcher_anchor(matcher: PeerMatcher) -> tuple[str | None, tuple[tuple[str, frozenset[str]], ...]] | None:

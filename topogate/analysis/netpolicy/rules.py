@@ -209,8 +209,9 @@ class PolicyUnit:
             return False
         if self.subject_ns is not None and pod.namespace != self.subject_ns:
             return False
-        labels = dict(pod.labels) if self.np_labels_only else ctx.pod_labels(pod)
-        return self.subject.matches(labels)
+        # Every kind's subject is matched against the pod's identity (an NP podSelector too: the
+        # agent prefixes its keys with k8s:), so a label the identity filter drops selects nothing.
+        return self.subject.matches(ctx.pod_labels(pod))
 
 
 class _Where:

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.netpolicy.labels import NAMESPACE_LABELS_PREFIX, POD_NAMESPACE_LABEL
+from topogate.analysis.netpolicy.keys import NAMESPACE_LABELS_PREFIX, POD_NAMESPACE_LABEL
 
-__all__ = ["CompiledSelector", "Requirement", "compile_selector", "split_source"]
+__all__ = ["CompiledSelector", "IdentityView", "Requirement", "compile_selector", "split_source"]
 
 # ---------------------------------------------------------------------------------------------
 # Label selectors
@@ -30,6 +30,39 @@ def split_source(key: str) -> tuple[str, str]:
     return "any", key
 
 
+class IdentityView:
+    """The labels of an identity that is not a pod's (an entity, an address, a node), by source:
+    what a selector with ``reserved:``, ``node:`` or ``any:`` keys sees (pkg/labels HasKey: an
+    ``any`` key matches a label of every source). A pod's identity is all ``k8s`` labels and is
+    matched as a plain mapping, which is faster."""
+
+    __slots__ = ("by_source",)
+
+    def __init__(self, by_source: Mapping[str, Mapping[str, str]]) -> None:
+        self.by_source = by_source
+
+    def lookup(self, source: str, key: str) -> str | None:
+        if source == "any":
+            for some in self.by_source.values():
+                if key in some:
+                    return some[key]
+            return None
+        labels = self.by_source.get(source)
+        return None if labels is None else labels.get(key)
+
+
+def _compare(op: str, values: frozenset[str], present: bool, value: str | None) -> bool:
+    if op == "In":
+        return present and value in values
+    if op == "NotIn":
+        return not present or value not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    return False  # unknown operator: a selector that cannot be understood selects nothing
+
+
 @dataclass(frozen=True)
 class Requirement:
     """One matchLabels pair (as ``In``) or one matchExpressions entry."""
@@ -38,8 +71,10 @@ class Requirement:
     op: str  # In, NotIn, Exists, DoesNotExist
     values: frozenset[str]
     pod_source: bool  # False: a source (reserved:, cidr:, ...) pods never carry
+    source: str = "any"  # the key's source: any (no prefix), k8s, reserved, node, ...
 
     def matches(self, labels: Mapping[str, str]) -> bool:
+        """Against a pod's identity (its labels, all of the k8s source)."""
         present = self.pod_source and self.key in labels
         if self.op == "In":
             return present and labels[self.key] in self.values
@@ -50,6 +85,11 @@ class Requirement:
         if self.op == "DoesNotExist":
             return not present
         return False  # unknown operator: a selector that cannot be understood selects nothing
+
+    def matches_view(self, view: IdentityView) -> bool:
+        """Against the identity of something that is not a pod."""
+        value = view.lookup(self.source, self.key)
+        return _compare(self.op, self.values, value is not None, value)
 
 
 @dataclass(frozen=True)
@@ -67,6 +107,20 @@ class CompiledSelector:
                 return False
         return True
 
+    def matches_view(self, view: IdentityView) -> bool:
+        for r in self.reqs:
+            if not r.matches_view(view):
+                return False
+        return True
+
+    def has_source(self, source: str) -> bool:
+        """Does a key of the selector carry this source prefix (``reserved``: the agent then
+        leaves the selector unscoped, pkg/k8s/apis/cilium.io/utils getEndpointSelector)?"""
+        return any(r.source == source for r in self.reqs)
+
+    def names_key(self, key: str) -> bool:
+        return any(r.pod_source and r.key == key for r in self.reqs)
+
     def names_namespace(self) -> bool:
         return any(r.pod_source and r.key == POD_NAMESPACE_LABEL for r in self.reqs)
 
@@ -75,10 +129,10 @@ class CompiledSelector:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _requirement(key: str, op: str, values: frozenset[str], pod_source: bool) -> Requirement:
+def _requirement(key: str, op: str, values: frozenset[str], source: str) -> Requirement:
     """One object per distinct requirement: every job's policies repeat the same few (its
     namespace, its replica group), and a cluster's thousands of selectors are kept to the end."""
-    return Requirement(key, op, values, pod_source)
+    return Requirement(key, op, values, source in ("k8s", "any"), source)
 
 
 def compile_selector(raw: Any) -> CompiledSelector:
@@ -94,7 +148,7 @@ def compile_selector(raw: Any) -> CompiledSelector:
     reqs: list[Requirement] = []
     for k, v in sorted((raw.get("matchLabels") or {}).items()):
         src, key = split_source(str(k))
-        reqs.append(_requirement(key, "In", frozenset({"" if v is None else str(v)}), src in ("k8s", "any")))
+        reqs.append(_requirement(key, "In", frozenset({"" if v is None else str(v)}), src))
     for expr in raw.get("matchExpressions") or []:
         if not isinstance(expr, Mapping):
             continue
@@ -106,6 +160,6 @@ def compile_selector(raw: Any) -> CompiledSelector:
             # into a silent verdict (e.g. `in` instead of `In`).
             raise ValueError(f"matchExpressions key {key!r}: operator {op!r} is not one of "
                              f"{', '.join(_OPERATORS)} (operators are case-sensitive)")
-        reqs.append(_requirement(key, op, values, src in ("k8s", "any")))
+        reqs.append(_requirement(key, op, values, src))
     text = ",".join(f"{r.key} {r.op} {sorted(r.values)}" for r in reqs) or "{}"
     return CompiledSelector(tuple(reqs), text)

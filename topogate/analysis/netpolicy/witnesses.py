@@ -45,11 +45,11 @@ from topogate.analysis.netpolicy.peers import (
     PeerMatcher,
 )
 from topogate.analysis.netpolicy.selectors import CompiledSelector, Requirement
+from topogate.core.labels import NAMESPACE_NAME_LABEL
 
 # The namespace of a witness whose selector leaves the namespace open: one no inventory manages.
 OPEN_NAMESPACE = "topogate-witness"
 _ANY_VALUE = "topogate-witness"  # a value for `Exists`
-_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 
 
 @dataclass(frozen=True)
@@ -127,13 +127,18 @@ def _shown(labels: dict[str, str]) -> str:
 
 
 def _pod(ns: str, pod: dict[str, str], ns_labels: dict[str, str], sa: str | None) -> Witness:
-    if _NAMESPACE_NAME in ns_labels:
-        ns = ns_labels.pop(_NAMESPACE_NAME)
+    if NAMESPACE_NAME_LABEL in ns_labels:
+        ns = ns_labels.pop(NAMESPACE_NAME_LABEL)
     return Witness(PodClass(ns, tuple(sorted(pod.items())), tuple(sorted(ns_labels.items())), (),
                             sa or "default"), _words(ns, pod, ns_labels))
 
 
 def _endpoint(sel: CompiledSelector, scope: str | None) -> list[Witness]:
+    reserved = [r for r in sel.reqs if r.source == "reserved" and r.op in ("In", "Exists")]
+    if reserved:
+        # A selector with a reserved: key selects that reserved identity (the agent leaves it
+        # unscoped): its witness is the entity.
+        return [Witness(External(entity=r.key), f"the {r.key} entity") for r in reserved[:1]]
     solved = _solve(sel.reqs)
     if solved is None:
         return []

@@ -11,58 +11,74 @@ this order; each returns its own frozen record (named after the step), which lat
 and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the records.
 
 1. Node filters (``nodes``, record ``NodeFilters``).  The node filters of ``scheduling`` give
-   each group the pools it passes, and so its node-feasible zones; a pod set Kueue admits uses
-   only the pools of its flavors. Required podAffinity also filters nodes: a node lacking a
-   term's topologyKey is out (kube-scheduler InterPodAffinity plugin).
+   each group the pools it passes, and so its node-feasible zones (the DRA devices it claims
+   included, ``k8s.dra``); a pod set Kueue admits uses only the pools of its flavors. Required
+   podAffinity also filters nodes: a node lacking a term's topologyKey is out (kube-scheduler
+   InterPodAffinity plugin).
 2. Pod affinity terms (``affinity``, record ``Affinity``).  The required podAffinity terms of a
    pod act together: the scheduler counts existing pods that match ALL of them and needs one in
-   the node's domain of every term's key (satisfyPodAffinity), so they are one effective term. A
-   term on the zone key or on ``kubernetes.io/hostname`` (same node, hence same zone) ties zones;
-   terms on other keys only need such pods to exist. Required podAntiAffinity on the zone key
+   the node's domain of every term's key (satisfyPodAffinity), so they are one effective term,
+   less the matches that repel the pod where it would find them, and with a peer that itself
+   follows only this job's groups replaced by those groups. A term on the zone key or on
+   ``kubernetes.io/hostname`` (same node, hence same zone) ties zones; terms on other keys only
+   need such pods to exist. Required podAntiAffinity on the zone key among the job's groups
    repels both ways: the scheduler also honours the anti-affinity of pods already running
-   (https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#inter-pod-affinity-and-anti-affinity).
+   (https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#inter-pod-affinity-and-anti-affinity);
+   on a key every node shares (``domains``) the two never run at once; with pods outside the job
+   it is a race (``races``): whichever comes second waits, a pending risk on both jobs. When every
+   match of a group's affinity repels it (``conflicts``), no existing pod can satisfy it.
 3. Groups that never start (``feasible``, record ``Unstartable``): no pool; no pool with the
-   podAffinity keys; no pod matching every term; or affinity that waits on each other with none
-   matching itself (deadlock). When no pod matching every term exists yet and the pod matches all
-   its own terms, the scheduler lets it through anywhere ("the first pod in a series that have
-   affinity to themselves", same function), so a self-matching group starts.
-4. Zone sets and co-location units (``units``, record ``Colocation``).  One greatest fixpoint,
-   because each half feeds the other: a zone-tied term allows only zones where some pod matching
-   it can be (groups of the job, or known peers; a self-matching group is co-located but not
-   pinned), and a group whose zone is certain (one pod, or one zone) removes that zone from every
-   group it repels; groups provably in one zone are merged (union-find): a single-pod group; a
-   group with one possible zone; a group whose term matches only itself; a group whose term
-   matches (besides itself, only if it is already in that unit) only groups of one unit; a set of
-   groups each of which has a term that matches exactly that set (the first pod picks the zone,
-   every later one finds a match only there); a unit Kueue admits into one zone; units pinned to
-   the same single zone. Members of a unit share the unit's zones (their intersection). Then a
-   GPU unit keeps only the zones where all its GPU pods fit together (``capacity.fit_gpu_units``:
-   GPUs are whole devices on one node; each member only those its own filters pass), a unit whose
-   members can each land but share no zone never runs whole, and a member with no podAffinity of its own that the
-   scheduler may put in a zone the rest cannot follow is a pending risk.
+   podAffinity keys; no pod matching every term; affinity whose every match repels it; or affinity
+   that waits on each other with none matching itself (deadlock). When no pod matching every term
+   exists yet and the pod matches all its own terms, the scheduler lets it through anywhere ("the
+   first pod in a series that have affinity to themselves", same function), so a self-matching
+   group starts.
+4. Zone sets and co-location units (``units``, ``fixpoint``, record ``Colocation``).  One greatest
+   fixpoint, because each half feeds the other: a zone-tied term allows only zones where some pod
+   matching it can be (groups of the job, or known peers; a self-matching group is co-located but
+   not pinned), and a group whose zone is certain (one pod, or one zone) removes that zone from
+   every group it repels; groups provably in one zone are merged (union-find): a single-pod
+   group; a group with one possible zone; a group whose term matches only itself; a group whose
+   term matches (besides itself, only if it is already in that unit) only groups of one unit; a
+   set of groups that trail one first pod (each follows only members, the possible first pods
+   follow each other); groups following one one-zone peer (a one-replica workload, a group of
+   another job held in one zone); a unit placed whole (Kueue, a PodGroup, KAI or Volcano:
+   ``schedulers``); units pinned to the same single zone. Members of a unit share the unit's zones
+   (their intersection). Then a GPU unit keeps only the zones where all its GPU pods fit together
+   (``capacity.fit_gpu_units``: GPUs are whole devices on one node; each member only those its
+   own filters pass; a zone it loses is where its first pod may still land, a pending risk), a
+   hostname-key follower only the zones of nodes a followed pod can share with it, within as many
+   nodes as run followed pods (``follow``), a unit whose members can each land but share no zone
+   never runs whole, and the orders that strand pods are pending risks: a member with no
+   podAffinity of its own in a zone the rest cannot follow, followed pods placed where the
+   follower cannot go, a race. ``reach``: where a group's pods can be bound in some run, stranded
+   or not, which other jobs' affinity may find.
 5. Splits (``spread``, record ``Splits``).  Required podAntiAffinity of a group with itself on
-   the zone key puts each pod in its own zone. A topologySpreadConstraint on the zone key with
-   ``whenUnsatisfiable: DoNotSchedule`` whose selector matches the group's own pods cannot keep
-   more than ``maxSkew`` of them in one zone while another eligible zone is empty, so
-   ``pods > maxSkew`` over two or more eligible zones splits the group; eligible zones are those
-   of nodes passing the pod's nodeAffinity and nodeSelector (``nodeAffinityPolicy: Honor``, the
-   default) or all zones (``Ignore``), and also only tolerated nodes when ``nodeTaintsPolicy:
-   Honor`` (default ``Ignore``)
-   (https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/). An
-   eligible zone the pods can never reach (a tainted zone under the default taint policy) keeps
-   the global minimum at 0, so each reachable zone holds at most ``maxSkew`` of them; so does
-   ``minDomains`` above the number of eligible zones. ``ScheduleAnyway`` constrains nothing.
-   Anti-affinity and spread on other keys (hostname, region) do not change zones, but required
-   podAntiAffinity of a group with itself on the hostname key puts one pod per node: more pods
-   than nodes in the pools it fits (in one zone's, when it is held in one) leave the rest Pending. Splits come
-   after the GPU units of step 4 because they are judged over the zones a unit can really hold.
+   the zone key puts each pod in its own zone. A topologySpreadConstraint with
+   ``whenUnsatisfiable: DoNotSchedule`` whose selector matches the group's own pods is judged as
+   PodTopologySpread's Filter does: a pod may go to a domain (zone, node, or the whole cluster
+   for a key every node shares) only if the matching pods there plus itself exceed the global
+   minimum by at most ``maxSkew``. The minimum is taken over the eligible domains, those of nodes
+   passing the pod's nodeAffinity and nodeSelector (``nodeAffinityPolicy: Honor``, the default)
+   or all (``Ignore``), and only tolerated nodes when ``nodeTaintsPolicy: Honor`` (default
+   ``Ignore``), and is 0 with fewer of them than ``minDomains``
+   (https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/). A domain
+   the counted pods can fill only so far (its GPUs; none for one they cannot reach; none outside
+   the zone of a unit) caps the minimum, and so every other domain: more pods than that lets run
+   leave the rest Pending; ``pods > maxSkew`` over two or more eligible zones splits the group.
+   ``ScheduleAnyway`` constrains nothing. Required podAntiAffinity of a group with itself on the
+   hostname key puts one pod per node: more pods than nodes in the pools it fits (in one zone's,
+   when it is held in one) leave the rest Pending. Splits come after the GPU units of step 4
+   because they are judged over the zones a unit can really hold.
 6. Capacity (``capacity``, record ``GpuFit``).  A group needs ``pods`` slots of
-   ``gpus_per_node // gpus_per_pod`` per node in the pools it fits; the job's GPUs must not exceed
-   those of all pools where some group can land.
+   ``gpus_per_node // gpus_per_pod`` per node in the pools it fits (claimed DRA devices of its
+   classes for a pod that claims them); the job's GPUs must not exceed those of all pools where
+   some group can land.
 
-Not modelled (documented so nobody relies on it): CPU/memory, scoring and preferences, pods
-already running in the cluster other than the known ``peers``, per-pod labels (index, hash),
-namespace labels other than ``kubernetes.io/metadata.name`` unless given.
+Not modelled (documented so nobody relies on it; docs/coverage.md has the whole list): CPU/memory,
+scoring and preferences, contention between jobs for GPUs, pods already running in the cluster
+other than the known ``peers``, per-pod labels (index, hash), namespace labels other than
+``kubernetes.io/metadata.name`` unless given.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def _slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: 
     """Pods of `gpp` GPUs the fitting pools in `zones` can hold."""
     if gpp <= 0:
         return 1 << 30
-    return sum(f.node.nodes * (f.node.gpus_per_node // gpp) for f in fits if f.fits and f.zone in zones)
+    return sum(f.node.nodes * (f.gpus_per_node // gpp) for f in fits if f.fits and f.zone in zones)
 
 
 def fit_gpu_units(
@@ -29,12 +29,14 @@ def fit_gpu_units(
     one_zone: set[str],
     unit_of: Mapping[str, str],
     members: Mapping[str, tuple[str, ...]],
-) -> tuple[dict[str, frozenset[str]], list[str]]:
+) -> tuple[dict[str, frozenset[str]], list[str], dict[str, frozenset[str]]]:
     """A GPU unit held in one zone keeps only the zones where all its GPU pods fit together.
-    Returns every group's zones after that, and the units no zone of theirs holds."""
+    Returns every group's zones after that, the units no zone of theirs holds, and per unit (by
+    its first member) the zones it lost that way: its first pod may still land there."""
     groups = inputs.groups
     out = dict(zones)
     problems: list[str] = []
+    small: dict[str, frozenset[str]] = {}
     seen_units: set[str] = set()
     for n in inputs.names:
         unit = unit_of[n]
@@ -47,7 +49,7 @@ def fit_gpu_units(
         ok = set()
         for z in out[n]:
             fits_each = all(_slots(pool_fits[m], (z,), groups[m].gpus_per_pod) >= groups[m].pods for m in gpu_members)
-            pools_z = {(f.zone, f.pool): f.node.gpus for m in gpu_members for f in pool_fits[m]
+            pools_z = {(f.zone, f.pool): f.node.nodes * f.gpus_per_node for m in gpu_members for f in pool_fits[m]
                        if f.fits and f.zone == z}
             if fits_each and sum(groups[m].gpus for m in gpu_members) <= sum(pools_z.values()):
                 ok.add(z)
@@ -59,11 +61,12 @@ def fit_gpu_units(
                 problems.append(f"{', '.join(members[n])} must share one zone but no zone of {zone_list(out[n])} "
                                 f"holds their {plural(need_gpus, 'GPU')}")
         elif ok != out[n]:
+            small[n] = frozenset(out[n] - ok)
             # Every member takes the zones the unit fits in, as the unit is placed as one, but only
             # those its own node filters pass: a member is never handed a zone it cannot use.
             for m in members[n]:
                 out[m] = frozenset(ok) & out[m]
-    return out, problems
+    return out, problems, small
 
 
 def fit_one_node(
@@ -85,8 +88,8 @@ def fit_one_node(
         if g.gpus_per_pod <= 0 or not out[n]:
             continue
         fitting = [f for f in pool_fits[n] if f.fits and f.zone in out[n]]
-        ok = frozenset(f.zone for f in fitting if f.node.gpus_per_node >= g.gpus)
-        small = sorted({f.zone for f in fitting if f.node.gpus_per_node < g.gpus})
+        ok = frozenset(f.zone for f in fitting if f.gpus_per_node >= g.gpus)
+        small = sorted({f.zone for f in fitting if f.gpus_per_node < g.gpus})
         if not ok:
             problems.append(f"{n}: podAffinity on kubernetes.io/hostname puts its {plural(g.pods, 'pod')} on one "
                             f"node, but no node of {zone_list(out[n])} holds {plural(g.gpus, 'GPU')}")
@@ -128,7 +131,7 @@ def _job_capacity(inputs: Inputs, pool_fits: Mapping[str, tuple[PoolFit, ...]],
     """For the job: its GPUs must not exceed those of all pools where some group can land."""
     groups, names = inputs.groups, inputs.names
     requested = sum(groups[n].gpus for n in names)
-    usable_pools = {(f.zone, f.pool): f.node.gpus for n in names if groups[n].gpus_per_pod > 0
+    usable_pools = {(f.zone, f.pool): f.node.nodes * f.gpus_per_node for n in names if groups[n].gpus_per_pod > 0
                     for f in pool_fits[n] if f.fits and f.zone in zones[n]}
     available = sum(usable_pools.values())
     per_zone: dict[str, int] = {}

@@ -31,6 +31,7 @@ class Inputs:
     # Groups placed into one zone together before their pods exist: Kueue's pod-set groups, the
     # groups of a PodGroup with a zone topology (placement.workload).
     zone_units: tuple[frozenset[str], ...]
+    classes: tuple[NodeClass, ...] = ()  # the cluster's node classes (pools), sorted by (zone, pool)
 
 
 def inputs_of(
@@ -55,4 +56,5 @@ def inputs_of(
         groups=groups,
         names=tuple(sorted(groups)),
         zone_units=zone_units,
+        classes=tuple(classes),
     )

@@ -28,20 +28,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.kueue import (
+from topogate.analysis.kueue import Chain, Flavor, KueueConfig
+from topogate.analysis.locate import position_of
+from topogate.analysis.scheduling import HOSTNAME_LABEL, NodeClass, PoolFit, Removal, fit_pools
+from topogate.core.position import Position
+from topogate.k8s.jobs import JobGroup, TrainingJob
+from topogate.k8s.kueue import (
     GROUP_NAME,
     PREFERRED_TOPOLOGY,
     QUEUE_LABEL,
     REQUIRED_TOPOLOGY,
     TOPOLOGY_ANNOTATIONS,
-    Chain,
-    Flavor,
-    KueueConfig,
 )
-from topogate.analysis.locate import position_of
-from topogate.analysis.scheduling import HOSTNAME_LABEL, NodeClass, PoolFit, Removal, fit_pools
-from topogate.core.position import Position
-from topogate.k8s.jobs import JobGroup, TrainingJob
 
 # Kinds whose Kueue webhook refuses a PodSet group it cannot fit (docs/kueue.md); for the others
 # the webhook lets the job in and the scheduler's handling of such a group is not specified.

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 
 from topogate.analysis.scheduling import PoolFit
 
-__all__ = ["NAMESPACE_NAME_LABEL", "Capacity", "GroupPlacement", "JobPlacement", "zone_list"]
+__all__ = ["Capacity", "GroupPlacement", "JobPlacement", "zone_list"]
 
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 @dataclass(frozen=True)
@@ -38,6 +37,11 @@ class GroupPlacement:
     splits: bool = False  # every feasible placement spreads its pods over several zones
     self_anti: bool = False  # its pods repel each other on the zone key
     reasons: tuple[str, ...] = ()  # why it cannot be scheduled ("" when it can)
+    # Where its pods can be bound in some run, whether the rest of the job runs or not (wider than
+    # `zones`: a first pod may go where the rest cannot follow); () when none ever starts. What the
+    # podAffinity of another job's pods may find.
+    reach: tuple[str, ...] = ()
+    held: bool = False  # held in one zone with its unit by what its pods follow (not only by its zones)
 
     @property
     def schedulable(self) -> bool:
@@ -61,6 +65,11 @@ class JobPlacement:
     pending_risks: tuple[str, ...] = ()  # scheduler choices that leave pods Pending
     capacity: Capacity = Capacity(0, 0, True)
     anti_pairs: frozenset[tuple[str, str]] = frozenset()  # groups that never share a zone
+    # Groups another scheduler places: (group, schedulerName, what topogate read and assumed).
+    scheduler_notes: tuple[tuple[str, str, str], ...] = ()
+    # Groups placed into one zone as a whole, before any of their pods is bound (Kueue's pod-set
+    # groups, a PodGroup's zone topology, another scheduler's): no first pod picks their zone.
+    placed_whole: frozenset[str] = frozenset()
 
     @property
     def zones(self) -> tuple[str, ...]:

@@ -31,7 +31,8 @@ def filter_nodes(
     inputs: Inputs, classes: Sequence[NodeClass], cache: dict[Any, tuple[PoolFit, ...]], kueue: KueueJob | None,
 ) -> NodeFilters:
     job = inputs.job
-    fits: dict[str, tuple[PoolFit, ...]] = {g.name: fit_pools(g.spec, classes, cache) for g in job.groups}
+    fits: dict[str, tuple[PoolFit, ...]] = {g.name: fit_pools(g.spec, classes, cache, g.devices.per_pod)
+                                             for g in job.groups}
     kueue_problems: tuple[str, ...] = ()
     if kueue is not None:
         # A pod set Kueue admits can use only the pools of the flavors it may get (placement.kueue).

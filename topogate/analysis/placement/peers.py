@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from topogate.analysis.placement.model import JobPlacement
-from topogate.analysis.scheduling import NodeClass, PoolFit, fit_pools, selector_matches
+from topogate.analysis.scheduling import NodeClass, PoolFit, fit_pools, selector_matches, with_label_keys
 from topogate.core.labels import Pairs
-from topogate.k8s.jobs import DEFAULT_NAMESPACE, GROUP_LABEL, TrainingJob
+from topogate.k8s.jobs import DEFAULT_NAMESPACE, GROUP_LABEL, JobGroup, TrainingJob
+from topogate.k8s.kinds import pod_gpus
 from topogate.k8s.pods import plain_template
 
-__all__ = ["AffinityPeer", "PeerIndex", "peers_of", "template_peers"]
+__all__ = ["UNPLACED_KINDS", "AffinityPeer", "PeerIndex", "anti_terms", "peers_of", "template_peers", "workload_jobs"]
 
 
 @dataclass(frozen=True)
@@ -22,17 +23,53 @@ class AffinityPeer:
     group: str
     namespace: str
     labels: Pairs
-    zones: tuple[str, ...]  # where its pods can land; () = it never runs
+    # Where its pods can be bound in some run, its own job stranded or not; () = it never runs.
+    zones: tuple[str, ...]
+    pods: int = 1
+    # Its pods are in one zone at a time (one pod, or a group held in one zone): peers with the
+    # same key share that zone. "" when its pods may spread.
+    one_zone: str = ""
+    pools: tuple[tuple[str, str], ...] = ()  # (zone, pool) its pods can run on; () = unknown
+    # Its required podAntiAffinity terms (matchLabelKeys merged), which repel the pods they select
+    # from wherever its pods run.
+    anti: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    # Its required podAffinity terms (matchLabelKeys merged): where its pods can be depends on
+    # the pods they follow.
+    follows: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+
+    @property
+    def name(self) -> str:
+        """How a message names it: a workload by its object, a group of a job with its job."""
+        kind = self.object_id.split("/", 1)[0]
+        return self.object_id if self.group.startswith(f"{kind}/") else f"{self.group} of {self.object_id}"
+
+
+def anti_terms(spec: Mapping[str, Any], labels: Mapping[str, str],
+               which: str = "podAntiAffinity") -> tuple[dict[str, Any], ...]:
+    """A pod spec's required podAntiAffinity (or podAffinity) terms, matchLabelKeys and
+    mismatchLabelKeys merged into their selectors (as the API server does for a pod of these
+    labels)."""
+    aff = spec.get("affinity")
+    block = aff.get(which) if isinstance(aff, dict) else None
+    terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(block, dict) else None
+    out = []
+    for t in terms if isinstance(terms, list) else []:
+        if isinstance(t, dict):
+            sel = with_label_keys(t.get("labelSelector"), labels, t.get("matchLabelKeys"), t.get("mismatchLabelKeys"))
+            out.append({**t, "labelSelector": sel})
+    return tuple(out)
 
 
 class PeerIndex:
     """Peers by namespace and label, so matching a selector costs the matches, not all peers."""
 
-    def __init__(self, peers: Iterable[AffinityPeer] = ()) -> None:
-        self._peers: list[AffinityPeer] = [p for p in peers if p.zones]
+    def __init__(self, peers: Iterable[AffinityPeer] = (), keep_unplaced: bool = False) -> None:
+        # A peer that never runs has no pods to match (unless asked: who could ever match).
+        self._peers: list[AffinityPeer] = [p for p in peers if p.zones or keep_unplaced]
         self._by_ns: dict[str, list[int]] = {}
         self._by_label: dict[tuple[str, str, str], list[int]] = {}
         self._by_key: dict[tuple[str, str], list[int]] = {}
+        self._anti = [p for p in self._peers if p.anti]
         for i, p in enumerate(self._peers):
             self._by_ns.setdefault(p.namespace, []).append(i)
             for k, v in p.labels:
@@ -42,6 +79,13 @@ class PeerIndex:
     @property
     def namespaces(self) -> tuple[str, ...]:
         return tuple(sorted(self._by_ns))
+
+    def with_anti(self) -> list[AffinityPeer]:
+        """The peers with required podAntiAffinity terms (which may repel the job's pods)."""
+        return self._anti
+
+    def by_id(self, object_id: str) -> list[AffinityPeer]:
+        return [p for p in self._peers if p.object_id == object_id]
 
     def _candidates(self, selector: Mapping[str, Any], ns: str) -> list[int]:
         ml = selector.get("matchLabels")
@@ -75,13 +119,23 @@ class PeerIndex:
 
 
 def peers_of(placements: Iterable[tuple[TrainingJob, JobPlacement]]) -> list[AffinityPeer]:
-    """Every group of already placed jobs, as peers for the others."""
+    """Every group of already placed jobs, as peers for the others: where its pods can be bound in
+    some run (its ``reach``, wider than the zones of a placement that runs the whole job)."""
     out: list[AffinityPeer] = []
     for job, pl in placements:
         for g in job.groups:
             gp = pl.group(g.name)
-            if gp is not None and g.pods > 0:
-                out.append(AffinityPeer(job.object_id, g.name, job.namespace, g.labels, gp.zones))
+            if gp is None or g.pods <= 0:
+                continue
+            # Groups of one unit held in one zone share it: one key for all of them.
+            one = ""
+            if gp.held and gp.unit >= 0:
+                one = f"{job.object_id}#unit{gp.unit}"
+            elif g.pods == 1:
+                one = f"{job.object_id}#{g.name}"
+            pools = tuple(sorted({(f.zone, f.pool) for f in gp.fits if f.fits and f.zone in gp.reach}))
+            out.append(AffinityPeer(job.object_id, g.name, job.namespace, g.labels, gp.reach, g.pods, one, pools,
+                                    anti_terms(g.spec, g.label_map), anti_terms(g.spec, g.label_map, "podAffinity")))
     return out
 
 
@@ -93,6 +147,35 @@ def _template_pods(kind: str, spec: Mapping[str, Any]) -> int:
     key = {"Job": "parallelism", "Pod": "", "DaemonSet": ""}.get(kind, "replicas")
     raw = spec.get(key, 1) if key else 1
     return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else (1 if raw is None else 0)
+
+
+# Workloads whose pods are not placed like a job's: a DaemonSet runs one on every node it fits, a
+# CronJob's come and go. Their pods are peers where their node filters let them.
+UNPLACED_KINDS = ("DaemonSet", "CronJob")
+
+
+def workload_jobs(objects: Iterable[Mapping[str, Any]]) -> list[TrainingJob]:
+    """The workloads among the manifests that belong to no training job (a feature store's
+    Deployment, a StatefulSet), each as a job of one group named Kind/name, so that their own
+    affinity, spread and filters decide where their pods can be, as for a job's."""
+    out: list[TrainingJob] = []
+    for obj in objects:
+        kind, md = str(obj.get("kind", "")), obj.get("metadata")
+        if not isinstance(md, dict):
+            continue
+        name = str(md.get("name", ""))
+        tpl = plain_template(kind, name, obj)
+        spec = obj.get("spec")
+        if tpl is None or GROUP_LABEL in tpl.labels or not isinstance(spec, dict):
+            continue
+        pods = _template_pods(kind, spec)
+        if not pods:
+            continue
+        ns = str(md.get("namespace") or DEFAULT_NAMESPACE)
+        group = JobGroup(f"{kind}/{name}", pods, pod_gpus(tpl.spec), tuple(sorted(tpl.labels.items())), tpl.spec,
+                         tpl.path, None, f"{kind}/{ns}/{name}")
+        out.append(TrainingJob(kind, name, ns, (group,)))
+    return out
 
 
 def template_peers(
@@ -112,6 +195,12 @@ def template_peers(
         if tpl is None or GROUP_LABEL in tpl.labels or not isinstance(spec, dict) or not _template_pods(kind, spec):
             continue
         ns = str(md.get("namespace") or DEFAULT_NAMESPACE)
-        zones = tuple(sorted({f.zone for f in fit_pools(tpl.spec, classes, cache) if f.fits}))
-        out.append(AffinityPeer(f"{kind}/{ns}/{name}", f"{kind}/{name}", ns, tuple(sorted(tpl.labels.items())), zones))
+        fits = [f for f in fit_pools(tpl.spec, classes, cache) if f.fits]
+        zones = tuple(sorted({f.zone for f in fits}))
+        pods = _template_pods(kind, spec)
+        oid = f"{kind}/{ns}/{name}"
+        out.append(AffinityPeer(oid, f"{kind}/{name}", ns, tuple(sorted(tpl.labels.items())), zones, pods,
+                                oid if pods == 1 and kind != "DaemonSet" else "",
+                                tuple(sorted({(f.zone, f.pool) for f in fits})), anti_terms(tpl.spec, tpl.labels),
+                                anti_terms(tpl.spec, tpl.labels, "podAffinity")))
     return out

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,8 +14,15 @@ from topogate.analysis.placement.inputs import inputs_of
 from topogate.analysis.placement.kueue import KueueJob
 from topogate.analysis.placement.model import JobPlacement
 from topogate.analysis.placement.nodes import filter_nodes
-from topogate.analysis.placement.peers import PeerIndex, peers_of, template_peers
+from topogate.analysis.placement.peers import (
+    UNPLACED_KINDS,
+    PeerIndex,
+    peers_of,
+    template_peers,
+    workload_jobs,
+)
 from topogate.analysis.placement.result import assemble
+from topogate.analysis.placement.schedulers import other_schedulers
 from topogate.analysis.placement.spread import find_splits
 from topogate.analysis.placement.terms import matches_peers
 from topogate.analysis.placement.units import colocate
@@ -36,27 +44,34 @@ def place_job(
     fit_cache: dict[Any, tuple[PoolFit, ...]] | None = None,
     kueue: KueueJob | None = None,
     pod_groups: Mapping[tuple[str, str], PodGroupSpec] | None = None,
+    hypernodes: Sequence[Mapping[str, Any]] = (),
 ) -> JobPlacement:
     """The placement analysis of one job on one cluster: the steps of the package docstring, in
     its order, each returning its record; the result is assembled from the records.
 
+    ``nodes``: the cluster's node classes (default: its pools, devices matched to no DeviceClass
+    but by name).
     ``kueue``: what Kueue's topology-aware scheduling does with the job (``placement.kueue``):
     the pod sets it admits into one zone each are co-location units like those podAffinity
     forms, and their pods can use only the pools of the flavors Kueue may give them.
     ``pod_groups``: the Workload API's PodGroups by (namespace, name) (``placement.workload``):
-    one with a zone topology is such a unit too, and a gang larger than its pods never starts."""
+    one with a zone topology is such a unit too, and a gang larger than its pods never starts.
+    ``hypernodes``: Volcano's HyperNodes among the manifests (``placement.schedulers``: a Volcano
+    Job's hard network topology holds it in one zone where they show it)."""
     classes = tuple(nodes) if nodes is not None else node_classes(cluster)
     cache = fit_cache if fit_cache is not None else {}
     workload = pod_groups_of(job, cluster.zone_label, pod_groups or {})
+    others = other_schedulers(job, classes, cluster.zone_label, hypernodes)
     inputs = inputs_of(job, cluster, peers or PeerIndex(), namespace_labels or {}, classes,
-                       (*(kueue.units if kueue is not None else ()), *workload.units))
+                       (*(kueue.units if kueue is not None else ()), *workload.units, *others.units))
     filtered = filter_nodes(inputs, classes, cache, kueue)  # 1
     affinity = resolve_affinity(inputs)  # 2
     unstartable = find_unstartable(inputs, filtered, affinity)  # 3
-    colocation = colocate(inputs, filtered, affinity)  # 4
+    colocation = colocate(inputs, filtered, affinity, unstartable)  # 4
     splits = find_splits(inputs, filtered, affinity, colocation)  # 5
     capacity = check_capacity(inputs, filtered.pool_fits, colocation.zones)  # 6
-    return assemble(inputs, filtered, affinity, unstartable, colocation, splits, capacity, workload.problems)
+    placed = assemble(inputs, filtered, affinity, unstartable, colocation, splits, capacity, workload.problems)
+    return dataclasses.replace(placed, scheduler_notes=others.notes) if others.notes else placed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,14 +84,19 @@ def place_all(
     kueue: Mapping[str, KueueJob] | None = None,
     others: Sequence[Mapping[str, Any]] = (),
     pod_groups: Mapping[tuple[str, str], PodGroupSpec] | None = None,
+    device_classes: Mapping[str, Mapping[str, Any]] | None = None,
+    hypernodes: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, JobPlacement]:
     """Place every job whose cluster is known; jobs see each other's pods as peers, and those of
     ``others``: the manifests of the same cluster, whose workloads outside any job (a Deployment,
-    a StatefulSet, ``peers.template_peers``) are peers from the start.
+    a StatefulSet) are placed like a job of one group (``peers.workload_jobs``: their own
+    affinity counts too), a DaemonSet's or CronJob's taken where their node filters let them.
 
-    Two passes: each job with the workloads' pods as peers, then again with every other job of
-    the same cluster as peers too (placed by the first pass), so a pod following another job's
-    coordinator is resolved. The cost is two placements per job plus indexed selector look-ups.
+    Rounds: every job and workload with the fixed peers only, then again, with every other one as
+    peers (placed by the round before), each whose pod (anti-)affinity can involve another's
+    pods, until no placement changes (a chain of jobs following each other takes a round per
+    link; at most MAX_ROUNDS). The cost is one placement per job, plus one per round for those
+    few, plus indexed selector look-ups.
     """
     by_cluster: dict[str, list[tuple[TrainingJob, Cluster]]] = {}
     for j in jobs:
@@ -85,20 +105,36 @@ def place_all(
             by_cluster.setdefault(c.name, []).append((j, c))
     out: dict[str, JobPlacement] = {}
     for _, members in sorted(by_cluster.items()):
-        cluster = members[0][1]
-        classes = node_classes(cluster)
-        cache: dict[Any, tuple[PoolFit, ...]] = {}
-        ku = kueue or {}
-        workloads = template_peers(others, classes, cache)
-        alone = PeerIndex(workloads)
-        first = [(j, place_job(j, cluster, alone, namespace_labels, classes, cache, ku.get(j.object_id), pod_groups))
-                 for j, _ in members]
-        index = PeerIndex([*workloads, *peers_of(first)])
-        known = set(index.namespaces) | set(namespace_labels or {})
-        for j, pl in first:
-            # Only a job with a zone-key pod (anti-)affinity term that matches another job's pods
-            # can change when peers are known; the others keep their first answer.
-            if matches_peers(j, cluster.zone_label, index, known, namespace_labels or {}):
-                pl = place_job(j, cluster, index, namespace_labels, classes, cache, ku.get(j.object_id), pod_groups)
-            out[j.object_id] = pl
+        out.update(_place_cluster([j for j, _ in members], members[0][1], namespace_labels or {}, kueue or {},
+                                  others, pod_groups, device_classes or {}, hypernodes))
     return dict(sorted(out.items()))
+
+
+def _place_cluster(jobs: Sequence[TrainingJob], cluster: Cluster, ns_labels: Mapping[str, Mapping[str, str]],
+                   kueue: Mapping[str, KueueJob], others: Sequence[Mapping[str, Any]],
+                   pod_groups: Mapping[tuple[str, str], PodGroupSpec] | None,
+                   device_classes: Mapping[str, Mapping[str, Any]],
+                   hypernodes: Sequence[Mapping[str, Any]]) -> dict[str, JobPlacement]:
+    classes = node_classes(cluster, device_classes)
+    cache: dict[Any, tuple[PoolFit, ...]] = {}
+    fixed = template_peers([o for o in others if o.get("kind") in UNPLACED_KINDS], classes, cache)
+    everyone = [*jobs, *workload_jobs([o for o in others if o.get("kind") not in UNPLACED_KINDS])]
+
+    def place(j: TrainingJob, index: PeerIndex) -> JobPlacement:
+        return place_job(j, cluster, index, ns_labels, classes, cache, kueue.get(j.object_id), pod_groups, hypernodes)
+
+    placed = {j.object_id: place(j, PeerIndex(fixed)) for j in everyone}
+    # Which jobs' terms can involve another's pods, judged against every group (reach or not).
+    first = [*fixed, *peers_of((j, placed[j.object_id]) for j in everyone)]
+    every = PeerIndex(first, keep_unplaced=True)
+    known = set(every.namespaces) | set(ns_labels)
+    linked = [j for j in everyone if matches_peers(j, every, known, ns_labels)]
+    for round_ in range(MAX_ROUNDS if linked else 0):
+        index = PeerIndex(first if round_ == 0 else [*fixed, *peers_of((j, placed[j.object_id]) for j in everyone)])
+        again = {j.object_id: place(j, index) for j in linked}
+        if all(again[k] == placed[k] for k in again):
+            break
+        placed.update(again)
+    return {j.object_id: placed[j.object_id] for j in jobs}
+
+MAX_ROUNDS = 6

@@ -35,8 +35,9 @@ def assemble(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
     split_reasons, colocated = _colocation(inputs, affinity, colocation, splits, out_groups)
     return JobPlacement(
         inputs.job.object_id, inputs.cluster, tuple(out_groups), schedulable, colocated,
-        tuple(dict.fromkeys(split_reasons)), tuple(dict.fromkeys(unsched_all)), colocation.pending_risks,
-        capacity.job, affinity.apart,
+        tuple(dict.fromkeys(split_reasons)), tuple(dict.fromkeys(unsched_all)),
+        tuple(dict.fromkeys((*colocation.pending_risks, *splits.risks))),
+        capacity.job, affinity.apart, placed_whole=frozenset(n for u in inputs.zone_units for n in u),
     )
 
 
@@ -64,6 +65,7 @@ def _group_results(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unsta
             unit_ids[colocation.unit_of[n]],
             single_zone=n in colocation.one_zone or g.pods == 1 or len(landing) <= 1,
             splits=bool(splits.causes[n]), self_anti=n in affinity.self_repelling, reasons=tuple(reasons),
+            reach=tuple(sorted(colocation.reach[n])), held=n in colocation.one_zone,
         ))
     return out_groups
 

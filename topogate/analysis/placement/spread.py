@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.placement.affinity import Affinity
+from topogate.analysis.placement.domains import key_scope
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
 from topogate.analysis.placement.nodes import NodeFilters
@@ -26,24 +27,33 @@ _Verdict = tuple[str, str]
 class Splits:
     causes: Mapping[str, tuple[str, ...]]  # per group with pods: what spreads it over several zones
     reasons: Mapping[str, tuple[str, ...]]  # per group with pods: why some of its pods stay Pending
+    # Groups spread over zones that their podAffinity lets them into only where a pod they follow
+    # already runs: whether enough zones have one depends on the order pods come in.
+    risks: tuple[str, ...] = ()
 
 
 def find_splits(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, colocation: Colocation) -> Splits:
     causes: dict[str, list[str]] = {n: [] for n in inputs.names}
     reasons: dict[str, list[str]] = {n: [] for n in inputs.names}
+    risks: list[str] = []
     for n in inputs.names:
         g = inputs.groups[n]
         verdicts: list[_Verdict | None] = []
         if n in affinity.self_repelling and g.pods > 1:
             verdicts.append(_self_anti(inputs, colocation, g))
         for c in g.spec.get("topologySpreadConstraints") or []:
-            verdicts.append(_spread_constraint(inputs, nodes, colocation, g, c))
+            verdicts.append(_spread_constraint(inputs, nodes, affinity, colocation, g, c))
         if n in affinity.one_per_node and g.pods > 1:
             verdicts.append(_one_per_node(nodes, colocation, g))
         for v in verdicts:
             if v is not None:
                 (causes if v[0] == "split" else reasons)[n].append(v[1])
-    return Splits({n: tuple(c) for n, c in causes.items()}, {n: tuple(r) for n, r in reasons.items()})
+        ties = affinity.zone_ties[n]
+        if causes[n] and not reasons[n] and ties and (ties[0].targets - {n} or ties[0].peers):
+            risks.append(f"{n} must spread over zones, and its podAffinity on the zone key lets a pod into a zone "
+                         "only where a pod it follows already runs: in an order where too few zones have one, the "
+                         "rest of its pods stay Pending")
+    return Splits({n: tuple(c) for n, c in causes.items()}, {n: tuple(r) for n, r in reasons.items()}, tuple(risks))
 
 
 def _self_anti(inputs: Inputs, colocation: Colocation, g: JobGroup) -> _Verdict:
@@ -75,45 +85,127 @@ def _one_per_node(nodes: NodeFilters, colocation: Colocation, g: JobGroup) -> _V
                        f"{'has' if room == 1 else 'have'} {plural(room, 'node')}: the rest stay Pending")
 
 
-def _spread_constraint(inputs: Inputs, nodes: NodeFilters, colocation: Colocation, g: JobGroup,
+def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, colocation: Colocation, g: JobGroup,
                        c: Any) -> _Verdict | None:
-    """A DoNotSchedule spread constraint on the zone key that counts the group's own pods."""
-    n, zones, zone_key = g.name, colocation.zones, inputs.zone_key
-    in_unit = n in colocation.one_zone
-    if not isinstance(c, dict) or c.get("topologyKey") != zone_key:
-        return None
-    if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
+    """A DoNotSchedule spread constraint that counts the group's own pods, judged with counts and
+    capacity (PodTopologySpread Filter): a pod may go to a domain only if the matching pods there,
+    plus itself, exceed the global minimum by at most maxSkew. The minimum is taken over the
+    eligible domains (nodes passing the inclusion policies; 0 when there are fewer than
+    minDomains), so a domain the counted pods cannot reach, or can fill only so far, caps every
+    other domain at that many plus maxSkew."""
+    if not isinstance(c, dict) or c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
         return None  # ScheduleAnyway only scores
+    key = str(c.get("topologyKey", ""))
+    scope = key_scope(inputs, key)
+    if scope not in ("zone", "node", "cluster"):
+        return None
     sel = with_label_keys(c.get("labelSelector"), g.label_map, c.get("matchLabelKeys"))
     if not isinstance(sel, dict) or not selector_matches(sel, g.label_map):
         return None  # only a constraint that counts the group's own pods can force it apart
     raw_skew, raw_min = c.get("maxSkew"), c.get("minDomains")
     skew = raw_skew if isinstance(raw_skew, int) and raw_skew > 0 else 1
     min_domains = raw_min if isinstance(raw_min, int) and raw_min > 0 else 1
-    eligible = _eligible_zones(inputs, nodes, n, c)
-    matched = [h for h in inputs.names if selector_matches(sel, inputs.groups[h].label_map)]
-    reachable = {z for h in matched for z in zones[h]}
-    others_outside = [h for h in matched if colocation.unit_of[h] != colocation.unit_of[n]]
-    # An eligible zone no counted pod can reach keeps the global minimum at 0 (so does minDomains
-    # above the eligible zones, and a unit with no counted pod outside it).
-    zero_floor = bool(eligible - reachable) or min_domains > len(eligible) or (in_unit and not others_outside)
-    usable = 1 if in_unit else len(zones[n])
-    desc = (f"spread constraint DoNotSchedule on {zone_key} (maxSkew {skew}, {len(eligible)} eligible "
-            f"zone{'s' if len(eligible) != 1 else ''}: {zone_list(eligible)})")
-    if zero_floor and (len(eligible) >= 2 or min_domains > len(eligible)) and g.pods > skew * usable:
-        return ("pending", f"{desc} lets at most {skew * usable} of the {g.pods} pods of {n} run "
-                           f"in {zone_list(zones[n]) if not in_unit else 'its one zone'}: the rest stay Pending")
-    if len(eligible) >= 2 and g.pods > skew and not in_unit:
-        return ("split", f"{desc} splits {n} ({g.pods} pods, maxSkew {skew}, {len(eligible)} eligible zones)")
+    n = g.name
+    counted = [h for h in inputs.names if selector_matches(sel, inputs.groups[h].label_map)]
+    eligible = _eligible_pools(nodes, n, c)
+    one = n in colocation.one_zone
+    room = _Room(inputs, nodes, affinity, colocation, n)
+    # Upper bound of the global minimum: the least any eligible domain can ever count.
+    if scope == "cluster":
+        domains = 1
+    elif scope == "zone":
+        domains = len({z for z, _ in eligible})
+    else:
+        domains = sum(room.nodes(p) for p in eligible)
+    best = 0
+    zones: list[str | None] = [*sorted(colocation.zones[n])] if one else [None]
+    for z in zones:
+        floor = 0 if domains < min_domains or not domains else min(
+            _floor(scope, eligible, counted, room, z), room.most(counted) // domains)
+        best = max(best, room.total(scope, floor + skew, z))
+    what = {"zone": "zone", "node": "node"}.get(scope, "domain")
+    desc = (f"spread constraint DoNotSchedule on {key} (maxSkew {skew}"
+            + (f", minDomains {min_domains}" if min_domains > 1 else "")
+            + f", {plural(domains, f'eligible {what}')})")
+    if best < g.pods:
+        where = "its one zone" if one else zone_list(colocation.zones[n])
+        return ("pending", f"{desc} lets at most {best} of the {g.pods} pods of {n} run in {where}: the rest stay Pending")
+    if scope == "zone" and not one and g.pods > skew and (domains >= 2 or min_domains > domains):
+        if counted == [n]:
+            return ("split", f"{desc} splits {n} ({g.pods} pods, maxSkew {skew}, {domains} eligible zones)")
+        return ("split", f"{desc} keeps the pods it counts ({', '.join(counted)}) out of any one zone")
     return None
 
 
-def _eligible_zones(inputs: Inputs, nodes: NodeFilters, n: str, c: dict[str, Any]) -> set[str]:
-    """Zones the constraint counts, per its nodeAffinityPolicy and nodeTaintsPolicy."""
+def _floor(scope: str, eligible: set[tuple[str, str]], counted: list[str], room: _Room, zone: str | None) -> int:
+    """The most the global minimum can reach: the least any eligible domain can hold of the
+    counted pods (a group held in one zone counts nowhere else)."""
+    if scope == "cluster":
+        return sum(room.pods(h, None, zone) for h in counted)
+    if scope == "zone":
+        return min((sum(room.pods(h, {p for p in eligible if p[0] == z}, zone) for h in counted)
+                    for z in {z for z, _ in eligible}), default=0)
+    return min((min(sum(room.per_node(h, p, zone) for h in counted), room.most(counted)) for p in eligible
+                if room.nodes(p) > 0), default=0)
+
+
+class _Room:
+    """How many pods of the job's groups the pools can hold, by zone and by node."""
+
+    def __init__(self, inputs: Inputs, nodes: NodeFilters, affinity: Affinity, colocation: Colocation, n: str) -> None:
+        self.inputs, self.nodes_, self.affinity, self.colocation, self.n = inputs, nodes, affinity, colocation, n
+        self._classes = {(nc.zone, nc.pool): nc for nc in inputs.classes}
+
+    def nodes(self, pool: tuple[str, str]) -> int:
+        nc = self._classes.get(pool)
+        return nc.nodes if nc is not None else 0
+
+    def most(self, groups: list[str]) -> int:
+        return sum(self.inputs.groups[h].pods for h in groups)
+
+    def _fits(self, h: str, zone: str | None) -> list[Any]:
+        """The pools group h can use: in the zone of the unit when h is held in it with n."""
+        zs = self.colocation.zones[h]
+        if zone is not None and self.colocation.unit_of[h] == self.colocation.unit_of[self.n]:
+            zs = zs & {zone}
+        return [f for f in self.nodes_.pool_fits[h] if f.fits and f.zone in zs]
+
+    def per_node(self, h: str, pool: tuple[str, str], zone: str | None) -> int:
+        g = self.inputs.groups[h]
+        for f in self._fits(h, zone):
+            if (f.zone, f.pool) == pool:
+                if h in self.affinity.one_per_node:
+                    return 1
+                return g.pods if g.gpus_per_pod <= 0 else min(g.pods, f.gpus_per_node // g.gpus_per_pod)
+        return 0
+
+    def pods(self, h: str, pools: set[tuple[str, str]] | None, zone: str | None) -> int:
+        """Pods of group h the given pools (None: all) can hold."""
+        total = 0
+        for f in self._fits(h, zone):
+            if pools is None or (f.zone, f.pool) in pools:
+                total += f.node.nodes * self.per_node(h, (f.zone, f.pool), zone)
+        return min(total, self.inputs.groups[h].pods)
+
+    def total(self, scope: str, cap: int, zone: str | None) -> int:
+        """Pods of n that fit when no domain may hold more than `cap` counted pods."""
+        fits = self._fits(self.n, zone)
+        if scope == "node":
+            return min(self.inputs.groups[self.n].pods,
+                       sum(f.node.nodes * min(cap, self.per_node(self.n, (f.zone, f.pool), zone)) for f in fits))
+        by_zone: dict[str, int] = {}
+        for f in fits:
+            by_zone[f.zone] = by_zone.get(f.zone, 0) + f.node.nodes * self.per_node(self.n, (f.zone, f.pool), zone)
+        if scope == "cluster":
+            return min(self.inputs.groups[self.n].pods, cap, sum(by_zone.values()))
+        return min(self.inputs.groups[self.n].pods, sum(min(cap, v) for v in by_zone.values()))
+
+
+def _eligible_pools(nodes: NodeFilters, n: str, c: dict[str, Any]) -> set[tuple[str, str]]:
+    """The pools whose nodes the constraint counts, per its nodeAffinityPolicy (Honor: only
+    those passing the pod's nodeSelector and required node affinity) and nodeTaintsPolicy
+    (Honor: only those whose taints it tolerates). A pool without nodes counts no domain."""
     honor_aff = c.get("nodeAffinityPolicy", "Honor") != "Ignore"
     honor_taints = c.get("nodeTaintsPolicy", "Ignore") == "Honor"
-    fits = nodes.pool_fits[n]
-    eligible = {f.zone for f in fits if (f.affinity_ok or not honor_aff) and (f.taints_ok or not honor_taints)}
-    if not honor_aff:
-        eligible = set(inputs.all_zones) if not honor_taints else {f.zone for f in fits if f.taints_ok}
-    return eligible
+    return {(f.zone, f.pool) for f in nodes.pool_fits[n] if f.node.nodes > 0
+            and (f.affinity_ok or not honor_aff) and (f.taints_ok or not honor_taints)}

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from topogate.analysis.placement.model import NAMESPACE_NAME_LABEL
 from topogate.analysis.placement.peers import AffinityPeer, PeerIndex
 from topogate.analysis.scheduling import selector_matches, with_label_keys
+from topogate.core.labels import NAMESPACE_NAME_LABEL
 from topogate.k8s.jobs import TrainingJob
 
 __all__ = ["Term", "matches_peers", "required_terms", "term_namespaces"]
@@ -21,6 +21,7 @@ class Term:
     namespaces: frozenset[str] | None  # None: every namespace
     targets: frozenset[str]  # matched groups of this job
     peers: tuple[AffinityPeer, ...]  # matched peers
+    keys: frozenset[str] = frozenset()  # the topology keys of the term(s) it stands for
 
     @property
     def peer_zones(self) -> set[str]:
@@ -53,19 +54,26 @@ def required_terms(spec: Mapping[str, Any], which: str) -> list[dict[str, Any]]:
 
 
 def matches_peers(
-    job: TrainingJob, zone_key: str, index: PeerIndex, known: set[str],
-    ns_labels: Mapping[str, Mapping[str, str]],
+    job: TrainingJob, index: PeerIndex, known: set[str], ns_labels: Mapping[str, Mapping[str, str]],
 ) -> bool:
-    """Whether a zone-key pod (anti-)affinity term of the job matches pods of another job: only
-    then can knowing the other jobs' placements change this one's (``place_all``)."""
+    """Whether a required pod (anti-)affinity term of the job, on any key, matches pods outside
+    it, or a term of those pods matches the job's: only then can knowing the other jobs'
+    placements change this one's (``place_all``)."""
     for g in job.groups:
         for which in ("podAffinity", "podAntiAffinity"):
             for t in required_terms(g.spec, which):
-                if t.get("topologyKey") != zone_key:
-                    continue
                 sel = with_label_keys(t.get("labelSelector"), g.label_map, t.get("matchLabelKeys"),
                                       t.get("mismatchLabelKeys"))
                 nss = term_namespaces(t, job.namespace, known | {job.namespace}, ns_labels)
                 if index.match(sel, nss, exclude=job.object_id):
                     return True
+    for q in index.with_anti():
+        if q.object_id == job.object_id:
+            continue
+        for t in q.anti:
+            nss = term_namespaces(t, q.namespace, known | {job.namespace}, ns_labels)
+            sel = t.get("labelSelector")
+            if (nss is None or job.namespace in nss) and isinstance(sel, dict) and any(
+                    selector_matches(sel, g.label_map) for g in job.groups):
+                return True
     return False

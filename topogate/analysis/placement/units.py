@@ -6,14 +6,18 @@ pending risk.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from topogate.analysis.placement.affinity import Affinity
 from topogate.analysis.placement.capacity import fit_gpu_units, fit_one_node
+from topogate.analysis.placement.feasible import Unstartable
+from topogate.analysis.placement.fixpoint import Fixpoint, reach_zones
+from topogate.analysis.placement.follow import follow_hosts, follower_risks, peer_risks
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
 from topogate.analysis.placement.nodes import NodeFilters
+from topogate.analysis.placement.races import race_risks
 from topogate.core.words import plural
 
 __all__ = ["Colocation", "colocate"]
@@ -27,27 +31,54 @@ class Colocation:
     one_zone: frozenset[str]  # groups provably held in one zone (with their whole unit)
     gpu_problems: tuple[str, ...]  # units whose GPU pods no zone of theirs holds together
     pending_risks: tuple[str, ...]  # members the scheduler may place where the rest cannot follow
+    # Per group with pods: where its pods can be bound in some run, the job stranded or not
+    # (``fixpoint.reach_zones``): what another job's podAffinity may find.
+    reach: Mapping[str, frozenset[str]] = None  # type: ignore[assignment]
 
 
-def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity) -> Colocation:
-    fixpoint = _Fixpoint(inputs, nodes, affinity)
+def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable: Unstartable) -> Colocation:
+    fixpoint = Fixpoint(inputs, nodes, affinity)
     fixpoint.run()
     unit_of = {n: fixpoint.units.find(n) for n in inputs.names}
     by_unit: dict[str, list[str]] = {}
     for n in inputs.names:  # sorted, so each unit's members come out sorted
         by_unit.setdefault(unit_of[n], []).append(n)
     members = {n: tuple(by_unit[unit_of[n]]) for n in inputs.names}
-    zones, gpu_problems = fit_gpu_units(inputs, nodes.pool_fits, fixpoint.frozen_zones(), fixpoint.one_zone,
-                                        unit_of, members)
+    zones, gpu_problems, small = fit_gpu_units(inputs, nodes.pool_fits, fixpoint.frozen_zones(), fixpoint.one_zone,
+                                               unit_of, members)
     zones, node_problems, node_risks = fit_one_node(inputs, nodes.pool_fits, zones, affinity.one_node, members)
+    host = follow_hosts(inputs, nodes, affinity, zones)
+    zones = host.zones
     gpu_problems = [*_disjoint_units(inputs, fixpoint, members), *_repelling_units(inputs, affinity, fixpoint, members),
-                    *gpu_problems, *node_problems]
+                    *gpu_problems, *node_problems, *host.problems]
     risks = [*_pending_risks(inputs, affinity, zones, fixpoint, members), *node_risks,
-             *_crowded_out(inputs, affinity, zones, fixpoint.one_zone)]
-    return Colocation(zones, unit_of, members, frozenset(fixpoint.one_zone), tuple(gpu_problems), tuple(risks))
+             *_crowded_out(inputs, affinity, zones, fixpoint.one_zone), *host.risks,
+             *_too_small(inputs, small, members),
+             *peer_risks(affinity, zones, fixpoint.peer_unit),
+             *follower_risks(inputs, nodes, affinity, zones, fixpoint.one_zone, members),
+             *race_risks(inputs, affinity, zones, fixpoint.one_zone),
+             *(c.message(inputs.groups[n].pods) for n, c in sorted(affinity.contradictions.items())
+               if c.must_be_first)]
+    reach = reach_zones(inputs, nodes, affinity, unstartable.never)
+    return Colocation(zones, unit_of, members, frozenset(fixpoint.one_zone), tuple(gpu_problems),
+                      tuple(dict.fromkeys(risks)), reach)
 
 
-def _disjoint_units(inputs: Inputs, fixpoint: _Fixpoint, members: Mapping[str, tuple[str, ...]]) -> list[str]:
+def _too_small(inputs: Inputs, small: Mapping[str, frozenset[str]], members: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """A unit held in one zone goes where its first pod lands, and the scheduler does not look
+    ahead: a zone its members pass but whose GPUs cannot hold them all strands the rest."""
+    out = []
+    for n, zs in sorted(small.items()):
+        if any(n in u for u in inputs.zone_units):
+            continue  # Kueue (or the scheduler, for a PodGroup) picks the zone for the whole unit
+        unit = members[n]
+        need = sum(inputs.groups[m].gpus for m in unit)
+        out.append(f"the first pod of {', '.join(unit)} may be scheduled in {zone_list(zs)}, which cannot hold "
+                   f"all their {plural(need, 'GPU')}: the rest would stay Pending")
+    return out
+
+
+def _disjoint_units(inputs: Inputs, fixpoint: Fixpoint, members: Mapping[str, tuple[str, ...]]) -> list[str]:
     """A unit held in one zone whose members can each land somewhere but share no zone: whichever
     starts first picks a zone the others cannot reach, and they stay Pending."""
     out: list[str] = []
@@ -65,7 +96,7 @@ def _disjoint_units(inputs: Inputs, fixpoint: _Fixpoint, members: Mapping[str, t
     return out
 
 
-def _repelling_units(inputs: Inputs, affinity: Affinity, fixpoint: _Fixpoint,
+def _repelling_units(inputs: Inputs, affinity: Affinity, fixpoint: Fixpoint,
                      members: Mapping[str, tuple[str, ...]]) -> list[str]:
     """Two groups of one unit held in one zone that repel each other on the zone key: whichever
     comes second finds its only zone taken."""
@@ -100,7 +131,7 @@ def _crowded_out(inputs: Inputs, affinity: Affinity, zones: Mapping[str, frozens
     return out
 
 
-def _pending_risks(inputs: Inputs, affinity: Affinity, zones: Mapping[str, frozenset[str]], fixpoint: _Fixpoint,
+def _pending_risks(inputs: Inputs, affinity: Affinity, zones: Mapping[str, frozenset[str]], fixpoint: Fixpoint,
                    members: Mapping[str, tuple[str, ...]]) -> list[str]:
     """A member of a unit with no podAffinity of its own that the scheduler may still put in a zone
     the unit took away from it (it knows nothing of who follows it), leaving the rest Pending."""
@@ -117,142 +148,3 @@ def _pending_risks(inputs: Inputs, affinity: Affinity, zones: Mapping[str, froze
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# The fixpoint. Its state is the step's own scratch: the record above is built from it at the end.
-
-
-class _UnionFind:
-    """Union-find over group names; a unit's root is its smallest name."""
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self.parent = {n: n for n in names}
-
-    def find(self, n: str) -> str:
-        while self.parent[n] != n:
-            self.parent[n] = self.parent[self.parent[n]]
-            n = self.parent[n]
-        return n
-
-    def union(self, a: str, b: str) -> bool:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        lo, hi = sorted((ra, rb))
-        self.parent[hi] = lo
-        return True
-
-    def members(self, n: str) -> list[str]:
-        r = self.find(n)
-        return sorted(m for m in self.parent if self.find(m) == r)
-
-
-class _Fixpoint:
-    """Zone sets and co-location units, narrowed together until stable: a merged unit shares its
-    members' zones, and a narrowed zone set can pin a group and so merge units."""
-
-    def __init__(self, inputs: Inputs, nodes: NodeFilters, affinity: Affinity) -> None:
-        self.inputs, self.affinity = inputs, affinity
-        self.zones: dict[str, set[str]] = {n: set(nodes.zones[n]) for n in inputs.names}
-        self.units = _UnionFind(inputs.names)
-        # Zones the unit took away from each member (see _pending_risks).
-        self.refused: dict[str, set[str]] = {n: set() for n in inputs.names}
-        self.one_zone: set[str] = set()
-
-    def run(self) -> None:
-        inputs = self.inputs
-        # Each round that changes something removes a zone from a group or merges two units.
-        for _ in range((len(inputs.all_zones) + 2) * (len(inputs.names) + 1) + 1):
-            changed = self._narrow_zones()
-            changed = self._form_units() or changed
-            changed = self._merge_pinned() or changed
-            changed = self._share_unit_zones() or changed
-            if not changed:
-                break
-
-    def frozen_zones(self) -> dict[str, frozenset[str]]:
-        return {n: frozenset(z) for n, z in self.zones.items()}
-
-    def _narrow_zones(self) -> bool:
-        """One pass of the zone-set fixpoint: follow podAffinity targets, avoid repelled groups."""
-        A, aff, groups, changed = self.zones, self.affinity, self.inputs.groups, False
-        for n in self.inputs.names:
-            new = set(A[n]) - aff.repelled_peer_zones[n]
-            for t in aff.zone_ties[n]:
-                allowed = set(t.peer_zones)
-                for h in t.targets:
-                    if h != n:
-                        allowed |= A[h]
-                if n in t.targets and not t.peers:
-                    allowed |= A[n]  # may be the first of its set: anywhere it fits
-                new &= allowed
-            for h in aff.repels[n]:
-                # Only a group whose zone is certain takes that zone away from the groups it repels.
-                if h != n and len(A[h]) == 1 and (groups[h].pods == 1 or h in self.one_zone):
-                    new -= A[h]
-            if new != A[n]:
-                A[n] = new
-                changed = True
-        return changed
-
-    def _form_units(self) -> bool:
-        """Which groups are held in one zone, and the units their podAffinity terms merge them into.
-        Recomputed from scratch each round: it depends on the zones the last round left."""
-        A, units, ties, names, changed = self.zones, self.units, self.affinity.zone_ties, self.inputs.names, False
-        one = {n for n in names if self.inputs.groups[n].pods == 1 or len(A[n]) == 1
-               or any(t.targets == {n} and not t.peers for t in ties[n])}
-        for unit in self.inputs.zone_units:  # placed into one zone as a whole (Kueue, a PodGroup)
-            members = sorted(unit & set(names))
-            one |= set(members)
-            for m in members[1:]:
-                changed = units.union(members[0], m) or changed
-        one |= {m for n in list(one) for m in units.members(n)}
-        for n in names:
-            for t in ties[n]:
-                if t.peers:
-                    continue
-                others = t.targets - {n}
-                if not others:
-                    continue
-                # Following only groups of one unit held in one zone puts it in that zone too.
-                roots = {units.find(h) for h in others}
-                if len(roots) == 1 and all(h in one for h in others) and (
-                        n not in t.targets or units.find(n) in roots):
-                    if units.union(n, next(iter(others))):
-                        changed = True
-                    one.add(n)
-                # A set of groups each following exactly that set: the first pod picks the zone.
-                if n in t.targets and len(t.targets) > 1 and all(
-                        any(u.targets == t.targets and not u.peers for u in ties[h]) for h in t.targets):
-                    for h in t.targets:
-                        if units.union(n, h):
-                            changed = True
-                    one |= set(t.targets)
-        self.one_zone = one
-        return changed
-
-    def _merge_pinned(self) -> bool:
-        """Units pinned to the same single zone are one unit."""
-        A, units, one, changed = self.zones, self.units, self.one_zone, False
-        pinned: dict[str, str] = {}
-        for n in self.inputs.names:
-            if n in one and len(A[n]) == 1:
-                z = next(iter(A[n]))
-                if z in pinned and units.union(pinned[z], n):
-                    changed = True
-                pinned.setdefault(z, n)
-        one |= {m for n in list(one) for m in units.members(n)}
-        return changed
-
-    def _share_unit_zones(self) -> bool:
-        """Members of a single-zone unit share the zones they can all use."""
-        A, changed = self.zones, False
-        for n in self.inputs.names:
-            if n in self.one_zone:
-                common = set.intersection(*(A[m] for m in self.units.members(n)))
-                # An empty intersection leaves each member its own zones: the member that cannot
-                # follow is already empty and says why; the others can still land.
-                if common and common != A[n]:
-                    self.refused[n] |= A[n] - common
-                    A[n] = common
-                    changed = True
-        return changed

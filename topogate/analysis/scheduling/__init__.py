@@ -13,11 +13,13 @@ Where each part lives (the pages that pin each non-obvious rule are in the modul
 ``nodes`` (node classes, their labels, the per-class verdict), ``node_affinity`` (nodeSelector,
 required node affinity, nodeName), ``taints`` (taints and tolerations), ``fit`` (the filter over
 a cluster's pools, GPUs per node), ``selectors`` (pod label selectors for pod affinity and
-topology spread), ``values`` (how loose spec values parse).
+topology spread), ``values`` (how loose spec values parse), ``devices`` (which DeviceClass a
+pool's DRA devices belong to).
 """
 
 from __future__ import annotations
 
+from topogate.analysis.scheduling.devices import class_counts, class_selects, unreadable
 from topogate.analysis.scheduling.fit import feasible_zones, filter_key, fit_pool, fit_pools
 from topogate.analysis.scheduling.node_affinity import (
     node_affinity_removals,
@@ -56,4 +58,5 @@ __all__ = [
     "feasible_zones", "filter_key", "fit_pool", "fit_pools", "implicit_tolerations", "node_affinity_removals",
     "node_classes", "required_node_affinity", "requirement_matches", "selector_matches", "taint_str",
     "term_failures", "term_keys", "tolerates", "untolerated_taints", "with_label_keys",
+    "class_counts", "class_selects", "unreadable",
 ]

@@ -24,8 +24,12 @@ from topogate.inventory.model import Cluster
 from topogate.k8s.kinds import pod_gpus
 
 
-def fit_pool(spec: Mapping[str, Any], node: NodeClass, gpus: int | None = None) -> PoolFit:
-    """Every reason the pod with this spec cannot land on the node class (none: it fits)."""
+def fit_pool(spec: Mapping[str, Any], node: NodeClass, gpus: int | None = None,
+             devices: Mapping[str, int] | None = None) -> PoolFit:
+    """Every reason the pod with this spec cannot land on the node class (none: it fits).
+
+    ``devices``: DRA devices the pod claims, per DeviceClass (``k8s.dra``): each must be on one
+    node (a claim's devices are allocated from the node's ResourceSlices, DynamicResources Filter)."""
     labels = node.label_map
     reasons = node_affinity_removals(spec, labels)
     written = spec.get("tolerations") if isinstance(spec.get("tolerations"), list) else []
@@ -42,9 +46,16 @@ def fit_pool(spec: Mapping[str, Any], node: NodeClass, gpus: int | None = None) 
             "gpus", "gpu",
             f"pod needs {plural(gpus, 'GPU')} on one node, nodes of {node.pool} have {node.gpus_per_node}",
         ))
+    offered = dict(node.devices)
+    for cls, need in sorted((devices or {}).items()):
+        if need > offered.get(cls, 0):
+            reasons.append(Removal(
+                "devices", cls, f"pod claims {plural(need, 'device')} of DeviceClass {cls} on one node (DRA), nodes of "
+                                f"{node.pool} offer {offered.get(cls, 0)}"))
     if node.nodes <= 0:
         reasons.append(Removal("nodes", "", f"pool {node.pool} has no nodes"))
-    return PoolFit(node, tuple(reasons), tuple(notes))
+    dra = sum(offered.get(c, 0) for c in devices) + (node.gpus_per_node if gpus else 0) if devices else None
+    return PoolFit(node, tuple(reasons), tuple(notes), dra)
 
 
 def filter_key(spec: Mapping[str, Any]) -> str:
@@ -57,7 +68,8 @@ def filter_key(spec: Mapping[str, Any]) -> str:
 
 def fit_pools(
     spec: Mapping[str, Any], nodes: Sequence[NodeClass] | Cluster,
-    cache: dict[tuple[str, tuple[NodeClass, ...]], tuple[PoolFit, ...]] | None = None,
+    cache: dict[Any, tuple[PoolFit, ...]] | None = None,
+    devices: Mapping[str, int] | None = None,
 ) -> tuple[PoolFit, ...]:
     """fit_pool over every node class of a cluster (or a given sequence), sorted by (zone, pool).
 
@@ -66,11 +78,12 @@ def fit_pools(
     """
     classes = node_classes(nodes) if isinstance(nodes, Cluster) else tuple(nodes)
     classes = tuple(sorted(classes, key=lambda n: (n.zone, n.pool)))
-    key = (filter_key(spec), classes) if cache is not None else None
+    claimed = tuple(sorted((devices or {}).items()))
+    key = (filter_key(spec), claimed, classes) if cache is not None else None
     if cache is not None and key is not None and key in cache:
         return cache[key]
     gpus = pod_gpus(dict(spec))
-    out = tuple(fit_pool(spec, n, gpus) for n in classes)
+    out = tuple(fit_pool(spec, n, gpus, dict(claimed)) for n in classes)
     if cache is not None and key is not None:
         cache[key] = out
     return out

@@ -11,16 +11,13 @@ well-known labels every kubelet/cloud sets unless the pool overrides them:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from topogate.core.labels import Pairs
+from topogate.analysis.scheduling.devices import class_counts
+from topogate.core.labels import ARCH_LABEL, HOSTNAME_LABEL, OS_LABEL, REGION_LABEL, Pairs
 from topogate.inventory.model import Cluster, Taint
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-REGION_LABEL = "topology.kubernetes.io/region"
-OS_LABEL = "kubernetes.io/os"
-ARCH_LABEL = "kubernetes.io/arch"
-
 
 
 class Unknown:
@@ -45,6 +42,7 @@ class NodeClass:
     taints: tuple[Taint, ...] = ()
     nodes: int = 0
     gpus_per_node: int = 0
+    devices: tuple[tuple[str, int], ...] = ()  # DRA devices per node by DeviceClass, sorted: (class, count)
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -55,8 +53,10 @@ class NodeClass:
         return self.nodes * self.gpus_per_node
 
 
-def node_classes(cluster: Cluster) -> tuple[NodeClass, ...]:
-    """One node class per pool of the cluster, sorted by (zone, pool)."""
+def node_classes(cluster: Cluster, device_classes: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[NodeClass, ...]:
+    """One node class per pool of the cluster, sorted by (zone, pool); `device_classes` (the
+    DeviceClasses among the manifests, by name) decide which class a pool's driver-declared
+    devices belong to (``devices.class_counts``)."""
     out: list[NodeClass] = []
     for zone in cluster.zones:
         for pool in zone.pools:
@@ -69,7 +69,7 @@ def node_classes(cluster: Cluster) -> tuple[NodeClass, ...]:
             labels[cluster.zone_label] = zone.name
             out.append(NodeClass(
                 cluster.name, zone.name, pool.name, tuple(sorted(labels.items())), pool.taints,
-                pool.nodes, pool.gpus_per_node,
+                pool.nodes, pool.gpus_per_node, class_counts(pool.devices, device_classes or {}),
             ))
     return tuple(sorted(out, key=lambda n: (n.zone, n.pool)))
 
@@ -100,6 +100,14 @@ class PoolFit:
     node: NodeClass
     reasons: tuple[Removal, ...] = ()
     notes: tuple[str, ...] = ()  # assumptions the fit relies on (e.g. an admission plugin's toleration)
+    # Devices per node of the kinds this pod uses, when it claims DRA devices (None: the node's
+    # GPUs, as a device plugin advertises them): what capacity counts for it.
+    dra_per_node: int | None = None
+
+    @property
+    def gpus_per_node(self) -> int:
+        """GPUs (or claimed DRA devices) a node of this class offers this pod."""
+        return self.node.gpus_per_node if self.dra_per_node is None else self.dra_per_node
 
     @property
     def zone(self) -> str:

@@ -87,7 +87,9 @@ def check(ctx: Context) -> Iterator[Issue]:
             continue
         by_ns.setdefault(ns, []).append(u)
     for ns, us in sorted(by_ns.items()):
-        us.sort(key=lambda u: (u.pos, u.object))
+        # By place, as plain values: a position found eagerly and one found on demand (a
+        # template's place inside a file, sources.positions) do not compare with each other.
+        us.sort(key=lambda u: (u.pos.file, u.pos.line, u.pos.column, u.object))
         listed = ", ".join(f"{u.object} ({u.pos})" for u in us)
         what = "a pod template that belongs" if len(us) == 1 else f"{len(us)} pod templates that belong"
         yield Issue(

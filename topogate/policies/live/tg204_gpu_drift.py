@@ -1,7 +1,8 @@
 """TG204 gpu-drift: a pool's nodes offer another number of GPUs than its `gpusPerNode`.
 
-GPUs per node are the node's `status.allocatable` of `nvidia.com/gpu` and `amd.com/gpu` (what the
-device plugin offers the scheduler, not the hardware count).
+GPUs per node are the node's `status.allocatable` of `nvidia.com/gpu`, `amd.com/gpu` and
+`habana.ai/gaudi` (what the device plugin offers the scheduler, not the hardware count), counted
+as `check` counts what a job asks for.
 
 Why: a pod asking for 8 GPUs fits only on a node offering 8. With fewer allocatable (a failed
 GPU, a device plugin not running, another instance type) the job is pending though `check`

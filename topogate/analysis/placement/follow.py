@@ -1,0 +1,141 @@
+"""What a group's required podAffinity follows, beyond the zones (end of step 4): the nodes it
+needs on the hostname key, and the pending risks of following pods the scheduler places first.
+
+Hostname.  A term on ``kubernetes.io/hostname`` needs a pod it matches on the same node, not
+only in the same zone: a follower can use only pools where a followed pod can run too, and its
+pods spread over at most as many nodes as run followed pods (plus its own first pod's node, when
+it matches its own term). One pod per node (podAntiAffinity of the group with itself on the
+hostname) then bounds its pods by those nodes; GPUs bound them by what those nodes hold.
+
+Risks.  The followed pods are placed with no regard for their followers: a one-zone peer (a
+one-replica Deployment, a group of another job held in one zone) may land in a zone its
+followers cannot use; groups followed on the zone key may all land in zones the follower cannot
+use; pods followed on the hostname may all land on nodes it cannot use. Each leaves the follower
+Pending in that run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from topogate.analysis.placement.affinity import Affinity
+from topogate.analysis.placement.inputs import Inputs
+from topogate.analysis.placement.model import zone_list
+from topogate.analysis.placement.nodes import NodeFilters
+from topogate.analysis.scheduling import PoolFit
+from topogate.core.words import plural
+
+__all__ = ["HostFollow", "follow_hosts", "follower_risks", "peer_risks"]
+
+Pool = tuple[str, str]  # (zone, pool)
+
+
+@dataclass(frozen=True)
+class HostFollow:
+    zones: dict[str, frozenset[str]]
+    problems: list[str]
+    risks: list[str]
+
+
+def _pools(fits: tuple[PoolFit, ...], zones: frozenset[str]) -> dict[Pool, PoolFit]:
+    return {(f.zone, f.pool): f for f in fits if f.fits and f.zone in zones}
+
+
+def _names(pools: set[Pool]) -> str:
+    return ", ".join(f"{z}/{p}" for z, p in sorted(pools)) or "none"
+
+
+def follow_hosts(inputs: Inputs, nodes: NodeFilters, affinity: Affinity,
+                 zones: Mapping[str, frozenset[str]]) -> HostFollow:
+    out = dict(zones)
+    problems: list[str] = []
+    risks: list[str] = []
+    for n in sorted(affinity.host_ties):
+        if n in affinity.one_node or not out[n]:
+            continue  # following only itself: capacity.fit_one_node
+        e = affinity.host_ties[n]
+        g = inputs.groups[n]
+        mine = _pools(nodes.pool_fits[n], out[n])
+        others = sorted(e.targets - {n})
+        theirs: set[Pool] = set()
+        budget = 1 if n in e.targets else 0  # nodes that may run a followed pod (its own first)
+        outside: list[bool] = []
+        for h in others:
+            ph = set(_pools(nodes.pool_fits[h], zones[h]))
+            theirs |= ph
+            budget += inputs.groups[h].pods
+            outside.append(bool(ph - set(mine)))
+        for q in e.peers:
+            pq = set(q.pools) if q.pools else {k for k in mine if k[0] in q.zones}
+            theirs |= pq
+            budget += q.pods
+            outside.append(bool(pq - set(mine)))
+        usable = set(mine) if n in e.targets else set(mine) & theirs
+        names = ", ".join([*others, *(q.name for q in e.peers)])
+        if not usable:
+            problems.append(f"{n} requires podAffinity on kubernetes.io/hostname (the same node) with {names}, whose "
+                            f"pods run only on nodes it cannot use ({_names(theirs)}): it never starts")
+            out[n] = frozenset()
+            continue
+        out[n] = out[n] & frozenset(z for z, _ in usable)
+        if n not in e.targets and outside and all(outside):
+            risks.append(f"{n} requires podAffinity on kubernetes.io/hostname with {names}, which may all run on "
+                         f"nodes of {_names(theirs - set(mine))}, where {n} cannot: it would stay Pending")
+        node_count = sum(mine[k].node.nodes for k in usable)
+        hosts = min(budget, node_count)
+        per_node = 1 if n in affinity.one_per_node else (
+            max(mine[k].gpus_per_node // g.gpus_per_pod for k in usable) if g.gpus_per_pod > 0 else g.pods)
+        if g.pods > hosts * per_node:
+            why = "one pod per node (podAntiAffinity on kubernetes.io/hostname)" if n in affinity.one_per_node else \
+                f"{plural(per_node, 'pod')} of {plural(g.gpus_per_pod, 'GPU')} per node"
+            problems.append(f"{n}: podAffinity on kubernetes.io/hostname puts each of its {plural(g.pods, 'pod')} on a "
+                            f"node running {names}, at most {plural(hosts, 'node')}; with {why} they hold "
+                            f"{hosts * per_node}: the rest stay Pending")
+    return HostFollow(out, problems, risks)
+
+
+def follower_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones: Mapping[str, frozenset[str]],
+                   one_zone: frozenset[str] | set[str], members: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """A group that follows other groups of its job on the zone key (not itself, no peers), whose
+    pods may all be scheduled in zones it cannot use: it stays Pending."""
+    out = []
+    for n in inputs.names:
+        for t in affinity.zone_ties[n]:
+            if t.peers or not t.targets or n in t.targets or not zones[n]:
+                continue
+            if n in one_zone and t.targets <= set(members[n]):
+                continue  # held in one zone with them: units._pending_risks says what may go wrong
+            away = {h: zones[h] - zones[n] for h in sorted(t.targets)}
+            if all(z and _fits(inputs, nodes, h, z) for h, z in away.items()):
+                where = zone_list(set().union(*away.values()))
+                out.append(f"{n} follows {', '.join(sorted(t.targets))} (podAffinity on the zone key), whose pods may "
+                           f"all be scheduled in {where}, where {n} cannot run: it would stay Pending")
+    return out
+
+
+def _fits(inputs: Inputs, nodes: NodeFilters, h: str, zones: frozenset[str]) -> bool:
+    """All of group h's pods fit in these zones (GPUs are whole devices on one node)."""
+    g = inputs.groups[h]
+    if g.gpus_per_pod <= 0:
+        return True
+    slots = sum(f.node.nodes * (f.gpus_per_node // g.gpus_per_pod) for f in nodes.pool_fits[h]
+                if f.fits and f.zone in zones)
+    return slots >= g.pods
+
+
+def peer_risks(affinity: Affinity, zones: Mapping[str, frozenset[str]], peer_unit: Mapping[str, str]) -> list[str]:
+    """A group held in the zone of a one-zone peer it follows: the peer lands where the scheduler
+    puts it, which may be a zone the group cannot use (or its unit cannot fit in)."""
+    out = []
+    for n, key in sorted(peer_unit.items()):
+        for t in affinity.zone_ties[n]:
+            for q in t.peers:
+                if q.one_zone != key:
+                    continue
+                extra = set(q.zones) - zones[n]
+                if extra and zones[n]:
+                    out.append(f"{n} follows {q.name}, whose pods are in one zone at a time, and it may be scheduled "
+                               f"in {zone_list(extra)}, where {n} cannot run: {n} would stay Pending")
+                break
+    return out
