@@ -17,7 +17,7 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from topogate.analysis.locate import inventory_source, position_of
 from topogate.analysis.map.cluster import POLICY_KINDS, ClusterMap
@@ -252,14 +252,19 @@ def _halves(sizes: list[int]) -> tuple[list[int], list[int]]:
 
 
 def _merge(acc: _Gathered, part: _Gathered) -> None:
-    """Add one cluster's share to acc as `_map_cluster` on acc itself would have."""
-    for name in ("jobs", "lies", "spreads", "openings", "ingress", "shut", "selects", "unprotected",
-                 "kueue_concerns"):
-        getattr(acc, name).extend(getattr(part, name))
-    for ref, (n, pos) in part.shared_selects.items():
-        acc.shared_selects[ref] = (acc.shared_selects.get(ref, (0, pos))[0] + n, pos)
-    for key in part.not_modelled:
-        acc.not_modelled[key] = None
+    """Add one cluster's share to acc as `_map_cluster` on acc itself would have: every field,
+    so a field added to _Gathered cannot be left out of a parallel run (lists extend, ordered
+    sets keep first seen, shared_selects counts add up)."""
+    for f in fields(_Gathered):
+        mine, theirs = getattr(acc, f.name), getattr(part, f.name)
+        if f.name == "shared_selects":
+            for ref, (n, pos) in theirs.items():
+                mine[ref] = (mine.get(ref, (0, pos))[0] + n, pos)
+        elif isinstance(mine, list):
+            mine.extend(theirs)
+        else:
+            for key in theirs:
+                mine.setdefault(key, None)
 
 
 def _checked(inv: Inventory, analysed: Sequence[str], override: str | None,
