@@ -155,7 +155,8 @@ def test_gpu_quantities_that_are_not_whole_counts_count_as_zero() -> None:
         node = {"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": v, "amd.com/gpu": "2"}}}
         return parse_node(node, "topology.kubernetes.io/zone").gpus
 
-    assert [gpus("8"), gpus(4), gpus("-3"), gpus("1500m"), gpus("1e3")] == [10, 6, 2, 2, 2]
+    # "1e0" is a whole count as the API server reads it; "-3", "1500m" and "1.5" are not
+    assert [gpus("8"), gpus(4), gpus("-3"), gpus("1500m"), gpus("1.5"), gpus("1e0")] == [10, 6, 2, 2, 2, 3]
 
 
 def test_a_404_on_a_list_every_api_server_serves_is_a_configuration_error() -> None:

@@ -13,7 +13,7 @@ from topogate.analysis.netpolicy import External, PodClass
 from topogate.core.position import Position
 from topogate.inventory.loader import InventoryError
 from topogate.k8s import kinds
-from topogate.k8s.jobs import GROUP_KIND, TrainingJob, find_jobs
+from topogate.k8s.jobs import GROUP_KIND, TrainingJob, find_jobs, is_volcano_job
 from topogate.k8s.kinds import PLAIN_POD_TEMPLATES
 from topogate.k8s.pods import DEFAULT_SERVICE_ACCOUNT, PlainTemplate, plain_template, pod_identity
 from topogate.safeio.oserror import reason
@@ -116,9 +116,9 @@ def _lookup(spec: Spec, kind: str, objects: Sequence[K8sObject], inv: _Inventory
     """Every pod group of the named workload, or None when it is not among ``objects``."""
     if kind in PLAIN_POD_TEMPLATES:
         for o in objects:
-            if o.kind == kind and o.name == spec.name and _namespace_of(o, inv.namespaces) == spec.namespace:
+            if (o.kind == kind and o.name == spec.name and _namespace_of(o, inv.namespaces) == spec.namespace
+                    and not is_volcano_job(o.obj)):  # a Volcano Job is a kind "Job" with tasks: a training job
                 return [_plain_pods(o, spec.namespace)]
-        return None
     for job in _training_jobs(objects, inv.namespaces):
         if job.kind == kind and job.name == spec.name and job.namespace == spec.namespace:
             if not job.groups:
