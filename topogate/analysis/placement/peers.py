@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +12,7 @@ from topogate.analysis.scheduling import NodeClass, PoolFit, fit_pools, selector
 from topogate.core.labels import Pairs
 from topogate.k8s.jobs import DEFAULT_NAMESPACE, GROUP_LABEL, JobGroup, TrainingJob
 from topogate.k8s.kinds import pod_gpus
-from topogate.k8s.pods import plain_template
+from topogate.k8s.pods import PlainTemplate, plain_template
 
 __all__ = ["UNPLACED_KINDS", "AffinityPeer", "PeerIndex", "anti_terms", "peers_of", "template_peers", "workload_jobs"]
 
@@ -154,11 +154,9 @@ def _template_pods(kind: str, spec: Mapping[str, Any]) -> int:
 UNPLACED_KINDS = ("DaemonSet", "CronJob")
 
 
-def workload_jobs(objects: Iterable[Mapping[str, Any]]) -> list[TrainingJob]:
-    """The workloads among the manifests that belong to no training job (a feature store's
-    Deployment, a StatefulSet), each as a job of one group named Kind/name, so that their own
-    affinity, spread and filters decide where their pods can be, as for a job's."""
-    out: list[TrainingJob] = []
+def _plain_workloads(objects: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, str, str, PlainTemplate, int]]:
+    """(kind, name, namespace, pod template, pods) of each workload among the manifests that
+    belongs to no training job (a feature store's Deployment, a StatefulSet) and runs pods."""
     for obj in objects:
         kind, md = str(obj.get("kind", "")), obj.get("metadata")
         if not isinstance(md, dict):
@@ -169,9 +167,15 @@ def workload_jobs(objects: Iterable[Mapping[str, Any]]) -> list[TrainingJob]:
         if tpl is None or GROUP_LABEL in tpl.labels or not isinstance(spec, dict):
             continue
         pods = _template_pods(kind, spec)
-        if not pods:
-            continue
-        ns = str(md.get("namespace") or DEFAULT_NAMESPACE)
+        if pods:
+            yield kind, name, str(md.get("namespace") or DEFAULT_NAMESPACE), tpl, pods
+
+
+def workload_jobs(objects: Iterable[Mapping[str, Any]]) -> list[TrainingJob]:
+    """The plain workloads, each as a job of one group named Kind/name, so that their own
+    affinity, spread and filters decide where their pods can be, as for a job's."""
+    out: list[TrainingJob] = []
+    for kind, name, ns, tpl, pods in _plain_workloads(objects):
         group = JobGroup(f"{kind}/{name}", pods, pod_gpus(tpl.spec), tuple(sorted(tpl.labels.items())), tpl.spec,
                          tpl.path, None, f"{kind}/{ns}/{name}")
         out.append(TrainingJob(kind, name, ns, (group,)))
@@ -181,23 +185,12 @@ def workload_jobs(objects: Iterable[Mapping[str, Any]]) -> list[TrainingJob]:
 def template_peers(
     objects: Iterable[Mapping[str, Any]], classes: tuple[NodeClass, ...], cache: dict[Any, tuple[PoolFit, ...]],
 ) -> list[AffinityPeer]:
-    """The pods of the workloads among the manifests that belong to no training job (a feature
-    store's Deployment, a StatefulSet): any of them can be what a podAffinity term follows. Where
+    """The pods of the plain workloads: any of them can be what a podAffinity term follows. Where
     they land is where their node filters let them (their own pod affinity is not followed)."""
     out: list[AffinityPeer] = []
-    for obj in objects:
-        kind, md = str(obj.get("kind", "")), obj.get("metadata")
-        if not isinstance(md, dict):
-            continue
-        name = str(md.get("name", ""))
-        tpl = plain_template(kind, name, obj)
-        spec = obj.get("spec")
-        if tpl is None or GROUP_LABEL in tpl.labels or not isinstance(spec, dict) or not _template_pods(kind, spec):
-            continue
-        ns = str(md.get("namespace") or DEFAULT_NAMESPACE)
+    for kind, name, ns, tpl, pods in _plain_workloads(objects):
         fits = [f for f in fit_pools(tpl.spec, classes, cache) if f.fits]
         zones = tuple(sorted({f.zone for f in fits}))
-        pods = _template_pods(kind, spec)
         oid = f"{kind}/{ns}/{name}"
         out.append(AffinityPeer(oid, f"{kind}/{name}", ns, tuple(sorted(tpl.labels.items())), zones, pods,
                                 oid if pods == 1 and kind != "DaemonSet" else "",

@@ -19,17 +19,10 @@ the LocalQueue `training` among the PATHs (inventory: `scheduler: kueue`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from topogate.analysis.placement.kueue import NO_QUEUE
-from topogate.core.findings import Issue
-from topogate.policies.context import Context
+from topogate.policies.kueue.template import concerns
 
 NAME = "kueue-no-queue"
 SEVERITY = "error"
 
-
-def check(ctx: Context) -> Iterator[Issue]:
-    for c in ctx.kueue_concerns:
-        if c.kind == NO_QUEUE:
-            yield Issue(c.object, c.message, c.pos)
+check = concerns(NO_QUEUE)

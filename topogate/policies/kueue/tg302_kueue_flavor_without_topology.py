@@ -19,17 +19,10 @@ writes for every pool of a cluster with `kueue:`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from topogate.analysis.placement.kueue import FLAVOR_NO_TOPOLOGY
-from topogate.core.findings import Issue
-from topogate.policies.context import Context
+from topogate.policies.kueue.template import concerns
 
 NAME = "kueue-flavor-without-topology"
 SEVERITY = "error"
 
-
-def check(ctx: Context) -> Iterator[Issue]:
-    for c in ctx.kueue_concerns:
-        if c.kind == FLAVOR_NO_TOPOLOGY:
-            yield Issue(c.object, c.message, c.pos)
+check = concerns(FLAVOR_NO_TOPOLOGY)

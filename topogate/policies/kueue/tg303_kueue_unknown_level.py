@@ -17,17 +17,10 @@ Passing example: `podset-required-topology: topology.kubernetes.io/zone`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from topogate.analysis.placement.kueue import UNKNOWN_LEVEL
-from topogate.core.findings import Issue
-from topogate.policies.context import Context
+from topogate.policies.kueue.template import concerns
 
 NAME = "kueue-unknown-level"
 SEVERITY = "error"
 
-
-def check(ctx: Context) -> Iterator[Issue]:
-    for c in ctx.kueue_concerns:
-        if c.kind == UNKNOWN_LEVEL:
-            yield Issue(c.object, c.message, c.pos)
+check = concerns(UNKNOWN_LEVEL)

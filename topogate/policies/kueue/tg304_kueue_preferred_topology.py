@@ -19,17 +19,10 @@ one zone has room for the whole group).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from topogate.analysis.placement.kueue import LOOSE
-from topogate.core.findings import Issue
-from topogate.policies.context import Context
+from topogate.policies.kueue.template import concerns
 
 NAME = "kueue-preferred-topology"
 SEVERITY = "error"
 
-
-def check(ctx: Context) -> Iterator[Issue]:
-    for c in ctx.kueue_concerns:
-        if c.kind == LOOSE:
-            yield Issue(c.object, c.message, c.pos)
+check = concerns(LOOSE)

@@ -19,17 +19,10 @@ Passing example: both also carry `kueue.x-k8s.io/podset-group-name: train-pods`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from topogate.analysis.placement.kueue import LEFT_OUT
-from topogate.core.findings import Issue
-from topogate.policies.context import Context
+from topogate.policies.kueue.template import concerns
 
 NAME = "kueue-podset-left-out"
 SEVERITY = "error"
 
-
-def check(ctx: Context) -> Iterator[Issue]:
-    for c in ctx.kueue_concerns:
-        if c.kind == LEFT_OUT:
-            yield Issue(c.object, c.message, c.pos)
+check = concerns(LEFT_OUT)

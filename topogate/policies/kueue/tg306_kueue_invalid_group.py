@@ -17,17 +17,10 @@ Passing example: both ask for `topology.kubernetes.io/zone`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from topogate.analysis.placement.kueue import BAD_GROUP
-from topogate.core.findings import Issue
-from topogate.policies.context import Context
+from topogate.policies.kueue.template import concerns
 
 NAME = "kueue-invalid-group"
 SEVERITY = "error"
 
-
-def check(ctx: Context) -> Iterator[Issue]:
-    for c in ctx.kueue_concerns:
-        if c.kind == BAD_GROUP:
-            yield Issue(c.object, c.message, c.pos)
+check = concerns(BAD_GROUP)

@@ -17,17 +17,10 @@ among the PATHs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from topogate.analysis.placement.kueue import UNVERIFIED
-from topogate.core.findings import Issue
-from topogate.policies.context import Context
+from topogate.policies.kueue.template import concerns
 
 NAME = "kueue-queue-unverified"
 SEVERITY = "warning"
 
-
-def check(ctx: Context) -> Iterator[Issue]:
-    for c in ctx.kueue_concerns:
-        if c.kind == UNVERIFIED:
-            yield Issue(c.object, c.message, c.pos)
+check = concerns(UNVERIFIED)
