@@ -225,5 +225,5 @@ def _add(book: AddressBook, mode: str, s: _Sums, rec: FlowRecord, day: dt.date) 
     s.days[(job, day)] += rec.bytes
 
 
-__all__ = ["BYTES_PER_GB", "COLOCATED", "MODE_TEXT", "NODE_MODE", "POD_MODE", "AddressBook",
-           "Endpoint", "FlowAudit", "JobEgress", "Tally"]
+__all__ = ["BYTES_PER_GB", "COLOCATED", "MODE_TEXT", "AddressBook", "Endpoint", "FlowAudit", "JobEgress",
+           "Tally"]

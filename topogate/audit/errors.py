@@ -296,7 +296,6 @@ def _client_error(exc: ClientError, requests: int, attempts: int) -> AuditError:
         return InvocationError(f"Cost Explorer rejected the request ({detail})", requests=requests)
     return TemporaryError(f"Cost Explorer failed ({detail}); run again later", requests=requests)
 
-__all__ = ["AccessDeniedError", "AuditError", "ConfigError", "DeadlineExceeded", "EXIT_CODE_DOCS",
-           "InvocationError", "deadline_error",
-           "MIN_SECRET_CHARS", "TemporaryError", "classify", "redact_known",
+__all__ = ["AuditError", "ConfigError", "DeadlineExceeded", "EXIT_CODE_DOCS", "InvocationError",
+           "deadline_error", "MIN_SECRET_CHARS", "TemporaryError", "classify", "redact_known",
            "register_environment_secrets", "register_secrets", "requests_phrase", "scrub"]

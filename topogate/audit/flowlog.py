@@ -223,5 +223,5 @@ def parse_lines(source: str, lines: Iterable[tuple[int, str]], fmt: FlowFormat |
     return skipped
 
 
-__all__ = ["DEFAULT_LOG_FORMAT", "MAX_LINE_CHARS", "REQUIRED", "FlowFormat", "FlowLogProblems", "FlowRecord",
-           "Problems", "format_from_header", "format_from_log_format", "parse_lines"]
+__all__ = ["DEFAULT_LOG_FORMAT", "MAX_LINE_CHARS", "FlowLogProblems", "FlowRecord", "Problems",
+           "format_from_log_format", "parse_lines"]

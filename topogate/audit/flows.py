@@ -81,4 +81,4 @@ def flow_audit(tally: Tally, cluster: ClusterAudit, causes: Mapping[str, str],
     return result
 
 
-__all__ = ["FlowLogError", "flow_audit", "read_records"]
+__all__ = ["flow_audit", "read_records"]

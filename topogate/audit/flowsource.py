@@ -299,5 +299,4 @@ def chunks(source: str, start: dt.date, end: dt.date, deadline: Deadline,
     return local_chunks(source)
 
 
-__all__ = ["Chunk", "MAX_LINE_BYTES", "MAX_OBJECT_BYTES", "chunks", "local_chunks", "logs_chunks", "numbered_lines",
-           "object_lines", "s3_chunks"]
+__all__ = ["MAX_LINE_BYTES", "chunks", "numbered_lines", "object_lines"]

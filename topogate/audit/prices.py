@@ -101,5 +101,5 @@ def inter_az_usage_types(region: str) -> tuple[str, ...]:
 
 
 
-__all__ = ["INTER_AZ_SUFFIX", "NO_PREFIX_REGION", "PRICES", "REGION_PREFIXES", "REGION_TO_PREFIX",
-           "InterZonePrice", "inter_az_usage_types", "region_of_usage_type"]
+__all__ = ["INTER_AZ_SUFFIX", "PRICES", "REGION_PREFIXES", "InterZonePrice", "inter_az_usage_types",
+           "region_of_usage_type"]

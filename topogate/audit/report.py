@@ -293,5 +293,4 @@ def render(r: AuditResult, fmt: str) -> str:
     body = render_markdown(r) if fmt == "markdown" else render_text(r)
     return escape.lines(redact_known(body))
 
-__all__ = ["FORMATS", "ROUNDING_NOTE", "render", "render_json", "render_markdown", "render_text",
-           "to_dict"]
+__all__ = ["FORMATS", "render", "render_markdown", "render_text", "to_dict"]

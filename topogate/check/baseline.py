@@ -166,5 +166,5 @@ def load_guarded(path: str, ref: str) -> tuple[Baseline, tuple[Entry, ...], str]
     return narrowed(head, base), added(head, base), ""
 
 
-__all__ = ["Applied", "Baseline", "BaselineError", "DEFAULT_FILE", "Entry", "VERSION", "added", "apply",
-           "finding_key", "key", "load", "load_guarded", "narrowed", "parse", "render"]
+__all__ = ["Applied", "Baseline", "BaselineError", "DEFAULT_FILE", "Entry", "added", "apply", "key", "load",
+           "load_guarded", "narrowed", "parse", "render"]

@@ -399,4 +399,4 @@ _COMPARE: dict[str, Callable[[Settings, Settings, _Rules], Found]] = {
     "per-path-ignores": _per_path, "inventory": _inventory, "paths": _paths, "baseline": _baseline}
 
 
-__all__ = ["NARROWING", "RULE", "BaseSettingsError", "Guarded", "Unreadable", "guard", "never_hidden", "text_at_ref"]
+__all__ = ["RULE", "BaseSettingsError", "Guarded", "Unreadable", "guard", "never_hidden", "text_at_ref"]

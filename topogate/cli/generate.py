@@ -106,4 +106,4 @@ def _compare(opts: GenerateOptions, files: dict[str, bytes]) -> None:
     raise click.exceptions.Exit(1)
 
 
-__all__ = ["GenerateOptions", "generate", "run"]
+__all__ = ["generate", "run"]

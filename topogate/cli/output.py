@@ -105,4 +105,4 @@ def emit(result: CheckResult, fmt: str, *, strict: bool, verbosity: int = 0,
             fail(f"topogate: -o {output}: {problem}")
 
 
-__all__ = ["BY_SUFFIX", "emit", "output_files", "output_format", "require_writable", "stdout_format", "write_output"]
+__all__ = ["emit", "output_files", "output_format", "require_writable", "stdout_format", "write_output"]

@@ -129,4 +129,4 @@ def guarded(step: Callable[[], T]) -> T:
         raise click.exceptions.Exit(int(ExitCode.BAD_INVOCATION)) from None
 
 
-__all__ = ["StdoutError", "guarded", "install"]
+__all__ = ["guarded", "install"]

@@ -7,8 +7,6 @@ from typing import Any
 
 from topogate.core.position import NOWHERE, Position
 
-SEVERITIES = ("error", "warning", "info")
-
 
 @dataclass(frozen=True)
 class Issue:
@@ -42,4 +40,4 @@ class Finding:
             "file": self.file, "line": self.line, "column": self.column, "message": self.message,
         }
 
-__all__ = ["Finding", "Issue", "SEVERITIES"]
+__all__ = ["Finding", "Issue"]

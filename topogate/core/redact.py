@@ -132,4 +132,4 @@ def redact(text: str) -> str:
     return _BASE64_RUN.sub(lambda m: REDACTED if _decodes_to_credential(m.group(0)) else m.group(0), text)
 
 
-__all__ = ["MIN_CHARS", "REDACTED", "forget", "redact", "register"]
+__all__ = ["MIN_CHARS", "forget", "redact", "register"]

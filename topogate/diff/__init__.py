@@ -21,8 +21,6 @@ from topogate.diff.compare import Decision, DiffResult, Row, diff_trees
 from topogate.diff.render import FORMATS, render
 from topogate.diff.trees import DiffError, Tree, both_trees, read_tree, same_trees
 
-FAIL_ON = ("opened-boundary", "opened-from-world", "opened", "any")
-
 
 def run_diff(inventory: str, paths: Sequence[str], base: str) -> DiffResult:
     """Diff the work tree against GITREF `base` (module doc)."""
@@ -46,5 +44,5 @@ def failed(d: DiffResult, fail_on: str | None) -> bool:
     return False
 
 
-__all__ = ["FAIL_ON", "FORMATS", "Decision", "DiffError", "DiffResult", "Row", "Tree", "both_trees",
-           "diff_trees", "failed", "read_tree", "render", "run_diff", "same_trees"]
+__all__ = ["FORMATS", "Decision", "DiffError", "DiffResult", "Row", "Tree", "both_trees", "diff_trees",
+           "failed", "read_tree", "render", "run_diff", "same_trees"]

@@ -266,4 +266,4 @@ def diff_trees(base: Tree, head: Tree, base_label: str) -> DiffResult:
     return DiffResult(base_label, tuple(rows), tuple(clusters), asked, tuple(notes))
 
 
-__all__ = ["Decision", "DiffResult", "PROTOCOLS", "Row", "decision", "diff_trees", "pair_rows", "place_parts"]
+__all__ = ["Decision", "DiffResult", "PROTOCOLS", "Row", "decision", "diff_trees", "place_parts"]

@@ -65,4 +65,4 @@ def render_tree_sources(inv: Inventory, out_dir: str) -> tuple[dict[str, bytes],
     files = render_files(inv, out_dir)
     return {f.path: base.serialise(inv, f, head) for f in files}, {f.path: f.source for f in files}
 
-__all__ = ["GENERATORS", "PathConflictError", "render_files", "render_tree", "render_tree_sources"]
+__all__ = ["render_files", "render_tree", "render_tree_sources"]

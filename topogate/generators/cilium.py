@@ -369,7 +369,6 @@ def render(inv: Inventory) -> list[OutputFile]:
     return out
 
 
-__all__ = ["ALL_TCP", "API_VERSION", "CNP_FILE", "GROUP_LABEL", "KUSTOMIZE_API", "NAMESPACE_KEY", "SSH_PORT",
-           "boundary_policy", "carve_outs", "ccnp_name", "cnp_name", "complement_ports", "door_name", "door_policy",
-           "door_ports", "door_sources", "door_target", "doors_from", "group_names", "job_policy", "job_selector",
-           "kustomization", "network_dir", "rendezvous", "render", "workload_dir"]
+__all__ = ["API_VERSION", "CNP_FILE", "GROUP_LABEL", "KUSTOMIZE_API", "SSH_PORT", "ccnp_name", "cnp_name",
+           "complement_ports", "door_name", "door_sources", "group_names", "job_policy", "kustomization",
+           "rendezvous", "render", "workload_dir"]

@@ -373,5 +373,5 @@ def int_count(v: Any) -> int:
 Edit = Callable[[dict[str, Any]], dict[str, Any]]
 
 __all__ = ["MANIFEST", "REVISION_VARS", "SKIP_MARKER", "ArgoError", "Edit", "add_components", "add_metadata",
-           "add_patches", "argo_patch", "env_of", "expand", "fix", "glob_match", "glob_regex", "int_count",
-           "merge_patch", "set_image", "set_replicas", "split_image"]
+           "add_patches", "env_of", "expand", "fix", "glob_match", "glob_regex", "int_count", "merge_patch",
+           "set_image", "set_replicas", "split_image"]

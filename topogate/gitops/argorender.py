@@ -329,4 +329,4 @@ def _destination(t: Target, out: Out) -> Out:
     return Out(objs, out.roots, out.files)
 
 
-__all__ = ["CLUSTER_SCOPED", "render_argo"]
+__all__ = ["render_argo"]

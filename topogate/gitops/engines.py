@@ -448,5 +448,5 @@ def secure_join(root: str, path: str) -> str:
     return os.path.join(root, *parts) if parts else root
 
 
-__all__ = ["ARGO_GROUP", "FLUX_GROUP", "Finder", "Target", "group_of", "is_application", "is_engine",
-           "is_flux_kustomization", "normalize_url", "ref", "secure_join"]
+__all__ = ["Finder", "Target", "group_of", "is_application", "is_engine", "is_flux_kustomization", "ref",
+           "secure_join"]

@@ -598,5 +598,5 @@ def substitute(text: str, values: Mapping[str, str], strict: bool) -> str:
     return evaluate(parse(text), lookup)
 
 
-__all__ = ["DEFAULT_OPS", "MAX_NESTING", "TRIM_MAX", "VAR_NAME", "Func", "SubstError", "Text", "TooMuch", "Unset",
-           "evaluate", "glob_match", "parse", "references", "substitute"]
+__all__ = ["DEFAULT_OPS", "VAR_NAME", "SubstError", "Text", "TooMuch", "Unset", "evaluate", "glob_match",
+           "parse", "references", "substitute"]

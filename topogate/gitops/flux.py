@@ -384,6 +384,5 @@ def split_documents(output: str) -> list[str]:
     return [doc for doc in re.split(r"(?m)^---\n", output) if doc.strip()]
 
 
-__all__ = ["FluxError", "Generated", "SUBSTITUTE_KEY", "Var", "check_names", "generate", "is_local_relative",
-           "opted_out", "read_existing", "scan", "secret_values", "set_common_metadata", "split_documents",
-           "substitute_doc"]
+__all__ = ["FluxError", "Generated", "Var", "check_names", "generate", "opted_out", "read_existing", "scan",
+           "secret_values", "set_common_metadata", "split_documents", "substitute_doc"]

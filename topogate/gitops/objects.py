@@ -117,4 +117,4 @@ def cited(o: RenderedObject) -> RenderedObject:
     return o
 
 
-__all__ = ["Cited", "RenderInfo", "RenderedObject", "Via", "cited", "related"]
+__all__ = ["Cited", "RenderInfo", "RenderedObject", "Via", "cited"]

@@ -305,5 +305,4 @@ def _runtime_groups(job: dict[str, Any], docs: tuple[Any, ...]) -> tuple[str, ..
             return tuple(str(r.get("name")) for r in seq(rjs) if isinstance(r, dict))
     return ()
 
-__all__ = ["BaseBuildError", "BaseBuilder", "build_base", "groups_of", "load_base_file",
-           "one_job_per_base", "read_base", "read_base_text"]
+__all__ = ["BaseBuildError", "BaseBuilder", "build_base", "groups_of", "read_base"]

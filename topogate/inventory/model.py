@@ -18,13 +18,6 @@ from topogate.core.position import NOWHERE, Position
 API_VERSION = "topogate.dev/v1alpha1"
 KIND = "Inventory"
 
-PROVIDERS = ("aws", "gcp", "azure", "other")
-PLACEMENTS = ("pin", "follow")
-# Who places a workload's pods: kube-scheduler alone (the overlays' affinity), or Kueue's
-# topology-aware scheduling on top of it (docs/kueue.md).
-SCHEDULERS = ("default", "kueue")
-VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
-
 @dataclass(frozen=True)
 class Taint:
     key: str
@@ -429,7 +422,6 @@ def kueue_groupable(groups: tuple[ReplicaGroup, ...]) -> bool:
     return len(groups) == 2 and min(g.replicas for g in groups) == 1
 
 __all__ = ["API_VERSION", "AdmissionConfig", "CiliumConfig", "Cluster", "CostConfig", "Door", "DoorEnd",
-           "EgressRule", "GitOps", "Inventory", "KIND", "KueueConfig", "Metrics",
-           "NetworkZone", "OUTPUTS", "PLACEMENTS", "PROVIDERS", "Pool", "PoolDevice", "PortSpec",
-           "ReplicaGroup", "SCHEDULERS", "Taint", "VALIDATION_ACTIONS", "Waiver", "Workload", "Zone",
+           "EgressRule", "GitOps", "Inventory", "KIND", "KueueConfig", "Metrics", "NetworkZone", "OUTPUTS",
+           "Pool", "PoolDevice", "PortSpec", "ReplicaGroup", "Taint", "Waiver", "Workload", "Zone",
            "follow_zones", "kueue_groupable"]

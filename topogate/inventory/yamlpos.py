@@ -377,5 +377,4 @@ def read_yaml(text: str, file: str) -> Located:
     conv.out.problems = conv.problems
     return conv.out
 
-__all__ = ["MAX_DEPTH", "MAX_EXPANDED_NODES", "TOO_DEEP", "Located", "YPath", "YamlProblem", "YamlReadError",
-           "read_yaml"]
+__all__ = ["MAX_DEPTH", "MAX_EXPANDED_NODES", "Located", "YPath", "YamlReadError", "read_yaml"]

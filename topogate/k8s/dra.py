@@ -24,11 +24,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CLAIM_KINDS", "DEVICE_CLASS", "ClaimIndex", "DeviceRequest", "PodDevices", "pod_devices"]
+__all__ = ["DEVICE_CLASS", "ClaimIndex", "PodDevices", "pod_devices"]
 
 RESOURCE_GROUP = "resource.k8s.io"
 DEVICE_CLASS = "DeviceClass"
-CLAIM_KINDS = ("ResourceClaimTemplate", "ResourceClaim", DEVICE_CLASS)
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,6 @@ from topogate.core.labels import JOB_GROUP_LABEL, Pairs
 from topogate.k8s.dra import ClaimIndex, PodDevices, pod_devices
 from topogate.k8s.kinds import (
     TRAINING_KINDS,
-    GroupRef,
     Path,
     controller_labels,
     dig,
@@ -543,11 +542,6 @@ def _with_devices(job: TrainingJob, claims: ClaimIndex) -> TrainingJob:
     return dataclasses.replace(job, groups=tuple(groups))
 
 
-def group_ref(group: JobGroup) -> GroupRef:
-    """The kinds.GroupRef view of a group (for code written against kinds.replica_groups)."""
-    labels = dict(group.labels)
-    return GroupRef(group.name, group.pods, group.template_path, {"metadata": {"labels": labels}, "spec": group.spec})
 
-__all__ = ["VOLCANO_GROUP", "is_volcano_job", "DEFAULT_NAMESPACE", "GROUPABLE_KINDS", "GROUP_KIND", "GROUP_LABEL", "MISSING_RUNTIME", "JobGroup",
-           "Locate", "ManifestItem", "Pairs", "RUNTIME_KINDS", "SourceLike", "missing_runtime",
-           "TRAINER_ANCESTOR_LABEL", "TRAINER_GROUP", "TrainingJob", "find_jobs", "group_ref"]
+__all__ = ["is_volcano_job", "DEFAULT_NAMESPACE", "GROUPABLE_KINDS", "GROUP_KIND", "GROUP_LABEL", "JobGroup",
+           "Locate", "Pairs", "RUNTIME_KINDS", "missing_runtime", "TrainingJob", "find_jobs"]

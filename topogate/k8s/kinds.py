@@ -251,6 +251,5 @@ def controller_labels(kind: str, job: str, group: str, api_version: str = "") ->
         return {"jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": group}
     return {}
 
-__all__ = ["GroupRef", "TRAINING_KINDS", "KUEUE_KINDS", "KindInfo", "PLAIN_POD_TEMPLATES", "Path",
-           "REPLICA_SPECS", "TRAINJOB_DEFAULT_GROUPS", "container_gpus", "controller_labels", "dig",
-           "find_job", "pod_gpus", "replica_groups"]
+__all__ = ["GroupRef", "TRAINING_KINDS", "KUEUE_KINDS", "PLAIN_POD_TEMPLATES", "Path", "REPLICA_SPECS",
+           "container_gpus", "controller_labels", "dig", "find_job", "pod_gpus", "replica_groups"]

@@ -344,5 +344,5 @@ def _merge_keys(node: Any, shown: str) -> list[Spelling]:
     return spellings(node, ANY, shown)
 
 
-__all__ = ["ANY", "BOOL", "CONFIG_KINDS", "Config", "INT", "KUSTOMIZE_API", "Kustomization", "MAP", "STRING", "STRUCTS",
-           "Spelling", "configs", "field", "flux_differences", "go_fold", "read", "scalar_items", "spellings"]
+__all__ = ["ANY", "BOOL", "Config", "INT", "KUSTOMIZE_API", "Kustomization", "STRING", "STRUCTS", "configs",
+           "field", "flux_differences", "go_fold", "read", "scalar_items", "spellings"]

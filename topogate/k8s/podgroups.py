@@ -61,5 +61,4 @@ def pod_group_name(spec: Mapping[str, Any]) -> str:
     return str(name) if isinstance(name, str) else ""
 
 
-__all__ = ["POD_GROUP_API_GROUP", "POD_GROUP_KIND", "PodGroupSpec", "is_pod_group", "pod_group_name",
-           "read_pod_groups"]
+__all__ = ["POD_GROUP_KIND", "PodGroupSpec", "is_pod_group", "pod_group_name", "read_pod_groups"]

@@ -80,4 +80,4 @@ def count(value: Any) -> int:
     return whole(value) or 0
 
 
-__all__ = ["GPU_RESOURCES", "MAX_EXPONENT", "count", "parse", "whole"]
+__all__ = ["GPU_RESOURCES", "count", "parse", "whole"]

@@ -71,4 +71,4 @@ def address_book(snapshot: Snapshot, inv: Inventory, cluster: Cluster) -> Addres
     return AddressBook(snapshot.source, pods, nodes, zone_ids)
 
 
-__all__ = ["ZONE_ID_LABEL", "address_book"]
+__all__ = ["address_book"]

@@ -18,7 +18,7 @@ from typing import Any
 from topogate.live.errors import LiveError
 from topogate.live.http import Budget, get
 
-__all__ = ["CONFIGMAP", "DAEMONSET", "cilium_block", "fetch_agent_objects", "is_agent_object"]
+__all__ = ["cilium_block", "fetch_agent_objects", "is_agent_object"]
 
 NAMESPACE = "kube-system"
 CONFIGMAP = "cilium-config"

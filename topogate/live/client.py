@@ -310,6 +310,5 @@ def _next_token(doc: dict[str, Any], res: Resource, server: str, seen: set[str])
     return str(cont)
 
 
-__all__ = ["DEFAULT_CHUNK", "DEFAULT_TIMEOUT", "JOB_RESOURCES", "Listed", "NETWORK_POLICIES",
-           "NODES", "PODS", "POLICY_RESOURCES", "Resource", "Target", "api_client", "list_all",
-           "slim_pod"]
+__all__ = ["JOB_RESOURCES", "NODES", "PODS", "POLICY_RESOURCES", "Resource", "Target", "api_client",
+           "list_all", "slim_pod"]

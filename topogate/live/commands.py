@@ -178,5 +178,4 @@ def _snapshot_object(make: type[K8sObject], snapshot: Snapshot, obj: dict[str, A
         return make(obj, snapshot.position(obj))
     return make(obj, snapshot.position(obj), "", snapshot.source, 0, inside)
 
-__all__ = ["DRIFT_RULES", "ImportOutcome", "LiveOutcome", "Source", "pick_cluster", "run_drift",
-           "run_import", "run_live_check"]
+__all__ = ["LiveOutcome", "Source", "pick_cluster", "run_drift", "run_import", "run_live_check"]

@@ -133,4 +133,4 @@ def from_exception(exc: BaseException, what: str, server: str) -> LiveError:
     return LiveError(f"the kubernetes client failed while listing {what} ({type(exc).__name__}); "
                      "run again, and report it if it persists", ExitCode.TEMPORARY)
 
-__all__ = ["LiveError", "RBAC_HINT", "from_api_status", "from_exception"]
+__all__ = ["LiveError", "from_api_status", "from_exception"]

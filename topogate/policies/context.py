@@ -141,4 +141,4 @@ def analysed(inv: Inventory, inventory_file: str, objects: tuple[K8sObject, ...]
         weakened=weakened)
 
 
-__all__ = ["Context", "Drift", "LiveFact", "PolicySelects", "Weakened", "analysed", "declared_absent"]
+__all__ = ["Context", "Drift", "LiveFact", "Weakened", "analysed", "declared_absent"]

@@ -95,4 +95,4 @@ def evaluate(ctx: Context, only: Iterable[str] | None = None) -> RuleRun:
 def run_rules(ctx: Context, only: Iterable[str] | None = None) -> tuple[Finding, ...]:
     return evaluate(ctx, only).findings
 
-__all__ = ["UNWAIVABLE", "RuleRun", "WAIVER_RULE", "Waived", "all_rules", "evaluate", "rule_info", "run_rules"]
+__all__ = ["Waived", "all_rules", "evaluate", "run_rules"]

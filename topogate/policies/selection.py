@@ -203,5 +203,5 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
     return SelectedResult(**fields, deselected=tuple(sorted(left_out)))
 
 
-__all__ = ["ANNOTATION", "LISTS_THEM", "UNSUPPRESSIBLE", "SelectedResult", "SelectionError", "Suppression", "apply",
+__all__ = ["ANNOTATION", "LISTS_THEM", "SelectedResult", "SelectionError", "Suppression", "apply",
            "deselected", "object_annotations", "parse_annotation", "resolve_rules", "suppressions"]

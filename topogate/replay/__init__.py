@@ -90,6 +90,6 @@ def carried_denied(run: ReplayRun, flows: str) -> tuple[LiveFact, ...]:
         for s in denied_observed(run.result))
 
 
-__all__ = ["carried_denied", "replay_objects", "FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay", "ReplayError", "ReplayRun", "Seen", "as_json",
-           "denied_observed", "dropped_allowed", "per_job", "read_flows", "render", "replay", "run_replay",
-           "suggest"]
+__all__ = ["carried_denied", "replay_objects", "FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay",
+           "ReplayError", "Seen", "as_json", "denied_observed", "dropped_allowed", "per_job", "read_flows",
+           "render", "replay", "run_replay", "suggest"]

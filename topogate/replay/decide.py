@@ -188,5 +188,4 @@ def per_job(r: Replay) -> dict[str, dict[str, dict[str, int]]]:
     return out
 
 
-__all__ = ["End", "Replay", "Seen", "denied_observed", "dropped_allowed", "kind_of_flow", "member_of",
-           "peer_of", "per_job", "replay"]
+__all__ = ["End", "Replay", "Seen", "denied_observed", "dropped_allowed", "per_job", "replay"]

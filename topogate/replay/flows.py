@@ -166,14 +166,6 @@ def _parse(text: str, line: int) -> Flow | None:
     raise _NotAFlow([str(k) for k in obj])  # lost_events, node status, or another tool's wrapping
 
 
-def parse_flow(text: str, line: int) -> Flow | None:
-    """One line; None for a record that is no L4 flow (ICMP, a lost-events notice)."""
-    try:
-        return _parse(text, line)
-    except _NotAFlow:
-        return None
-
-
 def _no_flow(file: str, lines: int, first: tuple[int, list[str]] | None) -> BadLine:
     if not lines:
         read = "the file is empty"
@@ -227,4 +219,4 @@ def read_flows(stream: IO[bytes], file: str, bad: list[BadLine]) -> Iterator[Flo
             yield got
 
 
-__all__ = ["MAX_LINE", "SHAPES", "BadLine", "Flow", "FlowEnd", "parse_flow", "read_flows"]
+__all__ = ["MAX_LINE", "SHAPES", "BadLine", "Flow", "FlowEnd", "read_flows"]

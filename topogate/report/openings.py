@@ -94,4 +94,4 @@ def network_zones(inv: Inventory | None, job: JobMap) -> dict[str, str]:
     return {z: nz.name for nz in cluster.network_zones for z in nz.zones} if cluster is not None else {}
 
 
-__all__ = ["DOOR", "EGRESS", "SCRAPE", "Opening", "job_openings", "network_zones", "ports_text", "workload_openings"]
+__all__ = ["DOOR", "EGRESS", "SCRAPE", "Opening", "job_openings", "network_zones", "workload_openings"]

@@ -34,4 +34,4 @@ def one_rule(infos: Sequence[RuleInfo], wanted: str, fmt: str) -> tuple[str, int
     summary = r.summary.split(": ", 1)[-1]
     return f"{head}{sev}\n\n{summary[:1].upper()}{summary[1:]}\n\n{body}", 0
 
-__all__ = ["one_rule", "rule_dict", "rules_json"]
+__all__ = ["one_rule", "rules_json"]

@@ -17,9 +17,5 @@ def reason(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
-def with_path(e: BaseException) -> str:
-    """The reason and the file it is about: "Permission denied: out/a.yaml"."""
-    name = getattr(e, "filename", None)
-    return f"{reason(e)}: {name}" if name else reason(e)
 
-__all__ = ["reason", "with_path"]
+__all__ = ["reason"]

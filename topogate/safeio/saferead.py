@@ -498,6 +498,5 @@ def is_regular(p: Path) -> bool:
     except OSError:
         return False
 
-__all__ = ["GENERATED_MARKER", "InputError", "InputErrors", "Loader", "TagMemoLoader", "check_node", "decode",
-           "documents", "is_generated", "is_regular", "load_all", "memo_loader", "one_line",
-           "read_bytes", "read_text"]
+__all__ = ["InputError", "InputErrors", "Loader", "check_node", "decode", "documents", "is_generated",
+           "is_regular", "load_all", "memo_loader", "one_line", "read_bytes", "read_text"]

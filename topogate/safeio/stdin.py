@@ -12,7 +12,6 @@ from typing import BinaryIO
 
 from topogate.core.position import Position
 
-STDIN = "-"
 DISPLAY = "<stdin>"
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -34,4 +33,4 @@ def read_stdin(stream: BinaryIO | None = None, limit: int = MAX_BYTES) -> str:
     except UnicodeDecodeError as e:
         raise StdinError(f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
 
-__all__ = ["DISPLAY", "MAX_BYTES", "STDIN", "StdinError", "read_stdin"]
+__all__ = ["DISPLAY", "StdinError", "read_stdin"]

@@ -107,5 +107,5 @@ def remember_text(name: str, text: str) -> None:
     composed.cache_clear()
 
 
-__all__ = ["IN_MEMORY", "Deferred", "LazyPosition", "Path_", "composed", "node_position", "remember_text",
+__all__ = ["Deferred", "LazyPosition", "Path_", "composed", "node_position", "remember_text",
            "resolve_position"]

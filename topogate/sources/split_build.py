@@ -60,7 +60,6 @@ SAFE_FIELDS = frozenset({
     "apiVersion", "kind", "metadata", "resources", "bases", "namespace", "commonLabels", "labels",
     "commonAnnotations", "images", "replicas", "patches", "patchesStrategicMerge",
     "patchesJson6902", "sortOptions"})
-PATCH_FIELDS = ("patches", "patchesStrategicMerge", "patchesJson6902")
 # Text that, anywhere in a file the tree reads, sends it to a whole build: the annotations by
 # which a build renames (kustomize.config.k8s.io/needs-hash, and kustomize's own
 # internal.config.kubernetes.io/ ones: needsHashSuffix, previousNames, allowNameChange...) and
@@ -595,6 +594,5 @@ def _patch_entry(d: str, j: int, p: Patch) -> dict[str, Any]:
     return {"path": name, "target": dict(p.target)}
 
 
-__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "PATCH_FIELDS", "Patch", "Split", "Top", "build_in_parts", "confirm",
-           "decide", "dir_keeps", "forbidden", "inline_patches_keep_ids", "keeps_ids", "merge", "patch_keeps_ids",
-           "plain_patch", "root_parts", "scan", "shares", "wrapper_patches"]
+__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "Patch", "Split", "Top", "build_in_parts", "confirm", "decide",
+           "dir_keeps", "forbidden", "merge", "patch_keeps_ids", "plain_patch", "scan", "shares"]

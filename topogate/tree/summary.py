@@ -59,4 +59,4 @@ def summarise(inv: Inventory, files: Mapping[str, bytes], out: str) -> str:
     # the CI log: each line is made plain text (no control character, no workflow command).
     return "\n".join(one_line(x) for x in lines)
 
-__all__ = ["LIST_FILES_UP_TO", "summarise"]
+__all__ = ["summarise"]

@@ -81,4 +81,4 @@ def file_diffs(out: str, files: Mapping[str, bytes], limit: int | None = MAX_DIF
         result.append(FileDiff(status, path, line, unified(path, out.rstrip("/"), old, new, limit)))
     return result
 
-__all__ = ["FileDiff", "MAX_DIFF_LINES", "file_diffs", "first_difference", "unified"]
+__all__ = ["file_diffs", "first_difference", "unified"]

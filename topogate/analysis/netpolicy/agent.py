@@ -38,16 +38,7 @@ from typing import Any
 
 from topogate.inventory.model import CiliumConfig
 
-__all__ = [
-    "API_SERVER_PLACES",
-    "DEFAULT_VERSION",
-    "KNOWN_VERSIONS",
-    "Agent",
-    "LabelFilter",
-    "LabelFilterError",
-    "agent_for",
-    "parse_version",
-]
+__all__ = ["DEFAULT_VERSION", "KNOWN_VERSIONS", "Agent", "LabelFilter", "agent_for"]
 
 # "major.minor.patch" of every version whose sources were read, newest last.
 KNOWN_VERSIONS = ("1.18.0", "1.19.0", "1.20.0", "1.20.1", "1.20.2")
@@ -55,8 +46,7 @@ DEFAULT_VERSION = KNOWN_VERSIONS[-1]
 # Where the kube-apiserver runs, named by the identity its address gets besides kube-apiserver:
 # a node of the cluster (remote-node to every pod not on it), the pod's own node (host: a
 # single-node cluster), or outside the cluster (world: a managed control plane such as EKS).
-API_SERVER_PLACES = ("remote-node", "host", "world")
-# What is decided when the inventory does not say where the kube-apiserver runs.
+# This is what is decided when the inventory does not say.
 _API_SERVER_DEFAULT = "remote-node"
 ALLOW_LOCALHOST = ("auto", "always", "policy")
 ENFORCEMENT = ("default", "always", "never")

@@ -6,35 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = [
-    "ACTION_ACCEPT",
-    "ACTION_DENY",
-    "ACTION_PASS",
-    "CLUSTER_SCOPED_POLICY_KINDS",
-    "DIRECTION_EGRESS",
-    "DIRECTION_INGRESS",
-    "KIND_ANP",
-    "KIND_BANP",
-    "KIND_CCNP",
-    "KIND_CNP",
-    "KIND_KCNP",
-    "KIND_NP",
-    "POLICY_KINDS",
-    "TIER_ADMIN",
-    "TIER_BASELINE",
-    "TIER_NORMAL",
-    "Cited",
-    "External",
-    "Peer",
-    "PodClass",
-    "PolicyError",
-    "PolicyRef",
-    "RuleRef",
-    "SideVerdict",
-    "SourceRef",
-    "Verdict",
-    "policy_key",
-]
+__all__ = ["ACTION_ACCEPT", "ACTION_DENY", "ACTION_PASS", "DIRECTION_EGRESS", "DIRECTION_INGRESS", "KIND_ANP",
+           "KIND_BANP", "KIND_CCNP", "KIND_CNP", "KIND_KCNP", "KIND_NP", "POLICY_KINDS", "TIER_ADMIN",
+           "TIER_BASELINE", "TIER_NORMAL", "Cited", "External", "Peer", "PodClass", "PolicyError",
+           "PolicyRef", "RuleRef", "SideVerdict", "SourceRef", "Verdict", "policy_key"]
 
 # ---------------------------------------------------------------------------------------------
 # Public value types

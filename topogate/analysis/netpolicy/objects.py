@@ -26,7 +26,7 @@ from topogate.analysis.netpolicy.model import (
 )
 from topogate.analysis.netpolicy.rules import PolicyUnit
 
-__all__ = ["CompiledPolicies", "compile_objects"]
+__all__ = ["compile_objects"]
 
 
 @dataclass

@@ -12,7 +12,7 @@ from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.nodes import NodeFilters
 from topogate.analysis.placement.terms import Term
 
-__all__ = ["Fixpoint", "UnionFind", "reach_zones", "trailing_sets"]
+__all__ = ["Fixpoint", "reach_zones"]
 
 
 class UnionFind:

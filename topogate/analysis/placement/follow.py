@@ -26,7 +26,7 @@ from topogate.analysis.placement.nodes import NodeFilters
 from topogate.analysis.scheduling import PoolFit
 from topogate.core.words import plural
 
-__all__ = ["HostFollow", "follow_hosts", "follower_risks", "peer_risks"]
+__all__ = ["follow_hosts", "follower_risks", "peer_risks"]
 
 Pool = tuple[str, str]  # (zone, pool)
 

@@ -425,6 +425,6 @@ def shared_flavor_problem(job: TrainingJob, kueue: KueueJob, classes: Sequence[N
                        "queue and never starts")
     return out
 
-__all__ = ["BAD_GROUP", "Concern", "FLAVOR_NO_TOPOLOGY", "KUEUE_KINDS", "KueueJob", "LEFT_OUT",
-           "LOOSE", "NO_QUEUE", "STRICT_GROUP_KINDS", "UNKNOWN_LEVEL", "UNVERIFIED", "Where",
-           "analyse", "flavor_fits", "shared_flavor_problem", "where_in"]
+__all__ = ["BAD_GROUP", "Concern", "FLAVOR_NO_TOPOLOGY", "KUEUE_KINDS", "KueueJob", "LEFT_OUT", "LOOSE",
+           "NO_QUEUE", "UNKNOWN_LEVEL", "UNVERIFIED", "Where", "analyse", "flavor_fits",
+           "shared_flavor_problem", "where_in"]

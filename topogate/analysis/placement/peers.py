@@ -14,7 +14,7 @@ from topogate.k8s.jobs import DEFAULT_NAMESPACE, GROUP_LABEL, JobGroup, Training
 from topogate.k8s.kinds import pod_gpus
 from topogate.k8s.pods import PlainTemplate, plain_template
 
-__all__ = ["UNPLACED_KINDS", "AffinityPeer", "PeerIndex", "anti_terms", "peers_of", "template_peers", "workload_jobs"]
+__all__ = ["UNPLACED_KINDS", "AffinityPeer", "PeerIndex", "peers_of", "template_peers", "workload_jobs"]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from typing import Any
 from topogate.analysis.scheduling import HOSTNAME_LABEL, NodeClass, selector_matches
 from topogate.k8s.jobs import TrainingJob
 
-__all__ = ["DEFAULT_SCHEDULER", "KAI_SCHEDULER", "OtherSchedulers", "VOLCANO_SCHEDULER", "other_schedulers"]
+__all__ = ["DEFAULT_SCHEDULER", "VOLCANO_SCHEDULER", "other_schedulers"]
 
 DEFAULT_SCHEDULER = "default-scheduler"
 KAI_SCHEDULER = "kai-scheduler"

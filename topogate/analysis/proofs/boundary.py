@@ -409,6 +409,5 @@ class BoundaryProof:
             "" if host is None else "src" if host is src else "dst",
             self.host_policies if host is not None else ()))
 
-__all__ = ["BoundaryProof", "DoorCheck", "Opening", "SSH_PORT", "UNMANAGED_NS", "beyond", "kind_ports", "network_zone_of",
-           "subtract",
-           "unmanaged_pod", "zone_rep"]
+__all__ = ["BoundaryProof", "Opening", "SSH_PORT", "beyond", "network_zone_of", "subtract", "unmanaged_pod",
+           "zone_rep"]

@@ -107,4 +107,4 @@ def closed_doors(cm: ClusterView, rules: DoorRules, members: list[Member],
                 out.append(ClosedDoor(d.name, m.object, m.group, tuple(shut), reason, d.pos))
     return out
 
-__all__ = ["ClosedDoor", "DoorRules", "closed_doors", "door_spans", "target_members"]
+__all__ = ["ClosedDoor", "DoorRules", "closed_doors", "target_members"]
