@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from topogate.gitops.envglob import BadPattern, glob_match
 from topogate.safeio import limits
 
 # kustomize-controller refuses a defined variable whose name does not match this
@@ -450,7 +451,7 @@ def _trim_prefix(s: str, pattern: str, longest: bool) -> str:
         head = s[:len(s) - i]
         try:
             hit = glob_match(pattern, head)
-        except SubstError:
+        except BadPattern:
             return s
         if hit:
             if longest:
@@ -469,109 +470,6 @@ _FUNCS: Mapping[tuple[str, bool | None], Callable[[str, list[str]], str]] = {
     ("/#", None): _replace_prefix, ("/%", None): _replace_suffix,
     ("/", None): _replace(1), ("//", None): _replace(0),
 }
-
-
-class _BadPattern(SubstError):
-    pass
-
-
-def glob_match(pattern: str, name: str) -> bool:
-    """envsubst's own glob (its path.Match): `*` and `?` match `/` too, and a trailing `*`
-    matches whatever remains. _BadPattern for a malformed class or escape."""
-    while pattern:
-        star, chunk, pattern = _chunk(pattern)
-        if star and not chunk:
-            return True
-        rest = _match_chunk(chunk, name)
-        if rest is not None and (not rest or pattern):
-            name = rest
-            continue
-        if star:
-            for i in range(len(name)):
-                rest = _match_chunk(chunk, name[i + 1:])
-                if rest is not None:
-                    if not pattern and rest:
-                        continue
-                    name = rest
-                    break
-            else:
-                return False
-            continue
-        return False
-    return not name
-
-
-def _chunk(pattern: str) -> tuple[bool, str, str]:
-    star = False
-    while pattern.startswith("*"):
-        pattern, star = pattern[1:], True
-    in_range = False
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            if i + 1 < len(pattern):
-                i += 1
-        elif c == "[":
-            in_range = True
-        elif c == "]":
-            in_range = False
-        elif c == "*" and not in_range:
-            break
-        i += 1
-    return star, pattern[:i], pattern[i:]
-
-
-def _match_chunk(chunk: str, s: str) -> str | None:
-    """What is left of s after chunk matched its start, or None. A malformed chunk raises
-    _BadPattern only where the match gets to it (as Go's does)."""
-    while chunk:
-        if not s:
-            return None
-        c = chunk[0]
-        if c == "[":
-            r, s, chunk = s[0], s[1:], chunk[1:]
-            negated = chunk.startswith("^")
-            if negated:
-                chunk = chunk[1:]
-            match, n = False, 0
-            while True:
-                if chunk.startswith("]") and n > 0:
-                    chunk = chunk[1:]
-                    break
-                lo, chunk = _esc(chunk)
-                hi = lo
-                if chunk[0] == "-":
-                    hi, chunk = _esc(chunk[1:])
-                if lo <= r <= hi:
-                    match = True
-                n += 1
-            if match == negated:
-                return None
-        elif c == "?":
-            s, chunk = s[1:], chunk[1:]
-        else:
-            if c == "\\":
-                chunk = chunk[1:]
-                if not chunk:
-                    raise _BadPattern("syntax error in pattern")
-            if chunk[0] != s[0]:
-                return None
-            s, chunk = s[1:], chunk[1:]
-    return s
-
-
-def _esc(chunk: str) -> tuple[str, str]:
-    if not chunk or chunk[0] in "-]":
-        raise _BadPattern("syntax error in pattern")
-    if chunk[0] == "\\":
-        chunk = chunk[1:]
-        if not chunk:
-            raise _BadPattern("syntax error in pattern")
-    r, rest = chunk[0], chunk[1:]
-    if not rest:
-        raise _BadPattern("syntax error in pattern")
-    return r, rest
 
 
 def references(nodes: list[Node] | Node) -> list[Func]:
@@ -598,5 +496,5 @@ def substitute(text: str, values: Mapping[str, str], strict: bool) -> str:
     return evaluate(parse(text), lookup)
 
 
-__all__ = ["DEFAULT_OPS", "VAR_NAME", "SubstError", "Text", "TooMuch", "Unset", "evaluate", "glob_match",
+__all__ = ["DEFAULT_OPS", "VAR_NAME", "SubstError", "Text", "TooMuch", "Unset", "evaluate",
            "parse", "references", "substitute"]
