@@ -109,100 +109,126 @@ def _blocked_label(flows: list[Flow]) -> str:
     return (f"blocked by {', '.join(by)}: " if by else "blocked: ") + _flow_label(flows)
 
 
+class _Picture:
+    """One job's picture: which zones and nodes are drawn, and the ids and labels they get."""
+
+    def __init__(self, job: JobMap) -> None:
+        self.job = job
+        self.zones = sorted({z for g in job.groups for z in g.zones} | {
+            z for f in job.flows for z in (f.src_zone, f.dst_zone) if z})
+        self.zone_id = {z: f"z{i}" for i, z in enumerate(self.zones)}
+        self.group_index = {g.name: i for i, g in enumerate(job.groups)}
+        externals = sorted({e for f in job.flows for e in (f.src, f.dst) if e not in self.group_index})
+        self.ext_index = {e: i for i, e in enumerate(externals)}
+        # Flows among a group's own pods (NCCL among the workers): said in the node, per zone.
+        self.own: dict[tuple[str, str], list[Flow]] = {}
+        for f in job.flows:
+            if self.among_own(f):
+                self.own.setdefault((f.src, f.src_zone), []).append(f)
+        # Which nodes to draw in which zone: groups where they can land, plus every endpoint a
+        # flow names (kube-dns in its zone; a group in a zone the analysis reached anyway).
+        self.members: dict[str, set[tuple[str, str]]] = {}
+        for g in job.groups:
+            for z in g.zones or ("",):
+                self.members.setdefault(z, set()).add((g.name, z))
+        for f in job.flows:
+            for endpoint, z in ((f.src, f.src_zone), (f.dst, f.dst_zone)):
+                drawn_in = z if z in self.zone_id else ""
+                self.members.setdefault(drawn_in, set()).add((endpoint, drawn_in))
+
+    def among_own(self, f: Flow) -> bool:
+        return f.src == f.dst and f.src_zone == f.dst_zone and f.src in self.group_index
+
+    def node_id(self, endpoint: str, zone: str) -> str:
+        where = self.zone_id.get(zone, "nz")
+        if endpoint in self.group_index:
+            return f"{where}_g{self.group_index[endpoint]}"
+        return f"{where}_x{self.ext_index[endpoint]}"
+
+    def group_label(self, i: int, zone: str) -> str:
+        g = self.job.groups[i]
+        gpus = f", {g.gpus_per_pod} GPU each" if g.gpus_per_pod else ""
+        nowhere = " - no feasible node" if not g.zones else ""
+        among = self.own.get((g.name, zone), [])
+        ok, no = [f for f in among if f.allowed], [f for f in among if not f.allowed]
+        said = (f"; among its pods: {_flow_label(ok)}" if ok else "") + (
+            f"; among its pods {_blocked_label(no)}" if no else "")
+        return escape_label(f"{g.name} ×{g.pods}{gpus}{nowhere}{said}")
+
+    def node_line(self, endpoint: str, zone: str) -> str:
+        nid = self.node_id(endpoint, zone)
+        if endpoint in self.group_index:
+            return f'{nid}["{self.group_label(self.group_index[endpoint], zone)}"]'
+        return f'{nid}(["{escape_label(endpoint)}"])'
+
+    def drawn_in(self, zone: str) -> list[tuple[str, str]]:
+        """The nodes of a zone ("": outside every zone), groups first, in a fixed order."""
+        def order(m: tuple[str, str]) -> tuple[int, int]:
+            return (0, self.group_index[m[0]]) if m[0] in self.group_index else (1, self.ext_index[m[0]])
+        return sorted(self.members.get(zone, ()), key=order)
+
+    def zone_lines(self, nz_of: Mapping[str, str]) -> list[str]:
+        """The nodes in their zone boxes, the zones inside their network-zone boxes."""
+        lines: list[str] = []
+        for k, nz in enumerate(sorted({nz_of[z] for z in self.zones if nz_of.get(z)})):
+            lines.append(f'  subgraph n{k}["{escape_label(f"network zone {nz}")}"]')
+            for z in (z for z in self.zones if nz_of.get(z) == nz):
+                lines.append(f'    subgraph {self.zone_id[z]}["{escape_label(z)}"]')
+                lines += [f"      {self.node_line(*m)}" for m in self.drawn_in(z)]
+                lines.append("    end")
+            lines.append("  end")
+        for z in (z for z in self.zones if not nz_of.get(z)):
+            lines.append(f'  subgraph {self.zone_id[z]}["{escape_label(z)}"]')
+            lines += [f"    {self.node_line(*m)}" for m in self.drawn_in(z)]
+            lines.append("  end")
+        lines += [f"  {self.node_line(*m)}" for m in self.drawn_in("")]
+        return lines
+
+    def group_nodes(self) -> list[str]:
+        """The ids of every group node drawn, zone by zone."""
+        return [self.node_id(*m) for z in (*self.zones, "") for m in self.drawn_in(z) if m[0] in self.group_index]
+
+    def edges(self) -> list[_Edge]:
+        """One edge per pair of nodes and verdict; blocked after allowed between the same nodes,
+        so the red one is drawn on top."""
+        grouped: dict[tuple[str, str, bool], list[Flow]] = {}
+        for f in self.job.flows:
+            if self.among_own(f):
+                continue  # said in the group's node
+            src = self.node_id(f.src, f.src_zone if f.src_zone in self.zone_id else "")
+            dst = self.node_id(f.dst, f.dst_zone if f.dst_zone in self.zone_id else "")
+            grouped.setdefault((src, dst, f.allowed), []).append(f)
+        return [_Edge(s, d, a, _flow_label(fl) if a else _blocked_label(fl)) for (s, d, a), fl in
+                sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1], not kv[0][2]))]
+
+
+def _network_zones_of(job: JobMap, network_zones: Mapping[str, str] | None) -> dict[str, str]:
+    """zone -> network zone, with the box of a following job's zone choice (one zone of A, B)
+    inside the network zone all its zones share."""
+    nz_of = dict(network_zones or {})
+    choice = zone_choice(job)
+    if choice and len({nz_of.get(z) for z in choice}) == 1 and nz_of.get(choice[0]):
+        nz_of[f"one zone of: {', '.join(choice)}"] = nz_of[choice[0]]
+    return nz_of
+
+
 def job_diagram(job: JobMap, openings: tuple[Opening, ...] = (),
                 network_zones: Mapping[str, str] | None = None) -> str:
     """Mermaid source (no code fence) for one job, with what the inventory opens for it
     (topogate.report.openings.job_openings) and, given `network_zones` (zone -> its network
     zone), the network-zone boundaries around the zones; the same job always gives the same
     text."""
-    nz_of = dict(network_zones or {})
-    choice = zone_choice(job)
-    if choice and len({nz_of.get(z) for z in choice}) == 1 and nz_of.get(choice[0]):
-        nz_of[f"one zone of: {', '.join(choice)}"] = nz_of[choice[0]]
-    job = _one_zone_picture(job)
-    zones = sorted({z for g in job.groups for z in g.zones} | {
-        z for f in job.flows for z in (f.src_zone, f.dst_zone) if z})
-    zone_id = {z: f"z{i}" for i, z in enumerate(zones)}
-    group_index = {g.name: i for i, g in enumerate(job.groups)}
-    externals = sorted({e for f in job.flows for e in (f.src, f.dst) if e not in group_index})
-    ext_index = {e: i for i, e in enumerate(externals)}
-
-    def node_id(endpoint: str, zone: str) -> str:
-        where = zone_id.get(zone, "nz")
-        if endpoint in group_index:
-            return f"{where}_g{group_index[endpoint]}"
-        return f"{where}_x{ext_index[endpoint]}"
-
-    # Flows among a group's own pods (NCCL among the workers): said in the node, per zone.
-    own: dict[tuple[str, str], list[Flow]] = {}
-    for f in job.flows:
-        if f.src == f.dst and f.src_zone == f.dst_zone and f.src in group_index:
-            own.setdefault((f.src, f.src_zone), []).append(f)
-
-    def group_label(i: int, zone: str) -> str:
-        g = job.groups[i]
-        gpus = f", {g.gpus_per_pod} GPU each" if g.gpus_per_pod else ""
-        nowhere = " - no feasible node" if not g.zones else ""
-        among = own.get((g.name, zone), [])
-        ok, no = [f for f in among if f.allowed], [f for f in among if not f.allowed]
-        said = (f"; among its pods: {_flow_label(ok)}" if ok else "") + (
-            f"; among its pods {_blocked_label(no)}" if no else "")
-        return escape_label(f"{g.name} ×{g.pods}{gpus}{nowhere}{said}")
-
-    # Which nodes to draw in which zone: groups where they can land, plus every endpoint a
-    # flow names (kube-dns in its zone; a group in a zone the analysis reached anyway).
-    members: dict[str, set[tuple[str, str]]] = {}
-    for g in job.groups:
-        for z in g.zones or ("",):
-            members.setdefault(z, set()).add((g.name, z))
-    for f in job.flows:
-        for endpoint, z in ((f.src, f.src_zone), (f.dst, f.dst_zone)):
-            members.setdefault(z if z in zone_id else "", set()).add((endpoint, z if z in zone_id else ""))
-
-    def node_line(endpoint: str, zone: str) -> str:
-        nid = node_id(endpoint, zone)
-        if endpoint in group_index:
-            return f'{nid}["{group_label(group_index[endpoint], zone)}"]'
-        return f'{nid}(["{escape_label(endpoint)}"])'
-
-    def order(m: tuple[str, str]) -> tuple[int, int]:
-        return (0, group_index[m[0]]) if m[0] in group_index else (1, ext_index[m[0]])
-
-    lines = ["flowchart LR"]
-    boundaries = sorted({nz_of[z] for z in zones if nz_of.get(z)})
-    for k, nz in enumerate(boundaries):
-        lines.append(f'  subgraph n{k}["{escape_label(f"network zone {nz}")}"]')
-        for z in (z for z in zones if nz_of.get(z) == nz):
-            lines.append(f'    subgraph {zone_id[z]}["{escape_label(z)}"]')
-            lines += [f"      {node_line(*m)}" for m in sorted(members.get(z, ()), key=order)]
-            lines.append("    end")
-        lines.append("  end")
-    for z in (z for z in zones if not nz_of.get(z)):
-        lines.append(f'  subgraph {zone_id[z]}["{escape_label(z)}"]')
-        lines += [f"    {node_line(*m)}" for m in sorted(members.get(z, ()), key=order)]
-        lines.append("  end")
-    lines += [f"  {node_line(*m)}" for m in sorted(members.get("", ()), key=order)]
-    drawn = [node_id(*m) for z in (*zones, "") for m in sorted(members.get(z, ()), key=order)
-             if m[0] in group_index]
-    opening_nodes, opening_edges = _opening_lines(openings, drawn)
+    nz_of = _network_zones_of(job, network_zones)
+    pic = _Picture(_one_zone_picture(job))
+    lines = ["flowchart LR", *pic.zone_lines(nz_of)]
+    opening_nodes, opening_edges = _opening_lines(openings, pic.group_nodes())
     lines += opening_nodes
-
-    grouped: dict[tuple[str, str, bool], list[Flow]] = {}
-    for f in job.flows:
-        if f.src == f.dst and f.src_zone == f.dst_zone and f.src in group_index:
-            continue  # said in the group's node
-        src = node_id(f.src, f.src_zone if f.src_zone in zone_id else "")
-        dst = node_id(f.dst, f.dst_zone if f.dst_zone in zone_id else "")
-        grouped.setdefault((src, dst, f.allowed), []).append(f)
-    # Blocked edges after allowed ones between the same nodes, so the red one is drawn on top.
-    edges = [_Edge(s, d, a, _flow_label(fl) if a else _blocked_label(fl)) for (s, d, a), fl in
-             sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1], not kv[0][2]))]
+    edges = pic.edges()
     blocked: list[str] = []
     for n, e in enumerate(edges):
-        if e.allowed:
-            lines.append(f'  {e.src} -->|"{escape_label(e.label)}"| {e.dst}')
-        else:
-            lines.append(f'  {e.src} -.->|"{escape_label(e.label)}"| {e.dst}')
+        arrow = "-->" if e.allowed else "-.->"
+        lines.append(f'  {e.src} {arrow}|"{escape_label(e.label)}"| {e.dst}')
+        if not e.allowed:
             blocked.append(str(n))
     # After the flows, so the blocked edges' linkStyle indices count only the edges above.
     lines += opening_edges
