@@ -521,10 +521,11 @@ class Trial:
         return {n["metadata"]["name"]: n["metadata"]["labels"][zk] for n in self.nodes}
 
 
-def _selects(plan: PodPlan, other: PodPlan) -> bool:
-    """Whether a required podAffinity term of `plan` can match the pods of `other`."""
-    aff = (plan.spec.get("affinity") or {}).get("podAffinity") or {}
-    for t in aff.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+def _required_term_matches(plan: PodPlan, other: PodPlan, kind: str) -> bool:
+    """Whether a required term of `plan`'s `kind` (podAffinity, podAntiAffinity) can match the
+    pods of `other`."""
+    terms = (plan.spec.get("affinity") or {}).get(kind) or {}
+    for t in terms.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
         nss = t.get("namespaces") or [plan.namespace]
         if "namespaceSelector" not in t and other.namespace not in nss:
             continue
@@ -532,20 +533,17 @@ def _selects(plan: PodPlan, other: PodPlan) -> bool:
         if selector_matches(sel, other.labels):
             return True
     return False
+
+
+def _selects(plan: PodPlan, other: PodPlan) -> bool:
+    """Whether a required podAffinity term of `plan` can match the pods of `other`."""
+    return _required_term_matches(plan, other, "podAffinity")
 
 
 def _repels(plan: PodPlan, other: PodPlan) -> bool:
     """Whether a required podAntiAffinity term of `plan` can match the pods of `other`: a race,
     which the pod going second loses."""
-    anti = (plan.spec.get("affinity") or {}).get("podAntiAffinity") or {}
-    for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
-        nss = t.get("namespaces") or [plan.namespace]
-        if "namespaceSelector" not in t and other.namespace not in nss:
-            continue
-        sel = with_label_keys(t.get("labelSelector"), plan.labels, t.get("matchLabelKeys"), t.get("mismatchLabelKeys"))
-        if selector_matches(sel, other.labels):
-            return True
-    return False
+    return _required_term_matches(plan, other, "podAntiAffinity")
 
 
 def _followed(plans: Sequence[PodPlan], job: str) -> set[tuple[str, str]]:
