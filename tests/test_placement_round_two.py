@@ -225,3 +225,49 @@ def test_groups_that_follow_the_job_and_each_other_trail_the_first_pod() -> None
                                affinity={"podAffinity": aff({"role": "g0"})})))
     p = place(job)["JobSet/ml/t"]
     assert p.schedulable and p.colocated, p.may_split_reasons
+
+
+
+# --- a chain through other workloads' pods back into the job ---------------------------------------
+
+
+def _chain(*, head: dict[str, Any] | None = None, pool_follows: dict[str, str] | None = None,
+           extra: tuple[dict[str, Any], ...] = ()) -> JobPlacement:
+    """The master starts alone; the loader's head follows any pod of the job, the workers follow
+    the loader, the loader's pool follows the workers (fixtures/placement/follows-through-workloads)."""
+    job = jobset("x", ("master", 1, gpu_pod({"app": "x", "role": "m"})),
+                 ("worker", 2, gpu_pod({"app": "x", "role": "w"}, affinity={"podAffinity": aff({"app": "loader"})})))
+    head_spec: dict[str, Any] = {"tolerations": TOLERATE_GPU, "affinity": {"podAffinity": aff({"app": "x"})},
+                                 **(head or {})}
+    loader_head = deployment("head", 1, tpl({"app": "loader", "tier": "head"}, **head_spec))
+    pool = deployment("pool", 2, tpl({"app": "loader", "tier": "pool"}, tolerations=TOLERATE_GPU,
+                                     affinity={"podAffinity": aff(pool_follows or {"app": "x", "role": "w"})}))
+    return place(job, loader_head, pool, *extra)["JobSet/ml/x"]
+
+
+def test_groups_held_in_one_zone_through_other_workloads_trail_the_one_pod_that_starts_first() -> None:
+    p = _chain()
+    assert p.colocated and p.schedulable, p.may_split_reasons
+
+
+def test_a_chain_member_that_matches_its_own_term_may_start_first_and_ties_nothing() -> None:
+    # The pool follows any loader pod, its own included: with no loader pod anywhere it may start
+    # first in zone-b, the workers follow it there, while the master started in zone-a.
+    assert not _chain(pool_follows={"app": "loader"}).colocated
+
+
+def test_a_chain_member_another_scheduler_places_ties_nothing() -> None:
+    assert not _chain(head={"schedulerName": "kai-scheduler"}).colocated
+
+
+def test_a_chain_member_following_pods_outside_the_chain_ties_nothing() -> None:
+    # The pool follows a store pinned to zone-b: the workers may follow the pool there while the
+    # master started in zone-a.
+    store = deployment("store", 1, tpl({"app": "store"}, nodeSelector={ZK: "zone-b"}, tolerations=TOLERATE_GPU))
+    assert not _chain(pool_follows={"app": "store"}, extra=(store,)).colocated
+
+
+def test_a_second_member_free_to_start_first_ties_nothing() -> None:
+    # The head follows nothing: it may start first in zone-b, the workers follow it there, while
+    # the master, free as well, starts in zone-a.
+    assert not _chain(head={"affinity": {}}).colocated

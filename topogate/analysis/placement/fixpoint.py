@@ -108,7 +108,7 @@ class Fixpoint:
         # Zones the unit took away from each member (see units._pending_risks).
         self.refused: dict[str, set[str]] = {n: set() for n in inputs.names}
         self.one_zone: set[str] = set()
-        self.trailing = trailing_sets(inputs, affinity)
+        self.trailing = list(dict.fromkeys((*trailing_sets(inputs, affinity), *inputs.trailing)))
         # Groups held in the zone of one peer (a one-pod workload, a group of another job held in
         # one zone), by the peer's key.
         self.peer_unit: dict[str, str] = {}

@@ -32,6 +32,8 @@ class Inputs:
     # groups of a PodGroup with a zone topology (placement.workload).
     zone_units: tuple[frozenset[str], ...]
     classes: tuple[NodeClass, ...] = ()  # the cluster's node classes (pools), sorted by (zone, pool)
+    # Groups whose pods trail the first of a set spanning other jobs (placement.trailing): one zone.
+    trailing: tuple[frozenset[str], ...] = ()
 
 
 def inputs_of(
@@ -41,6 +43,7 @@ def inputs_of(
     namespace_labels: Mapping[str, Mapping[str, str]],
     classes: Sequence[NodeClass],
     zone_units: tuple[frozenset[str], ...],
+    trailing: tuple[frozenset[str], ...] = (),
 ) -> Inputs:
     with_pods = tuple(g for g in job.groups if g.pods > 0)
     groups = {g.name: g for g in with_pods}
@@ -57,4 +60,5 @@ def inputs_of(
         names=tuple(sorted(groups)),
         zone_units=zone_units,
         classes=tuple(classes),
+        trailing=trailing,
     )

@@ -25,6 +25,7 @@ from topogate.analysis.placement.result import assemble
 from topogate.analysis.placement.schedulers import other_schedulers
 from topogate.analysis.placement.spread import find_splits
 from topogate.analysis.placement.terms import matches_peers
+from topogate.analysis.placement.trailing import trailing_across
 from topogate.analysis.placement.units import colocate
 from topogate.analysis.placement.workload import pod_groups_of
 from topogate.analysis.scheduling import NodeClass, PoolFit, node_classes
@@ -45,6 +46,7 @@ def place_job(
     kueue: KueueJob | None = None,
     pod_groups: Mapping[tuple[str, str], PodGroupSpec] | None = None,
     hypernodes: Sequence[Mapping[str, Any]] = (),
+    trailing: tuple[frozenset[str], ...] = (),
 ) -> JobPlacement:
     """The placement analysis of one job on one cluster: the steps of the package docstring, in
     its order, each returning its record; the result is assembled from the records.
@@ -57,13 +59,15 @@ def place_job(
     ``pod_groups``: the Workload API's PodGroups by (namespace, name) (``placement.workload``):
     one with a zone topology is such a unit too, and a gang larger than its pods never starts.
     ``hypernodes``: Volcano's HyperNodes among the manifests (``placement.schedulers``: a Volcano
-    Job's hard network topology holds it in one zone where they show it)."""
+    Job's hard network topology holds it in one zone where they show it).
+    ``trailing``: sets of the job's groups held in one zone through other jobs' pods
+    (``placement.trailing``)."""
     classes = tuple(nodes) if nodes is not None else node_classes(cluster)
     cache = fit_cache if fit_cache is not None else {}
     workload = pod_groups_of(job, cluster.zone_label, pod_groups or {})
     others = other_schedulers(job, classes, cluster.zone_label, hypernodes)
     inputs = inputs_of(job, cluster, peers or PeerIndex(), namespace_labels or {}, classes,
-                       (*(kueue.units if kueue is not None else ()), *workload.units, *others.units))
+                       (*(kueue.units if kueue is not None else ()), *workload.units, *others.units), trailing)
     filtered = filter_nodes(inputs, classes, cache, kueue)  # 1
     affinity = resolve_affinity(inputs)  # 2
     unstartable = find_unstartable(inputs, filtered, affinity)  # 3
@@ -120,8 +124,11 @@ def _place_cluster(jobs: Sequence[TrainingJob], cluster: Cluster, ns_labels: Map
     fixed = template_peers([o for o in others if o.get("kind") in UNPLACED_KINDS], classes, cache)
     everyone = [*jobs, *workload_jobs([o for o in others if o.get("kind") not in UNPLACED_KINDS])]
 
+    across: dict[str, tuple[frozenset[str], ...]] = {}
+
     def place(j: TrainingJob, index: PeerIndex) -> JobPlacement:
-        return place_job(j, cluster, index, ns_labels, classes, cache, kueue.get(j.object_id), pod_groups, hypernodes)
+        return place_job(j, cluster, index, ns_labels, classes, cache, kueue.get(j.object_id), pod_groups, hypernodes,
+                         across.get(j.object_id, ()))
 
     placed = {j.object_id: place(j, PeerIndex(fixed)) for j in everyone}
     # Which jobs' terms can involve another's pods, judged against every group (reach or not).
@@ -129,6 +136,7 @@ def _place_cluster(jobs: Sequence[TrainingJob], cluster: Cluster, ns_labels: Map
     every = PeerIndex(first, keep_unplaced=True)
     known = set(every.namespaces) | set(ns_labels)
     linked = [j for j in everyone if matches_peers(j, every, known, ns_labels)]
+    across.update(trailing_across(everyone, every, known, ns_labels, cluster.zone_label))
     for round_ in range(MAX_ROUNDS if linked else 0):
         index = PeerIndex(first if round_ == 0 else [*fixed, *peers_of((j, placed[j.object_id]) for j in everyone)])
         again = {j.object_id: place(j, index) for j in linked}
