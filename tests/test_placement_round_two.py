@@ -271,3 +271,19 @@ def test_a_second_member_free_to_start_first_ties_nothing() -> None:
     # The head follows nothing: it may start first in zone-b, the workers follow it there, while
     # the master, free as well, starts in zone-a.
     assert not _chain(head={"affinity": {}}).colocated
+
+
+def test_a_unit_whose_first_pod_may_take_a_zone_with_too_few_nodes_for_one_pod_each_is_a_pending_risk() -> None:
+    # The launcher picks the zone (zone-a: two nodes, zone-b: one); the workers follow it and
+    # repel each other on the hostname: in zone-b the second worker finds no node of its own,
+    # though the node's 8 GPUs would hold both.
+    one_each = {"podAffinity": aff({"role": "launcher"}),
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"role": "worker"}}, "topologyKey": HOST}]}}
+    job = jobset("x", ("launcher", 1, tpl({"role": "launcher"}, tolerations=TOLERATE_GPU, nodeSelector={"node-type": "gpu"})),
+                 ("worker", 2, gpu_pod({"role": "worker"}, 4, affinity=one_each)))
+    p = place(job)["JobSet/ml/x"]
+    assert p.colocated and p.schedulable
+    assert p.group("worker").zones == ("zone-a",)  # type: ignore[union-attr]
+    assert any("may be scheduled in zone-b, which has fewer nodes than the 2 pods of worker" in r
+               for r in p.pending_risks), p.pending_risks

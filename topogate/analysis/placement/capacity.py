@@ -9,17 +9,19 @@ from dataclasses import dataclass
 
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import Capacity, zone_list
-from topogate.analysis.scheduling import PoolFit
+from topogate.analysis.scheduling import HOSTNAME_LABEL, PoolFit
 from topogate.core.words import plural
 
 __all__ = ["GpuFit", "check_capacity", "fit_gpu_units", "fit_one_node"]
 
 
-def _slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: int) -> int:
-    """Pods of `gpp` GPUs the fitting pools in `zones` can hold."""
+def _slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: int, one_per_node: bool = False) -> int:
+    """Pods of `gpp` GPUs the fitting pools in `zones` can hold (one a node, for a group whose
+    pods repel each other on the hostname key)."""
     if gpp <= 0:
-        return 1 << 30
-    return sum(f.node.nodes * (f.gpus_per_node // gpp) for f in fits if f.fits and f.zone in zones)
+        return sum(f.node.nodes for f in fits if f.fits and f.zone in zones) if one_per_node else 1 << 30
+    per_node = (lambda f: min(1, f.gpus_per_node // gpp)) if one_per_node else (lambda f: f.gpus_per_node // gpp)
+    return sum(f.node.nodes * per_node(f) for f in fits if f.fits and f.zone in zones)
 
 
 def fit_gpu_units(
@@ -29,14 +31,17 @@ def fit_gpu_units(
     one_zone: set[str],
     unit_of: Mapping[str, str],
     members: Mapping[str, tuple[str, ...]],
-) -> tuple[dict[str, frozenset[str]], list[str], dict[str, frozenset[str]]]:
-    """A GPU unit held in one zone keeps only the zones where all its GPU pods fit together.
+    one_per_node: frozenset[str] = frozenset(),
+) -> tuple[dict[str, frozenset[str]], list[str], dict[str, tuple[frozenset[str], str]]]:
+    """A unit held in one zone keeps only the zones where all its GPU pods fit together, and
+    where each member whose pods take a node each (``one_per_node``) finds a node per pod.
     Returns every group's zones after that, the units no zone of theirs holds, and per unit (by
-    its first member) the zones it lost that way: its first pod may still land there."""
+    its first member) the zones it lost that way, and what they cannot hold: its first pod may
+    still land there."""
     groups = inputs.groups
     out = dict(zones)
     problems: list[str] = []
-    small: dict[str, frozenset[str]] = {}
+    small: dict[str, tuple[frozenset[str], str]] = {}
     seen_units: set[str] = set()
     for n in inputs.names:
         unit = unit_of[n]
@@ -44,24 +49,39 @@ def fit_gpu_units(
             continue
         seen_units.add(unit)
         gpu_members = [m for m in members[n] if groups[m].gpus_per_pod > 0]
-        if not gpu_members or not out[n]:
+        counted = [m for m in members[n] if m in gpu_members or (m in one_per_node and groups[m].pods > 1)]
+        if not counted or not out[n]:
             continue
         ok = set()
+        for_nodes: dict[str, list[str]] = {}  # zones lost only for nodes: the members short of them
         for z in out[n]:
-            fits_each = all(_slots(pool_fits[m], (z,), groups[m].gpus_per_pod) >= groups[m].pods for m in gpu_members)
+            fits_gpus = all(_slots(pool_fits[m], (z,), groups[m].gpus_per_pod) >= groups[m].pods for m in gpu_members)
             pools_z = {(f.zone, f.pool): f.node.nodes * f.gpus_per_node for m in gpu_members for f in pool_fits[m]
                        if f.fits and f.zone == z}
-            if fits_each and sum(groups[m].gpus for m in gpu_members) <= sum(pools_z.values()):
-                ok.add(z)
+            if not fits_gpus or sum(groups[m].gpus for m in gpu_members) > sum(pools_z.values()):
+                continue
+            short = [m for m in counted if m in one_per_node
+                     and _slots(pool_fits[m], (z,), groups[m].gpus_per_pod, True) < groups[m].pods]
+            if short:
+                for_nodes[z] = short
+                continue
+            ok.add(z)
         if not ok:
             # Keep the zones (pods can still land there, some stay Pending); a lone group pinned to
-            # one zone is reported by the per-group check of step 6.
-            if len(out[n]) > 1 or len(gpu_members) > 1:
+            # one zone is reported by the per-group checks of steps 5 and 6.
+            # A unit short only of nodes (one pod per node) is the spread step's (step 5).
+            if gpu_members and set(for_nodes) != set(out[n]) and (len(out[n]) > 1 or len(gpu_members) > 1):
                 need_gpus = sum(groups[m].gpus for m in gpu_members)
                 problems.append(f"{', '.join(members[n])} must share one zone but no zone of {zone_list(out[n])} "
                                 f"holds their {plural(need_gpus, 'GPU')}")
         elif ok != out[n]:
-            small[n] = frozenset(out[n] - ok)
+            lost = frozenset(out[n] - ok)
+            if set(for_nodes) == lost:
+                m = min(m for short in for_nodes.values() for m in short)
+                small[n] = (lost, f"which has fewer nodes than the {plural(groups[m].pods, 'pod')} of {m}, one pod "
+                                  f"per node (podAntiAffinity on {HOSTNAME_LABEL})")
+            else:
+                small[n] = (lost, f"which cannot hold all their {plural(sum(groups[m].gpus for m in members[n]), 'GPU')}")
             # Every member takes the zones the unit fits in, as the unit is placed as one, but only
             # those its own node filters pass: a member is never handed a zone it cannot use.
             for m in members[n]:

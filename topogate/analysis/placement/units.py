@@ -45,7 +45,7 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
         by_unit.setdefault(unit_of[n], []).append(n)
     members = {n: tuple(by_unit[unit_of[n]]) for n in inputs.names}
     zones, gpu_problems, small = fit_gpu_units(inputs, nodes.pool_fits, fixpoint.frozen_zones(), fixpoint.one_zone,
-                                               unit_of, members)
+                                               unit_of, members, affinity.one_per_node)
     zones, node_problems, node_risks = fit_one_node(inputs, nodes.pool_fits, zones, affinity.one_node, members)
     host = follow_hosts(inputs, nodes, affinity, zones)
     zones = host.zones
@@ -64,17 +64,17 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
                       tuple(dict.fromkeys(risks)), reach)
 
 
-def _too_small(inputs: Inputs, small: Mapping[str, frozenset[str]], members: Mapping[str, tuple[str, ...]]) -> list[str]:
+def _too_small(inputs: Inputs, small: Mapping[str, tuple[frozenset[str], str]],
+               members: Mapping[str, tuple[str, ...]]) -> list[str]:
     """A unit held in one zone goes where its first pod lands, and the scheduler does not look
-    ahead: a zone its members pass but whose GPUs cannot hold them all strands the rest."""
+    ahead: a zone its members pass but whose GPUs (or nodes, for pods that take one each) cannot
+    hold them all strands the rest."""
     out = []
-    for n, zs in sorted(small.items()):
+    for n, (zs, what) in sorted(small.items()):
         if any(n in u for u in inputs.zone_units):
             continue  # Kueue (or the scheduler, for a PodGroup) picks the zone for the whole unit
-        unit = members[n]
-        need = sum(inputs.groups[m].gpus for m in unit)
-        out.append(f"the first pod of {', '.join(unit)} may be scheduled in {zone_list(zs)}, which cannot hold "
-                   f"all their {plural(need, 'GPU')}: the rest would stay Pending")
+        out.append(f"the first pod of {', '.join(members[n])} may be scheduled in {zone_list(zs)}, "
+                   f"{what}: the rest would stay Pending")
     return out
 
 
