@@ -23,7 +23,7 @@ from pathlib import Path
 from topogate.analysis.result import Scope
 from topogate.check import changed
 from topogate.check.config import Globs
-from topogate.check.narrow import Narrowing
+from topogate.check.narrow import Narrowing, cluster_names
 from topogate.inventory.model import Inventory
 from topogate.safeio.repopaths import WalkUnit, display
 from topogate.sources.manifests import Collecting, Found, K8sObject, Reading, find, prepare
@@ -84,6 +84,12 @@ class ReadPlan:
 
         return read
 
+    def wants_whole_inventory(self, executed: ReadPlan) -> bool:
+        """Whether the bases this plan left unread are wanted after all: the plan `executed`
+        is not the narrowing they were chosen by (other cluster names), or reads everything
+        (its narrowed read escaped). With none left unread, the load was whole already."""
+        return bool(self.left_unread) and (executed.narrowing is not self.narrowing or executed.only is None)
+
     @property
     def only(self) -> Collection[str] | None:
         """The clusters to analyse (None: all)."""
@@ -127,6 +133,25 @@ def plan_read(targets: Sequence[str], inventory_path: str, *, since: str | None 
                     tuple(names or ()), cluster)
 
 
+def plan_ahead(inventory_path: str, paths: Sequence[str], cluster: str | None, since: str | None,
+               exclude: Sequence[Globs] | None, excluded: Excluded) -> ReadPlan | None:
+    """The read planned before the inventory is loaded, so that kubectl builds while it is
+    read and the rendered tree compared (each waits on neither); None when it cannot be.
+
+    Without PATHs the manifests are rendered from the inventory: nothing to plan yet. A plan
+    for --changed-since needs only the inventory's cluster names: read ahead (cluster_names),
+    they let the one build a change needs start first too."""
+    if not paths:
+        return None
+    if since is None:
+        return plan_read(paths, inventory_path, exclude=exclude, excluded=excluded)
+    names = cluster_names(inventory_path) if "-" not in paths else None
+    if names is None:
+        return None
+    return plan_read(paths, inventory_path, since=since, names=names, cluster=cluster, exclude=exclude,
+                     excluded=excluded, paths=paths)
+
+
 def _kept(found: Found, narrowing: Narrowing | None, globs: Sequence[Globs],
           excluded: Excluded) -> Collection[Path] | None:
     """The units to read (None: all): those --changed-since keeps, less those the
@@ -150,4 +175,4 @@ def _kept(found: Found, narrowing: Narrowing | None, globs: Sequence[Globs],
     return out
 
 
-__all__ = ["Excluded", "ReadPlan", "plan_read"]
+__all__ = ["Excluded", "ReadPlan", "plan_ahead", "plan_read"]

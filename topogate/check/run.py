@@ -20,8 +20,7 @@ from topogate.analysis.result import CheckResult
 from topogate.check.config import Globs
 from topogate.check.drift import drift
 from topogate.check.errors import CheckInputError
-from topogate.check.narrow import cluster_names
-from topogate.check.plan import Excluded, ReadPlan, plan_read
+from topogate.check.plan import Excluded, ReadPlan, plan_ahead, plan_read
 from topogate.core import gctune, progress
 from topogate.core.exitcodes import exit_for
 from topogate.core.findings import Finding
@@ -153,7 +152,7 @@ def run_check(
     a pull request narrowed against the --changed-since ref (topogate.check.settings_guard, TG011)."""
     today = today or dt.date.today()
     excluded: Excluded = {}
-    ahead = _plan_ahead(inventory_path, paths, cluster, changed_since, exclude, excluded)
+    ahead = plan_ahead(inventory_path, paths, cluster, changed_since, exclude, excluded)
     # No cyclic collection from the first read to the result: the inventory, the rendered tree
     # and the parsed builds stay alive to the end, and a collection in between would rescan them.
     with contextlib.ExitStack() as stack:
@@ -165,25 +164,6 @@ def run_check(
         return outcome
     return dataclasses.replace(outcome, excluded=tuple(sorted(
         (base, pattern, p) for (base, pattern), shown in excluded.items() for p in shown)))
-
-
-def _plan_ahead(inventory_path: str, paths: Sequence[str], cluster: str | None, since: str | None,
-                exclude: Sequence[Globs] | None, excluded: Excluded) -> ReadPlan | None:
-    """The read planned before the inventory is loaded, so that kubectl builds while it is
-    read and the rendered tree compared (each waits on neither); None when it cannot be.
-
-    Without PATHs the manifests are rendered from the inventory: nothing to plan yet. A plan
-    for --changed-since needs only the inventory's cluster names: read ahead (cluster_names),
-    they let the one build a change needs start first too."""
-    if not paths:
-        return None
-    if since is None:
-        return plan_read(paths, inventory_path, exclude=exclude, excluded=excluded)
-    names = cluster_names(inventory_path) if "-" not in paths else None
-    if names is None:
-        return None
-    return plan_read(paths, inventory_path, since=since, names=names, cluster=cluster, exclude=exclude,
-                     excluded=excluded, paths=paths)
 
 
 def _load(inventory_path: str, cluster: str | None, rendered: str | None,
@@ -253,10 +233,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
             not_local.clear()
             plan = plan.widened()
             objects = _read(plan, None, skipped, other, not_local)
-        if (chosen_by is not None and some is not None and chosen_by.left_unread
-                and (plan.narrowing is not chosen_by.narrowing or plan.only is None)):
-            # The plan the unread bases were chosen by did not stand (other names, or
-            # everything read after all): the analysis needs the inventory whole.
+        if chosen_by is not None and chosen_by.wants_whole_inventory(plan):
             if isinstance(whole := _load(inventory_path, cluster, rendered, today), CheckOutcome):
                 return whole
             inv = whole[0]
