@@ -29,7 +29,8 @@ def _kubectl(d: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _tree(root: Path) -> Tree:
-    return check_tree(root, Roots.of([str(root)]))
+    """The root as collect plans its build: checked, then the split decided."""
+    return kustomization.decide_split(check_tree(root, Roots.of([str(root)])))
 
 
 def _write(root: Path, entries: dict[str, dict[str, str]], top: str | None = None) -> Path:

@@ -195,7 +195,7 @@ def one_tree(tmp: Path, seed: int, n: int) -> Outcome:
     rng = random.Random(SEED * 1_000_003 + seed)
     top = write_tree(tmp / f"t{seed}", rng, n)
     try:
-        tree = check_tree(top, Roots.of([str(top)]))
+        tree = kustomization.decide_split(check_tree(top, Roots.of([str(top)])))
     except InputErrors:
         return Outcome(seed, "refused")  # a field spelled otherwise, or a merge key
     except InputError as e:

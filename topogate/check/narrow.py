@@ -243,7 +243,8 @@ def _in_order(units: Sequence[WalkUnit], got: _Share) -> Walked:
 
 
 class Narrowing:
-    """One --changed-since run: `keep` is collect's filter, `escaped` the check after it."""
+    """One --changed-since run: `keep` picks the units the read plan (topogate.check.plan) reads,
+    `escaped` checks the read after it."""
 
     def __init__(self, since: str, inventory_path: str, names: Sequence[str], override: str | None,
                  paths: Sequence[str] = (), generated: str | None = None):
@@ -270,7 +271,7 @@ class Narrowing:
         return {u.path for u in units}
 
     def keep(self, units: Sequence[WalkUnit], roots: Roots) -> Collection[Path]:
-        """The units to read (collect's `keep`)."""
+        """The units to read, among every unit the walk of the PATHs found."""
         self.units = len(units)
         if self.stdin:
             return self._everything("standard input cannot be compared with a git ref", units)

@@ -20,7 +20,7 @@ from topogate.analysis.result import CheckResult
 from topogate.check.config import Globs
 from topogate.check.drift import drift
 from topogate.check.errors import CheckInputError
-from topogate.check.narrow import Narrowing, cluster_names
+from topogate.check.plan import Excluded, ReadPlan, plan_ahead, plan_read
 from topogate.core import gctune, progress
 from topogate.core.exitcodes import exit_for
 from topogate.core.findings import Finding
@@ -33,13 +33,11 @@ from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
 from topogate.policies.context import Context, Drift, LiveFact, Weakened, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
-from topogate.safeio.repopaths import Roots, WalkUnit, display
+from topogate.safeio.repopaths import display
 from topogate.safeio.saferead import InputError
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import Collecting, K8sObject, ManifestError, collect
+from topogate.sources.manifests import Collecting, K8sObject, ManifestError
 from topogate.tree import writer
-
-Keep = Callable[[Sequence[WalkUnit], Roots], Collection[Path]]
 
 
 @dataclass(frozen=True)
@@ -107,55 +105,19 @@ def _other_files(other: Sequence[tuple[str, Sequence[Path]]]) -> tuple[tuple[Pos
     return tuple(out)
 
 
-# What the exclude globs left unread, gathered across the collections of one run (a narrowed
-# read that escapes is read again): (glob base, pattern) -> the entries, as shown.
-Excluded = dict[tuple[str, str], set[str]]
-
-
-def _keep(narrowing: Narrowing | None, exclude: Sequence[Globs] | None,
-          excluded: Excluded | None = None) -> Keep | None:
-    """collect's filter: the units --changed-since keeps, less those the configuration or
-    --exclude leaves out (a vendored chart, a remote base kept out on purpose), each noted in
-    `excluded` under the patterns that matched it."""
-    globs = [g for g in exclude or () if g.patterns]
-    if not globs:
-        return narrowing.keep if narrowing is not None else None
-
-    def keep(units: Sequence[WalkUnit], roots: Roots) -> Collection[Path]:
-        kept = set(narrowing.keep(units, roots)) if narrowing is not None else {u.path for u in units}
-        out = set()
-        for u in units:
-            if u.path not in kept:
-                continue
-            hits = [(g.base, p) for g in globs for p in g.matching(u.path)]
-            if not hits:
-                out.add(u.path)
-            elif excluded is not None:
-                for hit in hits:
-                    excluded.setdefault(hit, set()).add(display(u.path))
-        return out
-
-    return keep
-
-
-def _collect_each(targets: Sequence[str], skipped: list[ManifestError],
-                  inventory_path: str, narrowing: Narrowing | None = None,
-                  started: Collecting | None = None,
-                  other: list[tuple[str, list[Path]]] | None = None,
-                  exclude: Sequence[Globs] | None = None,
-                  not_local: list[tuple[Path, InputError]] | None = None,
-                  excluded: Excluded | None = None) -> tuple[K8sObject, ...]:
-    """Every object of every PATH, built together (concurrently); a PATH that holds no
+def _read(plan: ReadPlan, started: Collecting | None, skipped: list[ManifestError],
+          other: list[tuple[str, list[Path]]], not_local: list[tuple[Path, InputError]]) -> tuple[K8sObject, ...]:
+    """Every object the plan reads, built together (concurrently); a PATH that holds no
     Kubernetes object at all (an empty directory, a values file) is a usage error, like a
     linter given nothing to lint. Helm templates met in directories land in ``skipped``.
-    `started`: the same collection begun earlier, whose builds have been running meanwhile."""
+    `started`: the plan's builds begun earlier, running meanwhile."""
     empty: list[str] = []
     try:
         if started is not None:
             objects = started.result(skipped, empty, other, not_local)
         else:
-            objects = collect(targets, also_inside=[inventory_path], skipped=skipped, empty=empty, other=other,
-                              keep=_keep(narrowing, exclude, excluded), not_local=not_local)
+            with plan.start() as pending:
+                objects = pending.result(skipped, empty, other, not_local)
     except ManifestError as err:
         raise CheckInputError.of(err) from None
     if empty:
@@ -189,28 +151,15 @@ def run_check(
     against them, rather than building the same tree a second time); `weakened`: the settings
     a pull request narrowed against the --changed-since ref (topogate.check.settings_guard, TG011)."""
     today = today or dt.date.today()
-    # With PATHs, the kustomize trees are checked and their builds started first, so kubectl
-    # runs while the inventory is read and the rendered tree compared (each waits on neither).
-    # A narrowed run needs only the inventory's cluster names to know which roots to build:
-    # read ahead (cluster_names), they let the one build a change needs start first too.
-    early: Collecting | None = None
-    narrowing: Narrowing | None = None
     excluded: Excluded = {}
-    if paths and changed_since is not None and "-" not in paths:
-        names = cluster_names(inventory_path)
-        if names is not None:
-            narrowing = Narrowing(changed_since, inventory_path, names, cluster, paths)
-            early = Collecting(paths, [inventory_path], _keep(narrowing, exclude, excluded))
-    elif paths and changed_since is None:
-        early = Collecting(paths, [inventory_path], _keep(None, exclude, excluded))
+    ahead = plan_ahead(inventory_path, paths, cluster, changed_since, exclude, excluded)
     # No cyclic collection from the first read to the result: the inventory, the rendered tree
     # and the parsed builds stay alive to the end, and a collection in between would rescan them.
     with contextlib.ExitStack() as stack:
-        if early is not None:
-            stack.enter_context(early)
+        started = stack.enter_context(ahead.start()) if ahead is not None else None
         stack.enter_context(gctune.paused())
-        outcome = _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, early,
-                             exclude, live, narrowing, observed, weakened, excluded)
+        outcome = _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, ahead,
+                             started, exclude, live, observed, weakened, excluded)
     if not excluded:
         return outcome
     return dataclasses.replace(outcome, excluded=tuple(sorted(
@@ -243,51 +192,48 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
 
 
 def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, cluster: str | None,
-               today: dt.date, strict: bool, changed_since: str | None,
-               early: Collecting | None, exclude: Sequence[Globs] | None = None,
-               live: tuple[LiveFact, ...] = (), narrowing: Narrowing | None = None,
-               observed: Observed | None = None, weakened: tuple[Weakened, ...] = (),
-               excluded: Excluded | None = None) -> CheckOutcome:
-    # A narrowed run whose builds were chosen before the load reads only the bases that may
-    # have changed or that a checked cluster's workloads need (Narrowing.bases_to_read); the
-    # comparison with --rendered renders every workload, so it reads them all.
-    some = narrowing.bases_to_read() if narrowing is not None and rendered is None else None
+               today: dt.date, strict: bool, changed_since: str | None, plan: ReadPlan | None,
+               started: Collecting | None, exclude: Sequence[Globs] | None, live: tuple[LiveFact, ...],
+               observed: Observed | None, weakened: tuple[Weakened, ...], excluded: Excluded) -> CheckOutcome:
+    """Execute the read plan (planned ahead, or here once the inventory is loaded), then
+    analyse what it read."""
+    # A plan made before the load reads only the bases that may have changed or that a checked
+    # cluster's workloads need (ReadPlan.bases_to_read); the comparison with --rendered renders
+    # every workload, so it reads them all.
+    some = plan.bases_to_read() if plan is not None and rendered is None else None
     loaded = _load(inventory_path, cluster, rendered, today, some if some is not None else True)
     if isinstance(loaded, CheckOutcome):
         return loaded
     inv, drifted = loaded
-    chosen_by = narrowing  # what the bases left unread were chosen by
-    if narrowing is not None and not narrowing.bind(inv):
-        # The names read ahead are not the loaded inventory's: what the early builds were
-        # chosen by cannot stand, so they are dropped and the narrowing starts again.
-        assert early is not None
-        early.__exit__(None, None, None)
-        early = narrowing = None
+    chosen_by = plan  # the plan the unread bases were chosen by
+    if plan is not None and not plan.bind(inv):
+        # The names read ahead are not the loaded inventory's: the plan made with them cannot
+        # stand, so its builds are dropped and the read is planned again.
+        assert started is not None
+        started.__exit__(None, None, None)
+        plan = started = None
     with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp:
         targets = list(paths)
         sources: dict[str, Position] = {}
         if not targets:
             scratch, sources = _render_to_temp(inv, tmp)
             targets = [scratch]
+        if plan is None:
+            plan = plan_read(targets, inventory_path, since=changed_since, names=[c.name for c in inv.clusters],
+                             cluster=cluster, exclude=exclude if paths else None, excluded=excluded,
+                             paths=paths, generated=None if paths else targets[0])
+            plan.bind(inv)
         skipped: list[ManifestError] = []
         other: list[tuple[str, list[Path]]] = []
         not_local: list[tuple[Path, InputError]] = []
-        if narrowing is None and changed_since is not None:
-            narrowing = Narrowing(changed_since, inventory_path, [c.name for c in inv.clusters], cluster,
-                                  paths, None if paths else targets[0])
-            narrowing.bind(inv)
-        objects = _collect_each(targets, skipped, inventory_path, narrowing, early, other,
-                                exclude if paths else None, not_local, excluded)
-        if narrowing is not None and narrowing.escaped(objects):  # read everything after all
+        objects = _read(plan, started, skipped, other, not_local)
+        if plan.escaped(objects):  # read everything after all
             skipped.clear()
             other.clear()
             not_local.clear()
-            objects = _collect_each(targets, skipped, inventory_path, other=other,
-                                    exclude=exclude if paths else None, not_local=not_local,
-                                    excluded=excluded)
-        if some is not None and (narrowing is None or narrowing is not chosen_by or narrowing.only is None):
-            # The narrowing the unread bases were chosen by did not stand (other names, or
-            # everything read after all): the analysis needs the inventory whole.
+            plan = plan.widened()
+            objects = _read(plan, None, skipped, other, not_local)
+        if chosen_by is not None and chosen_by.wants_whole_inventory(plan):
             if isinstance(whole := _load(inventory_path, cluster, rendered, today), CheckOutcome):
                 return whole
             inv = whole[0]
@@ -304,10 +250,10 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
                 raise CheckInputError.of(err) from None
             objects = applied.objects
         if observed is not None:
-            live = (*live, *observed(inv, objects, narrowing.only if narrowing is not None else None))
+            live = (*live, *observed(inv, objects, plan.only))
         progress.note(f"analysing placement and network paths of {plural(len(objects), 'object')}")
         try:
-            jobs, facts = build_map(inv, objects, cluster, narrowing.only if narrowing is not None else None)
+            jobs, facts = build_map(inv, objects, cluster, plan.only)
         except PolicyError as err:
             raise CheckInputError(str(err)) from None
         # Rules run while the scratch tree exists: positions are resolved lazily from it.
@@ -320,7 +266,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         ran = evaluate(ctx)
         findings = _placed(ran.findings, targets[0], sources) if not paths else ran.findings
     result = CheckResult(findings, tuple(jobs), all_rules(), inventory_path, waived=ran.waived,
-                         scope=narrowing.scope() if narrowing is not None else None)
+                         scope=plan.scope())
     return CheckOutcome(result, exit_for(result.errors, result.warnings, strict), inv, objects)
 
 __all__ = ["CheckInputError", "CheckOutcome", "Observed", "drift", "run_check"]

@@ -104,6 +104,9 @@ class Tree:
     parts: tuple[str, ...] = ()
     parts_from: Path | None = None
     part_patches: tuple[split_build.Patch, ...] = ()
+    # What the split decision reads, as the safety walk met it; the decision itself is the
+    # caller's (`decide_split`): a tree checked for a base or a GitOps render is never split.
+    split_facts: split_build.Facts | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def references(k: Kustomization) -> Iterator[tuple[str, str, Position]]:
@@ -220,8 +223,15 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) ->
         generates = generates or one.generates
         keeps = keeps and one.keeps
         stack.extend(reversed(one.subdirs))
-    split = split_build.decide(tops, order, keeps)
-    tree = Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]), generates)
+    return Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]), generates,
+                split_facts=split_build.Facts(tuple(tops), tuple(order), keeps))
+
+
+def decide_split(tree: Tree) -> Tree:
+    """The tree as it is to be built: in parts where split_build.decide allows it (`parts`
+    set), else whole. A pure function of what check_tree read: no file is read again."""
+    facts = tree.split_facts
+    split = split_build.decide(facts.tops, facts.order, facts.keeps) if facts is not None else None
     if split is None:
         return tree
     return dataclasses.replace(tree, parts=split.parts, part_patches=split.patches,
@@ -379,4 +389,5 @@ def build_in_parts(tree: Tree, n: int) -> tuple[str, split_build.Ids] | None:
 
 
 __all__ = ["CONFIG_LISTS", "NotLocal", "Tree", "REMOTE", "references", "build", "build_in_parts", "check_tree",
+           "decide_split",
            "config_references", "kubectl", "run_kustomize"]

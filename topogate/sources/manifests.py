@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,7 @@ from topogate.safeio.repopaths import KUSTOMIZATION_FILES, MANIFEST_SUFFIXES, Ro
 from topogate.safeio.saferead import InputError, Loader, documents, is_regular, read_text
 from topogate.safeio.stdin import DISPLAY, StdinError, read_stdin
 from topogate.sources import kustomization, split_build
-from topogate.sources.kustomization import NotLocal, Tree, check_tree, kubectl
+from topogate.sources.kustomization import NotLocal, Tree, check_tree, decide_split, kubectl
 from topogate.sources.overlay_blame import blame, changed_paths, patches_of
 from topogate.sources.positions import (
     Deferred,
@@ -318,8 +318,12 @@ class _Builds:
 
     def __init__(self) -> None:
         self.pool: ThreadPoolExecutor | None = None
-        self.workers = os.cpu_count() or 1
+        self.workers = self.cpus()
         self.pending: dict[Path, Future[_Built | InputError] | tuple[Path, Tree, int]] = {}
+
+    @staticmethod
+    def cpus() -> int:
+        return os.cpu_count() or 1
 
     def __enter__(self) -> _Builds:
         return self
@@ -329,13 +333,6 @@ class _Builds:
         # running ones are waited for (their children are ours to reap).
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
-
-    def parts(self, tree: Tree, large: int) -> int:
-        """How many parts to build `tree` in, with `large` large trees (`is_large`) to build in
-        all: small ones take a CPU only briefly."""
-        if self.workers == 1 or large >= self.workers or len(tree.parts) < SPLIT_FROM:
-            return 1
-        return PARTS_PER_CPU * self.workers // max(1, large)
 
     def start(self, d: Path, tree: Tree, parts: int = 1) -> None:
         """Build d (already checked) when a worker is free; with one CPU, at its `result`."""
@@ -374,7 +371,6 @@ def _build_one(d: Path, tree: Tree, parts: int = 1) -> _Built | InputError:
 def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
             skipped: list[InputError] | None = None,
             empty: list[str] | None = None,
-            keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None = None,
             other: list[tuple[str, list[Path]]] | None = None,
             not_local: list[tuple[Path, InputError]] | None = None) -> list[K8sObject]:
     """Every object in PATHs: files, directories (walked), kustomization directories (built).
@@ -384,103 +380,158 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
     all of them before any output is read, so a refusal comes before a build's failure).
     A Helm template met while walking a directory is not YAML until Helm renders it: with
     `skipped` given it is reported there instead of failing the whole directory (a file named
-    explicitly is never skipped). `empty` receives the PATHs that held no object at all.
-    `keep` (check --changed-since, topogate.check.narrow) picks the units to read among all found;
-    a PATH none of whose units it keeps is left out, not reported empty."""
-    with Collecting(paths, also_inside, keep) as pending:
+    explicitly is never skipped). `empty` receives the PATHs that held no object at all."""
+    with Collecting(paths, also_inside) as pending:
         return pending.result(skipped, empty, other, not_local)
+
+
+@dataclass
+class Found:
+    """PATHs walked, nothing parsed or built yet: what a caller decides the read from
+    (check's read plan: --changed-since, --exclude) before handing it back to `prepare`."""
+
+    roots: Roots | None = None
+    per_path: list[tuple[str, list[WalkUnit]]] = field(default_factory=list)
+    other: list[tuple[str, list[Path]]] = field(default_factory=list)  # per PATH: files of other extensions
+    error: InputError | None = None  # raised by Collecting.result, where collect() raised it
+
+    @property
+    def units(self) -> list[WalkUnit]:
+        """Every unit of every PATH, in order (one reached twice, twice)."""
+        return [u for _, us in self.per_path for u in us]
+
+
+def find(paths: Iterable[str], also_inside: Sequence[str] = ()) -> Found:
+    """Walk PATHs (see `collect`): the units each holds, and the files of other extensions."""
+    found = Found()
+    paths = list(paths)
+    try:
+        if paths.count("-") > 1:
+            raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
+        found.roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])
+        for raw in paths:
+            other: list[Path] = []
+            found.per_path.append((raw, [] if raw == "-" else list(walk(raw, found.roots, other))))
+            if other:
+                found.other.append((raw, other))
+    except InputError as e:
+        found.error = e.with_traceback(None)  # kept: its frames would hold the caller (a cycle)
+    return found
+
+
+@dataclass
+class Reading:
+    """What one collect reads, decided before any build: per PATH the units to read, every
+    kustomization tree checked, and how each root is built (`builds`: root -> parts, 1 whole)."""
+
+    roots: Roots | None
+    per_path: list[tuple[str, list[WalkUnit]]]
+    other: list[tuple[str, list[Path]]]
+    error: InputError | None = None
+    trees: dict[Path, Tree] = field(default_factory=dict)  # split decided (decide_split)
+    covered: set[str] = field(default_factory=set)  # PATHs whose units are all read through other PATHs
+    # kustomization roots among the PATHs that cannot be built offline, and why
+    not_local: list[tuple[Path, InputError]] = field(default_factory=list)
+    builds: dict[Path, int] = field(default_factory=dict)  # in the order they start
+
+
+def prepare(found: Found, kept: Collection[Path] | None = None) -> Reading:
+    """The read of `found`, keeping only the units at `kept` (None: all; a PATH none of whose
+    units is kept is left out, not reported empty): every kustomization tree checked, and each
+    root's build decided, whole or in parts. Nothing is built; a problem is kept for `result`."""
+    reading = Reading(found.roots, [(raw, list(us)) for raw, us in found.per_path], found.other, found.error)
+    if reading.error is not None:
+        return reading
+    try:
+        _prepare(reading, kept)
+    except InputError as e:
+        reading.error = e.with_traceback(None)
+        reading.builds.clear()
+    return reading
+
+
+def _prepare(reading: Reading, kept: Collection[Path] | None) -> None:
+    assert reading.roots is not None
+    if kept is not None:
+        reading.per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in reading.per_path
+                            if not us or any(u.path in kept for u in us)]
+    # One input read once: a unit two PATHs both reach (a directory and a file in it, one root
+    # named twice) is read where it is first met; a PATH whose every unit is read elsewhere is
+    # not empty for that.
+    seen: set[Path] = set()
+    trees, covered = reading.trees, reading.covered
+    for raw, us in reading.per_path:
+        fresh = [u for u in us if u.real not in seen]
+        seen.update(u.real for u in us)
+        if us and not fresh:
+            covered.add(raw)
+        us[:] = fresh
+    checked: dict[str, bool] = {}
+    roots_total = sum(1 for _, us in reading.per_path for u in us if u.kustomization)
+    seen_roots = 0
+    for raw, us in reading.per_path:  # every tree checked before any output is read or built
+        refused: list[WalkUnit] = []
+        for u in us:
+            if u.kustomization and u.path not in trees:
+                seen_roots += 1
+                if seen_roots % 20 == 1 or seen_roots == roots_total:
+                    progress.note(f"checking kustomization trees before building ({seen_roots:,}/{roots_total:,})")
+                try:
+                    trees[u.path] = check_tree(u.path, reading.roots, checked)
+                except NotLocal as err:
+                    # Refused, never fetched; the other roots are still checked, and this
+                    # one is reported where the caller asks (check: one finding).
+                    reading.not_local.append((u.path, err.with_traceback(None)))  # as Found.error
+                    refused.append(u)
+        if refused:
+            us[:] = [u for u in us if u not in refused]
+            if not us:
+                covered.add(raw)
+    # A root another root among the PATHs includes (the generated argocd/clusters/<c> wraps
+    # clusters/<c> to add sync waves) is read through the one that includes it: building it
+    # on its own would yield every object twice.
+    included = {str(d) for t in trees.values() for d in t.dirs}
+    for raw, us in reading.per_path:
+        inner = [u for u in us if u.kustomization and str(u.real) in included]
+        if inner:
+            us[:] = [u for u in us if u not in inner]
+            if not us:
+                covered.add(raw)
+            for u in inner:
+                del trees[u.path]
+    large = sum(1 for _, us in reading.per_path for u in us if u.kustomization and _is_large(trees[u.path]))
+    workers = _Builds.cpus()
+    for _, us in reading.per_path:
+        for u in us:
+            if u.kustomization:
+                trees[u.path] = tree = decide_split(trees[u.path])
+                reading.builds[u.path] = _parts(tree, large, workers)
+
+
+def _parts(tree: Tree, large: int, workers: int) -> int:
+    """How many parts to build `tree` in, with `large` large trees (`_is_large`) to build in
+    all: small ones take a CPU only briefly."""
+    if workers == 1 or large >= workers or len(tree.parts) < SPLIT_FROM:
+        return 1
+    return PARTS_PER_CPU * workers // max(1, large)
 
 
 class Collecting:
     """collect() in two halves, so a caller can do other work while kustomize builds.
 
-    Creating it walks the PATHs, checks every kustomization tree and starts its build (in
-    the background, one per CPU); `result` reads the plain files and the builds' output and
-    raises the first problem, exactly as collect() would have. Use it as a context manager:
-    leaving it without `result` (the inventory was invalid, say) waits for the running builds
-    and drops the rest. For `topogate check PATH...`: start it before loading the inventory
-    and rendering the drift comparison, take the result after."""
+    Creating it starts the builds of a `Reading` (`prepare`; without one, PATHs are walked,
+    every kustomization tree checked and its build decided here), in the background, one per
+    CPU; `result` reads the plain files and the builds' output and raises the first problem,
+    exactly as collect() would have. Use it as a context manager: leaving it without `result`
+    (the inventory was invalid, say) waits for the running builds and drops the rest. For
+    `topogate check PATH...`: start it before loading the inventory and rendering the drift
+    comparison, take the result after."""
 
-    def __init__(self, paths: Iterable[str], also_inside: Sequence[str] = (),
-                 keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None = None):
+    def __init__(self, paths: Iterable[str], also_inside: Sequence[str] = (), reading: Reading | None = None):
+        self.reading = reading if reading is not None else prepare(find(paths, also_inside))
         self.builds = _Builds()
-        self.error: InputError | None = None
-        self.per_path: list[tuple[str, list[WalkUnit]]] = []
-        self.trees: dict[Path, Tree] = {}
-        self.covered: set[str] = set()  # PATHs whose units are all read through other PATHs
-        # kustomization roots among the PATHs that cannot be built offline, and why
-        self.not_local: list[tuple[Path, InputError]] = []
-        try:
-            self._begin(list(paths), also_inside, keep)
-        except InputError as e:  # raised by result(), where collect() raised it
-            self.error = e.with_traceback(None)  # kept: its frames would hold self (a cycle)
-
-    def _begin(self, paths: list[str], also_inside: Sequence[str],
-               keep: Callable[[list[WalkUnit], Roots], Collection[Path]] | None) -> None:
-        if paths.count("-") > 1:
-            raise InputError(Position("-", 1, 1), "`-` (standard input) given twice")
-        self.roots = Roots.of([*(p for p in paths if p != "-"), *also_inside])
-        self.other: list[tuple[str, list[Path]]] = []  # per PATH: files of other extensions met
-        self.per_path = []
-        for raw in paths:
-            other: list[Path] = []
-            self.per_path.append((raw, [] if raw == "-" else list(walk(raw, self.roots, other))))
-            if other:
-                self.other.append((raw, other))
-        if keep is not None:
-            kept = keep([u for _, us in self.per_path for u in us], self.roots)
-            self.per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in self.per_path
-                             if not us or any(u.path in kept for u in us)]
-        # One input read once: a unit two PATHs both reach (a directory and a file in it, one root
-        # named twice) is read where it is first met; a PATH whose every unit is read elsewhere is
-        # not empty for that.
-        seen: set[Path] = set()
-        self.covered = set()  # raw PATHs whose units are all read through others
-        for raw, us in self.per_path:
-            fresh = [u for u in us if u.real not in seen]
-            seen.update(u.real for u in us)
-            if us and not fresh:
-                self.covered.add(raw)
-            us[:] = fresh
-        checked: dict[str, bool] = {}
-        roots_total = sum(1 for _, us in self.per_path for u in us if u.kustomization)
-        seen_roots = 0
-        for raw, us in self.per_path:  # every tree checked before any output is read or built
-            refused: list[WalkUnit] = []
-            for u in us:
-                if u.kustomization and u.path not in self.trees:
-                    seen_roots += 1
-                    if seen_roots % 20 == 1 or seen_roots == roots_total:
-                        progress.note(f"checking kustomization trees before building ({seen_roots:,}/{roots_total:,})")
-                    try:
-                        self.trees[u.path] = check_tree(u.path, self.roots, checked)
-                    except NotLocal as err:
-                        # Refused, never fetched; the other roots are still checked, and this
-                        # one is reported where the caller asks (check: one finding).
-                        self.not_local.append((u.path, err.with_traceback(None)))  # as self.error
-                        refused.append(u)
-            if refused:
-                us[:] = [u for u in us if u not in refused]
-                if not us:
-                    self.covered.add(raw)
-        # A root another root among the PATHs includes (the generated argocd/clusters/<c> wraps
-        # clusters/<c> to add sync waves) is read through the one that includes it: building it
-        # on its own would yield every object twice.
-        included = {str(d) for t in self.trees.values() for d in t.dirs}
-        for raw, us in self.per_path:
-            inner = [u for u in us if u.kustomization and str(u.real) in included]
-            if inner:
-                us[:] = [u for u in us if u not in inner]
-                if not us:
-                    self.covered.add(raw)
-                for u in inner:
-                    del self.trees[u.path]
-        large = sum(1 for _, us in self.per_path for u in us if u.kustomization and _is_large(self.trees[u.path]))
-        for _, us in self.per_path:
-            for u in us:
-                if u.kustomization:
-                    tree = self.trees[u.path]
-                    self.builds.start(u.path, tree, self.builds.parts(tree, large))
+        for d, parts in self.reading.builds.items():
+            self.builds.start(d, self.reading.trees[d], parts)
 
     def __enter__(self) -> Collecting:
         return self
@@ -497,22 +548,24 @@ class Collecting:
         its walk met, `not_local` the kustomization roots left unbuilt because they are remote
         or need Helm (without it, the first of those is raised, as any unreadable input)."""
         # What is kept is raised as a copy: raised itself, it would get a traceback whose
-        # frames hold self, which holds it (a reference cycle, with the collector paused).
-        if self.error is not None:
-            raise _again(self.error)
-        if self.not_local:
+        # frames hold the reading, which holds it (a reference cycle, with the collector paused).
+        r = self.reading
+        if r.error is not None:
+            raise _again(r.error)
+        assert r.roots is not None
+        if r.not_local:
             if not_local is None:
-                raise _again(self.not_local[0][1])
-            not_local.extend(self.not_local)
+                raise _again(r.not_local[0][1])
+            not_local.extend(r.not_local)
         if other is not None:
-            other.extend(self.other)
+            other.extend(r.other)
         outputs: dict[Path, _Built] = {}
-        sources = Sources(self.roots, {})
+        sources = Sources(r.roots, {})
         objs: list[K8sObject] = []
-        n_roots = sum(1 for _, us in self.per_path for u in us if u.kustomization)
-        n_files = sum(1 for _, us in self.per_path for u in us if not u.kustomization)
+        n_roots = sum(1 for _, us in r.per_path for u in us if u.kustomization)
+        n_files = sum(1 for _, us in r.per_path for u in us if not u.kustomization)
         built = read = 0
-        for raw, us in self.per_path:
+        for raw, us in r.per_path:
             before = len(objs)
             if raw == "-":
                 objs.extend(_read_stdin())
@@ -527,11 +580,11 @@ class Collecting:
                 if u.kustomization:
                     if u.path not in outputs:
                         outputs[u.path] = self.builds.result(u.path)
-                    objs.extend(_built_objects(u.path, self.trees[u.path], outputs[u.path], sources))
+                    objs.extend(_built_objects(u.path, r.trees[u.path], outputs[u.path], sources))
                 else:
                     objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped,
-                                              roots=self.roots, real=u.real))
-            if empty is not None and len(objs) == before and raw not in self.covered:
+                                              roots=r.roots, real=u.real))
+            if empty is not None and len(objs) == before and raw not in r.covered:
                 empty.append(raw)
         for o in objs:
             shapes.check(o)  # before any analysis reads a field of the wrong type
@@ -580,5 +633,5 @@ def _read_file(f: Path) -> list[K8sObject]:
     return list(parse_yaml(read_text(f, shown), shown, str(f)))
 
 
-__all__ = ["Collecting", "K8sObject", "ManifestError", "Sources", "TreePatches", "collect", "kubectl", "kustomize_build",
-           "parse_yaml"]
+__all__ = ["Collecting", "Found", "K8sObject", "ManifestError", "Reading", "Sources", "TreePatches", "collect", "find",
+           "kubectl", "kustomize_build", "parse_yaml", "prepare"]

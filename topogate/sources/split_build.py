@@ -146,6 +146,16 @@ class Top:
 
 
 @dataclass(frozen=True)
+class Facts:
+    """What check_tree met that the decision reads (`decide`'s arguments), kept with the tree
+    so the decision is taken where the builds are planned, not inside the safety walk."""
+
+    tops: tuple[Top, ...]
+    order: tuple[str, ...]
+    keeps: bool
+
+
+@dataclass(frozen=True)
 class Split:
     """How a root is built in parts: the directories, as the kustomization of `parts_from`
     (None: the root itself) lists them, and the wrapping root's patches each part applies."""
@@ -594,5 +604,5 @@ def _patch_entry(d: str, j: int, p: Patch) -> dict[str, Any]:
     return {"path": name, "target": dict(p.target)}
 
 
-__all__ = ["Doc", "FORBIDDEN_TEXT", "Ids", "Patch", "Split", "Top", "build_in_parts", "confirm", "decide",
+__all__ = ["Doc", "FORBIDDEN_TEXT", "Facts", "Ids", "Patch", "Split", "Top", "build_in_parts", "confirm", "decide",
            "dir_keeps", "forbidden", "merge", "patch_keeps_ids", "plain_patch", "scan", "shares"]
