@@ -131,4 +131,4 @@ def side_reason(side: SideVerdict, direction: str, locator: RuleLocator) -> str:
         return f"default deny: no rule of {names} allows it"
     return side.reason
 
-__all__ = ["Located", "RuleLocator", "inventory_source", "side_reason"]
+__all__ = ["Located", "RuleLocator", "inventory_source", "position_of", "side_reason"]

@@ -31,7 +31,8 @@ from topogate.gitops import render as gitops_render
 from topogate.inventory.checker import ReadBases
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
-from topogate.policies.context import Context, Drift, LiveFact, Weakened, analysed
+from topogate.policies import FACTS
+from topogate.policies.context import Context, Drift, Given, LiveFact, Weakened, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
 from topogate.safeio.repopaths import Roots, WalkUnit, display
 from topogate.safeio.saferead import InputError
@@ -223,7 +224,7 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
     try:
         inv = load_inventory(inventory_path, read_bases)
     except InventoryError as err:
-        ctx = Context(None, inventory_path, inventory_problems=tuple(err.problems), today=today)
+        ctx = Context(None, inventory_path, today=today, given=Given(inventory_problems=tuple(err.problems)))
         findings = run_rules(ctx, only={"TG001"})
         return CheckOutcome(CheckResult(findings, (), all_rules(), inventory_path), 2, None)
     if cluster is not None and inv.cluster(cluster) is None:
@@ -307,7 +308,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
             live = (*live, *observed(inv, objects, narrowing.only if narrowing is not None else None))
         progress.note(f"analysing placement and network paths of {plural(len(objects), 'object')}")
         try:
-            jobs, facts = build_map(inv, objects, cluster, narrowing.only if narrowing is not None else None)
+            jobs, facts = build_map(inv, objects, cluster, narrowing.only if narrowing is not None else None, FACTS)
         except PolicyError as err:
             raise CheckInputError(str(err)) from None
         # Rules run while the scratch tree exists: positions are resolved lazily from it.

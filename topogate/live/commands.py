@@ -25,7 +25,8 @@ from topogate.live.importer import build, refuse_unwritable, schema_ref_for, wri
 from topogate.live.nodes import dns_label, parse_nodes
 from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts, where
 from topogate.live.snapshot import POLICY_KINDS, Snapshot, fetch, read_file
-from topogate.policies.context import Context
+from topogate.policies import FACTS
+from topogate.policies.context import Context, Given
 from topogate.policies.context import analysed as analysed_context
 from topogate.policies.engine import all_rules, evaluate
 from topogate.sources.inventory import load_inventory
@@ -123,7 +124,7 @@ def run_drift(inventory_path: str, source: Source, *, cluster: str | None = None
     snapshot = source.read(workloads=False)
     nodes = parse_nodes(snapshot.nodes, c.zone_label, pool_label)
     facts = compare(c, nodes)
-    ctx = Context(inv, inventory_path, today=today or dt.date.today(), live=facts)
+    ctx = Context(inv, inventory_path, today=today or dt.date.today(), given=Given(live=facts))
     pools = sum(len(z.pools) for z in c.zones)
     header = (f"drift of cluster {c.name} against {snapshot.source}: {len(nodes)} nodes in "
               f"{len({n.zone for n in nodes})} zones compared with {pools} pools in "
@@ -154,7 +155,7 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     facts += policy_facts(generated, in_scope, snapshot.locate, c.pos)
     objects = tuple(_snapshot_object(K8sObject, snapshot, o) for o in (*snapshot.jobs, *in_scope))
     try:
-        analysed, mf = build_map(inv, objects, c.name)
+        analysed, mf = build_map(inv, objects, c.name, facts=FACTS)
     except PolicyError as err:
         raise LiveError(f"{snapshot.source}: a policy in the cluster cannot be analysed: {err}",
                         ExitCode.BAD_INVOCATION) from None
