@@ -31,13 +31,14 @@ from topogate.gitops import render as gitops_render
 from topogate.inventory.checker import ReadBases
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
+from topogate.k8s.objects import K8sObject
 from topogate.policies import FACTS
 from topogate.policies.context import Context, Drift, Given, LiveFact, Weakened, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
 from topogate.safeio.repopaths import Roots, WalkUnit, display
 from topogate.safeio.saferead import InputError
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import Collecting, K8sObject, ManifestError, collect
+from topogate.sources.manifests import Collecting, ManifestError, collect
 from topogate.tree import writer
 
 Keep = Callable[[Sequence[WalkUnit], Roots], Collection[Path]]

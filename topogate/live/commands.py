@@ -18,6 +18,7 @@ from topogate.analysis.result import CheckResult, JobMap
 from topogate.check.run import CheckOutcome
 from topogate.core.exitcodes import ExitCode, exit_for
 from topogate.inventory.model import Cluster, Inventory
+from topogate.k8s.objects import K8sObject
 from topogate.live.client import Target
 from topogate.live.drift import compare
 from topogate.live.errors import LiveError
@@ -30,7 +31,7 @@ from topogate.policies.context import Context, Given
 from topogate.policies.context import analysed as analysed_context
 from topogate.policies.engine import all_rules, evaluate
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import K8sObject
+from topogate.sources.manifests import IN_FILE
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,6 @@ def _snapshot_object(make: type[K8sObject], snapshot: Snapshot, obj: dict[str, A
     inside = snapshot.path_in_file(obj)
     if inside is None:
         return make(obj, snapshot.position(obj))
-    return make(obj, snapshot.position(obj), "", snapshot.source, 0, inside)
+    return make(obj, snapshot.position(obj), "", snapshot.source, 0, inside, IN_FILE)
 
 __all__ = ["LiveOutcome", "Source", "pick_cluster", "run_drift", "run_import", "run_live_check"]

@@ -20,7 +20,7 @@ from topogate.core.position import Position
 from topogate.gitops.notes import Note
 from topogate.inventory.model import Inventory
 from topogate.inventory.problems import Problem
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 V = TypeVar("V")
 

@@ -32,8 +32,8 @@ from topogate.analysis.result import CheckResult, RuleInfo, Suppression
 from topogate.core.findings import Finding
 from topogate.core.position import Position
 from topogate.core.words import did_you_mean
+from topogate.k8s.objects import K8sObject
 from topogate.safeio.saferead import InputError, read_text
-from topogate.sources.manifests import K8sObject
 
 ANNOTATION = "topogate.dev/ignore"
 # Findings about the suppressions themselves must never be hidden by them, nor the one about the

@@ -32,7 +32,7 @@ from topogate.core.forked import Child
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import RUNTIME_KINDS, find_jobs
 from topogate.k8s.kinds import KUEUE_KINDS
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 __all__ = ["ClusterMap", "LabelLie", "SpreadSplit", "build_map"]
 

@@ -22,7 +22,7 @@ from topogate.analysis.result import JobMap
 from topogate.core.position import Position
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import TrainingJob
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 P = TypeVar("P")  # what one cluster adds to a fact
 V = TypeVar("V")  # the fact's value
