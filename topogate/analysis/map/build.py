@@ -51,7 +51,10 @@ def _map_cluster(inv: Inventory, cluster: Cluster, objs: list[K8sObject], shared
     need of them (verdicts, rule positions) the facts hold, and at 10,000 jobs every cluster's
     policy set alive at once was a fifth of check's peak memory."""
     cm = ClusterMap(inv, cluster, objs, shared)
-    jobs = [MappedJob(job, jm, classes) for job in cm.jobs for jm, classes, _ in (cm.job_map(job),)]
+    jobs: list[MappedJob] = []
+    for job in cm.jobs:
+        jm, classes, _ = cm.job_map(job)
+        jobs.append(MappedJob(job, jm, classes))
     share = _Share([j.map for j in jobs], cluster_shares(facts, OneCluster(cm, objs, shared, jobs)))
     cm.pset.forget()  # the next cluster's analysis needs the memory more than this one's memos
     return share

@@ -46,7 +46,7 @@ class OneCluster:
     objects: list[K8sObject]  # the cluster's own objects (not the shared ones)
     shared: list[K8sObject]  # objects of no cluster that every cluster reads (shared policies)
     jobs: list[MappedJob]  # in the order the cluster's jobs were found
-    _memo: dict[Callable[..., Any], Any] = field(default_factory=dict, repr=False)
+    _memo: dict[Callable[..., Any], Any] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def inventory(self) -> Inventory:
