@@ -59,4 +59,4 @@ class K8sObject:
         return self.locator.locate(self, path) if self.locator is not None else self.pos
 
 
-__all__ = ["K8sObject", "Locator", "ObjectPath"]
+__all__ = ["K8sObject"]

@@ -36,4 +36,4 @@ def declared_absent(ctx: Context) -> tuple[Workload, ...]:
                  if (w.namespace, w.name) not in found)
 
 
-__all__ = ["CHECKED_CLUSTERS", "DUPLICATES", "FACTS", "UNASSIGNED", "UNGROUPED", "declared_absent"]
+__all__ = ["DUPLICATES", "FACTS", "UNASSIGNED", "UNGROUPED", "declared_absent"]

@@ -13,7 +13,6 @@ from typing import Any
 
 from topogate.analysis.locate import inventory_source
 from topogate.analysis.map.facts import Fact, OneCluster, WholeMap, per_cluster
-from topogate.analysis.map.labels import LabelLie, SpreadSplit
 from topogate.analysis.map.pods import pod_class, pod_template
 from topogate.analysis.proofs.boundary import BoundaryProof, Opening
 from topogate.analysis.proofs.doors import ClosedDoor, DoorRules, closed_doors, target_members
@@ -149,4 +148,4 @@ FACTS: tuple[Fact[Any, Any], ...] = (
     ZONE_LABEL_LIES, SPREAD_SPLITS, UNPROTECTED, POLICY_SELECTS, BOUNDARY_OPENINGS, OPEN_INGRESS, CLOSED_DOORS)
 
 __all__ = ["BOUNDARY_OPENINGS", "CLOSED_DOORS", "FACTS", "OPEN_INGRESS", "POLICY_SELECTS", "SPREAD_SPLITS",
-           "UNPROTECTED", "ZONE_LABEL_LIES", "LabelLie", "PolicySelects", "SpreadSplit"]
+           "UNPROTECTED", "ZONE_LABEL_LIES"]
