@@ -14,9 +14,9 @@ from topogate.analysis.map.clusters import _cluster_from_path
 from topogate.check.run import run_check
 from topogate.core.position import Position
 from topogate.generators import render_tree
+from topogate.k8s.objects import K8sObject
 from topogate.sources import positions, sourceindex
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import K8sObject
 from topogate.tree import writer
 
 ROOT = Path(__file__).resolve().parents[1]

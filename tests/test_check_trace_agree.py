@@ -26,8 +26,9 @@ from topogate.analysis.map.pods import pod_class
 from topogate.analysis.netpolicy import External, Peer, PolicySet
 from topogate.analysis.proofs.witness import Managed, witness_members
 from topogate.cli import main
+from topogate.k8s.objects import K8sObject
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import K8sObject, collect
+from topogate.sources.manifests import collect
 from topogate.trace import evaluate as trace_evaluate
 
 REPO = Path(__file__).resolve().parents[1]

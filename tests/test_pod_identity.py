@@ -22,8 +22,9 @@ from topogate.analysis.map.cluster import HOST_NETWORK_PEER, POLICY_KINDS, Clust
 from topogate.analysis.map.pods import pod_class, pod_template
 from topogate.analysis.netpolicy import Peer, PolicyError
 from topogate.cli import main
+from topogate.k8s.objects import K8sObject
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import K8sObject, ManifestError, collect
+from topogate.sources.manifests import ManifestError, collect
 from topogate.trace import evaluate as trace_evaluate
 from topogate.trace import resolve as trace_resolve
 from topogate.trace.model import TraceError

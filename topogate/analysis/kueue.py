@@ -24,7 +24,7 @@ from typing import Any
 from topogate.core.position import Position
 from topogate.k8s.kinds import KUEUE_KINDS
 from topogate.k8s.kueue import GROUP, QUEUE_LABEL
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 DEFAULT_QUEUE = "default"
 

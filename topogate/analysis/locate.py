@@ -11,7 +11,7 @@ from topogate.analysis.netpolicy import PolicyRef, RuleRef, SideVerdict, SourceR
 from topogate.core.labels import MANAGED_BY_LABEL, NETWORK_ZONE_LABEL, WORKLOAD_LABEL
 from topogate.core.position import NOWHERE, Position
 from topogate.inventory.model import Cluster, Inventory
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 
 def position_of(src: Any) -> Position:
@@ -131,4 +131,4 @@ def side_reason(side: SideVerdict, direction: str, locator: RuleLocator) -> str:
         return f"default deny: no rule of {names} allows it"
     return side.reason
 
-__all__ = ["Located", "RuleLocator", "inventory_source", "side_reason"]
+__all__ = ["Located", "RuleLocator", "inventory_source", "position_of", "side_reason"]

@@ -11,6 +11,7 @@ from typing import Any
 
 from topogate.core.findings import Finding
 from topogate.core.position import NOWHERE, Position
+from topogate.inventory.model import Waiver
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +191,30 @@ class BaselineUse:
 
 
 @dataclass(frozen=True)
+class Suppression:
+    """A `topogate.dev/ignore` annotation on an object (policies.selection reads them)."""
+
+    object: str  # Kind/namespace/name
+    rule: str  # rule ID
+    reason: str
+    pos: Position
+    # where the annotated object's document is written: (file, first line, last line)
+    span: tuple[str, int, int] | None = None
+
+    def shows(self, f: Finding) -> bool:
+        """Whether `f` is reported at a line of the annotated object's document."""
+        return self.span is not None and f.file == self.span[0] and self.span[1] <= f.line <= self.span[2]
+
+
+@dataclass(frozen=True)
+class Waived:
+    """A finding an inventory waiver hid, with the waiver that hid it (policies.engine)."""
+
+    finding: Finding
+    waiver: Waiver
+
+
+@dataclass(frozen=True)
 class CheckResult:
     findings: tuple[Finding, ...]
     jobs: tuple[JobMap, ...]
@@ -197,13 +222,13 @@ class CheckResult:
     inventory: str = ""  # inventory file as given
     # Findings hidden by a `topogate.dev/ignore` annotation (topogate.policies.selection.Suppression):
     # reporters count them so a quiet report never hides that something was silenced.
-    suppressed: tuple[Any, ...] = ()
-    # Findings hidden by an inventory waiver (topogate.policies.engine.Waived): counted and listed for
+    suppressed: tuple[Suppression, ...] = ()
+    # Findings hidden by an inventory waiver (topogate.policies.engine): counted and listed for
     # the same reason, and kept in SARIF as suppressed results so code scanning shows them.
-    waived: tuple[Any, ...] = ()
+    waived: tuple[Waived, ...] = ()
     # (Finding, Suppression) for every finding an annotation hid: SARIF keeps them as
     # suppressed results; the other formats count `suppressed`.
-    annotated: tuple[tuple[Finding, Any], ...] = ()
+    annotated: tuple[tuple[Finding, Suppression], ...] = ()
     scope: Scope | None = None  # set by --changed-since
     settings: SettingsUse | None = None  # set by `check` when a settings file was used
     baseline: BaselineUse | None = None  # set by `check` with a baseline file
@@ -217,4 +242,4 @@ class CheckResult:
         return sum(1 for f in self.findings if f.severity == "warning")
 
 __all__ = ["BaselineUse", "CheckResult", "Flow", "GroupMap", "JobMap", "Narrowed", "PoolVerdict", "RuleInfo", "Scope",
-           "SettingsUse"]
+           "SettingsUse", "Suppression", "Waived"]

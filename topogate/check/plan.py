@@ -25,8 +25,9 @@ from topogate.check import changed
 from topogate.check.config import Globs
 from topogate.check.narrow import Narrowing, cluster_names
 from topogate.inventory.model import Inventory
+from topogate.k8s.objects import K8sObject
 from topogate.safeio.repopaths import WalkUnit, display
-from topogate.sources.manifests import Collecting, Found, K8sObject, Reading, find, prepare
+from topogate.sources.manifests import Collecting, Found, Reading, find, prepare
 
 # What the exclude globs left unread, gathered across the reads of one run (a narrowed read
 # that escapes is read again): (glob base, pattern) -> the entries, as shown.

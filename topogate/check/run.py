@@ -31,12 +31,14 @@ from topogate.gitops import render as gitops_render
 from topogate.inventory.checker import ReadBases
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
-from topogate.policies.context import Context, Drift, LiveFact, Weakened, analysed
+from topogate.k8s.objects import K8sObject
+from topogate.policies import FACTS
+from topogate.policies.context import Context, Drift, Given, LiveFact, Weakened, analysed
 from topogate.policies.engine import all_rules, evaluate, run_rules
 from topogate.safeio.repopaths import display
 from topogate.safeio.saferead import InputError
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import Collecting, K8sObject, ManifestError
+from topogate.sources.manifests import Collecting, ManifestError
 from topogate.tree import writer
 
 
@@ -172,7 +174,7 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
     try:
         inv = load_inventory(inventory_path, read_bases)
     except InventoryError as err:
-        ctx = Context(None, inventory_path, inventory_problems=tuple(err.problems), today=today)
+        ctx = Context(None, inventory_path, today=today, given=Given(inventory_problems=tuple(err.problems)))
         findings = run_rules(ctx, only={"TG001"})
         return CheckOutcome(CheckResult(findings, (), all_rules(), inventory_path), 2, None)
     if cluster is not None and inv.cluster(cluster) is None:
@@ -253,7 +255,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
             live = (*live, *observed(inv, objects, plan.only))
         progress.note(f"analysing placement and network paths of {plural(len(objects), 'object')}")
         try:
-            jobs, facts = build_map(inv, objects, cluster, plan.only)
+            jobs, facts = build_map(inv, objects, cluster, plan.only, FACTS)
         except PolicyError as err:
             raise CheckInputError(str(err)) from None
         # Rules run while the scratch tree exists: positions are resolved lazily from it.

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from topogate.check.run import Observed
     from topogate.check.settings_guard import Guarded
     from topogate.inventory.model import Inventory
+    from topogate.k8s.objects import K8sObject
     from topogate.policies.context import LiveFact, Weakened
-    from topogate.sources.manifests import K8sObject
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from topogate.core.labels import NAMESPACE_NAME_LABEL, NETWORK_ZONE_LABEL
 from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.jobs import RUNTIME_KINDS
 from topogate.k8s.kinds import KUEUE_KINDS
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 ENTITIES = ("world", "host", "remote-node", "kube-apiserver")
 OUTSIDE = ""  # the network zone of an outside endpoint

@@ -27,9 +27,10 @@ from topogate.generators import render_tree
 from topogate.gitops import render as gitops_render
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
+from topogate.k8s.objects import K8sObject
 from topogate.safeio import gitrun
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import K8sObject, ManifestError, collect
+from topogate.sources.manifests import ManifestError, collect
 from topogate.tree import writer
 
 GENERATED = "(generated)"

@@ -26,9 +26,9 @@ from topogate.gitops import notes
 from topogate.gitops.objects import RenderedObject, RenderInfo
 from topogate.gitops.values import mapping
 from topogate.inventory.model import Inventory
+from topogate.k8s.objects import K8sObject
 from topogate.safeio.repopaths import repo_root
 from topogate.safeio.saferead import InputError, documents
-from topogate.sources.manifests import K8sObject
 from topogate.sources.positions import Path_
 
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"

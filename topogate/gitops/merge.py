@@ -12,7 +12,7 @@ from topogate.gitops.engines import Target, group_of
 from topogate.gitops.objects import RenderedObject
 from topogate.gitops.session import Out
 from topogate.gitops.values import mapping
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 
 def _plain(obj: Mapping[str, Any]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topogate.core.position import Position
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 from topogate.sources.positions import Deferred, Path_
 
 

@@ -27,9 +27,9 @@ from topogate.gitops.notes import FAILS, NOT_RENDERED, Note
 from topogate.gitops.objects import RenderedObject, RenderInfo, cited
 from topogate.gitops.session import Out, Session
 from topogate.inventory.model import Inventory
+from topogate.k8s.objects import K8sObject
 from topogate.safeio import subproc
 from topogate.sources.kustomization import NotLocal
-from topogate.sources.manifests import K8sObject
 
 # Engine objects rendered by renders, rendered in turn, this many levels deep at most.
 MAX_DEPTH = 8

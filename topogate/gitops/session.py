@@ -22,10 +22,11 @@ from topogate.gitops.objects import RenderedObject, RenderInfo
 from topogate.gitops.vias import option_vias
 from topogate.inventory.model import Inventory
 from topogate.k8s import kustomization as kmodel
+from topogate.k8s.objects import K8sObject
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display
 from topogate.safeio.saferead import read_text
 from topogate.sources.kustomization import CONFIG_LISTS, config_references, references
-from topogate.sources.manifests import K8sObject, Sources, TreePatches, parse_yaml
+from topogate.sources.manifests import Built, Sources, TreePatches, parse_yaml
 from topogate.sources.sourceindex import DeclarationRef, SourceIndex, SourcePosition
 
 
@@ -120,7 +121,7 @@ class Session:
                     name = name[:len(name) - len(suffix)]
                 key = (o.kind, name, o.namespace)
                 dref = DeclarationRef(index, key, fallback)
-                base = K8sObject(o.obj, SourcePosition(dref), display(Path(d)), source=dref, patches=patches)
+                base = K8sObject(o.obj, SourcePosition(dref), display(Path(d)), locator=Built(dref, patches))
                 out.append((doc, with_(base, render=t.info, cluster=t.info.cluster,
                                        vias=tuple(option_vias(o.obj, t, t.spec) if t.engine == "flux" else ()))))
                 if o.kind == "Secret":
@@ -137,7 +138,6 @@ def with_(o: K8sObject, **changes: Any) -> RenderedObject:
     base = {f.name: getattr(o, f.name) for f in fields(K8sObject) if f.init}
     if isinstance(o, RenderedObject):
         base.update(render=o.render, vias=o.vias, cluster=o.cluster)
-    base["_blamed"] = None
     base.update(changes)
     return RenderedObject(**base)
 

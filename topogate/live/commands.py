@@ -18,6 +18,7 @@ from topogate.analysis.result import CheckResult, JobMap
 from topogate.check.run import CheckOutcome
 from topogate.core.exitcodes import ExitCode, exit_for
 from topogate.inventory.model import Cluster, Inventory
+from topogate.k8s.objects import K8sObject
 from topogate.live.client import Target
 from topogate.live.drift import compare
 from topogate.live.errors import LiveError
@@ -25,11 +26,12 @@ from topogate.live.importer import build, refuse_unwritable, schema_ref_for, wri
 from topogate.live.nodes import dns_label, parse_nodes
 from topogate.live.running import generated_policies, job_facts, live_jobs, policy_facts, where
 from topogate.live.snapshot import POLICY_KINDS, Snapshot, fetch, read_file
-from topogate.policies.context import Context
+from topogate.policies import FACTS
+from topogate.policies.context import Context, Given
 from topogate.policies.context import analysed as analysed_context
 from topogate.policies.engine import all_rules, evaluate
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import K8sObject
+from topogate.sources.manifests import IN_FILE
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def run_drift(inventory_path: str, source: Source, *, cluster: str | None = None
     snapshot = source.read(workloads=False)
     nodes = parse_nodes(snapshot.nodes, c.zone_label, pool_label)
     facts = compare(c, nodes)
-    ctx = Context(inv, inventory_path, today=today or dt.date.today(), live=facts)
+    ctx = Context(inv, inventory_path, today=today or dt.date.today(), given=Given(live=facts))
     pools = sum(len(z.pools) for z in c.zones)
     header = (f"drift of cluster {c.name} against {snapshot.source}: {len(nodes)} nodes in "
               f"{len({n.zone for n in nodes})} zones compared with {pools} pools in "
@@ -154,7 +156,7 @@ def run_live_check(inventory_path: str, source: Source, *, cluster: str | None =
     facts += policy_facts(generated, in_scope, snapshot.locate, c.pos)
     objects = tuple(_snapshot_object(K8sObject, snapshot, o) for o in (*snapshot.jobs, *in_scope))
     try:
-        analysed, mf = build_map(inv, objects, c.name)
+        analysed, mf = build_map(inv, objects, c.name, facts=FACTS)
     except PolicyError as err:
         raise LiveError(f"{snapshot.source}: a policy in the cluster cannot be analysed: {err}",
                         ExitCode.BAD_INVOCATION) from None
@@ -176,6 +178,6 @@ def _snapshot_object(make: type[K8sObject], snapshot: Snapshot, obj: dict[str, A
     inside = snapshot.path_in_file(obj)
     if inside is None:
         return make(obj, snapshot.position(obj))
-    return make(obj, snapshot.position(obj), "", snapshot.source, 0, inside)
+    return make(obj, snapshot.position(obj), "", snapshot.source, 0, inside, IN_FILE)
 
 __all__ = ["LiveOutcome", "Source", "pick_cluster", "run_drift", "run_import", "run_live_check"]

@@ -1,12 +1,16 @@
 """The rules: one module per rule, a stable ID, a kebab-case name, the docstring is its doc.
 
-The registry is explicit so an ID can never change by renaming a file.
+The registry is explicit so an ID can never change by renaming a file. `FACTS` is every fact a
+family declares (policies/<family>/facts.py), for the map to compute (analysis.map.build_map).
 """
 
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
+from topogate.analysis.map.facts import Fact
+from topogate.policies.coverage import facts as coverage_facts
 from topogate.policies.coverage import (
     tg120_not_modelled,
     tg121_no_pods,
@@ -19,6 +23,7 @@ from topogate.policies.coverage import (
     tg128_dra_claim_not_modelled,
     tg129_other_scheduler,
 )
+from topogate.policies.inputs import facts as inputs_facts
 from topogate.policies.inputs import (
     tg001_inventory_invalid,
     tg002_drift,
@@ -35,6 +40,7 @@ from topogate.policies.inputs import (
     tg013_gitops_variable_unset,
     tg014_gitops_render_fails,
 )
+from topogate.policies.jobs import facts as jobs_facts
 from topogate.policies.jobs import (
     tg101_hard_block,
     tg102_may_split,
@@ -51,6 +57,7 @@ from topogate.policies.jobs import (
     tg113_door_closed,
     tg114_fqdn_wildcard_apex,
 )
+from topogate.policies.kueue import facts as kueue_facts
 from topogate.policies.kueue import (
     tg301_kueue_no_queue,
     tg302_kueue_flavor_without_topology,
@@ -130,3 +137,8 @@ REGISTRY: dict[str, ModuleType] = {
     "TG306": tg306_kueue_invalid_group,
     "TG307": tg307_kueue_queue_unverified,
 }
+
+FACTS: tuple[Fact[Any, Any], ...] = (*inputs_facts.FACTS, *jobs_facts.FACTS, *coverage_facts.FACTS,
+                                     *kueue_facts.FACTS)
+
+__all__ = ["FACTS", "REGISTRY"]

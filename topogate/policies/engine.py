@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 
-from topogate.analysis.result import RuleInfo
+from topogate.analysis.result import RuleInfo, Waived
 from topogate.core.findings import Finding, Issue
 from topogate.core.position import Position, note_of
 from topogate.inventory.model import Waiver
@@ -45,14 +45,6 @@ def _noted(message: str, pos: Position) -> str:
     lines: it points at the GitOps line, and says where the object itself is written."""
     note = note_of(pos)
     return f"{message} {note}" if note else message
-
-
-@dataclass(frozen=True)
-class Waived:
-    """A finding an inventory waiver hid, with the waiver that hid it."""
-
-    finding: Finding
-    waiver: Waiver
 
 
 @dataclass(frozen=True)
@@ -95,4 +87,4 @@ def evaluate(ctx: Context, only: Iterable[str] | None = None) -> RuleRun:
 def run_rules(ctx: Context, only: Iterable[str] | None = None) -> tuple[Finding, ...]:
     return evaluate(ctx, only).findings
 
-__all__ = ["Waived", "all_rules", "evaluate", "run_rules"]
+__all__ = ["all_rules", "evaluate", "run_rules"]

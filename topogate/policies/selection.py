@@ -28,12 +28,12 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from topogate.analysis.result import CheckResult, RuleInfo
+from topogate.analysis.result import CheckResult, RuleInfo, Suppression
 from topogate.core.findings import Finding
 from topogate.core.position import Position
 from topogate.core.words import did_you_mean
+from topogate.k8s.objects import K8sObject
 from topogate.safeio.saferead import InputError, read_text
-from topogate.sources.manifests import K8sObject
 
 ANNOTATION = "topogate.dev/ignore"
 # Findings about the suppressions themselves must never be hidden by them, nor the one about the
@@ -43,20 +43,6 @@ UNSUPPRESSIBLE = ("TG001", "TG010", "TG011")
 
 class SelectionError(Exception):
     """A --select/--ignore value naming no rule (exit 2)."""
-
-
-@dataclass(frozen=True)
-class Suppression:
-    object: str  # Kind/namespace/name
-    rule: str  # rule ID
-    reason: str
-    pos: Position
-    # where the annotated object's document is written: (file, first line, last line)
-    span: tuple[str, int, int] | None = None
-
-    def shows(self, f: Finding) -> bool:
-        """Whether `f` is reported at a line of the annotated object's document."""
-        return self.span is not None and f.file == self.span[0] and self.span[1] <= f.line <= self.span[2]
 
 
 LISTS_THEM = " (`topogate rules` lists them)"
@@ -203,5 +189,5 @@ def apply(result: CheckResult, objects: Iterable[K8sObject], select: frozenset[s
     return SelectedResult(**fields, deselected=tuple(sorted(left_out)))
 
 
-__all__ = ["ANNOTATION", "LISTS_THEM", "SelectedResult", "SelectionError", "Suppression", "apply",
+__all__ = ["ANNOTATION", "LISTS_THEM", "SelectedResult", "SelectionError", "apply",
            "deselected", "object_annotations", "parse_annotation", "resolve_rules", "suppressions"]

@@ -22,13 +22,13 @@ from topogate.core.position import Position
 from topogate.diff import DiffError, read_tree
 from topogate.diff.members import sides_of
 from topogate.inventory.model import Inventory
+from topogate.k8s.objects import K8sObject
 from topogate.policies.context import LiveFact
 from topogate.policies.live.facts import CARRIED_DENIED
 from topogate.replay.decide import Replay, Seen, denied_observed, dropped_allowed, per_job, replay
 from topogate.replay.flows import MAX_LINE, BadLine, Flow, read_flows
 from topogate.replay.render import FORMATS, as_json, render, suggest
 from topogate.safeio.oserror import reason
-from topogate.sources.manifests import K8sObject
 
 
 class ReplayError(Exception):

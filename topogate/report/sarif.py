@@ -131,7 +131,8 @@ def _results(result: CheckResult, index: dict[str, int]) -> list[dict[str, Any]]
     if result.baseline is not None:  # the baseline file holds no line of its own per finding
         hidden += [(f, "external", f"in the baseline {result.baseline.file}", result.baseline.file, 1)
                    for f in result.baseline.findings]
-    out += [_suppressed(f, index, *rest) for f, *rest in sorted(hidden, key=lambda h: h[0])]
+    out += [_suppressed(f, index, kind, reason, file, line)
+            for f, kind, reason, file, line in sorted(hidden, key=lambda h: h[0])]
     return out
 
 

@@ -23,6 +23,7 @@ import yaml
 from topogate.core import progress, redact
 from topogate.core.position import Position
 from topogate.k8s import shapes
+from topogate.k8s.objects import K8sObject
 from topogate.safeio import subproc
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, MANIFEST_SUFFIXES, Roots, WalkUnit, display, walk
 from topogate.safeio.saferead import InputError, Loader, documents, is_regular, read_text
@@ -43,66 +44,43 @@ ManifestError = InputError  # the name the rest of topogate catches
 
 
 
-@dataclass
-class K8sObject:
-    obj: dict[str, Any]
-    pos: Position  # where the object starts (file as shown in findings)
-    built_from: str = ""  # kustomization directory it was built from, if any
-    src_file: str = ""  # the readable path of the file that declares it, for nested positions
-    doc: int = -1  # index of its document in that file
-    prefix: Path_ = ()  # path of the object inside its document (items of a List)
-    # for built objects: where in the sources it was declared, looked up when first asked
-    source: DeclarationRef | None = None
-    # for built objects: the patches of the tree it was built from, so findings about parts a
-    # patch changed point at the patch, not at the untouched base (overlay_blame); lazy
-    patches: TreePatches | None = None
-    _blamed: tuple[tuple[Path_, Position], ...] | None = field(default=None, repr=False, compare=False)
+class InFile:
+    """Positions inside an object read from a file: looked up in the file's YAML when first asked."""
 
-    @property
-    def kind(self) -> str:
-        return str(self.obj.get("kind", ""))
+    def locate(self, o: K8sObject, path: Path_) -> Position:
+        if o.doc < 0 or not o.src_file:
+            return o.pos
+        return LazyPosition(o.src_file, o.doc, (*o.prefix, *path), o.pos.file, o.pos)
 
-    def blamed(self) -> tuple[tuple[Path_, Position], ...]:
-        """(path inside the object, patch position) for the parts an overlay's patch changed
-        from the base; worked out on the first position question, never for a clean run."""
-        if self._blamed is None:
-            self._blamed = ()
-            src = self.source.found() if self.source is not None else None
-            if src is not None and self.patches is not None and src.obj != self.obj:
+
+IN_FILE = InFile()
+
+
+class Built:
+    """Positions inside a built object: in the source that declares it, or, for the parts an
+    overlay's patch changed from the base, at that patch (overlay_blame); worked out on the
+    first position question, never for a clean run."""
+
+    def __init__(self, source: DeclarationRef, patches: TreePatches | None):
+        self.source = source
+        self.patches = patches
+        self._blamed: tuple[dict[str, Any], tuple[tuple[Path_, Position], ...]] | None = None
+
+    def locate(self, o: K8sObject, path: Path_) -> Position:
+        nested = NestedPosition(self.source, path, o.pos)
+        return _PatchedPosition(self, o, tuple(path), nested) if self.patches is not None else nested
+
+    def blamed(self, o: K8sObject) -> tuple[tuple[Path_, Position], ...]:
+        """(path inside the object, patch position) for the parts an overlay's patch changed."""
+        if self._blamed is None or self._blamed[0] is not o.obj:
+            found: tuple[tuple[Path_, Position], ...] = ()
+            src = self.source.found()
+            if src is not None and self.patches is not None and src.obj != o.obj:
                 patches = self.patches.get()
                 if patches:
-                    self._blamed = tuple(blame(patches, self.kind, (self.name, src.name),
-                                               changed_paths(src.obj, self.obj), display))
-        return self._blamed
-
-    @property
-    def api_version(self) -> str:
-        return str(self.obj.get("apiVersion", ""))
-
-    @property
-    def name(self) -> str:
-        md = self.obj.get("metadata")
-        return str(md.get("name", "")) if isinstance(md, dict) else ""
-
-    @property
-    def namespace(self) -> str:
-        md = self.obj.get("metadata")
-        ns = md.get("namespace") if isinstance(md, dict) else None
-        return str(ns) if ns else ""
-
-    @property
-    def ref(self) -> str:
-        ns = self.namespace
-        return f"{self.kind}/{ns}/{self.name}" if ns else f"{self.kind}/{self.name}"
-
-    def locate(self, path: Path_) -> Position:
-        """Position of the value at path inside this object (nearest existing ancestor), lazily."""
-        if self.source is not None:
-            nested = NestedPosition(self.source, path, self.pos)
-            return _PatchedPosition(self, tuple(path), nested) if self.patches is not None else nested
-        if self.doc < 0 or not self.src_file:
-            return self.pos
-        return LazyPosition(self.src_file, self.doc, (*self.prefix, *path), self.pos.file, self.pos)
+                    found = tuple(blame(patches, o.kind, (o.name, src.name), changed_paths(src.obj, o.obj), display))
+            self._blamed = (o.obj, found)
+        return self._blamed[1]
 
 
 def parse_yaml(text: str, file: str, src_file: str = "", guard: bool = True) -> Iterator[K8sObject]:
@@ -119,9 +97,9 @@ def parse_yaml(text: str, file: str, src_file: str = "", guard: bool = True) -> 
                 inode = items.value[i] if isinstance(items, yaml.SequenceNode) else None
                 ipos = Position(file, inode.start_mark.line + 1, inode.start_mark.column + 1) if inode else pos
                 if isinstance(item, dict):
-                    yield K8sObject(item, ipos, "", src_file, doc, ("items", i))
+                    yield K8sObject(item, ipos, "", src_file, doc, ("items", i), IN_FILE)
         elif isinstance(obj, dict) and "kind" in obj:
-            yield K8sObject(obj, pos, "", src_file, doc)
+            yield K8sObject(obj, pos, "", src_file, doc, locator=IN_FILE)
 
 
 def node_value(node: Any, key: str) -> Any:
@@ -213,13 +191,13 @@ class _PatchedPosition(Deferred):
     """A field of a built object: at the overlay patch that changed it, else in its source;
     worked out only when read (a clean run never reads it)."""
 
-    def __init__(self, obj: K8sObject, path: Path_, nested: NestedPosition):
+    def __init__(self, built: Built, obj: K8sObject, path: Path_, nested: NestedPosition):
         super().__init__()
-        object.__setattr__(self, "_args", (obj, path, nested))
+        object.__setattr__(self, "_args", (built, obj, path, nested))
 
     def compute(self) -> Position:
-        obj, path, nested = object.__getattribute__(self, "_args")
-        for changed, pos in obj.blamed():
+        built, obj, path, nested = object.__getattribute__(self, "_args")
+        for changed, pos in built.blamed(obj):
             n = min(len(changed), len(path))
             if changed[:n] == path[:n]:
                 return Position(pos.file, pos.line, pos.column)
@@ -255,7 +233,7 @@ def _built_objects(d: Path, tree: Tree, output: _Built, sources: Sources) -> lis
     out: list[K8sObject] = []
     for o in built:
         ref = DeclarationRef(index, (o.kind, o.name, o.namespace), fallback)
-        out.append(K8sObject(o.obj, SourcePosition(ref), str(d), source=ref, patches=patches))
+        out.append(K8sObject(o.obj, SourcePosition(ref), str(d), locator=Built(ref, patches)))
         if tree.generates and o.kind in ("ConfigMap", "Secret"):
             redact.register(_data_values(o.obj))
     return out
@@ -633,5 +611,5 @@ def _read_file(f: Path) -> list[K8sObject]:
     return list(parse_yaml(read_text(f, shown), shown, str(f)))
 
 
-__all__ = ["Collecting", "Found", "K8sObject", "ManifestError", "Reading", "Sources", "TreePatches", "collect", "find",
-           "kubectl", "kustomize_build", "parse_yaml", "prepare"]
+__all__ = ["IN_FILE", "Built", "Collecting", "Found", "ManifestError", "Reading", "Sources", "TreePatches", "collect",
+           "find", "kubectl", "kustomize_build", "parse_yaml", "prepare"]

@@ -21,7 +21,8 @@ from topogate.core.position import Position
 from topogate.sources.positions import Deferred, resolve_position
 
 if TYPE_CHECKING:
-    from topogate.sources.manifests import K8sObject, Sources
+    from topogate.k8s.objects import K8sObject
+    from topogate.sources.manifests import Sources
 
 Key = tuple[str, str, str]  # kind, name, namespace ("" when not set)
 

@@ -22,8 +22,9 @@ from topogate.analysis.netpolicy import (
     agent_for,
     policy_key,
 )
+from topogate.k8s.objects import K8sObject
 from topogate.k8s.pods import PodIdentity
-from topogate.sources.manifests import K8sObject, ManifestError, collect
+from topogate.sources.manifests import ManifestError, collect
 from topogate.trace.model import Endpoint, SideSummary, TraceError, TraceResult
 from topogate.trace.resolve import load_trace_inventory, port_query, resolve_endpoint, scope
 from topogate.trace.spec import parse_port, parse_spec

@@ -15,10 +15,11 @@ from topogate.inventory.loader import InventoryError
 from topogate.k8s import kinds
 from topogate.k8s.jobs import GROUP_KIND, TrainingJob, find_jobs, is_volcano_job
 from topogate.k8s.kinds import PLAIN_POD_TEMPLATES
+from topogate.k8s.objects import K8sObject
 from topogate.k8s.pods import DEFAULT_SERVICE_ACCOUNT, PlainTemplate, plain_template, pod_identity
 from topogate.safeio.oserror import reason
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import K8sObject, ManifestError, collect
+from topogate.sources.manifests import ManifestError, collect
 from topogate.trace.model import DEFAULT_NAMESPACE, Endpoint, PortQuery, TraceError
 from topogate.trace.spec import Spec, parse_port
 

@@ -34,8 +34,8 @@ from topogate.inventory.model import Cluster, Inventory
 from topogate.k8s.dra import DEVICE_CLASS, ClaimIndex
 from topogate.k8s.jobs import RUNTIME_KINDS, JobGroup, TrainingJob, find_jobs
 from topogate.k8s.kinds import KUEUE_KINDS, PLAIN_POD_TEMPLATES
+from topogate.k8s.objects import K8sObject
 from topogate.k8s.podgroups import POD_GROUP_KIND, read_pod_groups
-from topogate.sources.manifests import K8sObject
 
 HOST_NETWORK_PEER = External(entity="remote-node")
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"

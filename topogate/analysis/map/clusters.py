@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from topogate.core.layout import CLUSTER_DIRS
 from topogate.gitops.objects import RenderedObject
 from topogate.inventory.model import Inventory, Workload
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 
 def _named_cluster(text: str, names: Sequence[str]) -> str | None:

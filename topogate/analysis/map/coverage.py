@@ -20,7 +20,7 @@ from topogate.analysis.netpolicy import POLICY_KINDS
 from topogate.core.position import Position
 from topogate.k8s.jobs import GROUP_LABEL, GROUPABLE_KINDS, RUNTIME_KINDS
 from topogate.k8s.kinds import PLAIN_POD_TEMPLATES, TRAINING_KINDS, Path, dig
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 # Objects that hold pod templates but run nothing themselves.
 _NOT_RUN = ("PodTemplate", *RUNTIME_KINDS)

@@ -21,8 +21,8 @@ from topogate.analysis.map.cluster import POLICY_KINDS
 from topogate.core.position import Position
 from topogate.k8s.jobs import RUNTIME_KINDS
 from topogate.k8s.kinds import KUEUE_KINDS, PLAIN_POD_TEMPLATES, TRAINING_KINDS
+from topogate.k8s.objects import K8sObject
 from topogate.safeio.repopaths import display
-from topogate.sources.manifests import K8sObject
 
 _READ = frozenset((*TRAINING_KINDS, *RUNTIME_KINDS, *PLAIN_POD_TEMPLATES, *POLICY_KINDS, "Namespace",
                    *KUEUE_KINDS))

@@ -15,7 +15,7 @@ from topogate.core.labels import DEFAULT_ZONE_LABEL, NETWORK_ZONE_LABEL
 from topogate.core.position import Position
 from topogate.inventory.model import Cluster
 from topogate.k8s.jobs import TrainingJob
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 WELL_KNOWN_ZONE_KEYS = (DEFAULT_ZONE_LABEL, "failure-domain.beta.kubernetes.io/zone")
 

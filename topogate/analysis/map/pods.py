@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from topogate.analysis.netpolicy import PodClass, PolicySet
+from topogate.k8s.objects import K8sObject
 from topogate.k8s.pods import PlainTemplate, PodIdentity, plain_template, pod_identity
-from topogate.sources.manifests import K8sObject
 
 
 def class_of(identity: PodIdentity, pset: PolicySet) -> PodClass:

@@ -13,7 +13,7 @@ from typing import Protocol
 from topogate.analysis.locate import RuleLocator
 from topogate.analysis.netpolicy import PolicySet
 from topogate.k8s.jobs import TrainingJob
-from topogate.sources.manifests import K8sObject
+from topogate.k8s.objects import K8sObject
 
 
 class ClusterView(Protocol):

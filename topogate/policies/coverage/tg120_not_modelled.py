@@ -24,11 +24,12 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.coverage.facts import NOT_MODELLED
 
 NAME = "not-modelled"
 SEVERITY = "warning"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for policy, _construct, message, pos in ctx.not_modelled:
+    for policy, _construct, message, pos in ctx.fact(NOT_MODELLED):
         yield Issue(policy, f"{policy}: {message}.", pos)

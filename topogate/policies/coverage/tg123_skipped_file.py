@@ -30,8 +30,8 @@ SEVERITY = "warning"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for pos, why in ctx.skipped:
+    for pos, why in ctx.given.skipped:
         yield Issue(f"File/{pos.file}", f"{pos.file}: {why}.", pos)
-    for pos, which in ctx.other_files:
+    for pos, which in ctx.given.other_files:
         # A note, not a warning: a README or a script beside the manifests is normal.
         yield Issue(f"File/{pos.file}", f"{pos.file}: {which}.", pos, severity="info")

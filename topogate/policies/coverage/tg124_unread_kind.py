@@ -24,13 +24,14 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.coverage.facts import UNREAD
 
 NAME = "unread-kind"
 SEVERITY = "warning"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for u in ctx.unread:
+    for u in ctx.fact(UNREAD):
         if u.key == "nodeSelector" and "Policy" not in u.kind:
             effect = ("it may place pods where the map says they cannot land, or keep them from "
                       "where it says they can: placement verdicts may be wrong either way")

@@ -24,11 +24,12 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.coverage.facts import REFUSED
 
 NAME = "policy-refused"
 SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for policy, why, pos in ctx.refused:
+    for policy, why, pos in ctx.fact(REFUSED):
         yield Issue(policy, f"{policy}: {why}.", pos)

@@ -26,12 +26,13 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.coverage.facts import UNSELECTING
 
 NAME = "selects-no-pod"
 SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for policy, sentence, pos, subject in ctx.unselecting:
+    for policy, sentence, pos, subject in ctx.fact(UNSELECTING):
         if subject:
             yield Issue(policy, f"{policy}: {sentence}.", pos)

@@ -37,5 +37,5 @@ SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for p in ctx.inventory_problems:
+    for p in ctx.given.inventory_problems:
         yield Issue(f"Inventory/{ctx.inventory_file}", p.message, p.pos)

@@ -37,11 +37,11 @@ _WHAT = {
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for d in ctx.drift:
+    for d in ctx.given.drift:
         yield Issue(
             f"File/{d.path}",
             f"{d.path} {_WHAT.get(d.status, d.status)}; run `topogate generate {ctx.inventory_file} "
-            f"-o {ctx.rendered}` and commit the result",
+            f"-o {ctx.given.rendered}` and commit the result",
             Position(d.file, d.line, 1),
             detail=d.diff,
         )

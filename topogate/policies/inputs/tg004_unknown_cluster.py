@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.inputs.facts import UNASSIGNED
 
 NAME = "unknown-cluster"
 SEVERITY = "error"
@@ -28,7 +29,7 @@ SEVERITY = "error"
 
 def check(ctx: Context) -> Iterator[Issue]:
     clusters = ", ".join(c.name for c in ctx.inventory.clusters) if ctx.inventory else ""
-    for obj, pos in ctx.unassigned:
+    for obj, pos in ctx.fact(UNASSIGNED):
         yield Issue(
             obj,
             f"{obj} is not an inventory workload and not under clusters/<name>/, and the inventory "

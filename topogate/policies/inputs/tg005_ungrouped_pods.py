@@ -31,6 +31,7 @@ from typing import Any
 from topogate.core.findings import Issue
 from topogate.inventory.model import Inventory
 from topogate.policies.context import Context
+from topogate.policies.inputs.facts import UNGROUPED
 
 NAME = "ungrouped-pods"
 SEVERITY = "warning"
@@ -80,7 +81,7 @@ def _how(kinds: set[str], groupable: bool) -> str:
 def check(ctx: Context) -> Iterator[Issue]:
     objects = {f"{o.kind}/{o.namespace or 'default'}/{o.name}": o for o in ctx.objects}
     by_ns: dict[str, list[Any]] = {}
-    for u in ctx.ungrouped:
+    for u in ctx.fact(UNGROUPED):
         o = objects.get(u.object)
         ns = u.object.split("/")[1]
         if o is not None and named_by_inventory(ctx.inventory, ns, _labels(o.obj)):

@@ -23,16 +23,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topogate.core.findings import Issue
-from topogate.policies.context import Context, declared_absent
+from topogate.policies.context import Context
+from topogate.policies.inputs.facts import UNASSIGNED, UNGROUPED, declared_absent
 
 NAME = "nothing-analysed"
 SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    if ctx.jobs or ctx.unassigned:
+    unassigned = ctx.fact(UNASSIGNED)
+    if ctx.jobs or unassigned:
         return
-    if not ctx.ungrouped:
+    if not ctx.fact(UNGROUPED):
         absent = declared_absent(ctx)
         if absent:
             n = len(absent)
@@ -46,9 +48,9 @@ def check(ctx: Context) -> Iterator[Issue]:
                 absent[0].pos,
             )
         return
-    first = ctx.ungrouped[0]
-    n = len(ctx.ungrouped)
-    listed = ", ".join(u.object for u in ctx.ungrouped[:5]) + (", ..." if n > 5 else "")
+    first = ctx.fact(UNGROUPED)[0]
+    n = len(ctx.fact(UNGROUPED))
+    listed = ", ".join(u.object for u in ctx.fact(UNGROUPED)[:5]) + (", ..." if n > 5 else "")
     yield Issue(
         first.object,
         f"no training job found among the manifests, only {n} pod template(s) that belong to none "

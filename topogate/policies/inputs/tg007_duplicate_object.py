@@ -23,13 +23,14 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.inputs.facts import DUPLICATES
 
 NAME = "duplicate-object"
 SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for d in ctx.duplicates:
+    for d in ctx.fact(DUPLICATES):
         first_root, root = d.roots
         if first_root and root and first_root != root:
             # one base built by two kustomization roots: two deployers, not a PATH given twice

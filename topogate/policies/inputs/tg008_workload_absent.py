@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topogate.core.findings import Issue
-from topogate.policies.context import Context, declared_absent
+from topogate.policies.context import Context
+from topogate.policies.inputs.facts import declared_absent
 
 NAME = "workload-absent"
 SEVERITY = "warning"

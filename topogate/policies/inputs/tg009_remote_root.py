@@ -29,7 +29,7 @@ SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for root, pos, why in ctx.not_local:
+    for root, pos, why in ctx.given.not_local:
         yield Issue(f"Kustomization/{root}", (
             f"{root} was not built, so nothing in it was checked: {why}; or leave it out on purpose "
             f"with --exclude {root} (or `exclude:` in .topogate.yaml)"), pos)

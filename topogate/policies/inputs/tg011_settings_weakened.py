@@ -39,5 +39,5 @@ SEVERITY = "warning"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for w in ctx.weakened:
+    for w in ctx.given.weakened:
         yield Issue(w.object, w.message, w.pos)

@@ -39,6 +39,6 @@ SEVERITY = "warning"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for n in ctx.gitops:
+    for n in ctx.given.gitops:
         if n.kind == NOT_RENDERED:
             yield Issue(n.object, f"{n.object}: {n.message}.", n.pos, severity=n.severity)

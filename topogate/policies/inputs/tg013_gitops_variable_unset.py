@@ -32,6 +32,6 @@ SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for n in ctx.gitops:
+    for n in ctx.given.gitops:
         if n.kind == UNSET:
             yield Issue(n.object, f"{n.object}: {n.message}.", n.pos, severity=n.severity)

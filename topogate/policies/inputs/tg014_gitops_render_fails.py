@@ -29,6 +29,6 @@ SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for n in ctx.gitops:
+    for n in ctx.given.gitops:
         if n.kind == FAILS:
             yield Issue(n.object, f"{n.object}: {n.message}.", n.pos, severity=n.severity)

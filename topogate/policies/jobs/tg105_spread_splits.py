@@ -32,13 +32,14 @@ from collections.abc import Iterator
 from topogate.core.findings import Issue
 from topogate.core.words import plural
 from topogate.policies.context import Context
+from topogate.policies.jobs.facts import SPREAD_SPLITS
 
 NAME = "spread-splits"
 SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for s in ctx.spread_splits:
+    for s in ctx.fact(SPREAD_SPLITS):
         now = {
             "splits": "the scheduler must put its pods in different zones",
             "strands": ("its pods may only use one zone, so the constraint caps them at maxSkew "

@@ -22,13 +22,14 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.jobs.facts import ZONE_LABEL_LIES
 
 NAME = "zone-label-lies"
 SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for lie in ctx.zone_label_lies:
+    for lie in ctx.fact(ZONE_LABEL_LIES):
         claim = "network zone" if lie.kind == "network-zone" else "zone"
         yield Issue(
             lie.object,

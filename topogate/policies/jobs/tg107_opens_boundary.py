@@ -61,6 +61,7 @@ from collections.abc import Iterator
 from topogate.analysis.proofs.boundary import Opening
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.jobs.facts import BOUNDARY_OPENINGS
 
 NAME = "opens-boundary"
 SEVERITY = "error"
@@ -68,7 +69,7 @@ SEVERITY = "error"
 
 def check(ctx: Context) -> Iterator[Issue]:
     inv = ctx.inventory_file or "INVENTORY"
-    for o in ctx.boundary_openings:
+    for o in ctx.fact(BOUNDARY_OPENINGS):
         ports = ", ".join(o.ranges)
         uses = f" (including {', '.join(o.uses)})" if o.uses else ""
         head = (f"{_side(o.src_object, o.src_group, o.src_nz, o.host_network == 'src')} can reach "

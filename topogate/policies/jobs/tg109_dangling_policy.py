@@ -21,13 +21,14 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.jobs.facts import POLICY_SELECTS
 
 NAME = "dangling-policy"
 SEVERITY = "warning"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for sel in ctx.policy_selects:
+    for sel in ctx.fact(POLICY_SELECTS):
         if sel.selected == 0:
             yield Issue(
                 sel.policy,

@@ -44,6 +44,7 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.jobs.facts import UNPROTECTED
 
 NAME = "unprotected-job"
 SEVERITY = "warning"
@@ -51,7 +52,7 @@ SEVERITY = "warning"
 
 def check(ctx: Context) -> Iterator[Issue]:
     jobs = {j.object: j for j in ctx.jobs}
-    for obj, pos in ctx.unprotected:
+    for obj, pos in ctx.fact(UNPROTECTED):
         jm = jobs.get(obj)
         host = [g.name for g in jm.groups if g.host_network and g.pods] if jm is not None else []
         if jm is not None and host and all(g.host_network for g in jm.groups if g.pods):

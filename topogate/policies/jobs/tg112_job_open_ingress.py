@@ -38,13 +38,14 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.jobs.facts import OPEN_INGRESS
 
 NAME = "job-open-ingress"
 SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for o in ctx.open_ingress:
+    for o in ctx.fact(OPEN_INGRESS):
         yield Issue(
             o.object,
             f"{o.object} ({', '.join(o.groups)}) accepts connections from outside the job on "

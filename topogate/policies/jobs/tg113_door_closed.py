@@ -25,13 +25,14 @@ from collections.abc import Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.jobs.facts import CLOSED_DOORS
 
 NAME = "door-closed"
 SEVERITY = "error"
 
 
 def check(ctx: Context) -> Iterator[Issue]:
-    for c in ctx.closed_doors:
+    for c in ctx.fact(CLOSED_DOORS):
         yield Issue(
             c.object,
             f"door {c.door} is declared for {c.object} ({c.group}) but {', '.join(c.ports)} does "

@@ -11,13 +11,14 @@ from collections.abc import Callable, Iterator
 
 from topogate.core.findings import Issue
 from topogate.policies.context import Context
+from topogate.policies.kueue.facts import KUEUE_CONCERNS
 
 
 def concerns(kind: str) -> Callable[[Context], Iterator[Issue]]:
     """The check of a rule reporting every Kueue concern of `kind`."""
 
     def check(ctx: Context) -> Iterator[Issue]:
-        for c in ctx.kueue_concerns:
+        for c in ctx.fact(KUEUE_CONCERNS):
             if c.kind == kind:
                 yield Issue(c.object, c.message, c.pos)
 

@@ -15,7 +15,7 @@ CARRIED_DENIED = "carried-denied"  # check --flows: recorded traffic, not the cl
 
 def issues(ctx: Context, kind: str) -> Iterator[Issue]:
     """The facts of one kind as rule issues."""
-    for f in ctx.live:
+    for f in ctx.given.live:
         if f.kind == kind:
             yield Issue(f.object, f.message, f.pos)
 
