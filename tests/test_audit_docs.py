@@ -7,19 +7,17 @@ import re
 import shlex
 
 import pytest
-from click.testing import CliRunner
 
 pytest.register_assert_rewrite("audit_support")
 pytest_plugins = ["audit_support"]
 from audit_support import AUDIT_FIXTURES, Moto  # noqa: E402
+from conftest import invoke  # noqa: E402
 from test_audit_moto import three_pages  # noqa: E402
 
 DOC = AUDIT_FIXTURES.parent.parent / "docs" / "audit.md"
 
 
 def test_the_sample_block_is_what_its_command_prints(moto_ce: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
-    from topogate.cli.app import main
-
     block = re.search(r"```\n\$ (topogate audit egress [^\n]*)\n(.*?)\$ echo \$\?\n(\d+)\n```",
                       DOC.read_text(), re.S)
     assert block, "docs/audit.md has no sample console block"
@@ -27,5 +25,5 @@ def test_the_sample_block_is_what_its_command_prints(moto_ce: Moto, monkeypatch:
     assert "[PATH" not in block.group(1)  # a command a reader can paste
     monkeypatch.chdir(AUDIT_FIXTURES.parent.parent)
     moto_ce.seed(*three_pages())
-    res = CliRunner().invoke(main, argv)
+    res = invoke(*argv)
     assert (res.stdout, res.exit_code) == (block.group(2), int(block.group(3))), res.stderr

@@ -21,7 +21,6 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.stub import Stubber
-from click.testing import CliRunner
 
 from topogate.audit.egress import USAGE_TYPE_GROUP, default_client_factory, run_audit
 from topogate.audit.errors import AuditError
@@ -31,6 +30,7 @@ from topogate.sources.inventory import load_inventory
 pytest.register_assert_rewrite("audit_support")
 pytest_plugins = ["audit_support"]
 from audit_support import AUDIT_FIXTURES, FAKE_KEY_ID, FAKE_SECRET, Moto, aws_test_env  # noqa: E402
+from conftest import invoke, run_cli  # noqa: E402
 
 D = dt.date.fromisoformat
 START, END = D("2026-11-24"), D("2026-11-27")
@@ -243,10 +243,8 @@ def test_throttling_is_retried_a_bounded_number_of_times_then_exit_75(
 
 def test_cli_failure_is_one_line_on_stderr_without_traceback_or_secret(
         throttling_server: type[_Throttle]) -> None:
-    from topogate.cli.app import main
-
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--max-attempts", "2",
-                                    "--start", "2026-11-24", "--end", "2026-11-27"])
+    res = invoke("audit", "egress", INVENTORY, "--max-attempts", "2",
+                 "--start", "2026-11-24", "--end", "2026-11-27")
     assert res.exit_code == 75
     assert res.stdout == ""
     lines = res.stderr.strip().splitlines()
@@ -256,12 +254,10 @@ def test_cli_failure_is_one_line_on_stderr_without_traceback_or_secret(
 
 
 def test_cli_no_credentials_exit_78(monkeypatch: pytest.MonkeyPatch) -> None:
-    from topogate.cli.app import main
-
     aws_test_env(monkeypatch, "http://127.0.0.1:9")
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY])
+    res = invoke("audit", "egress", INVENTORY)
     assert res.exit_code == 78 and len(res.stderr.strip().splitlines()) == 1
     assert "no AWS credentials" in res.stderr
 
@@ -278,10 +274,7 @@ def _closed_port() -> int:
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
-    from topogate.cli.app import main
-
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, *args])
-    return res.exit_code, res.stdout, res.stderr
+    return run_cli("audit", "egress", INVENTORY, *args, raise_unexpected=False)
 
 
 def test_invalid_endpoint_url_is_configuration_exit_78(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -384,8 +377,6 @@ class _SlowBody(BaseHTTPRequestHandler):
 
 def test_a_body_that_trickles_in_hits_the_total_deadline_exit_75(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from topogate.cli.app import main
-
     server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowBody)
     server.daemon_threads = True
     t = threading.Thread(target=server.serve_forever, daemon=True)
@@ -393,8 +384,8 @@ def test_a_body_that_trickles_in_hits_the_total_deadline_exit_75(
     aws_test_env(monkeypatch, f"http://127.0.0.1:{server.server_address[1]}")
     try:
         t0 = time.monotonic()
-        res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--deadline", "2",
-                                        "--start", "2026-11-24", "--end", "2026-11-27"])
+        res = invoke("audit", "egress", INVENTORY, "--deadline", "2",
+                     "--start", "2026-11-24", "--end", "2026-11-27")
         elapsed = time.monotonic() - t0
     finally:
         server.shutdown()

@@ -22,7 +22,6 @@ import os
 import resource
 import struct
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from hypothesis import strategies as st
 pytest.register_assert_rewrite("audit_support", "flowlog_support")
 pytest_plugins = ["audit_support"]
 from audit_support import Moto, page, result  # noqa: E402
+from conftest import TOPOGATE  # noqa: E402
 from flowlog_support import ACCOUNT, FIELDS, JOB, addresses, s3_key  # noqa: E402
 
 from topogate.audit.errors import InvocationError  # noqa: E402
@@ -118,7 +118,7 @@ def test_an_object_is_summed_in_under_200_mib(moto_ce: Moto, tmp_path: Path, mon
     out, err = tmp_path / "out.json", tmp_path / "err.txt"
     with out.open("wb") as o, err.open("wb") as e:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "topogate.cli", "audit", "egress", INVENTORY, "--flow-logs",
+            [*TOPOGATE, "audit", "egress", INVENTORY, "--flow-logs",
              "s3://flow-logs/AWSLogs/", "--from-file", BROKEN, "--format", "json",
              "--start", DAYS[0].isoformat(), "--end", (DAYS[-1] + dt.timedelta(1)).isoformat()],
             cwd=REPO, stdout=o, stderr=e, preexec_fn=_limit)

@@ -16,11 +16,11 @@ from typing import Any
 
 import boto3
 import pytest
-from click.testing import CliRunner
 
 pytest.register_assert_rewrite("audit_support", "flowlog_support")
 pytest_plugins = ["audit_support"]
 from audit_support import Moto, page, result  # noqa: E402
+from conftest import invoke  # noqa: E402
 from flowlog_support import JOB, Flow, addresses, records, s3_body, s3_key, truth  # noqa: E402
 
 from topogate.audit.attribute import COLOCATED  # noqa: E402
@@ -92,10 +92,8 @@ def _seed_s3(lines: dict[dt.date, list[str]], bucket: str = "flow-logs") -> str:
 
 def _cli(*args: str, window: tuple[dt.date, dt.date] = (DAYS[0], DAYS[-1] + dt.timedelta(1))
          ) -> tuple[int, str, str]:
-    from topogate.cli.app import main
-
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, *args, "--start",
-                                    window[0].isoformat(), "--end", window[1].isoformat()])
+    res = invoke("audit", "egress", INVENTORY, *args, "--start",
+                 window[0].isoformat(), "--end", window[1].isoformat())
     return res.exit_code, res.stdout, res.stderr
 
 

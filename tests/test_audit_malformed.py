@@ -22,7 +22,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from topogate.audit.egress import qty_text, usd_text
 from topogate.audit.errors import redact_known, register_secrets, scrub
@@ -38,6 +37,7 @@ from audit_support import (  # noqa: E402
     page,
     result,
 )
+from conftest import invoke  # noqa: E402
 
 KEY = "topogate.dev/cluster"
 UT = "DataTransfer-Regional-Bytes"
@@ -110,11 +110,9 @@ MOTO_SHAPES: list[tuple[str, dict[str, Any]]] = [
 
 
 def _cli(fmt: str) -> tuple[int, str, str]:
-    from topogate.cli.app import main
-
     # An empty manifest directory: the cause analysis has nothing to build, so each run is fast.
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, str(AUDIT_FIXTURES / "empty"),
-                                    *WINDOW, "--format", fmt, "--max-attempts", "1"])
+    res = invoke("audit", "egress", INVENTORY, str(AUDIT_FIXTURES / "empty"),
+                 *WINDOW, "--format", fmt, "--max-attempts", "1")
     return res.exit_code, res.stdout, res.stderr
 
 
@@ -307,11 +305,10 @@ def test_a_loader_crash_is_exit_70_never_1(monkeypatch: pytest.MonkeyPatch) -> N
                                   b"{}", HTML])
 def test_a_malformed_dimension_values_answer_is_exit_75(canned: Any, body: bytes) -> None:
     # moto does not implement GetDimensionValues: the local server answers for it.
-    from topogate.cli.app import main
 
     canned(200, body)
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, str(AUDIT_FIXTURES / "empty"),
-                                    *WINDOW, "--verify-usage-types", "--max-attempts", "1"])
+    res = invoke("audit", "egress", INVENTORY, str(AUDIT_FIXTURES / "empty"),
+                 *WINDOW, "--verify-usage-types", "--max-attempts", "1")
     line = _one_line_75(res.exit_code, res.stdout, res.stderr)
     assert "GetDimensionValues" in line
 

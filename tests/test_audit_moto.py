@@ -14,7 +14,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from click.testing import CliRunner
 
 from topogate.audit.egress import (
     NO_SPLIT_CAUSE,
@@ -29,6 +28,7 @@ from topogate.sources.inventory import load_inventory
 pytest.register_assert_rewrite("audit_support")
 pytest_plugins = ["audit_support"]
 from audit_support import AUDIT_FIXTURES, FAKE_KEY_ID, FAKE_SECRET, Capture, Moto, page, result  # noqa: E402
+from conftest import invoke  # noqa: E402
 
 D = dt.date.fromisoformat
 KEY = "topogate.dev/cluster"
@@ -119,11 +119,9 @@ DAY1 = [result("2026-11-24", [(f"{KEY}$gpu-east", UT, "1.00", "100")])]
 ])
 def test_an_unanswered_day_is_exit_75_naming_the_days_never_zero(
         moto_ce: Moto, name: str, pages: list[dict], missing: str) -> None:
-    from topogate.cli.app import main
-
     moto_ce.seed(*pages)
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
-                                    "--end", "2026-11-27"])
+    res = invoke("audit", "egress", INVENTORY, "--start", "2026-11-24",
+                 "--end", "2026-11-27")
     assert res.exit_code == 75, (name, res.stdout)
     assert res.stdout == ""
     (line,) = res.stderr.strip().splitlines()
@@ -132,11 +130,9 @@ def test_an_unanswered_day_is_exit_75_naming_the_days_never_zero(
 
 
 def _seed_and_cli(moto_ce: Moto, *args: str) -> tuple[int, str, str]:
-    from topogate.cli.app import main
-
     moto_ce.seed(*three_pages())
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
-                                    "--end", "2026-11-27", *args])
+    res = invoke("audit", "egress", INVENTORY, "--start", "2026-11-24",
+                 "--end", "2026-11-27", *args)
     return res.exit_code, res.stdout, res.stderr
 
 
@@ -179,19 +175,15 @@ def test_cli_manifests_name_the_job_that_may_split(moto_ce: Moto) -> None:
 
 
 def test_cli_within_budget_exit_0(moto_ce: Moto) -> None:
-    from topogate.cli.app import main
-
     moto_ce.seed(page([result("2026-11-24", [(f"{KEY}$gpu-east", UT, "1.00", "100")])]))
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
-                                    "--end", "2026-11-25"])
+    res = invoke("audit", "egress", INVENTORY, "--start", "2026-11-24",
+                 "--end", "2026-11-25")
     assert res.exit_code == 0, res.stderr
     assert "Verdict: within budget" in res.stdout
 
 
 def test_cli_no_cost_tag_is_exit_78_one_line(moto_ce: Moto) -> None:
-    from topogate.cli.app import main
-
-    res = CliRunner().invoke(main, ["audit", "egress", str(AUDIT_FIXTURES / "no-cost-tag.yaml")])
+    res = invoke("audit", "egress", str(AUDIT_FIXTURES / "no-cost-tag.yaml"))
     assert res.exit_code == 78, res.output
     assert res.stdout == ""
     assert len(res.stderr.strip().splitlines()) == 1
@@ -199,10 +191,8 @@ def test_cli_no_cost_tag_is_exit_78_one_line(moto_ce: Moto) -> None:
 
 
 def test_cli_end_before_start_is_exit_2(moto_ce: Moto) -> None:
-    from topogate.cli.app import main
-
-    res = CliRunner().invoke(main, ["audit", "egress", INVENTORY, "--start", "2026-11-24",
-                                    "--end", "2026-11-24"])
+    res = invoke("audit", "egress", INVENTORY, "--start", "2026-11-24",
+                 "--end", "2026-11-24")
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1
 
 
@@ -222,9 +212,7 @@ def test_docs_sample_report_is_what_the_moto_run_renders(moto_ce: Moto) -> None:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    from topogate.cli.app import main
-
-    res = CliRunner().invoke(main, ["audit", "egress", *args], env=env)
+    res = invoke("audit", "egress", *args, env=env)
     return res.exit_code, res.stdout, res.stderr
 
 

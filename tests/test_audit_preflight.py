@@ -7,13 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from topogate.cli import app as cli
 from topogate.cli import audit as audit_commands
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_support import AUDIT_FIXTURES, aws_test_env  # noqa: E402
+from conftest import invoke  # noqa: E402
 
 LAB = str(Path(__file__).resolve().parents[1] / "fixtures" / "lab")
 
@@ -32,7 +31,7 @@ def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _audit(inventory: str) -> tuple[int, str]:
-    res = CliRunner().invoke(cli.main, ["audit", "egress", inventory, LAB, "--max-attempts", "1"])
+    res = invoke("audit", "egress", inventory, LAB, "--max-attempts", "1")
     return res.exit_code, res.stderr
 
 
@@ -67,7 +66,7 @@ def test_good_configuration_goes_on_to_the_analysis(monkeypatch: pytest.MonkeyPa
 
 
 def test_check_refuses_an_unwritable_report_path_before_the_analysis(tmp_path: Path) -> None:
-    res = CliRunner().invoke(cli.main, ["check", f"{LAB}/inventory.yaml", "-o",
-                                        str(tmp_path / "missing" / "r.md")])
+    res = invoke("check", f"{LAB}/inventory.yaml", "-o",
+                 str(tmp_path / "missing" / "r.md"))
     assert res.exit_code == 2 and res.stdout == ""
     assert "is not a writable directory" in res.stderr

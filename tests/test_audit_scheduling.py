@@ -22,6 +22,7 @@ from topogate.core.exitcodes import ExitCode
 pytest.register_assert_rewrite("audit_support")
 pytest_plugins = ["audit_support"]
 from audit_support import AUDIT_FIXTURES, REPO, Moto, page, result  # noqa: E402
+from conftest import invoke  # noqa: E402
 
 WORKFLOW = REPO / "examples" / "github-workflows" / "nightly-egress-audit.yml"
 CRONJOB = REPO / "examples" / "cronjob-egress-audit.yaml"
@@ -153,10 +154,6 @@ def test_cronjob_documents_the_image_it_needs() -> None:
 def test_cronjob_args_audit_with_only_the_inventory_mounted(moto_ce: Moto, tmp_path: Path) -> None:
     """The CronJob's own args, with its mount replaced by a directory holding only the
     inventory (as the ConfigMap does): the cost is audited, the cause is not."""
-    from click.testing import CliRunner
-
-    from topogate.cli.app import main
-
     _, cj = cronjob_docs()
     pod = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -168,7 +165,7 @@ def test_cronjob_args_audit_with_only_the_inventory_mounted(moto_ce: Moto, tmp_p
     key = "topogate.dev/cluster"
     moto_ce.seed(page([result("2026-11-24", [(f"{key}$gpu-east", "DataTransfer-Regional-Bytes",
                                               "7.50", "750")])]))
-    res = CliRunner().invoke(main, [*args, "--start", "2026-11-24", "--end", "2026-11-25"])
+    res = invoke(*args, "--start", "2026-11-24", "--end", "2026-11-25")
     assert res.exit_code == ExitCode.OVER_BUDGET, res.stderr
     assert "Verdict: OVER BUDGET: gpu-east" in res.stdout
     (line,) = res.stderr.strip().splitlines()

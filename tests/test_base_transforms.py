@@ -11,9 +11,8 @@ import subprocess
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
+from conftest import invoke
 
-from topogate.cli.app import main
 from topogate.sources.manifests import kubectl
 
 LAB = Path(__file__).resolve().parents[1] / "fixtures" / "lab"
@@ -36,7 +35,7 @@ def test_overlay_keeps_what_the_base_patches_in(tmp_path: Path) -> None:
     (base / "kustomization.yaml").write_text(
         "resources: [pytorchjob.yaml]\n"
         "patches:\n- path: team-patch.yaml\n  target: {kind: PyTorchJob, name: train}\n")
-    r = CliRunner().invoke(main, ["generate", str(repo / "inventory.yaml"), "-o", str(repo / "out")])
+    r = invoke("generate", str(repo / "inventory.yaml"), "-o", str(repo / "out"))
     assert r.exit_code == 0, r.output
     overlay = repo / "out/clusters/lab/workloads/ml-demo/train"
     built = subprocess.run([kubectl(), "kustomize", str(overlay)], capture_output=True, text=True,

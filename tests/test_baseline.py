@@ -13,10 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import run_cli
 
 from topogate.check.baseline import parse
-from topogate.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
@@ -27,13 +26,6 @@ FILE = ".topogate-baseline.json"
 
 def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env={**os.environ, **GIT_ENV})
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(main, list(args))
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return r.exit_code, r.stdout, r.stderr
 
 
 @pytest.fixture
@@ -49,16 +41,16 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _baseline(repo: Path) -> None:
-    code, out, err = run("baseline", *CHECK)
+    code, out, err = run_cli("baseline", *CHECK)
     assert code == 0, err
     assert out == f"wrote {FILE}: 3 finding(s) (3 error(s), 0 warning(s)); commit it, and `check` reports them as baselined\n"
     git(repo, "add", FILE)
 
 
 def test_today_s_findings_are_baselined_and_a_new_one_still_fails(repo: Path) -> None:
-    assert run("check", *CHECK)[0] == 1
+    assert run_cli("check", *CHECK)[0] == 1
     _baseline(repo)
-    code, out, _ = run("check", *CHECK, "--baseline", FILE)
+    code, out, _ = run_cli("check", *CHECK, "--baseline", FILE)
     assert code == 0, out
     assert f"baseline {FILE}: 3 findings baselined (3 errors: TG101, TG102)" in out
     assert out.rstrip().endswith("ok: 0 errors, 0 warnings, 3 baselined in 1 workload")
@@ -68,7 +60,7 @@ def test_today_s_findings_are_baselined_and_a_new_one_still_fails(repo: Path) ->
         "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: other\n"
         "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: other}\nspec:\n"
         "  template:\n    spec:\n      affinity: x\n      containers: [{name: c, image: x}]\n"))
-    code, out, err = run("check", *CHECK, "--baseline", FILE)
+    code, out, err = run_cli("check", *CHECK, "--baseline", FILE)
     assert code == 2 and "affinity" in err  # bad input is never baselined
 
 
@@ -78,24 +70,24 @@ def test_moved_lines_and_every_format(repo: Path) -> None:
     for name in ("coordinator.yaml", "workers.yaml", "policies.yaml"):
         f = repo / "apps" / name
         f.write_text("# reviewed\n# twice\n" + f.read_text())
-    code, out, _ = run("check", *CHECK, "--baseline", FILE, "--format", "json")
+    code, out, _ = run_cli("check", *CHECK, "--baseline", FILE, "--format", "json")
     summary = json.loads(out)["summary"]
     assert code == 0 and json.loads(out)["findings"] == []
     assert summary["baselined"]["count"] == 3 and summary["baselined"]["unmatched"] == 0
     assert {f["rule"] for f in summary["baselined"]["findings"]} == {"TG101", "TG102"}
-    _, sarif, _ = run("check", *CHECK, "--baseline", FILE, "--format", "sarif")
+    _, sarif, _ = run_cli("check", *CHECK, "--baseline", FILE, "--format", "sarif")
     hidden = [r for r in json.loads(sarif)["runs"][0]["results"] if "suppressions" in r]
     assert len(hidden) == 3 and {r["suppressions"][0]["kind"] for r in hidden} == {"external"}
     assert hidden[0]["suppressions"][0]["justification"] == f"in the baseline {FILE}"
     for fmt, said in (("markdown", "3 baselined"), ("github", f"topogate: baseline {FILE}: 3 findings baselined"),
                       ("junit", "3 baselined")):
-        assert said in run("check", *CHECK, "--baseline", FILE, "--format", fmt)[1], fmt
+        assert said in run_cli("check", *CHECK, "--baseline", FILE, "--format", fmt)[1], fmt
 
 
 def test_an_entry_no_finding_matches_is_counted(repo: Path) -> None:
     _baseline(repo)
     (repo / "apps" / "policies.yaml").unlink()  # no policy: nothing blocks; the split stays
-    code, out, _ = run("check", *CHECK, "--baseline", FILE)
+    code, out, _ = run_cli("check", *CHECK, "--baseline", FILE)
     assert code == 0
     assert ("1 finding baselined (1 error: TG102); 2 entries no finding matches any more (run `topogate "
             "baseline` to drop them)") in out
@@ -104,8 +96,8 @@ def test_an_entry_no_finding_matches_is_counted(repo: Path) -> None:
 def test_the_same_findings_give_the_same_bytes(repo: Path) -> None:
     _baseline(repo)
     first = (repo / FILE).read_bytes()
-    assert run("baseline", "apps", "lab/inventory.yaml")[0] == 2  # the inventory comes first
-    assert run("baseline", *CHECK, "-o", "again.json")[0] == 0
+    assert run_cli("baseline", "apps", "lab/inventory.yaml")[0] == 2  # the inventory comes first
+    assert run_cli("baseline", *CHECK, "-o", "again.json")[0] == 0
     assert (repo / "again.json").read_bytes() == first
     assert [e.pos.line for e in parse(first.decode(), FILE).entries] == [2, 3, 4]
 
@@ -113,11 +105,11 @@ def test_the_same_findings_give_the_same_bytes(repo: Path) -> None:
 def test_a_bad_baseline_file_is_exit_2_at_its_place(repo: Path) -> None:
     (repo / FILE).write_text('{"topogate-baseline": 1, "findings": [\n{"rule": 1}\n]}\n')
     git(repo, "add", FILE)
-    code, _, err = run("check", *CHECK, "--baseline", FILE)
+    code, _, err = run_cli("check", *CHECK, "--baseline", FILE)
     assert code == 2
     assert f"{FILE}:1:1: finding 1 needs the strings rule, object, file and message" in err
     (repo / FILE).write_text('{"topogate-baseline": 1, "findings": [\n{,}\n]}\n')
-    code, _, err = run("check", *CHECK, "--baseline", FILE)
+    code, _, err = run_cli("check", *CHECK, "--baseline", FILE)
     assert code == 2 and f"{FILE}:2:2: not JSON" in err
 
 
@@ -132,7 +124,7 @@ def test_a_pull_request_may_not_baseline_its_own_findings(repo: Path) -> None:
     _baseline(repo)  # the pull request baselines the incident, and touches it
     with (repo / "apps" / "workers.yaml").open("a") as f:
         f.write("# reviewed\n")
-    code, out, err = run("check", *CHECK, "--changed-since", "main", "--format", "json")
+    code, out, err = run_cli("check", *CHECK, "--changed-since", "main", "--format", "json")
     report = json.loads(out)
     assert code == 1, err
     assert sorted(f["rule"] for f in report["findings"]) == ["TG011", "TG011", "TG011", "TG101", "TG101", "TG102"]
@@ -141,4 +133,4 @@ def test_a_pull_request_may_not_baseline_its_own_findings(repo: Path) -> None:
                      (4, "baseline: TG102 on Group/ml-demo/train (a")]
     assert report["summary"]["baselined"]["count"] == 0 and len(report["summary"]["baselined"]["refused"]) == 3
     # without --changed-since the file is used as it is (and every report says so)
-    assert run("check", *CHECK)[0] == 0
+    assert run_cli("check", *CHECK)[0] == 0

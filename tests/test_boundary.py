@@ -9,9 +9,7 @@ import shutil
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
-
-from topogate.cli.app import main
+from conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fixtures" / "lab" / "inventory.yaml"
@@ -19,7 +17,7 @@ CASES = ROOT / "fixtures" / "cases" / "boundary"
 
 
 def findings(*args: str) -> tuple[int, list[dict[str, object]]]:
-    r = CliRunner().invoke(main, ["check", *args, "--format", "json"])
+    r = invoke("check", *args, "--format", "json")
     return r.exit_code, json.loads(r.stdout)["findings"]
 
 

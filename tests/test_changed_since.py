@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import run_cli
 
 from topogate.check.changed import ChangeSelection, UnitReads, escaped, select, unit_cluster
 from topogate.check.gitdiff import GitUnknown, changed_files
-from topogate.cli.app import main
 from topogate.generators import render_tree
 from topogate.sources.inventory import load_inventory
 from topogate.sources.kustomization import kubectl
@@ -73,10 +72,7 @@ def built(log: Path) -> list[str]:
 
 
 def check(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(main, ["check", *args])
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return r.exit_code, r.stdout, r.stderr
+    return run_cli("check", *args)
 
 
 def last_line(text: str) -> str:

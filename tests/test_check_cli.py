@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from topogate.cli.app import main
 from topogate.generators import render_tree
 from topogate.sources.inventory import load_inventory
 from topogate.tree import writer
@@ -24,7 +23,7 @@ INCIDENT = ROOT / "fixtures" / "incident"
 
 
 def run(*args: str) -> tuple[int, str]:
-    r = CliRunner().invoke(main, list(args))
+    r = invoke(*args)
     return r.exit_code, r.stdout
 
 
@@ -223,8 +222,8 @@ def test_job_with_unknown_cluster_is_not_passed_silently() -> None:
 
 
 def test_malformed_policy_is_one_line_and_exit_2() -> None:
-    r = CliRunner().invoke(main, ["check", str(LAB), str(ROOT / "fixtures/cases/malformed-policy.yaml"),
-                                  str(INCIDENT / "fixed")])
+    r = invoke("check", str(LAB), str(ROOT / "fixtures/cases/malformed-policy.yaml"),
+               str(INCIDENT / "fixed"))
     assert r.exit_code == 2 and r.exception is None or isinstance(r.exception, SystemExit)
     (line,) = r.stderr.strip().splitlines()
     # at the field's own line and column, in the schema's words (not Python's)

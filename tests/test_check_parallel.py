@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
 from topogate.analysis.map import build
-from topogate.cli.app import main
 from topogate.core import forked
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +33,7 @@ FORMATS = ("text", "json", "sarif")
 def _reports(args: list[str]) -> list[tuple[int, str]]:
     out = []
     for fmt in FORMATS:
-        r = CliRunner().invoke(main, ["check", *args, "--format", fmt])
+        r = invoke("check", *args, "--format", fmt)
         out.append((r.exit_code, r.stdout))
     return out
 

@@ -19,13 +19,12 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from conftest import invoke
 
 from topogate.analysis.map.cluster import ClusterMap
 from topogate.analysis.map.pods import pod_class
 from topogate.analysis.netpolicy import External, Peer, PolicySet
 from topogate.analysis.proofs.witness import Managed, witness_members
-from topogate.cli import main
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import K8sObject, collect
 from topogate.trace import evaluate as trace_evaluate
@@ -93,7 +92,7 @@ CASES = {
 @pytest.fixture(scope="module")
 def lab_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("agree") / "out"
-    r = CliRunner().invoke(main, ["generate", str(LAB), "-o", str(out)])
+    r = invoke("generate", str(LAB), "-o", str(out))
     assert r.exit_code == 0, r.output
     return out / "clusters" / "lab"
 

@@ -6,13 +6,11 @@ import io
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import TOPOGATE, invoke
 
-from topogate.cli.app import main
 from topogate.safeio.stdin import StdinError, read_stdin
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +23,7 @@ def _stream() -> str:
 
 
 def test_check_reads_manifests_from_stdin_with_positions() -> None:
-    r = CliRunner().invoke(main, ["check", LAB, "-"], input=_stream())
+    r = invoke("check", LAB, "-", input=_stream())
     assert r.exit_code == 1
     lines = [ln for ln in r.stdout.splitlines() if " TG101 " in ln]
     # nested positions resolve inside the stream, not at the document start
@@ -34,15 +32,15 @@ def test_check_reads_manifests_from_stdin_with_positions() -> None:
 
 
 def test_trace_reads_stdin() -> None:
-    r = CliRunner().invoke(main, ["trace", "-", "--from", "ml-demo/Deployment/coordinator", "--to",
-                                  "ml-demo/Job/gpu-workers", "--port", "23456"], input=_stream())
+    r = invoke("trace", "-", "--from", "ml-demo/Deployment/coordinator", "--to",
+               "ml-demo/Job/gpu-workers", "--port", "23456", input=_stream())
     assert "[<stdin>:11:5]" in r.stdout and r.exit_code in (0, 1)
 
 
 def test_stdin_is_bounded_and_binary_is_one_line() -> None:
     with pytest.raises(StdinError, match="more than 1 MiB"):
         read_stdin(io.BytesIO(b"a" * (1024 * 1024 + 1)), limit=1024 * 1024)
-    r = CliRunner().invoke(main, ["check", LAB, "-"], input=b"\x00" * 100)
+    r = invoke("check", LAB, "-", input=b"\x00" * 100)
     assert r.exit_code == 2
     assert r.stderr == "topogate: <stdin>:1:1: U+0000 is not allowed in YAML; remove it or quote it escaped\n"
 
@@ -50,7 +48,7 @@ def test_stdin_is_bounded_and_binary_is_one_line() -> None:
 def _on_a_terminal(env: dict[str, str]) -> str:
     """The CLI's stdout when it is a real pseudo-terminal."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "topogate.cli", "check", LAB, str(BROKEN)],
+    proc = subprocess.Popen([*TOPOGATE, "check", LAB, str(BROKEN)],
                             stdout=slave, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
     os.close(slave)
     chunks = []
@@ -72,6 +70,6 @@ def test_colour_on_a_terminal_only() -> None:
     coloured = _on_a_terminal(env)
     assert "\033[31m\033[1merror\033[0m TG101" in coloured and "\033[31m\033[1mFAIL\033[0m" in coloured
     assert "\033[" not in _on_a_terminal({**env, "NO_COLOR": "1"})
-    piped = subprocess.run([sys.executable, "-m", "topogate.cli", "check", LAB, str(BROKEN)],
+    piped = subprocess.run([*TOPOGATE, "check", LAB, str(BROKEN)],
                            capture_output=True, text=True, env=env, cwd=ROOT)
     assert piped.returncode == 1 and "\033[" not in piped.stdout and "FAIL: 3 errors" in piped.stdout

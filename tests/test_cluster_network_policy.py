@@ -18,11 +18,10 @@ from typing import Any
 import pytest
 import yaml
 from cilium_support import lab_with_agent
-from click.testing import CliRunner
+from conftest import invoke
 from crd_support import network_policy_api_validator
 
 from topogate.analysis.netpolicy import Agent, External, PodClass, PolicyError, PolicySet, SourceRef, Verdict
-from topogate.cli import main
 
 
 def load(text: str) -> list[dict[str, Any]]:
@@ -366,7 +365,7 @@ def lab_kcnp(tmp_path: Path) -> str:
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lab_kcnp: str) -> Path:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "out"
-    assert CliRunner().invoke(main, ["generate", lab_kcnp, "-o", str(out)]).exit_code == 0
+    assert invoke("generate", lab_kcnp, "-o", str(out)).exit_code == 0
     return out
 
 
@@ -379,7 +378,7 @@ def extra(tmp_path: Path, text: str) -> Path:
 
 
 def check(tree: Path, more: Path, inventory: str) -> tuple[int, list[dict[str, Any]]]:
-    r = CliRunner().invoke(main, ["check", inventory, str(tree / "clusters" / "lab"), str(more), "--format", "json"])
+    r = invoke("check", inventory, str(tree / "clusters" / "lab"), str(more), "--format", "json")
     assert r.exit_code in (0, 1), r.output
     return r.exit_code, json.loads(r.stdout)["findings"]
 
@@ -405,9 +404,9 @@ def test_an_admin_deny_of_all_ingress_to_the_jobs_namespace_fails_the_check(tree
     assert all("ingress rule 0 of ClusterNetworkPolicy/lock-ml-demo" in x["message"] for x in blocked), blocked
     # the deciding rule at its own line: the Deny of the policy's ingress[0]
     assert all("extra/cnp.yaml:10:5" in x["message"] for x in blocked), blocked
-    r = CliRunner().invoke(main, ["trace", str(tree / "clusters" / "lab"), str(tmp_path / "extra"), "--inventory",
-                                  lab_kcnp, "--from", "ml-demo/PyTorchJob/train/Worker", "--to",
-                                  "ml-demo/PyTorchJob/train/Master", "--port", "23456"])
+    r = invoke("trace", str(tree / "clusters" / "lab"), str(tmp_path / "extra"), "--inventory",
+               lab_kcnp, "--from", "ml-demo/PyTorchJob/train/Worker", "--to",
+               "ml-demo/PyTorchJob/train/Master", "--port", "23456")
     assert r.exit_code == 1 and "ClusterNetworkPolicy/lock-ml-demo" in r.output, r.output
     # The lab inventory says nothing of the flag: 1.20.2's default agent does not read it.
     code, fs = check(tree, tmp_path / "extra", str(Path(lab_kcnp).with_name("inventory-default.yaml")))

@@ -8,19 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import run_cli
 
 from topogate.check.config import discover, glob_regex
-from topogate.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = str(ROOT / "fixtures" / "lab" / "inventory.yaml")
 BROKEN = ROOT / "fixtures" / "incident" / "broken"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(main, list(args))
-    return r.exit_code, r.stdout, r.stderr
 
 
 @pytest.fixture
@@ -58,7 +52,7 @@ def test_every_problem_at_once_with_positions(here: Path) -> None:
     (here / ".topogate.yaml").write_text(
         "select: [TG1, hard-blok]\nignor: [TG120]\nstrict: yes\nformat: txt\n"
         "per-path-ignores:\n  \"legacy/**\": [TG1O2]\n")
-    code, out, err = run("config")
+    code, out, err = run_cli("config")
     assert code == 2 and out == ""
     assert err.splitlines() == [
         ".topogate.yaml:1:15: select: hard-blok is no rule; did you mean hard-block? (`topogate rules` lists them)",
@@ -72,57 +66,57 @@ def test_every_problem_at_once_with_positions(here: Path) -> None:
         "topogate: 5 problems in the configuration .topogate.yaml; nothing was checked.",
     ]
     # check refuses to run on it too, before any analysis
-    code, out, err = run("check", LAB, "apps")
+    code, out, err = run_cli("check", LAB, "apps")
     assert code == 2 and out == "" and "nothing was checked" in err
 
 
 def test_pyproject_problems_name_the_key_line(here: Path) -> None:
     (here / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.topogate]\nstrict = true\n"
                                          "selct = ['TG1']\n")
-    code, _, err = run("config")
+    code, _, err = run_cli("config")
     assert code == 2 and err.startswith("pyproject.toml:6:1: unknown setting 'selct'; did you mean select?")
 
 
 def test_config_prints_the_settings_and_their_file(here: Path) -> None:
     (here / "pyproject.toml").write_text("[tool.topogate]\nignore = ['TG120']\nexclude = ['vendor/**']\n")
-    code, out, _ = run("config")
+    code, out, _ = run_cli("config")
     assert code == 0 and out == (
         "# pyproject.toml\nselect: []\nignore: [TG120]\nstrict: false\ncluster: null\nformat: null\n"
         "exclude: [vendor/**]\nper-path-ignores: {}\n")
-    code, out, _ = run("config", "--no-config")
+    code, out, _ = run_cli("config", "--no-config")
     assert code == 0 and out.startswith("# no configuration file: the defaults\n")
 
 
 def test_check_follows_the_file_and_the_command_line_wins(here: Path) -> None:
     (here / ".topogate.yaml").write_text("select: [TG102]\nformat: json\n")
-    code, out, _ = run("check", LAB, "apps")
+    code, out, _ = run_cli("check", LAB, "apps")
     assert code == 1 and _rules(out) == ["TG102"]  # the file's select and format
-    code, out, _ = run("check", LAB, "apps", "--select", "TG101")
+    code, out, _ = run_cli("check", LAB, "apps", "--select", "TG101")
     assert code == 1 and _rules(out) == ["TG101", "TG101"]  # --select replaces the file's
-    code, out, _ = run("check", LAB, "apps", "--format", "text")
+    code, out, _ = run_cli("check", LAB, "apps", "--format", "text")
     assert out.rstrip().endswith("in 1 workload") and "FAIL" in out
-    code, out, _ = run("check", LAB, "apps", "--no-config", "--format", "json")
+    code, out, _ = run_cli("check", LAB, "apps", "--no-config", "--format", "json")
     assert _rules(out) == ["TG101", "TG101", "TG102"]
     other = here / "other.yaml"
     other.write_text("ignore: [TG1]\n")
-    code, out, _ = run("check", LAB, "apps", "--config", str(other), "--format", "json")
+    code, out, _ = run_cli("check", LAB, "apps", "--config", str(other), "--format", "json")
     assert code == 0 and _rules(out) == []
-    code, out, _ = run("check", LAB, "apps", "--show-settings", "--ignore", "TG101")
+    code, out, _ = run_cli("check", LAB, "apps", "--show-settings", "--ignore", "TG101")
     assert code == 0 and "ignore: [TG101]" in out and "select: [TG102]" in out and "format: json" in out
 
 
 def test_exclude_leaves_entries_unread(here: Path) -> None:
     # Without the zone policies nothing is blocked: TG101 goes, the split (TG102) stays.
-    code, out, _ = run("check", LAB, "apps", "--format", "json", "--exclude", "apps/policies.yaml")
+    code, out, _ = run_cli("check", LAB, "apps", "--format", "json", "--exclude", "apps/policies.yaml")
     assert _rules(out) == ["TG102", "TG110"]  # TG110: the namespace now has no policy at all
     (here / ".topogate.yaml").write_text("exclude: ['**/polic*']\n")
-    code, out, _ = run("check", LAB, "apps", "--format", "json")
+    code, out, _ = run_cli("check", LAB, "apps", "--format", "json")
     assert _rules(out) == ["TG102", "TG110"]
 
 
 def test_per_path_ignores_hide_and_count(here: Path) -> None:
     (here / ".topogate.yaml").write_text("per-path-ignores:\n  'apps/workers.yaml': [hard-block]\n")
-    code, out, _ = run("check", LAB, "apps", "--format", "json")
+    code, out, _ = run_cli("check", LAB, "apps", "--format", "json")
     data = json.loads(out)
     assert _rules(out) == ["TG101", "TG102"]  # the coordinator's TG101 stays
     assert all(not f["file"].endswith("workers.yaml") for f in data["findings"])

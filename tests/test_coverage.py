@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from conftest import invoke
 
-from topogate.cli.app import main
 from topogate.k8s import kinds
 from topogate.k8s.jobs import find_jobs
 
@@ -23,7 +22,7 @@ INCIDENT = ROOT / "fixtures" / "incident"
 
 
 def check(*args: str) -> tuple[int, dict[str, Any], str]:
-    r = CliRunner().invoke(main, ["check", str(LAB), *args, "--format", "json"])
+    r = invoke("check", str(LAB), *args, "--format", "json")
     data = json.loads(r.stdout) if r.exit_code != 2 else {}
     return r.exit_code, data, r.stderr
 
@@ -155,8 +154,8 @@ def _lab_with(tmp_path: Path, extra: str, cluster_extra: str = "") -> str:
 
 
 def _check_with(inv: str, *paths: Path | str, strict: bool = False) -> tuple[int, list[dict[str, Any]]]:
-    r = CliRunner().invoke(main, ["check", inv, *map(str, paths), "--format", "json",
-                                  *(["--strict"] if strict else [])])
+    r = invoke("check", inv, *map(str, paths), "--format", "json",
+               *(["--strict"] if strict else []))
     return r.exit_code, json.loads(r.stdout)["findings"]
 
 

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from conftest import invoke, run_cli
 from render_support import door_widened_repo, mermaid_blocks, topogate
 
-from topogate.cli.app import main
 from topogate.diff import DiffResult, diff_trees, render, same_trees
 from topogate.diff.render import collapsed
 
@@ -111,10 +110,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
-    got = CliRunner().invoke(main, ["diff", *args])
-    if got.exception is not None and not isinstance(got.exception, SystemExit):
-        raise got.exception
-    return got.exit_code, got.stdout, got.stderr
+    return run_cli("diff", *args)
 
 
 def test_base_from_a_git_worktree_names_the_repository_files(repo: Path) -> None:
@@ -190,15 +186,15 @@ def test_formats_render_the_same_rows(tmp_path: Path) -> None:
 
 
 def test_check_changed_since_markdown_ends_with_the_diff(repo: Path, tmp_path: Path) -> None:
-    got = CliRunner().invoke(main, ["check", "inventory.yaml", "m", "--changed-since", "main", "--format", "markdown",
-                                    "-o", str(tmp_path / "report.md")])
+    got = invoke("check", "inventory.yaml", "m", "--changed-since", "main", "--format", "markdown",
+                 "-o", str(tmp_path / "report.md"))
     assert got.exit_code == 0, got.output
     section = got.stdout[got.stdout.index("### Connectivity changes since main"):]
     assert f"| opened | {COORD} | {WORKERS} | 1-65535/TCP,UDP,SCTP |" in section
     assert "m/policies.yaml:33" in section and "```mermaid" in section
     assert (tmp_path / "report.md").read_text().endswith(section)
     # Text and JSON reports are as before: the diff belongs to the pull-request comment.
-    text = CliRunner().invoke(main, ["check", "inventory.yaml", "m", "--changed-since", "main", "--format", "text"])
+    text = invoke("check", "inventory.yaml", "m", "--changed-since", "main", "--format", "text")
     assert "Connectivity changes" not in text.stdout
 
 
@@ -235,7 +231,7 @@ def test_one_rule_opening_a_job_to_the_world_is_one_row(tmp_path: Path, monkeypa
     r = tmp_path / "repo"
     shutil.copytree(REPO / "fixtures" / "multi", r)
     monkeypatch.chdir(r)
-    assert CliRunner().invoke(main, ["generate", "inventory.yaml", "-o", "deploy"]).exit_code == 0
+    assert invoke("generate", "inventory.yaml", "-o", "deploy").exit_code == 0
     (r / "extra").mkdir()
     (r / "extra" / "open.yaml").write_text(OPEN % "host")
     _git(r, "init", "-q", "-b", "main")

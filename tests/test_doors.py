@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from click.testing import CliRunner
-from conftest import crd_errors
+from conftest import crd_errors, invoke
 
-from topogate.cli.app import main
 from topogate.generators import render_tree
 from topogate.generators.cilium import complement_ports
 from topogate.inventory.model import PortSpec
@@ -86,7 +84,7 @@ def _rendered_with(extra: str) -> tuple[int, list[dict[str, object]]]:
             f = out / "extra.yaml"
             f.write_text(extra)
             paths.append(str(f))
-        r = CliRunner().invoke(main, ["check", str(MULTI), *paths, "--format", "json"])
+        r = invoke("check", str(MULTI), *paths, "--format", "json")
         return r.exit_code, json.loads(r.stdout)["findings"]
     finally:
         shutil.rmtree(out.parent)
@@ -190,7 +188,7 @@ def test_single_network_zone_door_is_checked_too(tmp_path: Path) -> None:
     # an untracked file of the checkout is never read: a scratch copy of the lab, outside git
     inv = shutil.copytree(lab.parent, tmp_path / "lab") / "inventory.yaml"
     inv.write_text(text)
-    r = CliRunner().invoke(main, ["check", str(inv), "--format", "json"])
+    r = invoke("check", str(inv), "--format", "json")
     assert (r.exit_code, json.loads(r.stdout)["findings"]) == (0, [])
     deny = {"apiVersion": "cilium.io/v2", "kind": "CiliumClusterwideNetworkPolicy",
             "metadata": {"name": "no-storage"},
@@ -200,6 +198,6 @@ def test_single_network_zone_door_is_checked_too(tmp_path: Path) -> None:
     f.write_text(yaml.safe_dump(deny))
     out = tmp_path / "out"
     writer.write_tree(str(out), render_tree(load_inventory(inv), str(out)))
-    r = CliRunner().invoke(main, ["check", str(inv), str(out / "clusters"), str(f), "--format", "json"])
+    r = invoke("check", str(inv), str(out / "clusters"), str(f), "--format", "json")
     rules = [x["rule"] for x in json.loads(r.stdout)["findings"]]
     assert r.exit_code == 1 and "TG113" in rules, rules

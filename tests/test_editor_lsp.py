@@ -26,7 +26,6 @@ import contextlib
 import json
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from topogate.inventory.yamlpos import YamlReadError, read_yaml
 from topogate.sources.inventory import load_inventory
 
 pytest.register_assert_rewrite("lsp_support")
+from conftest import TOPOGATE  # noqa: E402
 from lsp_support import Diagnostic, YamlLanguageServer, pinned_version, require_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +101,7 @@ def track(repo: Path) -> None:
 
 def topogate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The installed CLI, run in the user's repository as the docs tell the user to run it."""
-    return subprocess.run([sys.executable, "-m", "topogate.cli", *args], cwd=cwd,
+    return subprocess.run([*TOPOGATE, *args], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -17,9 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from topogate.cli.app import main
+from conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = """    Worker:
@@ -31,7 +29,7 @@ WORKER = """    Worker:
 
 
 def run(*args: str) -> list[dict[str, object]]:
-    r = CliRunner().invoke(main, [*args, "--format", "json"])
+    r = invoke(*args, "--format", "json")
     assert r.exit_code in (0, 1), r.output
     return json.loads(r.stdout)["findings"]  # type: ignore[no-any-return]
 
@@ -56,7 +54,7 @@ def _select(lab: Path, selector: str) -> int:
 def test_a_base_nodeselector_no_pool_has_is_reported_at_the_base(lab: Path, paths: tuple[str, ...]) -> None:
     line = _select(lab, "gpu-model: h100")
     if paths:
-        assert CliRunner().invoke(main, ["generate", "inventory.yaml", "-o", "deploy"]).exit_code == 0
+        assert invoke("generate", "inventory.yaml", "-o", "deploy").exit_code == 0
     (tg103,) = [f for f in run("check", "inventory.yaml", *paths) if f["rule"] == "TG103"]
     assert (tg103["file"], tg103["line"]) == ("bases/train/pytorchjob.yaml", line)
 

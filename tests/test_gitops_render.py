@@ -14,10 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
-from conftest import FIXTURES, kubectl
+from conftest import FIXTURES, invoke, kubectl
 
-from topogate.cli.app import main
 from topogate.core import redact
 from topogate.generators import render_tree
 from topogate.gitops.objects import RenderedObject
@@ -32,7 +30,7 @@ URL = "https://git.example.com/acme/repo.git"
 
 
 def check(*args: str) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
-    r = CliRunner().invoke(main, ["check", *args, "--format", "json"])
+    r = invoke("check", *args, "--format", "json")
     assert r.exit_code in (0, 1), r.output
     data = json.loads(r.stdout)
     return r.exit_code, data["findings"], data
@@ -378,7 +376,7 @@ def test_secret_values_are_never_printed(tmp_path: Path) -> None:
                       {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vars", "namespace": "flux-system"},
                        "stringData": {"ZONE": value}}],
     }, "flux.yaml")
-    r = CliRunner().invoke(main, ["check", str(tmp_path / "repo" / "inventory.yaml"), str(tmp_path / "repo" / "flux.yaml")])
+    r = invoke("check", str(tmp_path / "repo" / "inventory.yaml"), str(tmp_path / "repo" / "flux.yaml"))
     assert code == 1 and any(f["rule"] == "TG103" for f in fs)
     assert value not in r.output and "[redacted]" in r.output
     redact.forget()
@@ -443,7 +441,7 @@ def test_flux_reads_a_kustomization_otherwise_than_kubectl_refused(tmp_path: Pat
         "inventory.yaml": INVENTORY, "app/job.yaml": _job("zone-a"),
         "app/kustomization.yaml": "resources: [job.yaml]\nnamePrefix: 1\nnamesPrefix: x-\n",
         "flux.yaml": _flux("./app")})
-    r = CliRunner().invoke(main, ["check", str(repo / "inventory.yaml"), str(repo / "flux.yaml")])
+    r = invoke("check", str(repo / "inventory.yaml"), str(repo / "flux.yaml"))
     assert r.exit_code == 2, r.output
     assert "app/kustomization.yaml:2:13: `1` is read as a number here" in r.output
     assert "app/kustomization.yaml:3:1: `namesPrefix` is no field of a kustomization" in r.output

@@ -8,9 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from topogate.cli.app import main
+from conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = ROOT / "fixtures" / "incident" / "broken"
@@ -23,7 +21,7 @@ WAIVER = """waivers:
 
 
 def run(*args: str) -> tuple[int, str]:
-    res = CliRunner().invoke(main, list(args))
+    res = invoke(*args)
     return res.exit_code, res.stdout
 
 

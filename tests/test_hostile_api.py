@@ -15,7 +15,6 @@ import gzip
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 
 pytest.register_assert_rewrite("live_support")
+from conftest import TOPOGATE  # noqa: E402
 from live_support import LIVE, REPO, TOKEN, write_kubeconfig  # noqa: E402
 
 INV = "fixtures/live/eks/inventory.yaml"
@@ -94,7 +94,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[[Behaviour], tuple[Server, Path]]
 def drift(kubeconfig: Path, *extra: str, env: dict[str, str] | None = None,
           limit: float = 60) -> tuple[int, str, float]:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "topogate.cli", "drift", INV, "--kubeconfig",
+    proc = subprocess.run([*TOPOGATE, "drift", INV, "--kubeconfig",
                            str(kubeconfig), *extra], cwd=REPO, capture_output=True, text=True,
                           timeout=limit, env={**os.environ, **(env or {})})
     took = time.monotonic() - start

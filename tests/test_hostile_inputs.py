@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import resource
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import TOPOGATE
 from hostile_support import make_repo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ def _limit() -> None:
 
 def run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """topogate ARGS in a child: a hang is a TimeoutExpired, a runaway read a MemoryError."""
-    proc = subprocess.run([sys.executable, "-m", "topogate.cli", *args], cwd=cwd, capture_output=True,
+    proc = subprocess.run([*TOPOGATE, *args], cwd=cwd, capture_output=True,
                           text=True, timeout=60, preexec_fn=_limit,
                           env={**os.environ, **(env or {})})
     return proc.returncode, proc.stdout, proc.stderr

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import TOPOGATE
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "fixtures/lab/inventory.yaml"
@@ -46,7 +46,7 @@ def _commands(tmp: Path) -> dict[str, list[str]]:
 
 
 def _run(args: list[str], stdout: int | None = None, close_fd1: bool = False) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "topogate.cli", *args], cwd=ROOT, stdout=stdout,
+    proc = subprocess.run([*TOPOGATE, *args], cwd=ROOT, stdout=stdout,
                           stderr=subprocess.PIPE, text=True, timeout=120,
                           preexec_fn=(lambda: os.close(1)) if close_fd1 else None)
     return proc.returncode, proc.stderr
@@ -101,7 +101,7 @@ def test_a_command_that_prints_nothing_runs_with_stdout_closed(tmp_path: Path) -
 
 def test_a_report_through_a_pipe_is_whole(tmp_path: Path) -> None:
     """The guarded stdout changes nothing for a reader that stays: every byte, the same exit."""
-    proc = subprocess.run([sys.executable, "-m", "topogate.cli", "check", LAB, "fixtures/incident/broken"],
+    proc = subprocess.run([*TOPOGATE, "check", LAB, "fixtures/incident/broken"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stderr == ""
     assert proc.stdout.endswith("\n") and "FAIL: 3 errors" in proc.stdout

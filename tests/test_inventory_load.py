@@ -6,9 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from topogate.cli.app import main
 from topogate.core.position import Position
 from topogate.inventory.loader import InventoryError
 from topogate.sources.inventory import load_inventory
@@ -128,7 +127,7 @@ def test_generate_bad_inventory_exits_2_and_writes_nothing(tmp_path: Path) -> No
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("previous")
-    r = CliRunner().invoke(main, ["generate", str(BAD / "many-problems" / "inventory.yaml"), "-o", str(out)])
+    r = invoke("generate", str(BAD / "many-problems" / "inventory.yaml"), "-o", str(out))
     assert r.exit_code == 2
     assert "missing required field 'region'" in r.output
     assert "names cluster 'nowhere'" in r.output

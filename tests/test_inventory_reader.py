@@ -9,9 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from topogate.cli.app import main
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.yamlpos import YamlReadError, read_yaml
 from topogate.k8s import kinds
@@ -108,7 +107,7 @@ def test_hostile_inventory_is_problems_not_a_crash(case: str, tmp_path: Path) ->
 
 def test_hostile_inventory_through_the_cli_exits_2(tmp_path: Path) -> None:
     inv = _lab(tmp_path, ("base: bases/train", "base: " + "a" * 5000))
-    r = CliRunner().invoke(main, ["generate", str(inv), "-o", str(tmp_path / "out")])
+    r = invoke("generate", str(inv), "-o", str(tmp_path / "out"))
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "cannot be read (File name too long)" in r.output
     assert not (tmp_path / "out").exists()

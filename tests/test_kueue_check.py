@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from conftest import invoke
 
 from topogate.check.run import run_check
-from topogate.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 MULTI = ROOT / "fixtures" / "multi" / "inventory.yaml"
@@ -33,14 +32,14 @@ def multi_out(tmp_path: Path) -> Iterator[Path]:
     """`topogate generate` of the multi example, as a user runs it (outside the checkout: the
     tests edit it by hand, and a hand-edited file git does not track is not read in one)."""
     out = tmp_path / "out"
-    r = CliRunner().invoke(main, ["generate", str(MULTI), "-o", str(out)])
+    r = invoke("generate", str(MULTI), "-o", str(out))
     assert r.exit_code == 0, r.output
     yield out
     shutil.rmtree(out)
 
 
 def check_json(*args: str) -> tuple[int, dict[str, Any]]:
-    r = CliRunner().invoke(main, ["check", *args, "--format", "json"])
+    r = invoke("check", *args, "--format", "json")
     return r.exit_code, json.loads(r.stdout)
 
 
@@ -53,8 +52,8 @@ def test_generated_multi_checks_clean_with_kueue(multi_out: Path) -> None:
     assert (code, data["findings"]) == (0, [])
     jobs = {j["object"]: j for j in data["workloads"]}
     assert all(j["colocated"] and j["schedulable"] for j in jobs.values())
-    explain = CliRunner().invoke(main, ["explain", str(MULTI), "llama-ft", str(multi_out / "clusters"),
-                                        "--format", "json"])
+    explain = invoke("explain", str(MULTI), "llama-ft", str(multi_out / "clusters"),
+                     "--format", "json")
     assert explain.exit_code == 0
     kueue = json.loads(explain.stdout)["kueue"]
     assert "LocalQueue ml-team/training -> ClusterQueue training" in kueue
@@ -209,7 +208,7 @@ def test_docs_show_real_check_output(monkeypatch: pytest.MonkeyPatch) -> None:
     shown = text.split("<!-- kueue-check -->\n```text\n", 1)[1].split("```", 1)[0]
     command, _, expected = shown.partition("\n")
     args = command.removeprefix("$ topogate ").split()
-    r = CliRunner().invoke(main, [*args, "--format", "text"], catch_exceptions=False)
+    r = invoke(*args, "--format", "text", catch_exceptions=False)
     assert r.exit_code == 0
     assert r.stdout == expected
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from conftest import invoke
 
-from topogate.cli.app import drift, main
+from topogate.cli.app import drift
 from topogate.live.client import JOB_RESOURCES, NODES, PODS, POLICY_RESOURCES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ def test_docs_show_real_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     blocks = _blocks()
     assert [b[0].split()[1] for b in blocks] == ["import", "drift", "drift", "check"]
     for command, shown in blocks:
-        res = CliRunner().invoke(main, command.split()[1:])
+        res = invoke(*command.split()[1:])
         if res.exception is not None and not isinstance(res.exception, SystemExit):
             raise res.exception
         output, status = shown.split("$ echo $?\n", 1)

@@ -13,10 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, invoke
 
-from topogate.cli.app import main
 from topogate.core import escape
 
 HOSTILE = "x\n::error file=a,line=1::pwned\n::stop-commands::tok\r\n##[error]old"
@@ -68,15 +66,14 @@ HOSTILE_NAME = "::error file=a,line=1::pwned ##[error]x\n::stop-commands::tok"
 def test_generate_and_check_with_a_hostile_inventory_and_out_name(tmp_path: Path) -> None:
     inv = _lab(tmp_path, "inv\n" + HOSTILE_NAME + ".yaml")
     out = tmp_path / ("out\n" + HOSTILE_NAME)
-    runner = CliRunner()
-    r = runner.invoke(main, ["generate", str(inv), "-o", str(out), "--check"])
+    r = invoke("generate", str(inv), "-o", str(out), "--check")
     assert r.exit_code == 1
     assert_no_command(r.stdout, r.stderr)
     assert "\\n::stop-commands::tok" in r.stdout  # shown, its newline visibly escaped
-    r = runner.invoke(main, ["generate", str(inv), "-o", str(out)])
+    r = invoke("generate", str(inv), "-o", str(out))
     assert r.exit_code == 0, r.stderr
     assert_no_command(r.stdout, r.stderr)
-    r = runner.invoke(main, ["generate", str(inv), "-o", str(out), "--check"])
+    r = invoke("generate", str(inv), "-o", str(out), "--check")
     assert r.exit_code == 0 and "is up to date" in r.stdout
     assert_no_command(r.stdout, r.stderr)
 
@@ -86,14 +83,13 @@ def test_generate_and_check_with_a_hostile_inventory_and_out_name(tmp_path: Path
 def test_generate_check_lists_hostile_file_names_in_out_safely(tmp_path: Path, name: str) -> None:
     inv = FIXTURES / "lab" / "inventory.yaml"
     out = tmp_path / "out"
-    runner = CliRunner()
-    assert runner.invoke(main, ["generate", str(inv), "-o", str(out)]).exit_code == 0
+    assert invoke("generate", str(inv), "-o", str(out)).exit_code == 0
     (out / name).write_text("not generated\n")
-    r = runner.invoke(main, ["generate", str(inv), "-o", str(out), "--check"])
+    r = invoke("generate", str(inv), "-o", str(out), "--check")
     assert r.exit_code == 1
     assert "removed" in r.stdout and "First move or delete" in r.stdout
     assert_no_command(r.stdout, r.stderr)
-    r = runner.invoke(main, ["generate", str(inv), "-o", str(out)])
+    r = invoke("generate", str(inv), "-o", str(out))
     assert r.exit_code == 2  # refuses the foreign file, naming it safely
     assert_no_command(r.stdout, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1
@@ -106,7 +102,7 @@ def test_a_hostile_base_path_in_an_inventory_error_is_one_safe_line(tmp_path: Pa
     inv.write_text(src.replace("base: bases/train",
                                'base: "bases/::error::pwned\\n::stop-commands::tok"'))
     for args in (["generate", str(inv), "-o", str(tmp_path / "o")], ["check", str(inv)]):
-        r = CliRunner().invoke(main, args)
+        r = invoke(*args)
         assert r.exit_code == 2, r.output
         assert_no_command(r.stdout, r.stderr)
 
@@ -114,14 +110,14 @@ def test_a_hostile_base_path_in_an_inventory_error_is_one_safe_line(tmp_path: Pa
 def test_check_text_output_with_hostile_manifest_file_names(tmp_path: Path) -> None:
     inv = FIXTURES / "lab" / "inventory.yaml"
     out = tmp_path / "out"
-    assert CliRunner().invoke(main, ["generate", str(inv), "-o", str(out)]).exit_code == 0
+    assert invoke("generate", str(inv), "-o", str(out)).exit_code == 0
     manifests = tmp_path / "m"
     shutil.copytree(out, manifests)
     # every generated manifest renamed to a name that tries to be a command
     for i, p in enumerate(sorted(x for x in manifests.rglob("*.yaml") if x.is_file())):
         p.rename(p.with_name(f"::error::pwned{i}\n::stop-commands::t{i}.yaml"))
     for fmt in ("text", "markdown", "json", "sarif"):
-        r = CliRunner().invoke(main, ["check", str(inv), str(manifests), "--format", fmt])
+        r = invoke("check", str(inv), str(manifests), "--format", fmt)
         assert r.exit_code in (0, 1), r.output
         assert_no_command(r.stdout, r.stderr)
 
@@ -129,8 +125,8 @@ def test_check_text_output_with_hostile_manifest_file_names(tmp_path: Path) -> N
 def test_check_output_file_that_cannot_be_written_is_exit_2_one_line(tmp_path: Path) -> None:
     # Issue 10 item 6: a traceback (exit 1, read as "findings") after printing the report.
     inv = FIXTURES / "lab" / "inventory.yaml"
-    r = CliRunner().invoke(main, ["check", str(inv), "--format", "text",
-                                  "-o", str(tmp_path / "nonexistent" / "r.md")])
+    r = invoke("check", str(inv), "--format", "text",
+               "-o", str(tmp_path / "nonexistent" / "r.md"))
     assert r.exit_code == 2
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith("topogate: cannot write the report to ") and "r.md" in line
@@ -142,9 +138,9 @@ def test_trace_output_with_a_hostile_policy_file_name(tmp_path: Path, fmt: str) 
     lab = tmp_path / "lab"
     shutil.copytree(FIXTURES / "trace" / "lab-zone-label", lab)  # a denied flow: exit 1
     (lab / "policies.yaml").rename(lab / "::error::pwned\n::stop-commands::t ##[error]x.yaml")
-    r = CliRunner().invoke(main, ["trace", str(lab), "--from", "ml-demo/Deployment/gpu-workers",
-                                  "--to", "ml-demo/Deployment/coordinator", "--port", "23456",
-                                  "--format", fmt])
+    r = invoke("trace", str(lab), "--from", "ml-demo/Deployment/gpu-workers",
+               "--to", "ml-demo/Deployment/coordinator", "--port", "23456",
+               "--format", fmt)
     assert r.exit_code == 1, r.output
     assert "pwned" in r.stdout  # the policy's file is named, harmlessly
     assert_no_command(r.stdout, r.stderr)
@@ -152,13 +148,13 @@ def test_trace_output_with_a_hostile_policy_file_name(tmp_path: Path, fmt: str) 
 
 def test_explain_errors_with_a_hostile_workload_argument_and_inventory_name(tmp_path: Path) -> None:
     inv = _lab(tmp_path, "::error::inv\n::stop-commands::t.yaml")
-    r = CliRunner().invoke(main, ["explain", str(inv), "::error::x\n::stop-commands::y"])
+    r = invoke("explain", str(inv), "::error::x\n::stop-commands::y")
     assert r.exit_code == 2, r.output
     assert "no job named" in r.stderr
     assert_no_command(r.stdout, r.stderr)
     broken = tmp_path / "repo" / "::error::broken\n.yaml"
     broken.write_text("clusters: [\n")
-    r = CliRunner().invoke(main, ["explain", str(broken), "x"])
+    r = invoke("explain", str(broken), "x")
     assert r.exit_code == 2, r.output
     assert_no_command(r.stdout, r.stderr)
 
@@ -169,11 +165,11 @@ def test_a_newline_in_the_inventory_file_name_cannot_inject_yaml_into_generated_
     # in it started a line of YAML in every generated file (kustomize then refused them all).
     inv = _lab(tmp_path, "inv.yaml\nresources: [evil.example]")
     out = tmp_path / "out"
-    r = CliRunner().invoke(main, ["generate", str(inv), "-o", str(out)])
+    r = invoke("generate", str(inv), "-o", str(out))
     assert r.exit_code == 0, r.output
     for f in out.rglob("*.yaml"):
         text = f.read_text()
         assert "\nresources: [evil.example]" not in text, f
         assert text.splitlines()[0].endswith("do not edit"), f
-    r = CliRunner().invoke(main, ["check", str(inv), str(out), "--format", "text"])
+    r = invoke("check", str(inv), str(out), "--format", "text")
     assert r.exit_code in (0, 1), r.output

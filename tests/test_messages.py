@@ -8,22 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from topogate.cli.app import main
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = str(ROOT / "fixtures" / "lab" / "inventory.yaml")
 RULES = ROOT / "fixtures" / "rules"
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(main, list(args))
-    return r.exit_code, r.stdout, r.stderr
-
-
 def json_findings(*args: str) -> list[dict[str, object]]:
-    return list(json.loads(run("check", *args, "--format", "json")[1])["findings"])
+    return list(json.loads(run_cli("check", *args, "--format", "json")[1])["findings"])
 
 
 def test_boundary_probe_is_named_once_and_default_allow_says_why(tmp_path: Path) -> None:
@@ -53,7 +46,7 @@ def test_one_gpu_capacity_line(tmp_path: Path) -> None:
     text = (RULES / "TG110-unprotected-job" / "pass" / "manifests.yaml").read_text()
     assert "      replicas: 1\n" in text and "replicas: 4" in text
     (tmp_path / "m.yaml").write_text(text.replace("replicas: 4", "replicas: 0"))
-    code, out, _ = run("explain", LAB, "train", str(tmp_path / "m.yaml"))
+    code, out, _ = run_cli("explain", LAB, "train", str(tmp_path / "m.yaml"))
     assert "needs 1 GPU;" in out and "1 GPUs" not in out
 
 
@@ -61,13 +54,13 @@ def test_one_gpu_capacity_line(tmp_path: Path) -> None:
                                   ["check", LAB, "nope/"]])
 def test_no_errno_in_messages(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(*args)
+    code, out, err = run_cli(*args)
     text = out + err
     assert code == 2 and "Errno" not in text and "no such file or directory" in text.lower()
 
 
 def test_output_file_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
-    code, _, err = run("check", LAB, str(ROOT / "fixtures" / "incident" / "fixed"),
+    code, _, err = run_cli("check", LAB, str(ROOT / "fixtures" / "incident" / "fixed"),
                        "-o", str(tmp_path / "missing" / "r.md"))
     # refused before the analysis runs, so nothing is printed first
     assert code == 2 and err.startswith(f"topogate: cannot write the report to {tmp_path / 'missing' / 'r.md'}")
@@ -82,8 +75,8 @@ def test_spread_severity_follows_the_effect(tmp_path: Path) -> None:
     (tmp_path / "m.yaml").write_text(fail.read_text().replace("- maxSkew: 1", "- maxSkew: 8"))
     (latent,) = [f for f in json_findings(LAB, str(tmp_path / "m.yaml")) if f["rule"] == "TG105"]
     assert latent["severity"] == "warning" and "splits nothing" in str(latent["message"])
-    assert run("check", LAB, str(tmp_path / "m.yaml"))[0] == 0
-    assert run("check", LAB, str(tmp_path / "m.yaml"), "--strict")[0] == 1
+    assert run_cli("check", LAB, str(tmp_path / "m.yaml"))[0] == 0
+    assert run_cli("check", LAB, str(tmp_path / "m.yaml"), "--strict")[0] == 1
 
 
 @pytest.fixture()
@@ -98,15 +91,15 @@ def following_mpijob(tmp_path: Path) -> str:
 
 
 def test_following_job_names_its_zone_choice_once(following_mpijob: str) -> None:
-    _, out, _ = run("check", following_mpijob)
+    _, out, _ = run_cli("check", following_mpijob)
     block = [ln for ln in out.split("MPIJob/ml-team/bert-mpi", 1)[1].split("\n")
              if not ln.startswith("  placed by Kueue")]  # gpu-east also hands the job to Kueue
     assert block[0].endswith("colocated (the whole job in one zone of: us-east-1a, us-east-1b), schedulable")
     assert block[1:3] == ["  Launcher x1", "  Worker x3 (4 GPU/pod)"]
-    _, diagram, _ = run("explain", following_mpijob, "bert-mpi", "--format", "mermaid")
+    _, diagram, _ = run_cli("explain", following_mpijob, "bert-mpi", "--format", "mermaid")
     # one zone box (the choice), inside the one network-zone box the job's pods share
     assert diagram.count("Launcher ×1") == 1 and diagram.count("subgraph z") == 1
     assert diagram.count("subgraph n") == 1
     assert 'subgraph z0["one zone of: us-east-1a, us-east-1b"]' in diagram
-    _, md, _ = run("check", following_mpijob, "--format", "markdown")
+    _, md, _ = run_cli("check", following_mpijob, "--format", "markdown")
     assert "| MPIJob/ml-team/bert-mpi | gpu-east | one of us-east-1a, us-east-1b |" in md

@@ -16,9 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
-
-from topogate.cli import main
+from conftest import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = REPO / "fixtures" / "lab" / "inventory.yaml"
@@ -27,7 +25,7 @@ INCIDENT = REPO / "fixtures" / "incident"
 
 
 def check(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
-    r = CliRunner().invoke(main, ["check", *args, "--format", "json"])
+    r = invoke("check", *args, "--format", "json")
     assert r.exit_code in (0, 1), r.output
     return r.exit_code, json.loads(r.stdout)
 
@@ -66,7 +64,7 @@ def test_files_of_other_extensions_are_named(tmp_path: Path) -> None:
 @pytest.fixture
 def lab_out(tmp_path: Path) -> Path:
     out = tmp_path / "out"
-    r = CliRunner().invoke(main, ["generate", str(LAB), "-o", str(out)])
+    r = invoke("generate", str(LAB), "-o", str(out))
     assert r.exit_code == 0, r.output
     return out
 
@@ -89,7 +87,7 @@ def test_a_duplicate_fails_in_either_order(lab_out: Path, tmp_path: Path) -> Non
                                             (LAB, "monitoring/lab")])
 def test_a_run_without_the_declared_jobs_fails(tmp_path: Path, inventory: Path, part: str) -> None:
     out = tmp_path / "out"
-    assert CliRunner().invoke(main, ["generate", str(inventory), "-o", str(out)]).exit_code == 0
+    assert invoke("generate", str(inventory), "-o", str(out)).exit_code == 0
     code, data = check(str(inventory), str(out / part))
     assert code == 1 and "TG006" in rules(data), data["findings"]
 

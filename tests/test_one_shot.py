@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import TOPOGATE, invoke
 
 from topogate.cli.app import main
 from topogate.core import gctune
@@ -74,11 +74,11 @@ def test_only_the_command_line_process_is_one_shot(tmp_path: Path) -> None:
 def test_cli_process_writes_report_file_and_exit_code(tmp_path: Path) -> None:
     md = tmp_path / "report.md"
     p = subprocess.run(
-        [sys.executable, "-m", "topogate.cli", "check", str(LAB), str(INCIDENT / "broken"),
+        [*TOPOGATE, "check", str(LAB), str(INCIDENT / "broken"),
          "--format", "text", "-o", str(md)],
         capture_output=True, text=True, timeout=300, check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT), "CI": "true"})
-    inproc = CliRunner().invoke(main, ["check", str(LAB), str(INCIDENT / "broken"), "--format", "text"])
+    inproc = invoke("check", str(LAB), str(INCIDENT / "broken"), "--format", "text")
     assert p.returncode == inproc.exit_code == 1
     assert p.stdout == inproc.stdout
     assert "```mermaid" in md.read_text()
@@ -90,7 +90,7 @@ def test_in_process_check_gives_the_collector_back(enabled: bool) -> None:
     was = gc.isenabled()
     try:
         gc.enable() if enabled else gc.disable()
-        r = CliRunner().invoke(main, ["check", str(LAB), str(INCIDENT / "broken"), "--format", "json"])
+        r = invoke("check", str(LAB), str(INCIDENT / "broken"), "--format", "json")
         assert r.exit_code == 1
         assert gc.isenabled() is enabled
     finally:

@@ -19,11 +19,11 @@ import select
 import socket
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import TOPOGATE
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "fixtures/lab/inventory.yaml"
@@ -32,7 +32,7 @@ CHECK = ["check", LAB, BROKEN]
 
 
 def _cmd(args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "topogate.cli", *args]
+    return [*TOPOGATE, *args]
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:

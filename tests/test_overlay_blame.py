@@ -7,9 +7,7 @@ import json
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
-
-from topogate.cli.app import main
+from conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = str(ROOT / "fixtures" / "lab" / "inventory.yaml")
@@ -29,7 +27,7 @@ def _base(tmp: Path, master_spread: bool = False) -> None:
 
 
 def _tg105(tmp: Path, overlay: str) -> list[dict[str, object]]:
-    r = CliRunner().invoke(main, ["check", LAB, str(tmp / overlay), "--format", "json"])
+    r = invoke("check", LAB, str(tmp / overlay), "--format", "json")
     assert r.exit_code == 0, r.output
     return [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "TG105"]
 

@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from conftest import invoke
 
 from topogate.analysis.map.cluster import HOST_NETWORK_PEER, POLICY_KINDS, ClusterMap
 from topogate.analysis.map.pods import pod_class, pod_template
 from topogate.analysis.netpolicy import Peer, PolicyError
-from topogate.cli import main
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import K8sObject, ManifestError, collect
 from topogate.trace import evaluate as trace_evaluate
@@ -126,9 +125,9 @@ def test_a_policy_on_the_default_service_account(tmp_path: Path) -> None:
     (tmp_path / "policy.yaml").write_text(yaml.safe_dump(SA_POLICY))
     for part in ("coordinator.yaml", "workers.yaml"):
         (tmp_path / part).write_text((FIXTURES / "incident" / "fixed" / part).read_text())
-    run = CliRunner().invoke(main, ["check", str(LAB), str(tmp_path), "--format", "json"])
+    run = invoke("check", str(LAB), str(tmp_path), "--format", "json")
     found = {f["rule"] for f in json.loads(run.stdout)["findings"]}
     assert "TG101" not in found, run.stdout
-    traced = CliRunner().invoke(main, ["trace", str(tmp_path), "--from", "ml-demo/Job/gpu-workers",
-                                       "--to", "ml-demo/Deployment/coordinator"])
+    traced = invoke("trace", str(tmp_path), "--from", "ml-demo/Job/gpu-workers",
+                    "--to", "ml-demo/Deployment/coordinator")
     assert traced.exit_code == 0, traced.output

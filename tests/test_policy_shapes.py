@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 import yaml
 from cilium_support import cilium_crd
-from click.testing import CliRunner
+from conftest import invoke
 
-from topogate.cli import main
 from topogate.k8s import shapes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +45,7 @@ CASES = [
 def test_a_malformed_policy_is_exit_2_at_its_field(tmp_path: Path, body: str, where: str, words: str) -> None:
     f = tmp_path / "p.yaml"
     f.write_text(HEAD + body)
-    r = CliRunner().invoke(main, ["check", LAB, str(f), FIXED])
+    r = invoke("check", LAB, str(f), FIXED)
     assert r.exit_code == 2, r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
     (line,) = r.stderr.strip().splitlines()
@@ -58,7 +57,7 @@ def test_a_well_formed_policy_passes_the_shapes(tmp_path: Path) -> None:
     f = tmp_path / "p.yaml"
     f.write_text(HEAD + "spec:\n  endpointSelector: {}\n  egress:\n  - toPorts:\n    - ports:\n"
                  "      - {port: '53', protocol: UDP}\n    toEndpoints: [{matchLabels: {k8s-app: kube-dns}}]\n")
-    r = CliRunner().invoke(main, ["check", LAB, str(f), FIXED])
+    r = invoke("check", LAB, str(f), FIXED)
     assert r.exit_code in (0, 1), r.output
 
 

@@ -7,9 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from topogate.cli.app import main
+from conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fixtures" / "lab" / "inventory.yaml"
@@ -18,7 +16,7 @@ CITED = re.compile(r"\(([^()\s]+\.ya?ml):(\d+)(?::\d+)?\)")
 
 
 def cli(*args: str) -> tuple[int, str]:
-    r = CliRunner().invoke(main, list(args))
+    r = invoke(*args)
     return r.exit_code, r.stdout
 
 

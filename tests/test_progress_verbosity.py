@@ -9,10 +9,9 @@ import io
 import time
 from pathlib import Path
 
-from click.testing import CliRunner
+from conftest import invoke
 from report_support import BROKEN, CLEAN, FINDINGS, result
 
-from topogate.cli.app import main
 from topogate.core import progress
 from topogate.report.text import QUIET, SMALL_RUN, VERBOSE, TextReporter
 
@@ -81,9 +80,9 @@ def test_progress_shows_slow_work_then_erases_itself() -> None:
 
 def test_cli_quiet_and_verbose(tmp_path: Path) -> None:
     inv = str(LAB / "inventory.yaml")
-    quiet = CliRunner().invoke(main, ["check", inv, "--quiet"])
-    normal = CliRunner().invoke(main, ["check", inv])
-    verbose = CliRunner().invoke(main, ["check", inv, "-v"])
+    quiet = invoke("check", inv, "--quiet")
+    normal = invoke("check", inv)
+    verbose = invoke("check", inv, "-v")
     assert "PyTorchJob/ml-demo/train (cluster lab)" not in quiet.stdout
     assert quiet.stdout.splitlines()[-1] == normal.stdout.splitlines()[-1]
     assert "PyTorchJob/ml-demo/train (cluster lab)" in normal.stdout

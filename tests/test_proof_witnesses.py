@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 from cilium_support import lab_with_agent
-from click.testing import CliRunner
+from conftest import invoke
 
 from topogate.analysis.netpolicy import PolicySet, witnesses
-from topogate.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = str(REPO / "fixtures" / "lab" / "inventory.yaml")
@@ -28,7 +27,7 @@ LAB = str(REPO / "fixtures" / "lab" / "inventory.yaml")
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "out"
-    assert CliRunner().invoke(main, ["generate", LAB, "-o", str(out)]).exit_code == 0
+    assert invoke("generate", LAB, "-o", str(out)).exit_code == 0
     return out
 
 
@@ -41,15 +40,15 @@ def policy(tmp_path: Path, spec: dict) -> Path:  # type: ignore[type-arg]
 
 
 def findings(tree: Path, extra: Path, inventory: str = LAB) -> tuple[int, list[dict]]:  # type: ignore[type-arg]
-    r = CliRunner().invoke(main, ["check", inventory, str(tree / "clusters" / "lab"), str(extra.parent),
-                                  "--format", "json"])
+    r = invoke("check", inventory, str(tree / "clusters" / "lab"), str(extra.parent),
+               "--format", "json")
     assert r.exit_code in (0, 1), r.output
     return r.exit_code, json.loads(r.stdout)["findings"]
 
 
 def trace(tree: Path, extra: Path, src: str, dst: str, port: str) -> int:
-    r = CliRunner().invoke(main, ["trace", str(tree / "clusters" / "lab"), str(extra.parent),
-                                  "--inventory", LAB, "--from", src, "--to", dst, "--port", port])
+    r = invoke("trace", str(tree / "clusters" / "lab"), str(extra.parent),
+               "--inventory", LAB, "--from", src, "--to", dst, "--port", port)
     assert r.exit_code in (0, 1), r.output
     return r.exit_code
 
@@ -99,8 +98,8 @@ def test_the_jobs_own_egress_to_an_unmanaged_namespace(tree: Path, tmp_path: Pat
 
 
 def test_the_generated_tree_alone_stays_clean(tree: Path) -> None:
-    r = CliRunner().invoke(main, ["check", LAB, "--rendered", str(tree), str(tree / "clusters" / "lab"),
-                                  "--format", "json"])
+    r = invoke("check", LAB, "--rendered", str(tree), str(tree / "clusters" / "lab"),
+               "--format", "json")
     assert (r.exit_code, json.loads(r.stdout)["findings"]) == (0, [])
 
 
@@ -144,7 +143,7 @@ def test_to_nodes_selects_the_pools_its_labels_name(tmp_path: Path, monkeypatch:
     inv = str(lab_with_agent(tmp_path, "{enableNodeSelectorLabels: true}"))
     monkeypatch.chdir(tmp_path)
     tree = tmp_path / "out"
-    assert CliRunner().invoke(main, ["generate", inv, "-o", str(tree)]).exit_code == 0
+    assert invoke("generate", inv, "-o", str(tree)).exit_code == 0
     # to the nodes of the cpu pool, which are in the other network zone: the boundary opens
     f = policy(tmp_path, {"endpointSelector": MASTER, "egress": [
         {"toNodes": [{"matchLabels": {"node-type": "cpu"}}], "toPorts": [{"ports": [{"port": "9100", "protocol": "TCP"}]}]}]})

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from conftest import invoke, run_cli
 from hubbleflows import WORLD, endpoint, flow, incident_flows, pod_labels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topogate.cli.app import main
 from topogate.diff import read_tree
 from topogate.diff.members import sides_of
 from topogate.replay import (
@@ -55,8 +54,7 @@ def _rows(rows: list) -> list[str]:  # type: ignore[type-arg]
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(main, ["replay", *args])
-    return r.exit_code, r.stdout, r.stderr
+    return run_cli("replay", *args, raise_unexpected=False)
 
 
 def test_committed_flow_fixtures_are_the_generated_ones() -> None:
@@ -262,13 +260,13 @@ def test_suggested_door_admits_the_denied_pod_flow(tmp_path: Path) -> None:
 
 def test_check_flows_reports_tg210_at_the_flows_line_and_bad_files_exit_2(tmp_path: Path) -> None:
     flows = str(REPO / "fixtures" / "flows" / "incident-fixed.jsonl")
-    r = CliRunner().invoke(main, ["check", INVENTORY, str(INCIDENT / "fixed"), "--flows", flows, "--format", "json"])
+    r = invoke("check", INVENTORY, str(INCIDENT / "fixed"), "--flows", flows, "--format", "json")
     assert r.exit_code == 1
     hits = [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "TG210"]
     assert [(Path(h["file"]).name, h["line"]) for h in hits] == [("incident-fixed.jsonl", 6)]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"flow": {"l4": \n')
-    r = CliRunner().invoke(main, ["check", INVENTORY, str(INCIDENT / "fixed"), "--flows", str(bad)])
+    r = invoke("check", INVENTORY, str(INCIDENT / "fixed"), "--flows", str(bad))
     assert r.exit_code == 2 and "bad.jsonl:1:1:" in r.stderr
 
 
@@ -293,14 +291,14 @@ def test_check_flows_replays_against_what_the_check_read(monkeypatch: pytest.Mon
         real(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(manifests.Collecting, "__init__", counted)
-    r = CliRunner().invoke(main, ["check", INVENTORY, *paths, "--flows", flows, "--format", "json"])
+    r = invoke("check", INVENTORY, *paths, "--flows", flows, "--format", "json")
     assert r.exit_code == 1, r.output
     assert len(reads) == 1  # the check's read, and no other
     own = [f.message for f in carried_denied(run_replay(flows, INVENTORY, paths), flows)]
     assert _tg210(r) == own and own
     reads.clear()
-    r = CliRunner().invoke(main, ["check", INVENTORY, *paths, "--flows", flows, "--format", "json",
-                                  "--exclude", "nothing-matches/*"])
+    r = invoke("check", INVENTORY, *paths, "--flows", flows, "--format", "json",
+               "--exclude", "nothing-matches/*")
     assert r.exit_code == 1 and _tg210(r) == own
     assert len(reads) == 2  # the check's, and the replay's own
 
@@ -329,7 +327,7 @@ def test_a_file_of_no_flow_is_exit_2_naming_it_and_the_shapes_read(tmp_path: Pat
     assert '{"flow": {...}}' in line and "flow.Flow" in line
     if shape == "wrapped":
         assert "line 1 has the keys: result" in line
-    r = CliRunner().invoke(main, ["check", INVENTORY, str(INCIDENT / "fixed"), "--flows", str(f)])
+    r = invoke("check", INVENTORY, str(INCIDENT / "fixed"), "--flows", str(f))
     assert r.exit_code == 2 and r.stdout == ""
     assert f"topogate check: --flows: {f}: no line is a Hubble flow" in r.stderr
 

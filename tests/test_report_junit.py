@@ -7,11 +7,10 @@ import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
-from click.testing import CliRunner
+from conftest import invoke
 from junitparser import Failure, JUnitXml
 from report_support import CLEAN_RESULT, FINDINGS, result
 
-from topogate.cli.app import main
 from topogate.core.findings import Finding
 from topogate.report import get_reporter
 
@@ -73,7 +72,7 @@ def test_control_characters_from_hostile_names_keep_it_well_formed(tmp_path: Pat
 
 def test_cli_junit_and_xml_suffix(tmp_path: Path) -> None:
     report = tmp_path / "topogate.xml"
-    r = CliRunner().invoke(main, ["check", LAB, BROKEN, "--format", "junit", "-o", str(report)])
+    r = invoke("check", LAB, BROKEN, "--format", "junit", "-o", str(report))
     assert r.exit_code == 1, r.stderr
     assert report.read_text() == r.stdout  # -o FILE.xml is junit by its extension
     xml = _read(r.stdout, tmp_path)
@@ -84,13 +83,13 @@ def test_cli_junit_and_xml_suffix(tmp_path: Path) -> None:
 
 
 def test_exit_zero_reports_but_does_not_fail() -> None:
-    r = CliRunner().invoke(main, ["check", LAB, BROKEN, "--format", "text", "--exit-zero"])
+    r = invoke("check", LAB, BROKEN, "--format", "text", "--exit-zero")
     assert r.exit_code == 0, r.stderr
     assert "FAIL: " in r.stdout and "TG101" in r.stdout  # the report is the same
     # bad input is still exit 2: no report was made, and 0 would read as "checked, fine"
-    r = CliRunner().invoke(main, ["check", LAB, "does/not/exist", "--exit-zero"])
+    r = invoke("check", LAB, "does/not/exist", "--exit-zero")
     assert r.exit_code == 2
-    assert CliRunner().invoke(main, ["check", LAB, FIXED, "--exit-zero"]).exit_code == 0
+    assert invoke("check", LAB, FIXED, "--exit-zero").exit_code == 0
 
 
 def test_every_suite_carries_the_counts_line_not_a_failure_message(tmp_path: Path) -> None:

@@ -16,9 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from topogate.cli.app import main
 from topogate.core import redact
 from topogate.safeio import subproc
 from topogate.sources.kustomization import _offline_env
@@ -64,7 +63,7 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def check(*args: str) -> tuple[int, str]:
-    res = CliRunner().invoke(main, ["check", *args])
+    res = invoke("check", *args)
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         raise res.exception
     return res.exit_code, res.stdout + res.stderr
@@ -165,7 +164,7 @@ def test_generated_values_and_credential_shapes_are_redacted(checkout: Path, fmt
 def test_a_generated_tree_outside_git_is_still_read(checkout: Path) -> None:
     """`topogate generate -o out` in CI writes files git does not track: they carry the
     generated header, so the tree they form is read (the demo's own path)."""
-    res = CliRunner().invoke(main, ["generate", "inventory.yaml", "-o", "out"])
+    res = invoke("generate", "inventory.yaml", "-o", "out")
     assert res.exit_code == 0, res.output
     code, out = check("inventory.yaml", "--rendered", "out", "out/clusters/lab", "out/monitoring/lab")
     assert code == 0, out

@@ -21,9 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import run_cli
 
-from topogate.cli.app import main
 from topogate.generators import render_tree
 from topogate.policies import REGISTRY
 from topogate.sources.inventory import load_inventory
@@ -47,10 +46,7 @@ def commit_all(repo: Path, msg: str) -> None:
 
 
 def check(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(main, ["check", *args])
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return r.exit_code, r.stdout, r.stderr
+    return run_cli("check", *args)
 
 
 def rules_of(out: str) -> list[tuple[str, int]]:

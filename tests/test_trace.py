@@ -24,9 +24,7 @@ import jsonschema
 import pytest
 import yaml
 from cilium_support import cilium_crd, inventory_with_agent
-from click.testing import CliRunner
-
-from topogate.cli.app import main
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = "fixtures/trace"
@@ -52,10 +50,7 @@ def needs_kubectl(paths: tuple[str, ...]) -> None:
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    res = CliRunner().invoke(main, ["trace", *args])
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise res.exception
-    return res.exit_code, res.stdout, res.stderr
+    return run_cli("trace", *args)
 
 
 # ---------------------------------------------------------------------------------------------

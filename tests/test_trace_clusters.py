@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
 from topogate.analysis.map.clusters import ClusterOf, assign_clusters
-from topogate.cli.app import main
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import collect
 
@@ -22,7 +21,7 @@ CLIENT, SERVER = "ml/Deployment/client", "ml/Deployment/server"
 
 
 def trace(*args: str) -> tuple[int, dict[str, Any], str]:
-    r = CliRunner().invoke(main, ["trace", str(TWO / "clusters"), *args, "--format", "json"])
+    r = invoke("trace", str(TWO / "clusters"), *args, "--format", "json")
     return r.exit_code, (json.loads(r.stdout) if r.exit_code != 2 else {}), r.stderr
 
 

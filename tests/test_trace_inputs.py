@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from topogate.cli.app import main
+from conftest import invoke
 
 POD = """
 apiVersion: v1
@@ -23,8 +21,8 @@ DNS_PROXY = """  - toEndpoints: [{matchLabels: {k8s:io.kubernetes.pod.namespace:
 def _trace(tmp: Path, policy: str, *args: str) -> tuple[int, str]:
     (tmp / "pod.yaml").write_text(POD)
     (tmp / "policy.yaml").write_text(policy)
-    r = CliRunner().invoke(main, ["trace", str(tmp / "pod.yaml"), str(tmp / "policy.yaml"),
-                                  "--from", "x/Pod/a", *args])
+    r = invoke("trace", str(tmp / "pod.yaml"), str(tmp / "policy.yaml"),
+               "--from", "x/Pod/a", *args)
     return r.exit_code, r.output
 
 
@@ -63,6 +61,6 @@ def test_policy_types_must_be_a_list(tmp_path: Path) -> None:
 
 def test_reserved_label_keys_are_refused(tmp_path: Path) -> None:
     (tmp_path / "pod.yaml").write_text(POD)
-    r = CliRunner().invoke(main, ["trace", str(tmp_path / "pod.yaml"), "--from",
-                                  "x:io.kubernetes.pod.namespace=y,app=a", "--to", "world"])
+    r = invoke("trace", str(tmp_path / "pod.yaml"), "--from",
+               "x:io.kubernetes.pod.namespace=y,app=a", "--to", "world")
     assert r.exit_code == 2 and "set by Cilium" in r.output

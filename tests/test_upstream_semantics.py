@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 import yaml
 from cilium_support import inventory_with_agent
-from click.testing import CliRunner
+from conftest import invoke
 
-from topogate.cli.app import main
 from topogate.k8s.jobs import find_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +24,7 @@ JOB_ONLY = JOB.split("---\napiVersion: cilium.io/v2")[0]
 
 
 def check(*paths: Path) -> tuple[int, list[dict[str, Any]], str]:
-    r = CliRunner().invoke(main, ["check", str(LAB), *map(str, paths), "--format", "json"])
+    r = invoke("check", str(LAB), *map(str, paths), "--format", "json")
     return r.exit_code, (json.loads(r.stdout)["findings"] if r.exit_code != 2 else []), r.stderr
 
 
@@ -93,7 +92,7 @@ def test_invalid_operator_is_refused_with_its_position(tmp_path: Path) -> None:
                          "  ingress:\n  - {}\n")
     code, _, err = check(with_job(tmp_path), f)
     assert code == 2 and f"{f}:1:1:" in err and "operator 'in'" in err
-    r = CliRunner().invoke(main, ["trace", str(f), "--from", "ml-demo:app=train", "--to", "world"])
+    r = invoke("trace", str(f), "--from", "ml-demo:app=train", "--to", "world")
     assert r.exit_code == 2 and "operator 'in'" in r.stderr
 
 
@@ -137,7 +136,7 @@ def test_empty_jobset_is_not_split(tmp_path: Path) -> None:
 
 
 def _trace(*args: str) -> tuple[int, dict[str, Any]]:
-    r = CliRunner().invoke(main, ["trace", *args, "--format", "json"])
+    r = invoke("trace", *args, "--format", "json")
     return r.exit_code, (json.loads(r.stdout) if r.exit_code != 2 else {"err": r.stderr})
 
 
@@ -194,13 +193,13 @@ clusters:
            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": {"containers": [
                {"name": "pytorch", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}}}
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
-    r = CliRunner().invoke(main, ["check", str(inv), str(tmp_path / "job.yaml"), "--format", "json"])
+    r = invoke("check", str(inv), str(tmp_path / "job.yaml"), "--format", "json")
     assert not [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "TG103"]
-    r = CliRunner().invoke(main, ["explain", str(inv), "t", str(tmp_path / "job.yaml")])
+    r = invoke("explain", str(inv), "t", str(tmp_path / "job.yaml"))
     assert "ExtendedResourceToleration" in r.stdout
     del job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"]  # type: ignore[index]
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
-    r = CliRunner().invoke(main, ["check", str(inv), str(tmp_path / "job.yaml"), "--format", "json"])
+    r = invoke("check", str(inv), str(tmp_path / "job.yaml"), "--format", "json")
     assert [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "TG103"]  # no GPU asked: not tolerated
 
 
@@ -227,8 +226,8 @@ def test_helm_template_in_a_directory_is_skipped_with_a_warning(tmp_path: Path) 
     assert code == 0
     (skip,) = [f for f in fs if f["rule"] == "TG123"]
     assert skip["file"].endswith("chart/templates/d.yaml") and "Helm template" in skip["message"]
-    r = CliRunner().invoke(main, ["trace", str(tmp_path), "--from", "ml-demo:app=train", "--to", "world",
-                                  "--format", "json"])
+    r = invoke("trace", str(tmp_path), "--from", "ml-demo:app=train", "--to", "world",
+               "--format", "json")
     assert any("Helm template" in w for w in json.loads(r.stdout)["warnings"])
     code, _, err = check(tmp_path / "chart" / "templates" / "d.yaml")  # named explicitly: still an error
     assert code == 2 and "YAML syntax error" in err
@@ -258,7 +257,7 @@ def test_cilium_policy_without_api_version_is_refused(tmp_path: Path) -> None:
                  "spec:\n  endpointSelector: {matchLabels: {app: train}}\n  ingress:\n  - fromEntities: [world]\n")
     code, _, err = check(with_job(tmp_path), f)
     assert code == 2 and f"{f}:1:1:" in err and "no apiVersion" in err and "'apiversion'" in err
-    r = CliRunner().invoke(main, ["trace", str(f), "--from", "world", "--to", "ml-demo:app=train"])
+    r = invoke("trace", str(f), "--from", "world", "--to", "ml-demo:app=train")
     assert r.exit_code == 2 and "no apiVersion" in r.stderr
 
 
@@ -276,7 +275,7 @@ def test_label_at_the_wrong_indentation_is_refused(tmp_path: Path, kind: str) ->
                      "  ingress:\n  - {}\n")
     code, _, err = check(with_job(tmp_path), f)
     assert code == 2 and f"{f}:1:1:" in err and "label selector field" in err
-    r = CliRunner().invoke(main, ["trace", str(f), "--from", "world", "--to", "ml-demo:app=train"])
+    r = invoke("trace", str(f), "--from", "world", "--to", "ml-demo:app=train")
     assert r.exit_code == 2 and "label selector field" in r.stderr
 
 
