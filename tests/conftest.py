@@ -20,6 +20,12 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 GOLDEN = FIXTURES / "golden"
 
+# tests/ has a folder per layer (tests/README.md). A test module imports its neighbours by module
+# name (`from test_placement import gpu`): each folder is on sys.path as tests/ is, so that works
+# wherever the two sit and whichever runs alone.
+sys.path.extend(str(d) for d in sorted(Path(__file__).parent.iterdir())
+                if d.is_dir() and str(d) not in sys.path and any(d.glob("test_*.py")))
+
 # kube_cluster / kube_scheduler: the real control plane, started only for tests that ask for it.
 pytest_plugins = ["cluster_support", "cilium_support"]
 
