@@ -52,6 +52,7 @@ def test_a_moved_module_finds_what_it_found_before() -> None:
         "Path(__file__).resolve().parents[2] / 'fixtures'"
     assert LAYOUT.deeper("Path(__file__).resolve().parent.parent") == "Path(__file__).resolve().parent.parent.parent"
     assert LAYOUT.deeper("str(Path(__file__).parent)") == "str(Path(__file__).parent.parent)"
+    assert LAYOUT.deeper("Path(__file__).parents[0]") == "Path(__file__).parents[1]"
     t = "tests/"  # spelled apart, so that running the layout over this file leaves these cases be
     assert LAYOUT.renamed(f"see {t}test_docs.py::x and `{t}test_cluster_*.py`") == \
         f"see {t}docs/test_docs.py::x and `{t}oracles/test_cluster_*.py`"
