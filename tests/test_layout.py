@@ -48,12 +48,12 @@ def test_no_two_test_modules_share_a_name() -> None:
 
 
 def test_a_moved_module_finds_what_it_found_before() -> None:
-    assert LAYOUT.deeper("Path(__file__).resolve().parents[1] / 'fixtures'") == \
-        "Path(__file__).resolve().parents[2] / 'fixtures'"
-    assert LAYOUT.deeper("Path(__file__).resolve().parent.parent") == "Path(__file__).resolve().parent.parent.parent"
-    assert LAYOUT.deeper("str(Path(__file__).parent)") == "str(Path(__file__).parent.parent)"
-    assert LAYOUT.deeper("Path(__file__).parents[0]") == "Path(__file__).parents[1]"
-    t = "tests/"  # spelled apart, so that running the layout over this file leaves these cases be
+    f = "Path(__file__)"  # spelled apart, so that running the layout over this file leaves these cases be
+    assert LAYOUT.deeper(f"{f}.resolve().parents[1] / 'fixtures'") == f"{f}.resolve().parents[2] / 'fixtures'"
+    assert LAYOUT.deeper(f"{f}.resolve().parent.parent") == f"{f}.resolve().parent.parent.parent"
+    assert LAYOUT.deeper(f"str({f}.parent)") == f"str({f}.parent.parent)"
+    assert LAYOUT.deeper(f"{f}.parents[0]") == f"{f}.parents[1]"
+    t = "tests/"
     assert LAYOUT.renamed(f"see {t}test_docs.py::x and `{t}test_cluster_*.py`") == \
         f"see {t}docs/test_docs.py::x and `{t}oracles/test_cluster_*.py`"
     # a glob over modules of two folders stays as it was; so does a name the table does not know
