@@ -43,7 +43,7 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
     "gitops": ("gitops/: what Argo CD and Flux apply", (
         "test_gitops.py", "test_gitops_render.py")),
     "analysis": ("analysis/: scheduling, network policy, placement, proofs, the map", (
-        "test_boundary.py", "test_cluster_network_policy.py", "test_doors.py", "test_dra.py",
+        "test_boundary.py", "test_doors.py", "test_dra.py",
         "test_finding_places.py", "test_kueue_check.py", "test_netpolicy.py", "test_netpolicy_memo.py",
         "test_netpolicy_ports.py", "test_netpolicy_selection.py", "test_nothing_dropped.py",
         "test_other_schedulers.py", "test_placement.py", "test_placement_fixtures.py",
@@ -86,7 +86,7 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
         "test_schema_cli.py")),
     "oracles": ("a real engine built from Go modules: Cilium, kube-scheduler, kube-apiserver, Flux, Argo CD", (
         "test_argocd_oracle.py", "test_cilium_agent.py", "test_cilium_engine.py", "test_cilium_oracle.py",
-        "test_cluster_admission.py", "test_cluster_live.py", "test_cluster_smoke.py",
+        "test_cluster_admission.py", "test_cluster_live.py", "test_cluster_network_policy.py", "test_cluster_smoke.py",
         "test_cluster_validation.py", "test_flux_oracle.py", "test_scheduler_oracle.py")),
     "docs": ("pages of docs/: every console block and link, the adopting walkthrough, kueue's excerpts", (
         "test_adopting.py", "test_docs.py", "test_kueue_docs.py")),
