@@ -104,7 +104,7 @@ def folder_of(name: str) -> str | None:
 
 # Path(__file__)...parent(s) in a moved module: one level more.
 _FILE_PATH = re.compile(r"(Path\(__file__\)(?:\.resolve\(\))?)(\.parents\[(\d+)\]|(?:\.parent(?!s))+)")
-# tests/test_X.py (or a glob such as tests/test_cluster_*.py) named anywhere in the repository.
+# tests/test_X.py (or a glob such as tests/oracles/test_cluster_*.py) named anywhere in the repository.
 _NAMED = re.compile(r"(?<![\w.-])tests/(test_[\w*]+\.py)")
 
 
