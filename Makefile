@@ -72,7 +72,7 @@ cluster-bin:
 	  if [ $$rc = 0 ]; then echo "cluster-bin: $$dir"; \
 	  elif [ $$rc != 3 ] || [ "$${TOPOGATE_REQUIRE_CLUSTER:-0}" != 0 ]; then exit 2; fi
 
-# Cilium's own policy engine for the oracle tests (tests/test_cilium_oracle.py): a small program
+# Cilium's own policy engine for the oracle tests (tests/oracles/test_cilium_oracle.py): a small program
 # built from the Go module in tests/cilium/ (github.com/cilium/cilium v1.20.2) once per machine
 # into a cache keyed by its go.sum and sources (see docs/testing.md). Without Go those tests skip,
 # unless TOPOGATE_REQUIRE_CILIUM=1 (CI) makes that a failure.
@@ -129,24 +129,24 @@ test: $(STAMP) promtool cluster-bin cilium-bin gitops-oracles node-tools
 	$(VENV)/bin/ruff check topogate tests benchmarks
 
 # Long fuzz run: mutated manifests, kustomizations, inventories and bases, drift snapshots, Cost
-# Explorer answers and trace specs (tests/test_fuzz.py), the property over generated inventories
-# (tests/test_inventory_property.py) and over inventories at and past every limit
-# (tests/test_generated_crd_constraints.py); failures are kept in fixtures/fuzz-corpus/. Then the
+# Explorer answers and trace specs (tests/cli/test_fuzz.py), the property over generated inventories
+# (tests/inventory/test_inventory_property.py) and over inventories at and past every limit
+# (tests/inventory/test_generated_crd_constraints.py); failures are kept in fixtures/fuzz-corpus/. Then the
 # split build and the kustomization field names against kubectl, and the Flux and Argo CD renders
 # against the engines' own, on a new seed each run (the failing seed is in the message: set
 # TOPOGATE_SPLIT_SEED / TOPOGATE_KEY_SEED / TOPOGATE_FLUX_SEED / TOPOGATE_ARGOCD_SEED to repeat it).
 fuzz: $(STAMP)
 	TOPOGATE_FUZZ_EXAMPLES=$${TOPOGATE_FUZZ_EXAMPLES:-2000} TOPOGATE_FUZZ_SAVE=1 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
-	  $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py tests/test_inventory_property.py \
-	  tests/test_generated_crd_constraints.py -k "mutated or accepted_inventories or edge_values"
+	  $(PY) -m pytest -q -p no:cacheprovider tests/cli/test_fuzz.py tests/inventory/test_inventory_property.py \
+	  tests/inventory/test_generated_crd_constraints.py -k "mutated or accepted_inventories or edge_values"
 	TOPOGATE_SPLIT_TREES=$${TOPOGATE_SPLIT_TREES:-3000} TOPOGATE_SPLIT_SEED=$${TOPOGATE_SPLIT_SEED:-$$(date +%s)} \
 	  TOPOGATE_KEY_CASES=$${TOPOGATE_KEY_CASES:-3000} TOPOGATE_KEY_SEED=$${TOPOGATE_KEY_SEED:-$$(date +%s)} \
 	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider \
-	  tests/test_split_differential.py tests/test_kustomize_field_names.py -k "seeded_trees or reads_a_key"
+	  tests/sources/test_split_differential.py tests/k8s/test_kustomize_field_names.py -k "seeded_trees or reads_a_key"
 	TOPOGATE_FLUX_CASES=$${TOPOGATE_FLUX_CASES:-600} TOPOGATE_FLUX_SEED=$${TOPOGATE_FLUX_SEED:-$$(date +%s)} \
 	  TOPOGATE_ARGOCD_CASES=$${TOPOGATE_ARGOCD_CASES:-400} TOPOGATE_ARGOCD_SEED=$${TOPOGATE_ARGOCD_SEED:-$$(date +%s)} \
 	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider \
-	  tests/test_flux_oracle.py tests/test_argocd_oracle.py -k "equals"
+	  tests/oracles/test_flux_oracle.py tests/oracles/test_argocd_oracle.py -k "equals"
 
 rules-doc: $(STAMP)
 	$(VENV)/bin/topogate rules --format markdown > docs/rules.md

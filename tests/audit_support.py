@@ -1,6 +1,6 @@
 """Test support for the egress audit: a real moto_server on 127.0.0.1 and a request capture.
 
-Imported by tests/test_audit_*.py through `pytest_plugins`, so its fixtures need no shared
+Imported by tests/audit/test_audit_*.py through `pytest_plugins`, so its fixtures need no shared
 conftest. moto ignores Filter/GroupBy, so the tests assert on what topogate actually put on
 the wire: `Capture` records every HTTP request body through botocore's `before-send` event.
 """

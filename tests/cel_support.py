@@ -4,7 +4,7 @@ and the generated ValidatingAdmissionPolicies, evaluated as the API server would
 What is real: the CEL parser and evaluator. What this module adds, and says so: the API
 server's walk that binds `self` at each schema node carrying `x-kubernetes-validations`, and
 the ValidatingAdmissionPolicy flow (variables, then each validation; false -> the message, an
-evaluation error -> failurePolicy Fail). tests/test_cluster_admission.py holds these verdicts against the real kube-apiserver.
+evaluation error -> failurePolicy Fail). tests/oracles/test_cluster_admission.py holds these verdicts against the real kube-apiserver.
 """
 
 from __future__ import annotations

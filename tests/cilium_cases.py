@@ -1,4 +1,4 @@
-"""Cases for the Cilium oracle (tests/test_cilium_oracle.py): seeded, of our own design.
+"""Cases for the Cilium oracle (tests/oracles/test_cilium_oracle.py): seeded, of our own design.
 
 A case is what one cluster's agent sees: its settings (the inventory's `cilium:` block, in the
 words of cilium-config), Namespaces, Pods, the policies (CiliumNetworkPolicy,

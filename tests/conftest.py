@@ -1,4 +1,4 @@
-"""Shared test plumbing: the `--update-golden` switch, the real kubectl, the upstream CRD schemas."""
+"""Shared test plumbing: the `--update-golden` switch, the CLI, the real kubectl, the upstream CRD schemas."""
 
 from __future__ import annotations
 
@@ -6,16 +6,25 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import fetch_crds
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 GOLDEN = FIXTURES / "golden"
+
+# tests/ has a folder per layer (tests/README.md). A test module imports its neighbours by module
+# name (`from test_placement import gpu`): each folder is on sys.path as tests/ is, so that works
+# wherever the two sit and whichever runs alone.
+sys.path.extend(str(d) for d in sorted(Path(__file__).parent.iterdir())
+                if d.is_dir() and str(d) not in sys.path and any(d.glob("test_*.py")))
 
 # kube_cluster / kube_scheduler: the real control plane, started only for tests that ask for it.
 pytest_plugins = ["cluster_support", "cilium_support"]
@@ -30,6 +39,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+# The CLI, the two ways the tests run it. Every test runs it through these, so what "running
+# topogate" means (which entry point, how output and exit code are captured) is said once.
+
+# As a child process, the way a shell runs it: the argv prefix for subprocess.run/Popen.
+TOPOGATE = [sys.executable, "-m", "topogate.cli"]
+
+
+def invoke(*args: str, input: str | bytes | IO[Any] | None = None, env: Mapping[str, str | None] | None = None,
+           catch_exceptions: bool = True, raise_unexpected: bool = False) -> Result:
+    """`topogate ARGS` in this process (click's runner): the Result's exit_code, stdout, stderr
+    and output (both streams as a terminal shows them).
+
+    raise_unexpected: an exception other than the command's exit is raised, so a traceback fails
+    the test instead of reading as exit 1.
+    """
+    from topogate.cli.app import main  # lazy: conftest loads before any test; the CLI only when run
+
+    r = CliRunner().invoke(main, list(args), input=input, env=env, catch_exceptions=catch_exceptions)
+    if raise_unexpected and r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return r
+
+
+def run_cli(*args: str, raise_unexpected: bool = True) -> tuple[int, str, str]:
+    """`topogate ARGS` in this process: (exit code, stdout, stderr); an unexpected exception is
+    raised unless raise_unexpected=False."""
+    r = invoke(*args, raise_unexpected=raise_unexpected)
+    return r.exit_code, r.stdout, r.stderr
 
 
 # How to provide the CRDs, said once in the skip line and in every failure.

@@ -4,7 +4,7 @@ and the property every mutant must satisfy when run through `check` and `trace` 
 Property: exit 0, 1 or 2; never a traceback; on 2, one line on stderr, which names the mutated
 file with :line:column when it blames it; a few seconds at most. A failing input found by a
 long run (`make fuzz`, which sets TOPOGATE_FUZZ_SAVE=1) is written to fixtures/fuzz-corpus/,
-whose files tests/test_fuzz.py replays on every run.
+whose files tests/cli/test_fuzz.py replays on every run.
 """
 
 from __future__ import annotations

@@ -5,9 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from topogate.cli.app import main
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fixtures" / "lab"
@@ -22,10 +20,7 @@ def make_repo(tmp: Path) -> Path:
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(main, list(args))
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception  # a traceback is itself the failure being tested for
-    return r.exit_code, r.stdout, r.stderr
+    return run_cli(*args)  # a traceback is itself the failure being tested for
 
 
 def alias_bomb(levels: int = 9) -> str:

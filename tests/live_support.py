@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from conftest import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 LIVE = REPO / "fixtures" / "live"
@@ -243,11 +244,4 @@ def write_kubeconfig(path: Path, server: str, token: str = TOKEN, context: str =
 def run(*args: str) -> tuple[int, str, str]:
     """The CLI in process: (exit code, stdout, stderr); an unexpected exception is raised, so a
     traceback fails the test instead of reading as exit 1."""
-    from click.testing import CliRunner
-
-    from topogate.cli.app import main
-
-    res = CliRunner().invoke(main, list(args))
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise res.exception
-    return res.exit_code, res.stdout, res.stderr
+    return run_cli(*args)

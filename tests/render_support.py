@@ -18,13 +18,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
 
 import pytest
+from conftest import TOPOGATE
 from node_tools import BIN, missing
 
 REPO = Path(__file__).resolve().parents[1]
@@ -171,7 +171,7 @@ EXPLAINED = [
 
 def topogate(*args: str, cwd: Path = REPO) -> tuple[int, str]:
     """The CLI as a user runs it: (exit code, stdout)."""
-    proc = subprocess.run([sys.executable, "-m", "topogate.cli", *args], cwd=cwd, capture_output=True,
+    proc = subprocess.run([*TOPOGATE, *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300, env={**os.environ, **GIT_ENV, "NO_COLOR": "1"})
     assert proc.returncode in (0, 1), (args, proc.stderr)
     return proc.returncode, proc.stdout

@@ -1,5 +1,5 @@
 // Command argocd-render renders an Application's kustomize source with Argo CD's own code, for
-// topogate's Argo CD property test (tests/test_argocd_oracle.py). Nothing here is imported by
+// topogate's Argo CD property test (tests/oracles/test_argocd_oracle.py). Nothing here is imported by
 // topogate.
 //
 // Each line of standard input is one request (JSON); each answer is one line of standard output:

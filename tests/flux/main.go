@@ -1,6 +1,6 @@
 // Command flux-render renders Flux Kustomizations with Flux's own code, as kustomize-controller
 // does between fetching the source and applying, for topogate's property test
-// (tests/test_flux_oracle.py). Nothing here is imported by topogate.
+// (tests/oracles/test_flux_oracle.py). Nothing here is imported by topogate.
 //
 // Each line of standard input is one request (JSON); each answer is one line of standard output:
 //

@@ -16,7 +16,7 @@ Only what is certain is written here; everything else goes to libyaml:
   a type SafeDumper does not know, a document that is not a collection) sends the whole
   document list to libyaml, so the output is libyaml's in every case.
 
-tests/test_yamlout.py compares the two on every golden file and on random documents.
+tests/generators/test_yamlout.py compares the two on every golden file and on random documents.
 """
 
 from __future__ import annotations

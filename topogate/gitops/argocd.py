@@ -21,7 +21,7 @@ in the repo-server's checkout, in this order:
 Each `edit` reads the kustomization as kubectl does (an unknown field fails it) and writes it
 back with kustomize's legacy fields folded in (`bases` into `resources`, `imageTags` into
 `images`, a generator's `env` into `envs`), which changes nothing kubectl builds. Then
-`kustomize build`, with kustomize's default load restrictor. `tests/test_argocd_oracle.py`
+`kustomize build`, with kustomize's default load restrictor. `tests/oracles/test_argocd_oracle.py`
 holds this to the kustomize CLI running the same commands.
 
 A directory source reads every .yaml, .yml and .json file of the directory (of its subtree

@@ -2,7 +2,7 @@
 path.Match), which the trims `${var#p}`, `${var##p}`, `${var%p}`, `${var%%p}` match with:
 `*` and `?` match `/` too, and a trailing `*` matches whatever remains.
 
-Held against the Go package with the rest of the substitution (tests/test_flux_oracle.py).
+Held against the Go package with the rest of the substitution (tests/oracles/test_flux_oracle.py).
 """
 
 from __future__ import annotations

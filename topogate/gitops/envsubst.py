@@ -2,7 +2,7 @@
 kustomize-controller runs over each built object), as a parser and an evaluator.
 
 The syntax is bash's `${...}` parameter expansion, with Flux's own edges, all of which
-`tests/test_flux_oracle.py` holds against the Go package:
+`tests/oracles/test_flux_oracle.py` holds against the Go package:
 
 - `${var}`; `${var:-word}`, `${var:=word}`, `${var=word}`, `${var:?word}`, `${var:+word}` all
   mean "the value, or word when the value is empty" (no assignment, no error, no alternative:

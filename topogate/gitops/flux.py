@@ -3,7 +3,7 @@ its generated kustomization, and its post-build substitution and common metadata
 
 Read from github.com/fluxcd/pkg/kustomize v1.41.0 (kustomize_generator.go, kustomize_varsub.go)
 and kustomize-controller v1.10.1 (its build and apply), and held to the Go code by
-`tests/test_flux_oracle.py`:
+`tests/oracles/test_flux_oracle.py`:
 
 1. The directory's kustomization (kustomization.yaml, .yml or Kustomization, the first that is
    a file) is decoded into kustomize's types and written back: a field kustomize does not know

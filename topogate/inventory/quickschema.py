@@ -9,7 +9,7 @@ no schema problem to report. False and None run jsonschema as before, which find
 and words them, so every message and position comes from the same place as always.
 
 Known keywords only: a schema using any other (`format`, `oneOf`, `if`...) compiles to "not
-sure", as does a value of a type JSON does not have. tests/test_quickschema.py compares the
+sure", as does a value of a type JSON does not have. tests/inventory/test_quickschema.py compares the
 verdict with jsonschema's on every fixture inventory and on random mutations of them.
 """
 

@@ -6,7 +6,7 @@ thread that started it (PR_SET_PDEATHSIG). Whatever way the run ends (done, time
 the cap, KeyboardInterrupt, SIGTERM/SIGHUP, interpreter exit) the whole group is killed, so
 nothing it started survives.
 
-Measured with a 2 KB alias-bomb kustomization (tests/test_subproc.py): unlimited, kubectl grew
+Measured with a 2 KB alias-bomb kustomization (tests/safeio/test_subproc.py): unlimited, kubectl grew
 past 20 GB; under the default limit it stops with "out of memory" in about a second.
 """
 

@@ -19,7 +19,7 @@ change a verdict (the inventory's ``cilium:`` block, read through ``agent_for``)
   selectors on labels the identity leaves out (they select no pod) .................... compiler.py
   enable-policy (default, always, never), allow-localhost ............................. decide.py
   ClusterNetworkPolicy only with enable-k8s-cluster-network-policy .................... objects.py
-Each is held to that version's own engine by tests/test_cilium_oracle.py.
+Each is held to that version's own engine by tests/oracles/test_cilium_oracle.py.
 
 Where each construct lives
 --------------------------

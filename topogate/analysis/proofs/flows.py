@@ -54,7 +54,7 @@ def citation(v: Verdict, locate_rule: RuleLocator, cited: Citations) -> functool
     A job's flows on different ports and zone pairs are mostly decided by the same rules, and
     every flow is kept to the end of the run: equal verdicts (and their citations) share one
     object rather than one each. `cited` is the job's own memo: held by nothing the partials
-    reach, so it makes no reference cycle (tests/test_no_cycles.py)."""
+    reach, so it makes no reference cycle (tests/core/test_no_cycles.py)."""
     got = cited.get(v)
     if got is None:
         got = cited[v] = functools.partial(_cite, v, locate_rule)
