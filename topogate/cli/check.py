@@ -13,7 +13,7 @@ from topogate.cli.common import done, fail, formats, inventory_arg, report_optio
 from topogate.cli.config import config_options, load_settings, settings_scope, settings_text
 from topogate.core import progress
 from topogate.core.escape import one_line
-from topogate.core.exitcodes import FINDINGS
+from topogate.core.exitcodes import report_only
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -303,11 +303,6 @@ def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs,
                  "(what narrows the gate is the ref's where this file narrows more)")
     click.echo(settings_text(merged, note), nl=False)
     raise click.exceptions.Exit(0)
-
-
-def report_only(code: int, exit_zero: bool) -> int:
-    """--exit-zero: findings (1) exit 0; bad input (2) still fails, since no report was made."""
-    return 0 if exit_zero and code == FINDINGS else code
 
 
 def _connectivity(opts: CheckOptions, name: str) -> str:

@@ -8,6 +8,7 @@ import click
 
 from topogate.cli.common import done, fail, fail_inventory
 from topogate.cli.output import emit, require_writable, stdout_format
+from topogate.core.exitcodes import report_only
 from topogate.inventory.loader import InventoryError
 from topogate.live.client import Target
 from topogate.live.commands import LiveOutcome, Source, run_live_check
@@ -50,8 +51,6 @@ def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, 
     if settings is not None and raw is not None:
         outcome = _with_settings(outcome, settings, raw)
     print_report(outcome, opts.fmt or "auto", opts.strict, outputs, opts.verbosity)
-    from topogate.cli.check import report_only  # lazy: check imports this module lazily too
-
     done(report_only(outcome.outcome.exit_code, opts.exit_zero))
 
 

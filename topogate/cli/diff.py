@@ -35,6 +35,7 @@ def diff(inventory: str | None, paths: tuple[str, ...], base: str, fmt: str, out
     # lazy: start-up time (the analysis loads only when a diff runs)
     from topogate.cli.output import output_format, require_writable, write_output
     from topogate.core.escape import for_log
+    from topogate.core.exitcodes import exit_when
     from topogate.diff import DiffError, failed, render, run_diff
 
     inventory, paths = scope_or_settings(inventory, paths, "diff", config_file, no_config)
@@ -50,7 +51,7 @@ def diff(inventory: str | None, paths: tuple[str, ...], base: str, fmt: str, out
         problem = write_output(output, render(result, out_fmt), out_fmt)
         if problem:
             fail(f"topogate diff: -o {output}: {problem}")
-    done(1 if failed(result, fail_on) else 0)
+    done(exit_when(failed(result, fail_on)))
 
 
 __all__ = ["diff"]

@@ -27,6 +27,7 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
     from topogate.check.errors import CheckInputError
     from topogate.check.run import run_check
     from topogate.core.escape import for_log, one_line
+    from topogate.core.exitcodes import exit_when, fails
     from topogate.report.explain import explain_json, explain_text
     from topogate.report.mermaid import job_diagram
     from topogate.report.openings import job_openings, network_zones
@@ -53,8 +54,8 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
                                                   network_zones(outcome.inventory, job))))
     else:
         click.echo(for_log("text", explain_text(job)), nl=False)
-    findings = [f for f in outcome.result.findings if f.object == job.object and f.severity == "error"]
-    raise click.exceptions.Exit(1 if findings or job.blocked or not job.colocated or not job.schedulable else 0)
+    failing = any(f.object == job.object and fails(f.severity, strict=False) for f in outcome.result.findings)
+    raise click.exceptions.Exit(exit_when(failing or job.blocked or not job.colocated or not job.schedulable))
 
 
 __all__ = ["explain"]

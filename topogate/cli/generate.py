@@ -11,6 +11,7 @@ from topogate.cli.common import done, fail, fail_inventory, inventory_arg
 from topogate.cli.config import config_options, load_settings, settings_inventory
 from topogate.core import progress
 from topogate.core.escape import lines, one_line
+from topogate.core.exitcodes import exit_when
 from topogate.inventory.loader import InventoryError
 
 
@@ -103,7 +104,7 @@ def _compare(opts: GenerateOptions, files: dict[str, bytes]) -> None:
         click.echo("First move or delete what topogate did not generate: "
                    + ", ".join(one_line(f) for f in foreign))
     click.echo(f"Run: topogate generate {one_line(opts.inventory)} -o {one_line(opts.out)}")
-    raise click.exceptions.Exit(1)
+    raise click.exceptions.Exit(exit_when(bool(diffs)))
 
 
 __all__ = ["generate", "run"]

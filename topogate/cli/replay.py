@@ -30,6 +30,7 @@ def replay(flows: str, inventory: str | None, paths: tuple[str, ...], fmt: str, 
     """
     # lazy: start-up time (the analysis loads only when a replay runs)
     from topogate.core.escape import for_log, one_line
+    from topogate.core.exitcodes import exit_when
     from topogate.replay import ReplayError, denied_observed, render, run_replay
     from topogate.replay import suggest as suggestion
 
@@ -42,7 +43,7 @@ def replay(flows: str, inventory: str | None, paths: tuple[str, ...], fmt: str, 
         fail(f"topogate replay: {err.problems[-1]}")
     text = suggestion(run.result, run.inventory) if suggest else render(run.result, fmt)
     click.echo(for_log("text" if suggest else fmt, text), nl=False)
-    done(1 if denied_observed(run.result) else 0)
+    done(exit_when(bool(denied_observed(run.result))))
 
 
 __all__ = ["replay"]

@@ -18,7 +18,7 @@ from topogate.diff.compare import Decision, DiffResult, Row, place_parts
 from topogate.diff.members import ANY_ZONE, OUTSIDE, Member
 from topogate.report.markdown import cell
 from topogate.report.mermaid import escape_label
-from topogate.report.sarif import SCHEMA_URI, artifact_location, driver_dict
+from topogate.report.sarif import artifact_location, driver_dict, sarif_log, sarif_text
 
 FORMATS = ("text", "json", "markdown", "sarif")
 MAX_MARKDOWN_ROWS = 200  # GitHub's comment limit (65,536 characters) with room to spare
@@ -201,15 +201,14 @@ def sarif_dict(d: DiffResult) -> dict[str, Any]:
         "id": "connectivity-change", "name": "connectivity-change",
         "shortDescription": {"text": "A flow allowed or denied differently than at the base"},
         "defaultConfiguration": {"level": "note"}}])
-    return {"$schema": SCHEMA_URI, "version": "2.1.0",
-            "runs": [{"tool": {"driver": driver}, "columnKind": "unicodeCodePoints", "results": results}]}
+    return sarif_log(driver, results)
 
 
 def render(d: DiffResult, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(as_json(d), indent=2, sort_keys=True) + "\n"
     if fmt == "sarif":
-        return json.dumps(sarif_dict(d), indent=2, ensure_ascii=False) + "\n"
+        return sarif_text(sarif_dict(d))
     if fmt == "markdown":
         return render_markdown(d)
     return render_text(d)
