@@ -55,7 +55,7 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
     else:
         click.echo(for_log("text", explain_text(job)), nl=False)
     failing = any(f.object == job.object and fails(f.severity, strict=False) for f in outcome.result.findings)
-    raise click.exceptions.Exit(exit_when(failing or job.blocked or not job.colocated or not job.schedulable))
+    raise click.exceptions.Exit(exit_when(failing or bool(job.blocked) or not job.colocated or not job.schedulable))
 
 
 __all__ = ["explain"]
