@@ -246,7 +246,8 @@ def _audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: ob
     # lazy: start-up time: a command's own modules load only when it runs
     from topogate.audit import AuditError, default_client_factory, resolve_window, run_audit
     from topogate.audit.errors import DeadlineExceeded, deadline_error, scrub
-    from topogate.audit.report import render
+    from topogate.audit.report import REPORT
+    from topogate.cli.output import show
     from topogate.core.escape import line as safe_line
 
     flow_opts = (from_file, context, kubeconfig, cluster_name, flow_log_format,
@@ -304,5 +305,5 @@ def _audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: ob
     if cause_error is not None:
         # After the audit succeeded, so a failed audit still prints exactly one line.
         click.echo(safe_line(f"topogate audit: cause not analysed: {cause_error}"), err=True)
-    click.echo(render(result, fmt), nl=False)
+    show(REPORT, result, fmt)
     raise click.exceptions.Exit(result.exit_code)

@@ -33,10 +33,10 @@ def diff(inventory: str | None, paths: tuple[str, ...], base: str, fmt: str, out
     Exit codes: 0 (also with changes, unless --fail-on), 1 --fail-on matched, 2 bad input.
     """
     # lazy: start-up time (the analysis loads only when a diff runs)
-    from topogate.cli.output import output_format, require_writable, write_output
-    from topogate.core.escape import for_log
+    from topogate.cli.output import output_format, require_writable, show
     from topogate.core.exitcodes import exit_when
-    from topogate.diff import DiffError, failed, render, run_diff
+    from topogate.diff import DiffError, failed, run_diff
+    from topogate.diff.render import REPORT
 
     inventory, paths = scope_or_settings(inventory, paths, "diff", config_file, no_config)
     if output:
@@ -45,12 +45,8 @@ def diff(inventory: str | None, paths: tuple[str, ...], base: str, fmt: str, out
         result = run_diff(inventory, paths, base)
     except DiffError as err:
         fail(f"topogate diff: {err}")
-    click.echo(for_log(fmt, render(result, fmt)), nl=False)
-    if output:
-        out_fmt = output_format(None, output, fmt)
-        problem = write_output(output, render(result, out_fmt), out_fmt)
-        if problem:
-            fail(f"topogate diff: -o {output}: {problem}")
+    outputs = ((output, output_format(None, output, fmt)),) if output else ()
+    show(REPORT, result, fmt, outputs=outputs, command="topogate diff")
     done(exit_when(failed(result, fail_on)))
 
 

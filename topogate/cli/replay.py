@@ -29,10 +29,10 @@ def replay(flows: str, inventory: str | None, paths: tuple[str, ...], fmt: str, 
     line of FLOWS at FILE:line).
     """
     # lazy: start-up time (the analysis loads only when a replay runs)
-    from topogate.core.escape import for_log, one_line
+    from topogate.cli.output import show
+    from topogate.core.escape import one_line
     from topogate.core.exitcodes import exit_when
-    from topogate.replay import ReplayError, denied_observed, render, run_replay
-    from topogate.replay import suggest as suggestion
+    from topogate.replay import REPORT, ReplayError, denied_observed, run_replay
 
     inventory, paths = scope_or_settings(inventory, paths, "replay FLOWS", config_file, no_config)
     try:
@@ -41,8 +41,7 @@ def replay(flows: str, inventory: str | None, paths: tuple[str, ...], fmt: str, 
         for p in err.problems[:-1]:
             click.echo(one_line(f"topogate replay: {p}"), err=True)
         fail(f"topogate replay: {err.problems[-1]}")
-    text = suggestion(run.result, run.inventory) if suggest else render(run.result, fmt)
-    click.echo(for_log("text" if suggest else fmt, text), nl=False)
+    show(REPORT, run, "suggest" if suggest else fmt)
     done(exit_when(bool(denied_observed(run.result))))
 
 

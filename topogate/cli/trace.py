@@ -28,20 +28,16 @@ def trace(paths: tuple[str, ...], src: str, dst: str, port: str | None, inventor
     CiliumNetworkPolicies, CiliumClusterwideNetworkPolicies, NetworkPolicies and Namespaces.
     Exit codes: 0 allowed (every traced port class), 1 denied (any class), 2 bad input.
     """
-    import json  # lazy: start-up time (the evaluator loads only when a trace runs)
-
-    from topogate.core.escape import for_log
-    from topogate.trace import TraceError, as_json, run_trace
-    from topogate.trace.text import render_trace_text
+    # lazy: start-up time (the evaluator loads only when a trace runs)
+    from topogate.cli.output import show
+    from topogate.trace import TraceError, run_trace
+    from topogate.trace.text import REPORT
 
     try:
         result = run_trace(paths, src, dst, port, inventory, cluster)
     except TraceError as err:
         fail(f"topogate trace: {err}")
-    if fmt == "json":
-        click.echo(for_log("json", json.dumps(as_json(result), indent=2, sort_keys=True)))
-    else:
-        click.echo(for_log("text", render_trace_text(result)), nl=False)
+    show(REPORT, result, fmt)
     raise click.exceptions.Exit(result.exit_code)
 
 
