@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from topogate.cli.common import fail, inventory_arg
+from topogate.cli.options import TraceOptions, takes
 
 
 @click.command()
@@ -20,8 +21,8 @@ from topogate.cli.common import fail, inventory_arg
 @click.option("--cluster", help="Trace within this cluster: policies other clusters own do not apply "
                                 "(default: the cluster the workloads belong to).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def trace(paths: tuple[str, ...], src: str, dst: str, port: str | None, inventory: str | None,
-          cluster: str | None, fmt: str) -> None:
+@takes(TraceOptions)
+def trace(opts: TraceOptions) -> None:
     """May SRC reach DST? The verdict and, per side, the policy line that decides it.
 
     PATHs are YAML files, directories or kustomization directories holding the workloads,
@@ -34,10 +35,10 @@ def trace(paths: tuple[str, ...], src: str, dst: str, port: str | None, inventor
     from topogate.trace.text import REPORT
 
     try:
-        result = run_trace(paths, src, dst, port, inventory, cluster)
+        result = run_trace(opts.paths, opts.src, opts.dst, opts.port, opts.inventory, opts.cluster)
     except TraceError as err:
         fail(f"topogate trace: {err}")
-    show(REPORT, result, fmt)
+    show(REPORT, result, opts.fmt)
     raise click.exceptions.Exit(result.exit_code)
 
 
