@@ -10,20 +10,19 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Iterator
-from pathlib import Path
 
 import click
 import pytest
+from conftest import REPO
 
 from topogate.cli.app import main
 from topogate.cli.options import CheckOptions, DriftOptions, ReportOptions, takes
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "topogate"
+PACKAGE = REPO / "topogate"
 
 
 def _sources() -> dict[str, ast.Module]:
-    return {p.relative_to(ROOT).as_posix(): ast.parse(p.read_text(encoding="utf-8"))
+    return {p.relative_to(REPO).as_posix(): ast.parse(p.read_text(encoding="utf-8"))
             for p in sorted(PACKAGE.rglob("*.py"))}
 
 
