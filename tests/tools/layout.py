@@ -62,7 +62,7 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
     "report": ("report/: every format, mermaid, explain, messages", (
         "test_messages.py", "test_progress_verbosity.py", "test_render.py", "test_report_explain.py",
         "test_report_github.py", "test_report_json.py", "test_report_junit.py", "test_report_markdown.py",
-        "test_report_mermaid.py", "test_report_registry.py", "test_report_sarif.py",
+        "test_report_mermaid.py", "test_report_pipeline.py", "test_report_registry.py", "test_report_sarif.py",
         "test_report_secrets.py", "test_report_text.py")),
     "check": ("check/: `check` end to end, --changed-since, settings, baseline", (
         "test_baseline.py", "test_changed_since.py", "test_check_cli.py", "test_check_lazy_analysis.py",

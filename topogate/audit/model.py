@@ -11,6 +11,7 @@ from typing import Any
 from topogate.audit import prices
 from topogate.audit.attribute import FlowAudit
 from topogate.audit.page import Row
+from topogate.core.exitcodes import exit_when
 
 CE_PRICE_PER_REQUEST = Decimal("0.01")
 CENT = Decimal("0.01")
@@ -101,7 +102,7 @@ class AuditResult:
     @property
     def exit_code(self) -> int:
         jobs_over = self.flows is not None and bool(self.flows.over_budget)
-        return 1 if self.over_budget or jobs_over else 0
+        return exit_when(bool(self.over_budget) or jobs_over)
 
     @property
     def request_cost_usd(self) -> Decimal:

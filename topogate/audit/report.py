@@ -22,9 +22,7 @@ from topogate.audit.egress import (
 )
 from topogate.audit.errors import redact_known, requests_phrase
 from topogate.core import escape
-
-FORMATS = ("text", "json", "markdown")
-
+from topogate.report.formats import Formats, as_written
 
 # Display rounding is half up ($1.505 -> $1.51), on the unrounded figure; JSON keeps the exact
 # decimal strings. Totals and budget verdicts use unrounded amounts, which the reports say.
@@ -285,12 +283,19 @@ def render_markdown(r: AuditResult) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(r: AuditResult, fmt: str) -> str:
-    """The report in `fmt`, safe for a CI log: no credential value this process was given (an
-    endpoint may echo one back in a group key), no workflow command (see report.escape)."""
-    if fmt == "json":
-        return escape.json_text(redact_known(render_json(r)))
-    body = render_markdown(r) if fmt == "markdown" else render_text(r)
-    return escape.lines(redact_known(body))
+# audit egress's table in the report registry. Each renderer's text is safe for a CI log: no
+# credential value this process was given (an endpoint may echo one back in a group key), no
+# workflow command (see core.escape); the output path adds no escape of its own.
+REPORT: Formats[AuditResult] = Formats({
+    "text": lambda r: escape.lines(redact_known(render_text(r))),
+    "json": lambda r: escape.json_text(redact_known(render_json(r))),
+    "markdown": lambda r: escape.lines(redact_known(render_markdown(r))),
+}, escape=as_written, fallback="text")
+FORMATS = REPORT.names
 
-__all__ = ["FORMATS", "render", "render_markdown", "render_text", "to_dict"]
+
+def render(r: AuditResult, fmt: str) -> str:
+    """The report in `fmt`, safe for a CI log (REPORT)."""
+    return REPORT.render(r, fmt)
+
+__all__ = ["FORMATS", "REPORT", "render", "render_markdown", "render_text", "to_dict"]

@@ -12,7 +12,7 @@ from topogate.check.baseline import apply as apply_baseline
 from topogate.check.config import Globs
 from topogate.check.errors import CheckInputError
 from topogate.check.run import CheckOutcome
-from topogate.core.exitcodes import ExitCode, exit_for
+from topogate.core.exitcodes import recounted
 from topogate.core.position import Position
 from topogate.policies.selection import (
     LISTS_THEM,
@@ -52,8 +52,7 @@ def select_outcome(outcome: CheckOutcome, select: Sequence[str], ignore: Sequenc
     if per_path:
         result = _per_path(result, [(g, resolve_rules(rs, rules, "per-path-ignores") - kept) for g, rs in per_path])
     # 2 (unreadable input) is never lowered
-    code = (outcome.exit_code if outcome.exit_code == ExitCode.BAD_INVOCATION
-            else exit_for(result.errors, result.warnings, strict))
+    code = recounted(outcome.exit_code, result.errors, result.warnings, strict)
     return dataclasses.replace(outcome, result=result, exit_code=code)
 
 
@@ -66,8 +65,7 @@ def baselined_outcome(outcome: CheckOutcome, base: Baseline, strict: bool, refus
     done = apply_baseline(outcome.result.findings, base)
     use = BaselineUse(base.file, done.baselined, len(done.unmatched), refused, ref)
     result = dataclasses.replace(outcome.result, findings=done.kept, baseline=use)
-    code = (outcome.exit_code if outcome.exit_code == ExitCode.BAD_INVOCATION
-            else exit_for(result.errors, result.warnings, strict))
+    code = recounted(outcome.exit_code, result.errors, result.warnings, strict)
     return dataclasses.replace(outcome, result=result, exit_code=code)
 
 

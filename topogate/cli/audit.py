@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from topogate.cli.common import fail_inventory
+from topogate.cli.options import AuditOptions, takes
 from topogate.inventory.loader import InventoryError
 from topogate.inventory.model import Inventory
 from topogate.sources.inventory import load_inventory
@@ -80,9 +81,7 @@ def _audit_preflight(inv: Inventory, factory: Callable[[], Any]) -> Callable[[],
     return lambda: client
 
 
-def _read_flows(inv: Inventory, sources: tuple[str, ...], log_format: str | None,
-                window: tuple[dt.date, dt.date], from_file: str | None, context: str | None,
-                kubeconfig: str | None, cluster_name: str | None, max_attempts: int) -> Any:
+def _read_flows(inv: Inventory, opts: AuditOptions, window: tuple[dt.date, dt.date]) -> Any:
     """The snapshot's addresses and every flow-log record summed, before any paid request."""
     # lazy: start-up time: a command's own modules load only when it runs
     from topogate.audit.egress import aws_clusters
@@ -94,11 +93,12 @@ def _read_flows(inv: Inventory, sources: tuple[str, ...], log_format: str | None
     from topogate.live.errors import LiveError
 
     aws = aws_clusters(inv)
+    cluster_name = opts.cluster_name
     try:
         if cluster_name is None and len(aws) == 1:
             cluster_name = aws[0].name
         cluster = pick_cluster(inv, cluster_name)
-        snapshot = Source(from_file, Target(kubeconfig, context, 30.0, 500)).read(workloads=True)
+        snapshot = Source(opts.from_file, Target(opts.kubeconfig, opts.context, 30.0, 500)).read(workloads=True)
     except LiveError as err:
         cls = TemporaryError if int(err.code) == 75 else InvocationError
         failure = cls(str(err.args[0]))
@@ -108,7 +108,8 @@ def _read_flows(inv: Inventory, sources: tuple[str, ...], log_format: str | None
         raise InvocationError(f"--cluster {cluster.name} is on {cluster.provider}: VPC Flow Logs "
                               "are AWS's")
     book = address_book(snapshot, inv, cluster)
-    tally = read_records(book, sources, window[0], window[1], log_format, max_attempts=max_attempts)
+    tally = read_records(book, opts.flow_logs, window[0], window[1], opts.flow_log_format,
+                         max_attempts=opts.max_attempts)
     return cluster.name, tally
 
 
@@ -181,11 +182,8 @@ def audit() -> None:
                    "own deadline.")
 @click.option("--job-budget-usd-per-day", type=click.FloatRange(0), metavar="USD",
               help="With --flow-logs: exit 1 when a job's measured inter-AZ cost of a day is over it.")
-def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: object, fmt: str,
-                 verify_usage_types: bool, max_attempts: int, flow_logs: tuple[str, ...],
-                 flow_log_format: str | None, from_file: str | None, context: str | None,
-                 kubeconfig: str | None, cluster_name: str | None,
-                 job_budget_usd_per_day: float | None, deadline: float) -> None:
+@takes(AuditOptions)
+def audit_egress(opts: AuditOptions) -> None:
     """Inter-AZ data transfer cost per cluster from AWS Cost Explorer, against the budget.
 
     PATHs are manifests to analyse for jobs that may split across zones (the expected cause).
@@ -199,12 +197,10 @@ def audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: obj
 
     register_environment_secrets()
     try:
-        with _deadline(deadline) as disarm:
-            _audit_egress(inventory, paths, start, end, fmt, verify_usage_types, max_attempts,
-                          flow_logs, flow_log_format, from_file, context, kubeconfig,
-                          cluster_name, job_budget_usd_per_day, deadline, disarm)
+        with _deadline(opts.deadline) as disarm:
+            _audit_egress(opts, disarm)
     except DeadlineExceeded:  # while the inventory was read: no request made yet
-        click.echo(deadline_error(deadline, 0).line(), err=True)
+        click.echo(deadline_error(opts.deadline, 0).line(), err=True)
         raise click.exceptions.Exit(75) from None
 
 
@@ -237,29 +233,25 @@ def _deadline(seconds: float) -> Iterator[Callable[[], None]]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: object, fmt: str,
-                  verify_usage_types: bool, max_attempts: int, flow_logs: tuple[str, ...],
-                  flow_log_format: str | None, from_file: str | None, context: str | None,
-                  kubeconfig: str | None, cluster_name: str | None,
-                  job_budget_usd_per_day: float | None, deadline: float,
-                  disarm: Callable[[], None]) -> None:
+def _audit_egress(opts: AuditOptions, disarm: Callable[[], None]) -> None:
     # lazy: start-up time: a command's own modules load only when it runs
     from topogate.audit import AuditError, default_client_factory, resolve_window, run_audit
     from topogate.audit.errors import DeadlineExceeded, deadline_error, scrub
-    from topogate.audit.report import render
+    from topogate.audit.report import REPORT
+    from topogate.cli.output import show
     from topogate.core.escape import line as safe_line
 
-    flow_opts = (from_file, context, kubeconfig, cluster_name, flow_log_format,
-                 job_budget_usd_per_day)
-    if not flow_logs and any(o is not None for o in flow_opts):
+    flow_opts = (opts.from_file, opts.context, opts.kubeconfig, opts.cluster_name, opts.flow_log_format,
+                 opts.job_budget_usd_per_day)
+    if not opts.flow_logs and any(o is not None for o in flow_opts):
         raise click.UsageError("--from-file, --context, --kubeconfig, --cluster, "
                                "--flow-log-format and --job-budget-usd-per-day belong to --flow-logs")
-    if from_file and (context or kubeconfig):
+    if opts.from_file and (opts.context or opts.kubeconfig):
         raise click.UsageError("--from-file reads no cluster: drop --context/--kubeconfig")
     try:
         # The cost audit needs only the clusters: where only the inventory file is mounted
         # (the in-cluster CronJob) the workloads' bases are absent, and that is fine.
-        inv = load_inventory(inventory, read_bases=False)
+        inv = load_inventory(opts.inventory, read_bases=False)
     except InventoryError as err:
         fail_inventory(err)
     except Exception as err:  # noqa: BLE001 - a traceback would exit 1, read as "over budget"
@@ -268,30 +260,27 @@ def _audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: ob
                              "[exit 70]"), err=True)
         raise click.exceptions.Exit(70) from None
     try:
-        assert start is None or isinstance(start, dt.date)
-        assert end is None or isinstance(end, dt.date)
-        window = resolve_window(start, end, dt.date.today())
-        factory = _audit_preflight(inv, default_client_factory(max_attempts))
+        window = resolve_window(opts.start, opts.end, dt.date.today())
+        factory = _audit_preflight(inv, default_client_factory(opts.max_attempts))
         flows = None
-        if flow_logs:
-            flows = _read_flows(inv, flow_logs, flow_log_format, window, from_file, context,
-                                kubeconfig, cluster_name, max_attempts)
+        if opts.flow_logs:
+            flows = _read_flows(inv, opts, window)
         may_split: dict[str, list[str]] | None
         cause_error: str | None = None
         causes: dict[str, str] = {}
         try:
-            may_split = _may_split(inventory, paths, causes)
+            may_split = _may_split(opts.inventory, opts.paths, causes)
         except Exception as err:  # noqa: BLE001 - the cause is optional, the cost is not
             may_split = None
             cause_error = scrub(str(err) or type(err).__name__)
         result = run_audit(inv, window[0], window[1], factory,
-                           may_split, verify=verify_usage_types, analysis_error=cause_error)
+                           may_split, verify=opts.verify_usage_types, analysis_error=cause_error)
         if flows is not None:
-            result = _attach_flows(result, flows, causes, job_budget_usd_per_day)
+            result = _attach_flows(result, flows, causes, opts.job_budget_usd_per_day)
         disarm()  # the verdict is made: the report is printed whole
     except DeadlineExceeded:
         # outside the Cost Explorer queries (the analysis, the flow logs): none was answered
-        late = deadline_error(deadline, 0)
+        late = deadline_error(opts.deadline, 0)
         click.echo(safe_line(late.line()), err=True)
         raise click.exceptions.Exit(int(late.code)) from None
     except AuditError as err:
@@ -304,5 +293,5 @@ def _audit_egress(inventory: str, paths: tuple[str, ...], start: object, end: ob
     if cause_error is not None:
         # After the audit succeeded, so a failed audit still prints exactly one line.
         click.echo(safe_line(f"topogate audit: cause not analysed: {cause_error}"), err=True)
-    click.echo(render(result, fmt), nl=False)
+    show(REPORT, result, opts.fmt)
     raise click.exceptions.Exit(result.exit_code)

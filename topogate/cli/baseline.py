@@ -9,6 +9,7 @@ import click
 
 from topogate.cli.common import done, fail, inventory_arg
 from topogate.cli.config import config_options
+from topogate.cli.options import BaselineOptions, takes
 from topogate.core.escape import one_line
 
 
@@ -22,8 +23,8 @@ from topogate.core.escape import one_line
               help="The baseline file (default: the settings file's `baseline`, else .topogate-baseline.json).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="As check's.")
 @config_options
-def baseline(inventory: str | None, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
-             out: str | None, exclude: tuple[str, ...], config_file: str | None, no_config: bool) -> None:
+@takes(BaselineOptions)
+def baseline(given: BaselineOptions) -> None:
     """Write the findings `check` reports today to a baseline file.
 
     Run it once when adopting topogate on a repository that already has findings, and commit the
@@ -39,16 +40,16 @@ def baseline(inventory: str | None, paths: tuple[str, ...], rendered: str | None
     from topogate.check.errors import CheckInputError
     from topogate.check.run import run_check
     from topogate.check.select import select_outcome
-    from topogate.cli.check import CheckOptions, with_settings
+    from topogate.cli.check import with_settings
     from topogate.tree.writer import write_file
 
-    opts, settings, globs, _ = with_settings(CheckOptions(
-        inventory or "", paths, rendered, cluster, exclude=exclude, config_file=config_file, no_config=no_config))
-    target = out or (shown(settings.baseline) if settings.baseline else DEFAULT_FILE)
+    opts, settings, globs, _ = with_settings(given.check)
+    target = given.out or (shown(settings.baseline) if settings.baseline else DEFAULT_FILE)
     try:
         outcome = run_check(opts.inventory, opts.paths, opts.rendered, opts.cluster, strict=opts.strict,
                             exclude=globs)
-        outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores)
+        outcome = select_outcome(outcome, opts.report.select, opts.report.ignore, opts.strict,
+                                 settings.per_path_ignores)
     except CheckInputError as err:
         fail(f"topogate: {err.lines[0]}", more=err.lines[1:])
     if outcome.inventory is None:

@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
 
 from topogate.cli.common import done, fail, formats, inventory_arg, report_options
 from topogate.cli.config import config_options, load_settings, settings_scope, settings_text
+from topogate.cli.options import CheckOptions, LiveOptions, takes
 from topogate.core import progress
 from topogate.core.escape import one_line
-from topogate.core.exitcodes import FINDINGS
+from topogate.core.exitcodes import report_only
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -25,46 +25,6 @@ if TYPE_CHECKING:
     from topogate.inventory.model import Inventory
     from topogate.k8s.objects import K8sObject
     from topogate.policies.context import LiveFact, Weakened
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    inventory: str  # "" when given none: the settings' `inventory` (with_settings)
-    paths: tuple[str, ...] = ()
-    rendered: str | None = None
-    cluster: str | None = None
-    fmt: str | None = None  # None: the configuration's format, else auto
-    strict: bool = False
-    output: tuple[str, ...] = ()
-    output_format: str | None = None
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    quiet: bool = False
-    verbose: bool = False
-    changed_since: str | None = None
-    exit_zero: bool = False
-    exclude: tuple[str, ...] = ()
-    config_file: str | None = None
-    no_config: bool = False
-    show_settings: bool = False
-    flows: str | None = None  # --flows: recorded Hubble flows (TG210)
-    baseline: str | None = None  # --baseline: findings reported as baselined (topogate.check.baseline)
-
-    @property
-    def verbosity(self) -> int:
-        return -1 if self.quiet else 1 if self.verbose else 0
-
-
-@dataclass(frozen=True)
-class LiveOptions:
-    live: bool = False
-    context: str | None = None
-    kubeconfig: str | None = None
-    from_file: str | None = None
-
-    @property
-    def wanted(self) -> bool:
-        return bool(self.live or self.context or self.kubeconfig or self.from_file)
 
 
 @click.command()
@@ -99,12 +59,8 @@ class LiveOptions:
 @config_options
 @click.option("--show-settings", is_flag=True,
               help="Print the settings this run would use (configuration and options merged); check nothing.")
-def check(inventory: str | None, paths: tuple[str, ...], rendered: str | None, cluster: str | None,
-          fmt: str | None, strict: bool, output: tuple[str, ...], output_format: str | None,
-          select: tuple[str, ...], ignore: tuple[str, ...], live: bool,
-          context: str | None, kubeconfig: str | None, from_file: str | None, quiet: bool,
-          verbose: bool, changed_since: str | None, flows: str | None, baseline: str | None, exit_zero: bool,
-          exclude: tuple[str, ...], config_file: str | None, no_config: bool, show_settings: bool) -> None:
+@takes(CheckOptions, LiveOptions)
+def check(opts: CheckOptions, live: LiveOptions) -> None:
     """Check that placement and network policies agree, for every training job found.
 
     PATHs are YAML files, directories, or kustomization directories (built with kubectl
@@ -116,10 +72,7 @@ def check(inventory: str | None, paths: tuple[str, ...], rendered: str | None, c
     2 bad invocation or unreadable input; with --live also 75 temporary, 77 access denied,
     78 configuration (as `audit egress`).
     """
-    opts = CheckOptions(inventory or "", paths, rendered, cluster, fmt, strict, output, output_format,
-                        select, ignore, quiet, verbose, changed_since, exit_zero, exclude,
-                        config_file, no_config, show_settings, flows, baseline)
-    run(opts, LiveOptions(live, context, kubeconfig, from_file))
+    run(opts, live)
 
 
 def _flow_facts(opts: CheckOptions, exclude: tuple[Globs, ...]) -> Observed | None:
@@ -166,9 +119,10 @@ def with_settings(opts: CheckOptions, guarded: bool = False
     if guarded and opts.changed_since is not None and not opts.no_config:
         guard = _guard(opts, settings)
         settings = guard.settings
+    report = dataclasses.replace(opts.report, select=opts.report.select or settings.select,
+                                 ignore=(*settings.ignore, *opts.report.ignore))
     merged = dataclasses.replace(
-        opts, select=opts.select or settings.select, ignore=(*settings.ignore, *opts.ignore),
-        strict=opts.strict or settings.strict, cluster=opts.cluster or settings.cluster,
+        opts, report=report, strict=opts.strict or settings.strict, cluster=opts.cluster or settings.cluster,
         fmt=opts.fmt or settings.format or "auto")
     if not opts.inventory:  # no argument at all: both from the settings
         inventory, paths = settings_scope(settings, "check")
@@ -218,7 +172,7 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
         gctune.hold()
     assert opts.fmt is not None
     name = output.stdout_format(opts.fmt)
-    outputs = output.output_files(opts.output, opts.output_format, name)
+    outputs = output.output_files(opts.report.output, opts.report.output_format, name)
     if live.wanted:
         from topogate.cli.check_live import check_live  # lazy: the kubernetes client, on demand
 
@@ -227,7 +181,7 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
         check_live(opts, live, outputs, settings, raw)
     output.require_writable(outputs)  # before the analysis, not after it has printed the report
     try:
-        with progress.shown("topogate check", progress.wanted(name, opts.quiet)):
+        with progress.shown("topogate check", progress.wanted(name, opts.report.quiet)):
             progress.note("loading")
             from topogate.check.run import run_check  # lazy: under the progress line, it takes a while
             from topogate.check.select import baselined_outcome, select_outcome  # lazy: as run_check
@@ -240,12 +194,12 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
                                 observed=_flow_facts(opts, exclude),
                                 weakened=(*(guarded.weakened if guarded is not None else ()),
                                           *_refused_facts(refused, opts.changed_since or "")))
-        always = (never_hidden(raw.select, raw.ignore, outcome.result.rules) if guarded is not None
+        always = (never_hidden(raw.report.select, raw.report.ignore, outcome.result.rules) if guarded is not None
                   else frozenset())
-        outcome = select_outcome(outcome, opts.select, opts.ignore, opts.strict, settings.per_path_ignores, always)
+        outcome = select_outcome(outcome, opts.report.select, opts.report.ignore, opts.strict, settings.per_path_ignores, always)
         if base is not None:
             outcome = baselined_outcome(outcome, base, opts.strict, tuple(e.pos for e in refused), base_ref)
-        use = settings_use(settings, outcome, select=raw.select, ignore=raw.ignore, cluster=raw.cluster,
+        use = settings_use(settings, outcome, select=raw.report.select, ignore=raw.report.ignore, cluster=raw.cluster,
                            guarded=guarded)
         if use is not None:
             outcome = dataclasses.replace(outcome, result=dataclasses.replace(outcome.result, settings=use))
@@ -254,7 +208,7 @@ def run(opts: CheckOptions, live: LiveOptions) -> None:
     except CheckInputError as err:
         fail(f"topogate: {err.lines[0]}", more=err.lines[1:])
     appendix = _connectivity(opts, name) if "markdown" in (name, *(f for _, f in outputs)) else ""
-    output.emit(outcome.result, name, strict=opts.strict, verbosity=opts.verbosity,
+    output.emit(outcome.result, name, strict=opts.strict, verbosity=opts.report.verbosity,
                 outputs=outputs, markdown_appendix=appendix, inventory=outcome.inventory)
     done(report_only(outcome.exit_code, opts.exit_zero))
 
@@ -293,7 +247,7 @@ def _refused_facts(refused: tuple[Entry, ...], ref: str) -> tuple[Weakened, ...]
 
 def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs, ...],
                    guarded: Guarded | None) -> None:
-    merged = dataclasses.replace(settings, select=opts.select, ignore=opts.ignore, strict=opts.strict,
+    merged = dataclasses.replace(settings, select=opts.report.select, ignore=opts.report.ignore, strict=opts.strict,
                                  cluster=opts.cluster, format=opts.fmt,
                                  exclude=dataclasses.replace(settings.exclude, patterns=(
                                      *settings.exclude.patterns, *exclude[1].patterns)))
@@ -303,11 +257,6 @@ def _show_settings(opts: CheckOptions, settings: Settings, exclude: tuple[Globs,
                  "(what narrows the gate is the ref's where this file narrows more)")
     click.echo(settings_text(merged, note), nl=False)
     raise click.exceptions.Exit(0)
-
-
-def report_only(code: int, exit_zero: bool) -> int:
-    """--exit-zero: findings (1) exit 0; bad input (2) still fails, since no report was made."""
-    return 0 if exit_zero and code == FINDINGS else code
 
 
 def _connectivity(opts: CheckOptions, name: str) -> str:
@@ -320,11 +269,11 @@ def _connectivity(opts: CheckOptions, name: str) -> str:
 
     title = f"Connectivity changes since {opts.changed_since}"
     try:
-        with progress.shown("topogate check: connectivity diff", progress.wanted(name, opts.quiet)):
+        with progress.shown("topogate check: connectivity diff", progress.wanted(name, opts.report.quiet)):
             d = run_diff(opts.inventory, opts.paths, opts.changed_since)
     except DiffError as err:
         return f"### {title}\n\nNot computed: {err}\n"
     return render_markdown(d, level=3, title=title)
 
 
-__all__ = ["CheckOptions", "LiveOptions", "check", "run"]
+__all__ = ["check", "run", "with_settings"]

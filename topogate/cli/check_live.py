@@ -8,6 +8,7 @@ import click
 
 from topogate.cli.common import done, fail, fail_inventory
 from topogate.cli.output import emit, require_writable, stdout_format
+from topogate.core.exitcodes import report_only
 from topogate.inventory.loader import InventoryError
 from topogate.live.client import Target
 from topogate.live.commands import LiveOutcome, Source, run_live_check
@@ -15,7 +16,7 @@ from topogate.live.errors import LiveError
 
 if TYPE_CHECKING:
     from topogate.check.config import Settings
-    from topogate.cli.check import CheckOptions, LiveOptions
+    from topogate.cli.options import CheckOptions, LiveOptions
 
 
 def print_report(live: LiveOutcome, fmt: str, strict: bool,
@@ -46,12 +47,10 @@ def check_live(opts: CheckOptions, live: LiveOptions, outputs: tuple[tuple[str, 
     except LiveError as err:
         click.echo(err.line("check --live"), err=True)
         raise click.exceptions.Exit(int(err.code)) from None
-    outcome = selected(outcome, opts.select, opts.ignore, opts.strict)
+    outcome = selected(outcome, opts.report.select, opts.report.ignore, opts.strict)
     if settings is not None and raw is not None:
         outcome = _with_settings(outcome, settings, raw)
-    print_report(outcome, opts.fmt or "auto", opts.strict, outputs, opts.verbosity)
-    from topogate.cli.check import report_only  # lazy: check imports this module lazily too
-
+    print_report(outcome, opts.fmt or "auto", opts.strict, outputs, opts.report.verbosity)
     done(report_only(outcome.outcome.exit_code, opts.exit_zero))
 
 
@@ -63,7 +62,8 @@ def _with_settings(live: LiveOutcome, settings: Settings, raw: CheckOptions) -> 
 
     # A live check reads no PATH and honours no per-path ignore: those settings leave nothing out.
     live_settings = dataclasses.replace(settings, exclude=Globs(), per_path_ignores=())
-    use = settings_use(live_settings, live.outcome, select=raw.select, ignore=raw.ignore, cluster=raw.cluster)
+    use = settings_use(live_settings, live.outcome, select=raw.report.select, ignore=raw.report.ignore,
+                       cluster=raw.cluster)
     if use is None:
         return live
     result = dataclasses.replace(live.outcome.result, settings=use)

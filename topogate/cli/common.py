@@ -1,12 +1,11 @@
 """What the command modules share: how a command ends (one line on stderr, an exit code), how an
 unreadable inventory ends a command, the report formats and report options (-o, --select,
---ignore, -q, -v: ReportOptions) a command offers, and whether this
+--ignore, -q, -v: cli.options.ReportOptions) a command offers, and whether this
 process is the command line itself."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import click
@@ -59,25 +58,8 @@ def formats() -> list[str]:
     return ["auto", *FORMATS]
 
 
-@dataclass(frozen=True)
-class ReportOptions:
-    """What every command that reports findings takes (check, drift): where the report goes and
-    which findings it shows."""
-
-    output: tuple[str, ...] = ()
-    output_format: str | None = None
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    quiet: bool = False
-    verbose: bool = False
-
-    @property
-    def verbosity(self) -> int:
-        return -1 if self.quiet else 1 if self.verbose else 0
-
-
 def report_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """The click options of ReportOptions, the same on every command that reports findings."""
+    """The click options of ReportOptions (cli.options), the same on every command that reports findings."""
     for opt in reversed([
         click.option("-o", "--output", type=click.Path(dir_okay=False), multiple=True,
                      help="Also write the report to this file, in the format its extension names (.md "
@@ -97,4 +79,4 @@ def report_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-__all__ = ["ReportOptions", "done", "fail", "fail_inventory", "formats", "inventory_arg", "report_options"]
+__all__ = ["done", "fail", "fail_inventory", "formats", "inventory_arg", "report_options"]

@@ -6,6 +6,7 @@ import click
 
 from topogate.cli.common import done, fail, inventory_arg
 from topogate.cli.config import config_options, scope_or_settings
+from topogate.cli.options import DiffOptions, takes
 
 
 @click.command()
@@ -22,8 +23,8 @@ from topogate.cli.config import config_options, scope_or_settings
                    "boundary (opened-boundary), from outside the cluster to a job (opened-from-world), any "
                    "opened flow, any change. Default: exit 0.")
 @config_options
-def diff(inventory: str | None, paths: tuple[str, ...], base: str, fmt: str, output: str | None,
-         fail_on: str | None, config_file: str | None, no_config: bool) -> None:
+@takes(DiffOptions)
+def diff(opts: DiffOptions) -> None:
     """List every flow whose verdict changed since GITREF: sender, receiver, port range,
     protocol, and the deciding rule on each side.
 
@@ -33,24 +34,21 @@ def diff(inventory: str | None, paths: tuple[str, ...], base: str, fmt: str, out
     Exit codes: 0 (also with changes, unless --fail-on), 1 --fail-on matched, 2 bad input.
     """
     # lazy: start-up time (the analysis loads only when a diff runs)
-    from topogate.cli.output import output_format, require_writable, write_output
-    from topogate.core.escape import for_log
-    from topogate.diff import DiffError, failed, render, run_diff
+    from topogate.cli.output import output_format, require_writable, show
+    from topogate.core.exitcodes import exit_when
+    from topogate.diff import DiffError, failed, run_diff
+    from topogate.diff.render import REPORT
 
-    inventory, paths = scope_or_settings(inventory, paths, "diff", config_file, no_config)
-    if output:
-        require_writable(((output, fmt),))
+    inventory, paths = scope_or_settings(opts.inventory, opts.paths, "diff", opts.config_file, opts.no_config)
+    if opts.output:
+        require_writable(((opts.output, opts.fmt),))
     try:
-        result = run_diff(inventory, paths, base)
+        result = run_diff(inventory, paths, opts.base)
     except DiffError as err:
         fail(f"topogate diff: {err}")
-    click.echo(for_log(fmt, render(result, fmt)), nl=False)
-    if output:
-        out_fmt = output_format(None, output, fmt)
-        problem = write_output(output, render(result, out_fmt), out_fmt)
-        if problem:
-            fail(f"topogate diff: -o {output}: {problem}")
-    done(1 if failed(result, fail_on) else 0)
+    outputs = ((opts.output, output_format(None, opts.output, opts.fmt)),) if opts.output else ()
+    show(REPORT, result, opts.fmt, outputs=outputs, command="topogate diff")
+    done(exit_when(failed(result, opts.fail_on)))
 
 
 __all__ = ["diff"]

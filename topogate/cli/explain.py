@@ -22,14 +22,13 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
     Exit codes: 0 the job is colocated, schedulable and nothing blocks it, 1 it is not (or an
     error finding is on it), 2 bad invocation, unreadable input, or no such job.
     """
-    import json  # lazy: start-up time (the analysis loads only when a command runs)
-
+    # lazy: start-up time (the analysis loads only when a command runs)
     from topogate.check.errors import CheckInputError
     from topogate.check.run import run_check
-    from topogate.core.escape import for_log, one_line
-    from topogate.report.explain import explain_json, explain_text
-    from topogate.report.mermaid import job_diagram
-    from topogate.report.openings import job_openings, network_zones
+    from topogate.cli.output import show
+    from topogate.core.escape import one_line
+    from topogate.core.exitcodes import exit_when, fails
+    from topogate.report.explain import REPORT, Explained
 
     try:
         outcome = run_check(inventory, paths, None, cluster)
@@ -46,15 +45,9 @@ def explain(inventory: str, workload: str, paths: tuple[str, ...], cluster: str 
         what = "no job" if not matches else "several jobs"
         fail(f"topogate: {what} named '{workload}' found; jobs: {known}")
     job = matches[0]
-    if fmt == "json":
-        click.echo(for_log("json", json.dumps(explain_json(job), indent=2, sort_keys=True)))
-    elif fmt == "mermaid":
-        click.echo(for_log("mermaid", job_diagram(job, job_openings(outcome.inventory, job),
-                                                  network_zones(outcome.inventory, job))))
-    else:
-        click.echo(for_log("text", explain_text(job)), nl=False)
-    findings = [f for f in outcome.result.findings if f.object == job.object and f.severity == "error"]
-    raise click.exceptions.Exit(1 if findings or job.blocked or not job.colocated or not job.schedulable else 0)
+    show(REPORT, Explained(job, outcome.inventory), fmt)
+    failing = any(f.object == job.object and fails(f.severity, strict=False) for f in outcome.result.findings)
+    raise click.exceptions.Exit(exit_when(failing or bool(job.blocked) or not job.colocated or not job.schedulable))
 
 
 __all__ = ["explain"]

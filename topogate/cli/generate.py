@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass
 
 import click
 
 from topogate.cli.common import done, fail, fail_inventory, inventory_arg
 from topogate.cli.config import config_options, load_settings, settings_inventory
+from topogate.cli.options import GenerateOptions, takes
 from topogate.core import progress
 from topogate.core.escape import lines, one_line
+from topogate.core.exitcodes import exit_when
 from topogate.inventory.loader import InventoryError
-
-
-@dataclass(frozen=True)
-class GenerateOptions:
-    inventory: str
-    out: str
-    check_only: bool = False
-    show_diff: bool = False
-    quiet: bool = False
 
 
 @click.command()
@@ -34,8 +27,8 @@ class GenerateOptions:
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress and no summary; --check prints only what differs.")
 @config_options
-def generate(inventory: str | None, out: str, check_only: bool, show_diff: bool, quiet: bool,
-             config_file: str | None, no_config: bool) -> None:
+@takes(GenerateOptions)
+def generate(opts: GenerateOptions) -> None:
     """Generate CiliumNetworkPolicies and Kustomize overlays from INVENTORY into OUT.
 
     Without INVENTORY, the one the configuration names (`inventory:` in .topogate.yaml or
@@ -46,9 +39,8 @@ def generate(inventory: str | None, out: str, check_only: bool, show_diff: bool,
     """
     # --diff shows what --check found: asking for the diff is asking for the comparison (the
     # tree is never written with it).
-    if inventory is None:
-        inventory = settings_inventory(load_settings(config_file, no_config), "generate")
-    run(GenerateOptions(inventory, out, check_only or show_diff, show_diff, quiet))
+    inventory = opts.inventory or settings_inventory(load_settings(opts.config_file, opts.no_config), "generate")
+    run(dataclasses.replace(opts, inventory=inventory, check_only=opts.check_only or opts.show_diff))
 
 
 def run(opts: GenerateOptions) -> None:
@@ -103,7 +95,7 @@ def _compare(opts: GenerateOptions, files: dict[str, bytes]) -> None:
         click.echo("First move or delete what topogate did not generate: "
                    + ", ".join(one_line(f) for f in foreign))
     click.echo(f"Run: topogate generate {one_line(opts.inventory)} -o {one_line(opts.out)}")
-    raise click.exceptions.Exit(1)
+    raise click.exceptions.Exit(exit_when(bool(diffs)))
 
 
 __all__ = ["generate", "run"]

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import click
 
-from topogate.cli.common import ReportOptions, fail_inventory, formats, inventory_arg, report_options
+from topogate.cli.common import fail_inventory, formats, inventory_arg, report_options
+from topogate.cli.options import DriftOptions, ImportOptions, SourceOptions, takes
 from topogate.core.labels import DEFAULT_ZONE_LABEL
 from topogate.inventory.loader import InventoryError
 
@@ -29,15 +30,14 @@ def _live_source(f: Callable[..., None]) -> Callable[..., None]:
     return f
 
 
-def _source(from_file: str | None, context: str | None, kubeconfig: str | None, chunk: int,
-            timeout: float) -> object:
+def _source(o: SourceOptions) -> object:
     # lazy: the kubernetes client loads only when a live command runs
     from topogate.live.client import Target
     from topogate.live.commands import Source
 
-    if from_file and (context or kubeconfig):
+    if o.from_file and (o.context or o.kubeconfig):
         raise click.UsageError("--from-file reads no cluster: drop --context/--kubeconfig")
-    return Source(from_file, Target(kubeconfig, context, timeout, chunk))
+    return Source(o.from_file, Target(o.kubeconfig, o.context, o.request_timeout, o.chunk_size))
 
 
 @click.command("import")
@@ -50,9 +50,8 @@ def _source(from_file: str | None, context: str | None, kubeconfig: str | None, 
                                                   "Karpenter, GKE and AKS node-group labels).")
 @click.option("--zone-label", default=DEFAULT_ZONE_LABEL, show_default=True)
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
-def import_(context: str | None, kubeconfig: str | None, from_file: str | None, chunk_size: int,
-            request_timeout: float, out: str, cluster_name: str | None, pool_label: str | None,
-            zone_label: str, force: bool) -> None:
+@takes(ImportOptions)
+def import_(opts: ImportOptions) -> None:
     """Write an inventory skeleton (zones, pools, taints, labels, GPUs) from a cluster's nodes.
 
     Exit codes: 0 written, 2 bad invocation or input (OUT exists without --force), 75 temporary
@@ -63,11 +62,11 @@ def import_(context: str | None, kubeconfig: str | None, from_file: str | None, 
     from topogate.live.commands import Source, run_import
     from topogate.live.errors import LiveError
 
-    source = _source(from_file, context, kubeconfig, chunk_size, request_timeout)
+    source = _source(opts.source)
     assert isinstance(source, Source)
     try:
-        outcome = run_import(source, out, cluster=cluster_name, pool_label=pool_label,
-                             zone_label=zone_label, force=force)
+        outcome = run_import(source, opts.out, cluster=opts.cluster_name, pool_label=opts.pool_label,
+                             zone_label=opts.zone_label, force=opts.force)
     except LiveError as err:
         click.echo(err.line("import"), err=True)
         raise click.exceptions.Exit(int(err.code)) from None
@@ -85,9 +84,8 @@ def import_(context: str | None, kubeconfig: str | None, from_file: str | None, 
               help="auto: github under GitHub Actions, else text.")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
 @report_options
-def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file: str | None,
-          chunk_size: int, request_timeout: float, cluster: str | None, pool_label: str | None,
-          fmt: str, strict: bool, **report: object) -> None:
+@takes(DriftOptions)
+def drift(opts: DriftOptions) -> None:
     """Compare INVENTORY's zones and pools with the cluster's nodes (rules TG201-TG205).
 
     Exit codes: 0 no drift, 1 drift, 2 bad invocation or input, 75 temporary, 77 access
@@ -98,13 +96,12 @@ def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file
     from topogate.live.commands import Source, run_drift
     from topogate.live.errors import LiveError
 
-    opts = ReportOptions(**report)  # type: ignore[arg-type]
-    outputs = output_files(opts.output, opts.output_format, stdout_format(fmt))
+    outputs = output_files(opts.report.output, opts.report.output_format, stdout_format(opts.fmt))
     require_writable(outputs)  # before the cluster is read
-    source = _source(from_file, context, kubeconfig, chunk_size, request_timeout)
+    source = _source(opts.source)
     assert isinstance(source, Source)
     try:
-        live = run_drift(inventory, source, cluster=cluster, pool_label=pool_label, strict=strict)
+        live = run_drift(opts.inventory, source, cluster=opts.cluster, pool_label=opts.pool_label, strict=opts.strict)
     except InventoryError as err:
         fail_inventory(err)
     except LiveError as err:
@@ -113,6 +110,6 @@ def drift(inventory: str, context: str | None, kubeconfig: str | None, from_file
     # lazy: start-up time: a command's own modules load only when it runs
     from topogate.cli.check_live import print_report, selected
 
-    live = selected(live, opts.select, opts.ignore, strict)
-    print_report(live, fmt, strict, outputs, opts.verbosity)
+    live = selected(live, opts.report.select, opts.report.ignore, opts.strict)
+    print_report(live, opts.fmt, opts.strict, outputs, opts.report.verbosity)
     raise click.exceptions.Exit(live.outcome.exit_code)

@@ -6,6 +6,7 @@ import click
 
 from topogate.cli.common import done, fail, inventory_arg
 from topogate.cli.config import config_options, scope_or_settings
+from topogate.cli.options import ReplayOptions, takes
 
 
 @click.command()
@@ -17,8 +18,8 @@ from topogate.cli.config import config_options, scope_or_settings
 @click.option("--suggest", is_flag=True,
               help="Print the inventory egress:/doors: entries that would admit exactly the observed-but-denied flows.")
 @config_options
-def replay(flows: str, inventory: str | None, paths: tuple[str, ...], fmt: str, cluster: str | None, suggest: bool,
-           config_file: str | None, no_config: bool) -> None:
+@takes(ReplayOptions)
+def replay(opts: ReplayOptions) -> None:
     """Decide every flow of FLOWS (`hubble observe -o json`) with the tree's policies: which
     flows the cluster carried would the tree deny, which it dropped would the tree allow.
 
@@ -29,20 +30,20 @@ def replay(flows: str, inventory: str | None, paths: tuple[str, ...], fmt: str, 
     line of FLOWS at FILE:line).
     """
     # lazy: start-up time (the analysis loads only when a replay runs)
-    from topogate.core.escape import for_log, one_line
-    from topogate.replay import ReplayError, denied_observed, render, run_replay
-    from topogate.replay import suggest as suggestion
+    from topogate.cli.output import show
+    from topogate.core.escape import one_line
+    from topogate.core.exitcodes import exit_when
+    from topogate.replay import REPORT, ReplayError, denied_observed, run_replay
 
-    inventory, paths = scope_or_settings(inventory, paths, "replay FLOWS", config_file, no_config)
+    inventory, paths = scope_or_settings(opts.inventory, opts.paths, "replay FLOWS", opts.config_file, opts.no_config)
     try:
-        run = run_replay(flows, inventory, paths, cluster)
+        run = run_replay(opts.flows, inventory, paths, opts.cluster)
     except ReplayError as err:
         for p in err.problems[:-1]:
             click.echo(one_line(f"topogate replay: {p}"), err=True)
         fail(f"topogate replay: {err.problems[-1]}")
-    text = suggestion(run.result, run.inventory) if suggest else render(run.result, fmt)
-    click.echo(for_log("text" if suggest else fmt, text), nl=False)
-    done(1 if denied_observed(run.result) else 0)
+    show(REPORT, run, "suggest" if opts.suggest else opts.fmt)
+    done(exit_when(bool(denied_observed(run.result))))
 
 
 __all__ = ["replay"]

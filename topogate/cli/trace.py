@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from topogate.cli.common import fail, inventory_arg
+from topogate.cli.options import TraceOptions, takes
 
 
 @click.command()
@@ -20,28 +21,24 @@ from topogate.cli.common import fail, inventory_arg
 @click.option("--cluster", help="Trace within this cluster: policies other clusters own do not apply "
                                 "(default: the cluster the workloads belong to).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def trace(paths: tuple[str, ...], src: str, dst: str, port: str | None, inventory: str | None,
-          cluster: str | None, fmt: str) -> None:
+@takes(TraceOptions)
+def trace(opts: TraceOptions) -> None:
     """May SRC reach DST? The verdict and, per side, the policy line that decides it.
 
     PATHs are YAML files, directories or kustomization directories holding the workloads,
     CiliumNetworkPolicies, CiliumClusterwideNetworkPolicies, NetworkPolicies and Namespaces.
     Exit codes: 0 allowed (every traced port class), 1 denied (any class), 2 bad input.
     """
-    import json  # lazy: start-up time (the evaluator loads only when a trace runs)
-
-    from topogate.core.escape import for_log
-    from topogate.trace import TraceError, as_json, run_trace
-    from topogate.trace.text import render_trace_text
+    # lazy: start-up time (the evaluator loads only when a trace runs)
+    from topogate.cli.output import show
+    from topogate.trace import TraceError, run_trace
+    from topogate.trace.text import REPORT
 
     try:
-        result = run_trace(paths, src, dst, port, inventory, cluster)
+        result = run_trace(opts.paths, opts.src, opts.dst, opts.port, opts.inventory, opts.cluster)
     except TraceError as err:
         fail(f"topogate trace: {err}")
-    if fmt == "json":
-        click.echo(for_log("json", json.dumps(as_json(result), indent=2, sort_keys=True)))
-    else:
-        click.echo(for_log("text", render_trace_text(result)), nl=False)
+    show(REPORT, result, opts.fmt)
     raise click.exceptions.Exit(result.exit_code)
 
 

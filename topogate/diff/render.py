@@ -16,11 +16,11 @@ from typing import Any
 from topogate.core.words import plural
 from topogate.diff.compare import Decision, DiffResult, Row, place_parts
 from topogate.diff.members import ANY_ZONE, OUTSIDE, Member
+from topogate.report.formats import Formats
 from topogate.report.markdown import cell
 from topogate.report.mermaid import escape_label
-from topogate.report.sarif import SCHEMA_URI, artifact_location, driver_dict
+from topogate.report.sarif import artifact_location, driver_dict, sarif_log, sarif_text
 
-FORMATS = ("text", "json", "markdown", "sarif")
 MAX_MARKDOWN_ROWS = 200  # GitHub's comment limit (65,536 characters) with room to spare
 MAX_PICTURE_EDGES = 40
 _BOUNDARY = {"crossed": "crosses a network-zone boundary", "maybe": "may cross a network-zone boundary"}
@@ -201,18 +201,22 @@ def sarif_dict(d: DiffResult) -> dict[str, Any]:
         "id": "connectivity-change", "name": "connectivity-change",
         "shortDescription": {"text": "A flow allowed or denied differently than at the base"},
         "defaultConfiguration": {"level": "note"}}])
-    return {"$schema": SCHEMA_URI, "version": "2.1.0",
-            "runs": [{"tool": {"driver": driver}, "columnKind": "unicodeCodePoints", "results": results}]}
+    return sarif_log(driver, results)
+
+
+# diff's table in the report registry; a format it does not know (`-o report.xml`) is text.
+REPORT: Formats[DiffResult] = Formats({
+    "text": render_text,
+    "json": lambda d: json.dumps(as_json(d), indent=2, sort_keys=True) + "\n",
+    "markdown": lambda d: render_markdown(d),
+    "sarif": lambda d: sarif_text(sarif_dict(d)),
+}, fallback="text")
+FORMATS = REPORT.names
 
 
 def render(d: DiffResult, fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(as_json(d), indent=2, sort_keys=True) + "\n"
-    if fmt == "sarif":
-        return json.dumps(sarif_dict(d), indent=2, ensure_ascii=False) + "\n"
-    if fmt == "markdown":
-        return render_markdown(d)
-    return render_text(d)
+    return REPORT.render(d, fmt)
 
 
-__all__ = ["FORMATS", "as_json", "collapsed", "picture", "render", "render_markdown", "render_text", "sarif_dict", "summary"]
+__all__ = ["FORMATS", "REPORT", "as_json", "collapsed", "picture", "render", "render_markdown", "render_text",
+           "sarif_dict", "summary"]

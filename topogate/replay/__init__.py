@@ -14,7 +14,7 @@ rendezvous and DNS flows were seen crossing network zones.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from topogate.analysis.netpolicy import PolicyError
@@ -27,7 +27,8 @@ from topogate.policies.context import LiveFact
 from topogate.policies.live.facts import CARRIED_DENIED
 from topogate.replay.decide import Replay, Seen, denied_observed, dropped_allowed, per_job, replay
 from topogate.replay.flows import MAX_LINE, BadLine, Flow, read_flows
-from topogate.replay.render import FORMATS, as_json, render, suggest
+from topogate.replay.render import DECIDED, FORMATS, as_json, render, suggest
+from topogate.report.formats import Formats
 from topogate.safeio.oserror import reason
 
 
@@ -79,6 +80,18 @@ def replay_objects(flows: str, inventory: Inventory, objects: Sequence[K8sObject
     return ReplayRun(result, inventory)
 
 
+def _decided(fmt: str) -> Callable[[ReplayRun], str]:
+    return lambda run: DECIDED.render(run.result, fmt)
+
+
+# replay's table in the report registry: the decisions in each format, and --suggest's inventory
+# entries (they need the inventory the flows were decided against).
+REPORT: Formats[ReplayRun] = Formats({
+    **{name: _decided(name) for name in DECIDED.names},
+    "suggest": lambda run: suggest(run.result, run.inventory),
+}, fallback="text")
+
+
 def carried_denied(run: ReplayRun, flows: str) -> tuple[LiveFact, ...]:
     """The flows the cluster carried that the tree denies, as TG210's facts (`check --flows`)."""
     return tuple(
@@ -90,6 +103,6 @@ def carried_denied(run: ReplayRun, flows: str) -> tuple[LiveFact, ...]:
         for s in denied_observed(run.result))
 
 
-__all__ = ["carried_denied", "replay_objects", "FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay",
+__all__ = ["REPORT", "carried_denied", "replay_objects", "FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay",
            "ReplayError", "Seen", "as_json", "denied_observed", "dropped_allowed", "per_job", "read_flows",
            "render", "replay", "run_replay", "suggest"]

@@ -17,9 +17,8 @@ from topogate.core.escape import one_line
 from topogate.core.words import plural
 from topogate.inventory.model import Inventory
 from topogate.replay.decide import Replay, Seen, denied_observed, dropped_allowed, per_job
+from topogate.report.formats import Formats
 from topogate.report.markdown import cell
-
-FORMATS = ("text", "json", "markdown")
 
 
 def _line(s: Seen) -> str:
@@ -72,12 +71,17 @@ def render_markdown(r: Replay) -> str:
     return "\n".join(out)
 
 
+# The decisions' table in the report registry (the replay command's adds --suggest: topogate.replay.REPORT).
+DECIDED: Formats[Replay] = Formats({
+    "text": render_text,
+    "json": lambda r: json.dumps(as_json(r), indent=2, sort_keys=True) + "\n",
+    "markdown": render_markdown,
+}, fallback="text")
+FORMATS = DECIDED.names
+
+
 def render(r: Replay, fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(as_json(r), indent=2, sort_keys=True) + "\n"
-    if fmt == "markdown":
-        return render_markdown(r)
-    return render_text(r)
+    return DECIDED.render(r, fmt)
 
 
 def _q(text: str) -> str:
@@ -129,4 +133,4 @@ def _job_parts(job: str) -> tuple[str, str, str]:
     return ns, name, kind
 
 
-__all__ = ["FORMATS", "as_json", "render", "suggest"]
+__all__ = ["DECIDED", "FORMATS", "as_json", "render", "suggest"]

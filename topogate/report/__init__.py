@@ -2,16 +2,20 @@
 
 The registry is explicit so `--format` choices are known without importing plugins, and so
 parsing a format (click.Choice(["auto", *REPORTERS])) stays separate from rendering it.
+`check_formats` is check's (and drift's) table in the registry every command reports through
+(topogate.report.formats).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from topogate.analysis.result import CheckResult
     from topogate.inventory.model import Inventory
     from topogate.report.base import Reporter
+    from topogate.report.formats import Formats
 
 # The names, in registry order, known without importing a reporter: the CLI offers them as
 # `--format` choices when it starts, and importing the reporters (with the analysis result
@@ -97,4 +101,22 @@ def get_reporter(fmt: str, *, strict: bool = False, verbosity: int = 0,
     return _reporters()[fmt](strict=strict)
 
 
-__all__ = ["AUTO", "FORMATS", "REPORTERS", "Reporter", "get_reporter", "resolve_format"]
+def check_formats(*, strict: bool = False, verbosity: int = 0, inventory: Inventory | None = None,
+                  markdown_appendix: str = "") -> Formats[CheckResult]:
+    """The formats of a report of findings (check, check --live, drift), each a reporter of
+    get_reporter; `markdown_appendix` ends a markdown report (check --changed-since: the
+    connectivity diff). Text is coloured on a terminal."""
+    from topogate.report.formats import Formats  # lazy: start-up time, as the reporters
+
+    def renderer(name: str, appendix: str = "") -> Callable[[CheckResult], str]:
+        def render(result: CheckResult) -> str:
+            text = get_reporter(name, strict=strict, verbosity=verbosity, inventory=inventory).render(result)
+            return text + "\n" + appendix if appendix else text
+        return render
+
+    renderers = {name: renderer(name) for name in FORMATS}
+    renderers["markdown"] = renderer("markdown", markdown_appendix)
+    return Formats(renderers, coloured=frozenset({"text"}))
+
+
+__all__ = ["AUTO", "FORMATS", "REPORTERS", "Reporter", "check_formats", "get_reporter", "resolve_format"]

@@ -7,12 +7,18 @@ form carries every field of the map so scripts never need to parse the text.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from topogate.analysis.result import Flow, GroupMap, JobMap
 from topogate.core.position import NOWHERE, Position
 from topogate.core.words import plural
+from topogate.inventory.model import Inventory
 from topogate.report.base import flow_key, port_text, zone_choice, zone_choice_text
+from topogate.report.formats import Formats
+from topogate.report.mermaid import job_diagram
+from topogate.report.openings import job_openings, network_zones
 
 
 def _pos(p: Position) -> dict[str, Any] | None:
@@ -121,4 +127,21 @@ def explain_json(job: JobMap) -> dict[str, Any]:
         "blocked": len(job.blocked),
     }
 
-__all__ = ["explain_json", "explain_text"]
+
+@dataclass(frozen=True)
+class Explained:
+    """What `explain` reports: one job, and the inventory it was checked against (its pictures
+    draw the job's doors and network zones from it)."""
+
+    job: JobMap
+    inventory: Inventory
+
+
+# explain's table in the report registry.
+REPORT: Formats[Explained] = Formats({
+    "text": lambda e: explain_text(e.job),
+    "mermaid": lambda e: job_diagram(e.job, job_openings(e.inventory, e.job), network_zones(e.inventory, e.job)) + "\n",
+    "json": lambda e: json.dumps(explain_json(e.job), indent=2, sort_keys=True) + "\n",
+})
+
+__all__ = ["REPORT", "Explained", "explain_json", "explain_text"]

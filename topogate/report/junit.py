@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from topogate.analysis.result import CheckResult
+from topogate.core.exitcodes import fails
 from topogate.core.findings import Finding
 from topogate.report.base import Reporter, counts_line, has_file, settings_lines, sorted_findings, sorted_jobs
 
@@ -41,7 +42,7 @@ class JunitReporter(Reporter):
     description = "JUnit XML for GitLab, Jenkins and Azure DevOps test reports"
 
     def _fails(self, f: Finding) -> bool:
-        return f.severity == "error" or (self.strict and f.severity == "warning")
+        return fails(f.severity, self.strict)
 
     def render(self, result: CheckResult) -> str:
         by_object: dict[str, list[Finding]] = defaultdict(list)

@@ -1,4 +1,8 @@
-"""SARIF 2.1.0, for GitHub code scanning and any other SARIF viewer.
+"""SARIF 2.1.0, for GitHub code scanning and any other SARIF viewer: the one SARIF writer.
+
+`sarif_log` and `sarif_text` make every SARIF document topogate writes (check's findings here,
+`diff`'s connectivity notes in topogate.diff.render): one schema, one run shape, one
+serialisation (tests/report/test_report_pipeline.py fails on a second writer).
 
 Every registered rule is listed in tool.driver.rules (viewers show rule help even for rules
 that found nothing this run); each result points at its rule by id and by index.
@@ -136,18 +140,31 @@ def _results(result: CheckResult, index: dict[str, int]) -> list[dict[str, Any]]
     return out
 
 
+def sarif_log(driver: dict[str, Any], results: list[dict[str, Any]],
+              invocations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A SARIF 2.1.0 log of one run of `driver` (driver_dict) with `results`; `invocations`
+    (the settings a check used) when there are some."""
+    run: dict[str, Any] = {"tool": {"driver": driver}}
+    if invocations is not None:
+        run["invocations"] = invocations
+    # Columns come from YAML marks, which count characters, not UTF-16 units.
+    run["columnKind"] = "unicodeCodePoints"
+    run["results"] = results
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def sarif_text(log: dict[str, Any]) -> str:
+    """A SARIF log as its file's bytes: indented, non-ASCII kept, one final newline."""
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
 def sarif_dict(result: CheckResult, tool_version: str | None = None) -> dict[str, Any]:
     rules = _rules(result)
     index = {r.id: i for i, r in enumerate(rules)}
     docs = rules_url()
     driver = driver_dict([rule_descriptor(r, docs) for r in rules], tool_version)
-    run: dict[str, Any] = {"tool": {"driver": driver}}
-    if result.settings is not None:
-        run["invocations"] = [invocation(result.settings)]
-    # Columns come from YAML marks, which count characters, not UTF-16 units.
-    run["columnKind"] = "unicodeCodePoints"
-    run["results"] = _results(result, index)
-    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    return sarif_log(driver, _results(result, index),
+                     [invocation(result.settings)] if result.settings is not None else None)
 
 
 def invocation(use: SettingsUse) -> dict[str, Any]:
@@ -177,7 +194,7 @@ class SarifReporter(Reporter):
         self.tool_version = tool_version  # None: the installed topogate's
 
     def render(self, result: CheckResult) -> str:
-        return json.dumps(sarif_dict(result, self.tool_version), indent=2, ensure_ascii=False) + "\n"
+        return sarif_text(sarif_dict(result, self.tool_version))
 
 
-__all__ = ["SCHEMA_URI", "SarifReporter", "artifact_location", "driver_dict", "sarif_dict"]
+__all__ = ["SarifReporter", "artifact_location", "driver_dict", "sarif_dict", "sarif_log", "sarif_text"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topogate.analysis.netpolicy import Peer, PodClass, PolicyRef, PortRange, SourceRef
+from topogate.core.exitcodes import exit_when
 from topogate.core.position import Position
 
 DEFAULT_NAMESPACE = "default"
@@ -95,4 +96,4 @@ class TraceResult:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.verdict == "allowed" else 1
+        return exit_when(self.verdict != "allowed")  # denied or partial: any class denied

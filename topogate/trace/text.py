@@ -8,8 +8,12 @@ selection and default-deny facts do not depend on the port, so they are printed 
 
 from __future__ import annotations
 
+import json
+
 from topogate.analysis.netpolicy import PodClass, PolicyRef, SideVerdict, SourceRef
+from topogate.report.formats import Formats
 from topogate.trace import Endpoint, SideSummary, TraceResult
+from topogate.trace.jsonout import as_json
 
 _VERDICT = {"allowed": "ALLOWED", "denied": "DENIED", "partial": "PARTLY DENIED"}
 
@@ -89,4 +93,11 @@ def render_trace_text(r: TraceResult) -> str:
         out += [f"warning: {w}" for w in r.warnings]
     return "\n".join(out) + "\n"
 
-__all__ = ["render_trace_text"]
+
+# trace's table in the report registry.
+REPORT: Formats[TraceResult] = Formats({
+    "text": render_trace_text,
+    "json": lambda r: json.dumps(as_json(r), indent=2, sort_keys=True) + "\n",
+}, fallback="text")
+
+__all__ = ["REPORT"]
