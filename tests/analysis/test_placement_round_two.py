@@ -232,11 +232,13 @@ def test_groups_that_follow_the_job_and_each_other_trail_the_first_pod() -> None
 
 
 def _chain(*, head: dict[str, Any] | None = None, pool_follows: dict[str, str] | None = None,
-           extra: tuple[dict[str, Any], ...] = ()) -> JobPlacement:
+           extra: tuple[dict[str, Any], ...] = (), master: dict[str, Any] | None = None,
+           worker: dict[str, Any] | None = None) -> JobPlacement:
     """The master starts alone; the loader's head follows any pod of the job, the workers follow
     the loader, the loader's pool follows the workers (fixtures/placement/follows-through-workloads)."""
-    job = jobset("x", ("master", 1, gpu_pod({"app": "x", "role": "m"})),
-                 ("worker", 2, gpu_pod({"app": "x", "role": "w"}, affinity={"podAffinity": aff({"app": "loader"})})))
+    job = jobset("x", ("master", 1, gpu_pod({"app": "x", "role": "m"}, **(master or {}))),
+                 ("worker", 2, gpu_pod({"app": "x", "role": "w"},
+                                       **(worker or {"affinity": {"podAffinity": aff({"app": "loader"})}}))))
     head_spec: dict[str, Any] = {"tolerations": TOLERATE_GPU, "affinity": {"podAffinity": aff({"app": "x"})},
                                  **(head or {})}
     loader_head = deployment("head", 1, tpl({"app": "loader", "tier": "head"}, **head_spec))
@@ -287,3 +289,19 @@ def test_a_unit_whose_first_pod_may_take_a_zone_with_too_few_nodes_for_one_pod_e
     assert p.group("worker").zones == ("zone-a",)  # type: ignore[union-attr]
     assert any("may be scheduled in zone-b, which has fewer nodes than the 2 pods of worker" in r
                for r in p.pending_risks), p.pending_risks
+
+
+def test_a_chain_whose_only_first_is_another_workloads_pod_ties_nothing() -> None:
+    # The head follows nothing (one pod: it chooses once), the master follows the head: the head's
+    # Deployment may run its old and new pod in two zones during a rollout, and whoever follows
+    # then may follow either. Only the judged job's own groups may be a chain's first.
+    assert not _chain(head={"affinity": {}}, master={"affinity": {"podAffinity": aff({"tier": "head"})}}).colocated
+
+
+def test_a_term_narrowed_by_a_label_only_the_pod_has_ties_nothing() -> None:
+    # matchLabelKeys naming a label the controller adds to each pod (not in the template): at run
+    # time the term selects per pod, which the template cannot show.
+    per_pod = {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "loader"}}, "topologyKey": ZK,
+         "matchLabelKeys": ["apps.kubernetes.io/pod-index"]}]}
+    assert not _chain(worker={"affinity": {"podAffinity": per_pod}}).colocated

@@ -197,7 +197,7 @@ def test_cli_end_before_start_is_exit_2(moto_ce: Moto) -> None:
 
 
 def test_docs_sample_report_is_what_the_moto_run_renders(moto_ce: Moto) -> None:
-    from topogate.audit.report import render
+    from topogate.audit.report import REPORT
 
     docs = (AUDIT_FIXTURES.parent.parent / "docs" / "audit.md").read_text()
     for fmt in ("text", "markdown"):
@@ -205,7 +205,7 @@ def test_docs_sample_report_is_what_the_moto_run_renders(moto_ce: Moto) -> None:
         moto_ce.seed(*three_pages())
         r = run_audit(load_inventory(INVENTORY), START, END, Capture().factory(),
                       {"gpu-east": [SPLIT_JOB], "gpu-west": []})
-        assert render(r, fmt).rstrip() in docs, f"docs/audit.md {fmt} sample is stale"
+        assert REPORT.render(r, fmt).rstrip() in docs, f"docs/audit.md {fmt} sample is stale"
 
 
 # ----------------------------------------------------------------------------- the cause is optional

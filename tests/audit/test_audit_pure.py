@@ -23,7 +23,7 @@ from topogate.audit.egress import (
     resolve_window,
 )
 from topogate.audit.errors import ConfigError, InvocationError, scrub
-from topogate.audit.report import render
+from topogate.audit.report import REPORT
 from topogate.core.exitcodes import ExitCode
 from topogate.inventory.model import Cluster, CostConfig, Inventory
 
@@ -254,14 +254,14 @@ def test_renderers_agree_and_json_traces_every_figure_to_rows() -> None:
     clusters, un, warn = judge(i, D("2026-11-24"), D("2026-11-25"), rows, est, {"a": []})
     r = AuditResult(D("2026-11-24"), D("2026-11-25"), clusters, un, warn, tuple(sorted(est)),
                     tuple(rows), requests=1, attempts=1)
-    text = render(r, "text")
+    text = REPORT.render(r, "text")
     assert "2026-11-24*" in text and "$6.00" in text and "OVER" in text
     assert "ESTIMATE (not measured)" in text and "500.00 GiB/day" in text
     assert "1 Cost Explorer request answered ($0.01)" in text
-    md = render(r, "markdown")
+    md = REPORT.render(r, "markdown")
     assert "| a | aws | us-east-1 | 600.40 | $6.00 | $5.00/day | **over** |" in md
     assert "(estimated)" in md and "estimate only" in md
-    data = json.loads(render(r, "json"))
+    data = json.loads(REPORT.render(r, "json"))
     assert data["exitCode"] == 1 and data["verdict"] == "over-budget"
     a = data["clusters"][0]
     assert a["totalUSD"] == "6.004"  # exact, as Cost Explorer sent it
@@ -275,8 +275,8 @@ def test_all_zero_result_points_at_verify_usage_types() -> None:
 
     clusters, _, _ = judge(inv(aws("a")), D("2026-11-24"), D("2026-11-25"), [], (), None)
     r = AuditResult(D("2026-11-24"), D("2026-11-25"), clusters, requests=1, all_zero=True)
-    assert "--verify-usage-types" in render(r, "text")
-    assert "--verify-usage-types" in render(r, "markdown")
+    assert "--verify-usage-types" in REPORT.render(r, "text")
+    assert "--verify-usage-types" in REPORT.render(r, "markdown")
 
 
 def test_scrub_removes_credential_shapes_and_newlines() -> None:
@@ -331,14 +331,14 @@ def test_money_is_rounded_half_up_for_display_and_exact_in_json() -> None:
                                rows, est, {"a": []})
     r = AuditResult(D("2026-11-24"), D("2026-11-26"), clusters, un, warn, (), tuple(rows),
                     requests=1, attempts=1)
-    text = render(r, "text")
+    text = REPORT.render(r, "text")
     assert "      $1.51  under" in text and "$3.01" in text  # 3.010 total, from unrounded days
     assert "$1.51/day" in text  # the budget too
     assert "totals and budget verdicts use the unrounded Cost Explorer amounts" in text
-    md = render(r, "markdown")
+    md = REPORT.render(r, "markdown")
     assert "| 2026-11-24 | 150.50 | $1.51 | under |" in md
     assert "totals and budget verdicts use the unrounded Cost Explorer amounts" in md
-    data = json.loads(render(r, "json"))
+    data = json.loads(REPORT.render(r, "json"))
     assert [d["usd"] for d in data["clusters"][0]["days"]] == ["1.505", "1.505"]
     assert data["clusters"][0]["totalUSD"] == "3.010"
 

@@ -19,8 +19,8 @@ import yaml
 from conftest import invoke, run_cli
 from render_support import door_widened_repo, mermaid_blocks, topogate
 
-from topogate.diff import DiffResult, diff_trees, render, same_trees
-from topogate.diff.render import collapsed
+from topogate.diff import DiffResult, diff_trees, same_trees
+from topogate.diff.render import REPORT, collapsed
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "fixtures" / "lab"
@@ -76,7 +76,7 @@ def test_a_tree_against_itself_is_empty(tmp_path: Path) -> None:
     for tree in ("broken", "fixed"):
         d = _diff(tmp_path, [str(INCIDENT / tree)], [str(INCIDENT / tree)])
         assert d.rows == () and d.members > 5 and d.clusters == ("lab",)
-        assert "no connectivity change" in render(d, "text")
+        assert "no connectivity change" in REPORT.render(d, "text")
 
 
 def test_incident_broken_to_fixed_gives_exactly_the_expected_rows(tmp_path: Path) -> None:
@@ -173,16 +173,16 @@ def test_output_file_takes_the_format_of_its_extension(repo: Path, tmp_path: Pat
 
 def test_formats_render_the_same_rows(tmp_path: Path) -> None:
     d = _diff(tmp_path, [str(INCIDENT / "broken")], [str(INCIDENT / "fixed")])
-    md = render(d, "markdown")
+    md = REPORT.render(d, "markdown")
     assert md.count("| opened |") + md.count("| closed |") == len(collapsed(d.rows))
     assert "```mermaid" in md and "linkStyle" in md
-    sarif = json.loads(render(d, "sarif"))
+    sarif = json.loads(REPORT.render(d, "sarif"))
     results = sarif["runs"][0]["results"]
     assert all(r["level"] == "note" and r["locations"] for r in results)
     regions = [r["locations"][0]["physicalLocation"]["region"] for r in results]
     assert all(g["startLine"] >= 1 and g["startColumn"] >= 1 for g in regions)  # the rule's own line and column
     assert sum(r["message"]["text"].count(" -> ") for r in results) == len(collapsed(d.rows))
-    assert len(json.loads(render(d, "json"))["rows"]) == len(d.rows)
+    assert len(json.loads(REPORT.render(d, "json"))["rows"]) == len(d.rows)
 
 
 def test_check_changed_since_markdown_ends_with_the_diff(repo: Path, tmp_path: Path) -> None:

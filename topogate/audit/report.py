@@ -291,11 +291,4 @@ REPORT: Formats[AuditResult] = Formats({
     "json": lambda r: escape.json_text(redact_known(render_json(r))),
     "markdown": lambda r: escape.lines(redact_known(render_markdown(r))),
 }, escape=as_written, fallback="text")
-FORMATS = REPORT.names
-
-
-def render(r: AuditResult, fmt: str) -> str:
-    """The report in `fmt`, safe for a CI log (REPORT)."""
-    return REPORT.render(r, fmt)
-
-__all__ = ["FORMATS", "REPORT", "render", "render_markdown", "render_text", "to_dict"]
+__all__ = ["REPORT", "render_markdown", "render_text", "to_dict"]

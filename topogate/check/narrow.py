@@ -29,8 +29,7 @@ from topogate.core.forked import Child
 from topogate.inventory.model import Inventory
 from topogate.k8s import kustomization as kmodel
 from topogate.k8s.objects import K8sObject
-from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display
-from topogate.safeio.repopaths import WalkUnit as WalkUnit
+from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, WalkUnit, display
 from topogate.safeio.saferead import InputError, read_text
 from topogate.sources.kustomization import CONFIG_LISTS, REMOTE, config_references, references
 

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from topogate.analysis.netpolicy import PolicyError
 from topogate.diff.compare import Decision, DiffResult, Row, diff_trees
-from topogate.diff.render import FORMATS, render
 from topogate.diff.trees import DiffError, Tree, both_trees, read_tree, same_trees
 
 
@@ -44,5 +43,5 @@ def failed(d: DiffResult, fail_on: str | None) -> bool:
     return False
 
 
-__all__ = ["FORMATS", "Decision", "DiffError", "DiffResult", "Row", "Tree", "both_trees", "diff_trees",
-           "failed", "read_tree", "render", "run_diff", "same_trees"]
+__all__ = ["Decision", "DiffError", "DiffResult", "Row", "Tree", "both_trees", "diff_trees",
+           "failed", "read_tree", "run_diff", "same_trees"]

@@ -211,12 +211,5 @@ REPORT: Formats[DiffResult] = Formats({
     "markdown": lambda d: render_markdown(d),
     "sarif": lambda d: sarif_text(sarif_dict(d)),
 }, fallback="text")
-FORMATS = REPORT.names
-
-
-def render(d: DiffResult, fmt: str) -> str:
-    return REPORT.render(d, fmt)
-
-
-__all__ = ["FORMATS", "REPORT", "as_json", "collapsed", "picture", "render", "render_markdown", "render_text",
+__all__ = ["REPORT", "as_json", "collapsed", "picture", "render_markdown", "render_text",
            "sarif_dict", "summary"]

@@ -27,7 +27,7 @@ from topogate.policies.context import LiveFact
 from topogate.policies.live.facts import CARRIED_DENIED
 from topogate.replay.decide import Replay, Seen, denied_observed, dropped_allowed, per_job, replay
 from topogate.replay.flows import MAX_LINE, BadLine, Flow, read_flows
-from topogate.replay.render import DECIDED, FORMATS, as_json, render, suggest
+from topogate.replay.render import DECIDED, as_json, suggest
 from topogate.report.formats import Formats
 from topogate.safeio.oserror import reason
 
@@ -103,6 +103,6 @@ def carried_denied(run: ReplayRun, flows: str) -> tuple[LiveFact, ...]:
         for s in denied_observed(run.result))
 
 
-__all__ = ["REPORT", "carried_denied", "replay_objects", "FORMATS", "MAX_LINE", "BadLine", "Flow", "Replay",
+__all__ = ["REPORT", "carried_denied", "replay_objects", "MAX_LINE", "BadLine", "Flow", "Replay",
            "ReplayError", "Seen", "as_json", "denied_observed", "dropped_allowed", "per_job", "read_flows",
-           "render", "replay", "run_replay", "suggest"]
+           "replay", "run_replay", "suggest"]

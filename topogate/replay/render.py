@@ -77,13 +77,6 @@ DECIDED: Formats[Replay] = Formats({
     "json": lambda r: json.dumps(as_json(r), indent=2, sort_keys=True) + "\n",
     "markdown": render_markdown,
 }, fallback="text")
-FORMATS = DECIDED.names
-
-
-def render(r: Replay, fmt: str) -> str:
-    return DECIDED.render(r, fmt)
-
-
 def _q(text: str) -> str:
     return json.dumps(text)  # a YAML double-quoted scalar: nothing a flow says can break out
 
@@ -133,4 +126,4 @@ def _job_parts(job: str) -> tuple[str, str, str]:
     return ns, name, kind
 
 
-__all__ = ["DECIDED", "FORMATS", "as_json", "render", "suggest"]
+__all__ = ["DECIDED", "as_json", "suggest"]

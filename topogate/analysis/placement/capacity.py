@@ -11,6 +11,7 @@ from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import Capacity, zone_list
 from topogate.analysis.scheduling import HOSTNAME_LABEL, PoolFit
 from topogate.core.words import plural
+from topogate.k8s.jobs import JobGroup
 
 __all__ = ["GpuFit", "check_capacity", "fit_gpu_units", "fit_one_node"]
 
@@ -32,16 +33,16 @@ def fit_gpu_units(
     unit_of: Mapping[str, str],
     members: Mapping[str, tuple[str, ...]],
     one_per_node: frozenset[str] = frozenset(),
-) -> tuple[dict[str, frozenset[str]], list[str], dict[str, tuple[frozenset[str], str]]]:
+) -> tuple[dict[str, frozenset[str]], list[str], dict[str, tuple[tuple[frozenset[str], str], ...]]]:
     """A unit held in one zone keeps only the zones where all its GPU pods fit together, and
     where each member whose pods take a node each (``one_per_node``) finds a node per pod.
     Returns every group's zones after that, the units no zone of theirs holds, and per unit (by
-    its first member) the zones it lost that way, and what they cannot hold: its first pod may
+    its first member) the zones it lost that way, by what they cannot hold: its first pod may
     still land there."""
     groups = inputs.groups
     out = dict(zones)
     problems: list[str] = []
-    small: dict[str, tuple[frozenset[str], str]] = {}
+    small: dict[str, tuple[tuple[frozenset[str], str], ...]] = {}
     seen_units: set[str] = set()
     for n in inputs.names:
         unit = unit_of[n]
@@ -72,21 +73,26 @@ def fit_gpu_units(
             # A unit short only of nodes (one pod per node) is the spread step's (step 5).
             if gpu_members and set(for_nodes) != set(out[n]) and (len(out[n]) > 1 or len(gpu_members) > 1):
                 need_gpus = sum(groups[m].gpus for m in gpu_members)
+                nodes = f" with {_node_each(groups, for_nodes)}" if for_nodes else ""
                 problems.append(f"{', '.join(members[n])} must share one zone but no zone of {zone_list(out[n])} "
-                                f"holds their {plural(need_gpus, 'GPU')}")
+                                f"holds their {plural(need_gpus, 'GPU')}{nodes}")
         elif ok != out[n]:
-            lost = frozenset(out[n] - ok)
-            if set(for_nodes) == lost:
-                m = min(m for short in for_nodes.values() for m in short)
-                small[n] = (lost, f"which has fewer nodes than the {plural(groups[m].pods, 'pod')} of {m}, one pod "
-                                  f"per node (podAntiAffinity on {HOSTNAME_LABEL})")
-            else:
-                small[n] = (lost, f"which cannot hold all their {plural(sum(groups[m].gpus for m in members[n]), 'GPU')}")
+            lost_gpus = frozenset(out[n] - ok - set(for_nodes))
+            need = plural(sum(groups[m].gpus for m in members[n]), 'GPU')
+            small[n] = (*(((lost_gpus, f"which cannot hold all their {need}"),) if lost_gpus else ()),
+                        *(((frozenset(for_nodes), f"which has fewer nodes than {_node_each(groups, for_nodes)}"),)
+                          if for_nodes else ()))
             # Every member takes the zones the unit fits in, as the unit is placed as one, but only
             # those its own node filters pass: a member is never handed a zone it cannot use.
             for m in members[n]:
                 out[m] = frozenset(ok) & out[m]
     return out, problems, small
+
+
+def _node_each(groups: Mapping[str, JobGroup], for_nodes: Mapping[str, list[str]]) -> str:
+    """The member a zone lost for nodes names: the first short of them, one node a pod."""
+    m = min(m for short in for_nodes.values() for m in short)
+    return f"the {plural(groups[m].pods, 'pod')} of {m}, one pod per node (podAntiAffinity on {HOSTNAME_LABEL})"
 
 
 def fit_one_node(

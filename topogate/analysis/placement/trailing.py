@@ -17,6 +17,14 @@ When every possible first matches every other possible first, the first pod of K
 the only one that chooses its zone, and by induction on the order pods are bound, every later pod
 finds its matches in that zone alone. What this reads of pods outside the manifests is what the
 rest of the placement analysis reads: none.
+
+The induction holds while no pod of K is replaced: the terms are IgnoredDuringExecution, and a
+possible first that is recreated (a Deployment's rollout runs the old and the new pod at once)
+chooses again. So only the judged job's own groups may be its possible firsts, as inside one job
+(``fixpoint.trailing_sets``), where a recreated coordinator is the same risk; the pods of other
+jobs and workloads, which live and die on their own, may only follow. A term whose
+matchLabelKeys or mismatchLabelKeys name a label the template does not carry (a per-pod label a
+controller adds: an index, a template hash) selects per pod at run time: its group is no member.
 """
 
 from __future__ import annotations
@@ -42,6 +50,10 @@ def _matches(job: TrainingJob, spec: Mapping[str, object], labels: Mapping[str, 
     raw = required_terms(spec, "podAffinity")
     if not raw or not any(t.get("topologyKey") in (zone_key, HOSTNAME_LABEL) for t in raw):
         return None
+    for t in raw:
+        for keys in (t.get("matchLabelKeys"), t.get("mismatchLabelKeys")):
+            if isinstance(keys, list) and any(str(k) not in labels for k in keys):
+                return frozenset()  # narrowed per pod by a label only the pod has: no member
     found: frozenset[Group] | None = None
     for t in raw:
         sel = with_label_keys(t.get("labelSelector"), labels, t.get("matchLabelKeys"), t.get("mismatchLabelKeys"))
@@ -54,7 +66,7 @@ def _matches(job: TrainingJob, spec: Mapping[str, object], labels: Mapping[str, 
 def trailing_across(everyone: Sequence[TrainingJob], index: PeerIndex, known: set[str],
                     ns_labels: Mapping[str, Mapping[str, str]], zone_key: str) -> dict[str, tuple[frozenset[str], ...]]:
     """Per job (object id), the sets of its groups that a trailing set of the cluster holds in one
-    zone (two or more of its groups each). ``index`` holds every group of ``everyone`` and the
+    zone (two or more of its groups each, the set's possible firsts all its own). ``index`` holds every group of ``everyone`` and the
     pods of the workloads not placed like a job (never members: their pods go where their node
     filters let them)."""
     follows: dict[Group, frozenset[Group]] = {}
@@ -86,12 +98,13 @@ def trailing_across(everyone: Sequence[TrainingJob], index: PeerIndex, known: se
         firsts = [k for k in component if k in follows[k] or k in anchors]
         if not firsts or not all(a == b or b in follows[a] for a in firsts for b in firsts):
             continue  # none starts, or two possible firsts each free of the other: two zones
-        by_job: dict[str, set[str]] = {}
-        for oid, group in component:
-            by_job.setdefault(oid, set()).add(group)
-        for oid, groups in by_job.items():
-            if len(groups) > 1:
-                out.setdefault(oid, []).append(frozenset(groups))
+        owners = {oid for oid, _ in firsts}
+        if len(owners) != 1:
+            continue  # a first of another job or workload may be recreated apart (module doc)
+        owner = next(iter(owners))
+        groups = {group for oid, group in component if oid == owner}
+        if len(groups) > 1:
+            out.setdefault(owner, []).append(frozenset(groups))
     return {oid: tuple(sorted(sets, key=sorted)) for oid, sets in sorted(out.items())}
 
 

@@ -64,17 +64,17 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
                       tuple(dict.fromkeys(risks)), reach)
 
 
-def _too_small(inputs: Inputs, small: Mapping[str, tuple[frozenset[str], str]],
+def _too_small(inputs: Inputs, small: Mapping[str, tuple[tuple[frozenset[str], str], ...]],
                members: Mapping[str, tuple[str, ...]]) -> list[str]:
     """A unit held in one zone goes where its first pod lands, and the scheduler does not look
     ahead: a zone its members pass but whose GPUs (or nodes, for pods that take one each) cannot
     hold them all strands the rest."""
-    out = []
-    for n, (zs, what) in sorted(small.items()):
+    out: list[str] = []
+    for n, lost in sorted(small.items()):
         if any(n in u for u in inputs.zone_units):
             continue  # Kueue (or the scheduler, for a PodGroup) picks the zone for the whole unit
-        out.append(f"the first pod of {', '.join(members[n])} may be scheduled in {zone_list(zs)}, "
-                   f"{what}: the rest would stay Pending")
+        out.extend(f"the first pod of {', '.join(members[n])} may be scheduled in {zone_list(zs)}, "
+                   f"{what}: the rest would stay Pending" for zs, what in lost)
     return out
 
 
