@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from conftest import GIT_ENV
 
 from topogate.check.run import CheckOutcome, run_check
 
@@ -63,8 +64,6 @@ def run_case(case_dir: Path, tmp: Path) -> CheckOutcome:
                      weakened=weakened)
 
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 
 
 def _weakened(case_dir: Path, files: dict[str, str], tmp: Path) -> tuple[Any, ...]:

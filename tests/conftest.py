@@ -76,6 +76,17 @@ CRDS_HOW = ("set TOPOGATE_CRDS=DIR (a directory of the upstream CRD files) or ru
             "(downloads the files pinned in tests/crds.lock.json into .crds/ and checks each sha256)")
 
 
+# A scratch repository's commits: a fixed author, no user or system git config read.
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+
+
+def git(repo: Path, *args: str) -> str:
+    """`git -C repo ARGS` as a scratch repository's owner: its standard output."""
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env={**os.environ, **GIT_ENV}).stdout
+
+
 def crds_dir() -> Path:
     """Upstream CRDs: $TOPOGATE_CRDS, else .crds/ (what `make crds` writes), else ../shared/crds."""
     env = os.environ.get("TOPOGATE_CRDS")

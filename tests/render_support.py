@@ -24,7 +24,7 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-from conftest import TOPOGATE
+from conftest import GIT_ENV, TOPOGATE
 from node_tools import BIN, missing
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,8 +158,6 @@ FIXTURES = REPO / "fixtures"
 LAB = FIXTURES / "lab" / "inventory.yaml"
 MULTI = FIXTURES / "multi" / "inventory.yaml"
 INCIDENT = FIXTURES / "incident"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 # (inventory, workload, PATHs) of every `explain --format mermaid` drawn: the incident both ways,
 # and every job of the inventory that has doors, scrapers and egress.
 EXPLAINED = [

@@ -7,25 +7,18 @@ The incident's manifests (three errors) in a scratch git repository, through the
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import git, run_cli
 
 from topogate.check.baseline import parse
 
 ROOT = Path(__file__).resolve().parents[2]
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 CHECK = ("lab/inventory.yaml", "apps")
 FILE = ".topogate-baseline.json"
 
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env={**os.environ, **GIT_ENV})
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import GIT_ENV, git, run_cli
 
 from topogate.check.changed import ChangeSelection, UnitReads, escaped, select, unit_cluster
 from topogate.check.gitdiff import GitUnknown, changed_files
@@ -27,13 +27,7 @@ from topogate.tree import writer
 
 REPO = Path(__file__).resolve().parents[2]
 MULTI = REPO / "fixtures" / "multi"  # two clusters: gpu-east (llama-ft, bert-mpi), gpu-west (resnet, gpt-sft)
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout
 
 
 def commit_all(repo: Path, msg: str) -> None:

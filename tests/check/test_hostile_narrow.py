@@ -9,23 +9,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import git
 from hostile_support import LAB, invoke
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": "/dev/null"}
 HARMLESS = "- op: add\n  path: /metadata/annotations\n  value: {reviewed: \"yes\"}\n"
 STRIPS = ("- op: remove\n  path: /spec/pytorchReplicaSpecs/Worker/template/spec/affinity\n"
           "- op: remove\n  path: /spec/pytorchReplicaSpecs/Worker/template/spec/tolerations\n")
 
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                   env={**os.environ, **GIT_ENV})
 
 
 @pytest.fixture

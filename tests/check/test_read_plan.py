@@ -8,73 +8,26 @@ logs each build it is asked for."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+import test_changed_since as changed_since
+from conftest import git
+from test_changed_since import built, check, edit
 
 from topogate.check.plan import plan_read
-from topogate.cli.app import main
-from topogate.generators import render_tree
 from topogate.safeio.repopaths import Roots
 from topogate.sources import kustomization, manifests, split_build
 from topogate.sources.inventory import load_inventory
-from topogate.sources.kustomization import check_tree, kubectl
-from topogate.tree import writer
+from topogate.sources.kustomization import check_tree
 
 REPO = Path(__file__).resolve().parents[2]
 MULTI = REPO / "fixtures" / "multi"  # gpu-east (llama-ft, bert-mpi), gpu-west (resnet, gpt-sft)
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 
 
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env={**os.environ, **GIT_ENV})
-
-
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """fixtures/multi and its generated tree (deploy/) committed on main; HEAD on a branch."""
-    r = tmp_path / "repo"
-    shutil.copytree(MULTI, r)
-    writer.write_tree(r / "deploy", render_tree(load_inventory(str(r / "inventory.yaml")), str(r / "deploy")))
-    git(r, "init", "-q", "-b", "main")
-    git(r, "add", "-A")
-    git(r, "commit", "-qm", "main")
-    git(r, "checkout", "-qb", "change")
-    monkeypatch.chdir(r)
-    return r
-
-
-@pytest.fixture
-def builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The log of `kubectl kustomize DIR` calls: one DIR per line."""
-    log = tmp_path / "builds.log"
-    log.touch()
-    wrapper = tmp_path / "kubectl"
-    wrapper.write_text(f'#!/bin/sh\n[ "$1" = kustomize ] && echo "$2" >> {log}\nexec {kubectl()} "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("TOPOGATE_KUBECTL", str(wrapper))
-    return log
-
-
-def built(log: Path) -> list[str]:
-    return sorted(os.path.relpath(p) for p in log.read_text().split())
-
-
-def check(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(main, ["check", *args])
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return r.exit_code, r.stdout, r.stderr
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
+# The scratch repository and the build log of the --changed-since tests, and their helpers.
+repo = changed_since.repo
+builds = changed_since.builds
 
 
 def _shown(units: object) -> list[str]:

@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import git, run_cli
 
 from topogate.generators import render_tree
 from topogate.policies import REGISTRY
@@ -29,15 +28,9 @@ from topogate.sources.inventory import load_inventory
 from topogate.tree import writer
 
 ROOT = Path(__file__).resolve().parents[2]
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 CHECK = ("lab/inventory.yaml", "apps")  # the incident: TG101 on two files, TG102 on the coordinator
 SETTINGS = ".topogate.yaml"
 
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout
 
 
 def commit_all(repo: Path, msg: str) -> None:

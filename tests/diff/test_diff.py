@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import invoke, run_cli
+from conftest import GIT_ENV, invoke, run_cli
 from render_support import door_widened_repo, mermaid_blocks, topogate
 
 from topogate.diff import DiffResult, diff_trees, same_trees
@@ -25,8 +25,6 @@ from topogate.diff.render import REPORT, collapsed
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "fixtures" / "lab"
 INCIDENT = REPO / "fixtures" / "incident"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 COORD = "ml-demo/Group/train/Deployment/coordinator"
 WORKERS = "ml-demo/Group/train/Job/gpu-workers"
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import invoke
+from conftest import git, invoke
 
 from topogate.core import redact
 from topogate.safeio import subproc
@@ -24,8 +22,6 @@ from topogate.sources.kustomization import _offline_env
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "fixtures" / "lab"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 # The shape of an installation token; the basic-auth header carries base64("x-access-token:TOKEN").
 TOKEN = "ghs_" + "A1b2C3d4" * 4 + "Zz9Y"
 BASIC = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
@@ -37,10 +33,6 @@ LEAK = """replacements:
     options: {create: true}
 """
 
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout
 
 
 @pytest.fixture(autouse=True)
