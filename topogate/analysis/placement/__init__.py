@@ -41,12 +41,14 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    group; a group with one possible zone; a group whose term matches only itself; a group whose
    term matches (besides itself, only if it is already in that unit) only groups of one unit; a
    set of groups that trail one first pod (each follows only members, the possible first pods
-   follow each other); groups following one one-zone peer (a one-replica workload, a group of
+   follow each other), within the job or through other jobs' and workloads' pods (``trailing``,
+   found once per cluster by ``place_all``); groups following one one-zone peer (a one-replica workload, a group of
    another job held in one zone); a unit placed whole (Kueue, a PodGroup, KAI or Volcano:
    ``schedulers``); units pinned to the same single zone. Members of a unit share the unit's zones
    (their intersection). Then a GPU unit keeps only the zones where all its GPU pods fit together
    (``capacity.fit_gpu_units``: GPUs are whole devices on one node; each member only those its
-   own filters pass; a zone it loses is where its first pod may still land, a pending risk), a
+   own filters pass; a member whose pods repel each other on the hostname needs a node a pod; a
+   zone it loses is where its first pod may still land, a pending risk), a
    hostname-key follower only the zones of nodes a followed pod can share with it, within as many
    nodes as run followed pods (``follow``), a unit whose members can each land but share no zone
    never runs whole, and the orders that strand pods are pending risks: a member with no
