@@ -27,7 +27,7 @@ from topogate.gitops.render import Rendered, render
 from topogate.inventory.model import Inventory
 from topogate.k8s.objects import K8sObject
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import parse_yaml
+from topogate.sources.located import parse_yaml
 
 REPO_URL = "https://git.example.com/acme/oracle.git"
 HOW = "install Go and run `make gitops-oracles` (builds the Flux and Argo CD renderers the tests hold topogate to)"

@@ -21,7 +21,8 @@ from topogate.generators import render_tree
 from topogate.gitops.objects import RenderedObject
 from topogate.gitops.render import render
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import collect, parse_yaml
+from topogate.sources.located import parse_yaml
+from topogate.sources.manifests import collect
 from topogate.tree import writer
 
 FLUX = FIXTURES / "gitops-flux"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topogate.sources import manifests, sourceindex
+from topogate.sources import located, manifests, sourceindex
 
 KUST = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n{res}"
 
@@ -30,14 +30,14 @@ def _tree(tmp: Path) -> Path:
 
 def test_built_positions_read_only_the_files_asked_about(tmp_path: Path, monkeypatch) -> None:
     parsed: list[str] = []
-    real = manifests.parse_yaml
+    real = located.parse_yaml
 
     def counting(text: str, file: str, src_file: str = "", **kw):  # type: ignore[no-untyped-def]
         if src_file:
             parsed.append(Path(src_file).name)
         return real(text, file, src_file, **kw)
 
-    monkeypatch.setattr(manifests, "parse_yaml", counting)
+    monkeypatch.setattr(located, "parse_yaml", counting)  # Sources parses the files asked about
     objs = {o.name: o for o in manifests.collect([str(_tree(tmp_path))])}
     assert parsed == []  # built, nothing traced yet
     assert (objs["a"].pos.file.endswith("base/a.yaml"), objs["a"].pos.line) == (True, 3)
@@ -60,7 +60,7 @@ def test_lookup_agrees_with_a_full_index(tmp_path: Path) -> None:
     dirs = (root, tmp_path / "base")  # the root, then the directories its tree references
 
     def index() -> sourceindex.SourceIndex:
-        return sourceindex.SourceIndex(dirs, manifests.Sources(Roots.of([str(root)]), {}))
+        return sourceindex.SourceIndex(dirs, located.Sources(Roots.of([str(root)]), {}))
 
     lazy, full = index(), index()
     full._full_index()

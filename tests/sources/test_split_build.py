@@ -20,7 +20,7 @@ import yaml
 
 from topogate.safeio.repopaths import Roots
 from topogate.safeio.saferead import InputError
-from topogate.sources import kustomization, manifests, split_build
+from topogate.sources import kustomization, manifests, split_build, split_docs
 from topogate.sources.kustomization import Tree, check_tree
 
 
@@ -54,8 +54,8 @@ def _naive(root: Path, tree: Tree, n: int) -> str:
         d.mkdir()
         (d / "kustomization.yaml").write_text(yaml.safe_dump({"resources": [
             str(Path("..") / root.name / e) for e in share]}))
-        outs.append(split_build.scan(_kubectl(d).stdout, i) or [])
-    docs = sorted((doc for p in outs for doc in p), key=split_build.Doc.sort_key)
+        outs.append(split_docs.scan(_kubectl(d).stdout, i) or [])
+    docs = sorted((doc for p in outs for doc in p), key=split_docs.Doc.sort_key)
     return "---\n".join(doc.text for doc in docs)
 
 
@@ -267,23 +267,23 @@ def test_scan_reads_kustomize_output_or_declines() -> None:
     text = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  annotations:\n    name: not-this\n"
             "  name: c\n  namespace: 'ns'\ndata:\n  name: nor-this\n---\n"
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: \"d\"\n")
-    docs = split_build.scan(text, 0)
+    docs = split_docs.scan(text, 0)
     assert docs is not None
     assert [(d.group, d.version, d.kind, d.namespace, d.name) for d in docs] == [
         ("", "v1", "ConfigMap", "ns", "c"), ("apps", "v1", "Deployment", "", "d")]
     assert "---\n".join(d.text for d in docs) == text
     for odd in ("# a comment\napiVersion: v1\n", "apiVersion: v1\nkind: K\nmetadata:\n  name: a # b\n",
                 "kind: K\nmetadata:\n  name: \"a\\u0062\"\n", "kind: |\n  K\n", "kind: K"):
-        assert split_build.scan(odd, 0) is None, odd
+        assert split_docs.scan(odd, 0) is None, odd
 
 
 def test_confirm_holds_the_scan_to_what_yaml_read() -> None:
-    docs = split_build.scan("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n", 0)
+    docs = split_docs.scan("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n", 0)
     assert docs is not None
     ids = tuple(d.id() for d in docs)
-    assert split_build.confirm(ids, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}])
-    assert not split_build.confirm(ids, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}])
-    assert not split_build.confirm(ids, [])
+    assert split_docs.confirm(ids, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}])
+    assert not split_docs.confirm(ids, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}])
+    assert not split_docs.confirm(ids, [])
 
 
 # --- in collect -------------------------------------------------------------------------------
@@ -335,9 +335,9 @@ def test_collect_builds_whole_when_the_parse_disagrees(tmp_path: Path, monkeypat
     root = _many(tmp_path / "r", manifests.SPLIT_FROM)
     real_scan = split_build.scan
 
-    def misread(text: str, part: int) -> list[split_build.Doc] | None:
+    def misread(text: str, part: int) -> list[split_docs.Doc] | None:
         docs = real_scan(text, part)
-        return [split_build.Doc(d.text, d.part, d.group, d.version, d.kind, d.namespace, d.name + "x")
+        return [split_docs.Doc(d.text, d.part, d.group, d.version, d.kind, d.namespace, d.name + "x")
                 for d in docs] if docs else docs
 
     monkeypatch.setattr(split_build, "scan", misread)

@@ -24,7 +24,7 @@ from topogate.k8s import kustomization as kmodel
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, MANIFEST_SUFFIXES, display
 from topogate.safeio.saferead import documents, read_text
 from topogate.sources.kustomization import check_tree
-from topogate.sources.manifests import parse_yaml
+from topogate.sources.located import parse_yaml
 from topogate.sources.positions import Path_
 
 # Kinds a real API server serves cluster-scoped: Argo CD leaves their namespace empty.

@@ -26,7 +26,7 @@ from topogate.k8s.objects import K8sObject
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display
 from topogate.safeio.saferead import read_text
 from topogate.sources.kustomization import CONFIG_LISTS, config_references, references
-from topogate.sources.manifests import Built, Sources, TreePatches, parse_yaml
+from topogate.sources.located import Built, Sources, TreePatches, parse_yaml
 from topogate.sources.sourceindex import DeclarationRef, SourceIndex, SourcePosition
 
 

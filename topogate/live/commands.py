@@ -31,7 +31,7 @@ from topogate.policies.context import Context, Given
 from topogate.policies.context import analysed as analysed_context
 from topogate.policies.engine import all_rules, evaluate
 from topogate.sources.inventory import load_inventory
-from topogate.sources.manifests import IN_FILE
+from topogate.sources.located import IN_FILE
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from topogate.k8s.kustomization import Kustomization, field, scalar_items
 from topogate.safeio import subproc
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display, kustomization_file
 from topogate.safeio.saferead import InputError, documents, is_generated, read_bytes, read_text
-from topogate.sources import split_build
+from topogate.sources import split_build, split_docs
 
 # Fields holding paths (files, or directories with a kustomization) that kustomize reads.
 _PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators",
@@ -376,10 +376,10 @@ def build(d: Path) -> str:
     return proc.stdout
 
 
-def build_in_parts(tree: Tree, n: int) -> tuple[str, split_build.Ids] | None:
+def build_in_parts(tree: Tree, n: int) -> tuple[str, split_docs.Ids] | None:
     """The output of `kubectl kustomize tree.root` from n builds of its parts side by side, and
     the ids of the documents it holds; None where the whole build must answer (topogate.sources.split_build:
-    the caller then calls `build`, and `split_build.confirm`s what it parsed)."""
+    the caller then calls `build`, and `split_docs.confirm`s what it parsed)."""
     def one(part: str) -> tuple[bool, str]:
         proc = run_kustomize(Path(part))
         return proc.returncode == 0, proc.stdout

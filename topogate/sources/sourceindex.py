@@ -22,7 +22,7 @@ from topogate.sources.positions import Deferred, resolve_position
 
 if TYPE_CHECKING:
     from topogate.k8s.objects import K8sObject
-    from topogate.sources.manifests import Sources
+    from topogate.sources.located import Sources
 
 Key = tuple[str, str, str]  # kind, name, namespace ("" when not set)
 
