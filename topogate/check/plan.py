@@ -115,12 +115,15 @@ class ReadPlan:
 def plan_read(targets: Sequence[str], inventory_path: str, *, since: str | None = None,
               names: Sequence[str] | None = None, cluster: str | None = None,
               exclude: Sequence[Globs] | None = None, excluded: Excluded | None = None,
-              paths: Sequence[str] = (), generated: str | None = None) -> ReadPlan:
+              paths: Sequence[str] = (), generated: str | None = None, early: bool = False) -> ReadPlan:
     """The plan for reading `targets` (the PATHs, or check's scratch tree: `generated`).
 
     `since` with `names` (the inventory's clusters, in its order) narrows to what a change
     since that ref can affect (topogate.check.narrow asks git and walks what each unit reads);
-    `exclude` leaves out what its globs match, each noted in `excluded`. Nothing is built."""
+    `exclude` leaves out what its globs match, each noted in `excluded`. Nothing is built,
+    unless `early`: then each root whose build is decided for good starts building while the
+    trees after it are checked (sources.manifests.prepare), and `ReadPlan.start` goes on with
+    those builds (a plan so made must be started, or its builds are left running)."""
     also_inside = (inventory_path,)
     found = find(targets, also_inside)
     narrowing = None
@@ -130,7 +133,7 @@ def plan_read(targets: Sequence[str], inventory_path: str, *, since: str | None 
     excluded = {} if excluded is None else excluded
     # A walk that failed is reported by the read (Collecting.result): nothing is narrowed.
     kept = _kept(found, narrowing, globs, excluded) if found.error is None else None
-    return ReadPlan(tuple(targets), also_inside, found, prepare(found, kept), narrowing, globs, excluded,
+    return ReadPlan(tuple(targets), also_inside, found, prepare(found, kept, early), narrowing, globs, excluded,
                     tuple(names or ()), cluster)
 
 
@@ -145,12 +148,12 @@ def plan_ahead(inventory_path: str, paths: Sequence[str], cluster: str | None, s
     if not paths:
         return None
     if since is None:
-        return plan_read(paths, inventory_path, exclude=exclude, excluded=excluded)
+        return plan_read(paths, inventory_path, exclude=exclude, excluded=excluded, early=True)
     names = cluster_names(inventory_path) if "-" not in paths else None
     if names is None:
         return None
     return plan_read(paths, inventory_path, since=since, names=names, cluster=cluster, exclude=exclude,
-                     excluded=excluded, paths=paths)
+                     excluded=excluded, paths=paths, early=True)
 
 
 def _kept(found: Found, narrowing: Narrowing | None, globs: Sequence[Globs],

@@ -14,12 +14,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from topogate.analysis.map.build import build_map
+from topogate.analysis.map.build import Ahead, build_map
 from topogate.analysis.netpolicy import PolicyError
 from topogate.analysis.result import CheckResult
 from topogate.check.config import Globs
 from topogate.check.drift import drift
 from topogate.check.errors import CheckInputError
+from topogate.check.pipeline import Pipeline
 from topogate.check.plan import Excluded, ReadPlan, plan_ahead, plan_read
 from topogate.core import gctune, progress
 from topogate.core.exitcodes import exit_for
@@ -108,18 +109,20 @@ def _other_files(other: Sequence[tuple[str, Sequence[Path]]]) -> tuple[tuple[Pos
 
 
 def _read(plan: ReadPlan, started: Collecting | None, skipped: list[ManifestError],
-          other: list[tuple[str, list[Path]]], not_local: list[tuple[Path, InputError]]) -> tuple[K8sObject, ...]:
+          other: list[tuple[str, list[Path]]], not_local: list[tuple[Path, InputError]],
+          pipeline: Pipeline | None = None) -> tuple[K8sObject, ...]:
     """Every object the plan reads, built together (concurrently); a PATH that holds no
     Kubernetes object at all (an empty directory, a values file) is a usage error, like a
     linter given nothing to lint. Helm templates met in directories land in ``skipped``.
-    `started`: the plan's builds begun earlier, running meanwhile."""
+    `started`: the plan's builds begun earlier, running meanwhile; `pipeline`: handed each
+    unit's objects as they are read (topogate.check.pipeline)."""
     empty: list[str] = []
     try:
         if started is not None:
-            objects = started.result(skipped, empty, other, not_local)
+            objects = started.result(skipped, empty, other, not_local, pipeline)
         else:
             with plan.start() as pending:
-                objects = pending.result(skipped, empty, other, not_local)
+                objects = pending.result(skipped, empty, other, not_local, pipeline)
     except ManifestError as err:
         raise CheckInputError.of(err) from None
     if empty:
@@ -228,8 +231,13 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         skipped: list[ManifestError] = []
         other: list[tuple[str, list[Path]]] = []
         not_local: list[tuple[Path, InputError]] = []
-        objects = _read(plan, started, skipped, other, not_local)
+        # With PATHs, each cluster is analysed as soon as its own builds are read (the objects
+        # are then those build_map is given; a scratch tree's are renamed after the read).
+        ahead = Ahead(inv, cluster, plan.only, FACTS) if paths else None
+        objects = _read(plan, started, skipped, other, not_local,
+                        Pipeline(plan, ahead) if ahead is not None else None)
         if plan.escaped(objects):  # read everything after all
+            ahead = None
             skipped.clear()
             other.clear()
             not_local.clear()
@@ -255,7 +263,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
             live = (*live, *observed(inv, objects, plan.only))
         progress.note(f"analysing placement and network paths of {plural(len(objects), 'object')}")
         try:
-            jobs, facts = build_map(inv, objects, cluster, plan.only, FACTS)
+            jobs, facts = build_map(inv, objects, cluster, plan.only, FACTS, ahead)
         except PolicyError as err:
             raise CheckInputError(str(err)) from None
         # Rules run while the scratch tree exists: positions are resolved lazily from it.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,6 +148,12 @@ class _Builds:
             self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kustomize")
         self.pending[d] = self.pool.submit(_build_one, d, tree, parts)
 
+    def drop(self, d: Path) -> None:
+        """Forget d's build: cancelled if not begun; if running, its output is never read."""
+        job = self.pending.pop(d, None)
+        if isinstance(job, Future):
+            job.cancel()
+
     def result(self, d: Path) -> _Built:
         job = self.pending.pop(d)
         out = _build_one(*job) if isinstance(job, tuple) else job.result()
@@ -237,24 +243,79 @@ class Reading:
     # kustomization roots among the PATHs that cannot be built offline, and why
     not_local: list[tuple[Path, InputError]] = field(default_factory=list)
     builds: dict[Path, int] = field(default_factory=dict)  # in the order they start
+    # The builds started while the read was prepared (`prepare(..., early=True)`): Collecting
+    # goes on with them.
+    started: _Builds | None = None
 
 
-def prepare(found: Found, kept: Collection[Path] | None = None) -> Reading:
+def prepare(found: Found, kept: Collection[Path] | None = None, early: bool = False) -> Reading:
     """The read of `found`, keeping only the units at `kept` (None: all; a PATH none of whose
     units is kept is left out, not reported empty): every kustomization tree checked, and each
-    root's build decided, whole or in parts. Nothing is built; a problem is kept for `result`."""
+    root's build decided, whole or in parts. Nothing is built, unless `early`: then a root
+    whose build is decided for good (`_Early`) starts building while the trees after it are
+    checked (each tree is still checked before its own build, and every check done before any
+    output is read). A problem is kept for `result`."""
     reading = Reading(found.roots, [(raw, list(us)) for raw, us in found.per_path], found.other, found.error)
     if reading.error is not None:
         return reading
+    starts = _Early(_Builds()) if early and _Builds.cpus() > 1 else None
     try:
-        _prepare(reading, kept)
+        _prepare(reading, kept, starts)
     except InputError as e:
         reading.error = e.with_traceback(None)
         reading.builds.clear()
+    except BaseException:
+        if starts is not None:
+            starts.builds.__exit__()
+        raise
+    if starts is not None:
+        if reading.error is not None:
+            starts.builds.__exit__()  # nothing is read: the refusal is the answer
+        else:
+            reading.started = starts.builds
     return reading
 
 
-def _prepare(reading: Reading, kept: Collection[Path] | None) -> None:
+class _Early:
+    """Builds started while the read is prepared, each as soon as what `_prepare` will decide
+    for it is known: its tree is checked, no tree checked so far includes it, and it is to be
+    built whole (its tree is no candidate for parts, or as many large trees as CPUs are known:
+    `_parts`). A tree found later to include one already started has it dropped (built through
+    the tree that includes it, as `_prepare` decides)."""
+
+    def __init__(self, builds: _Builds):
+        self.builds = builds
+        self.included: set[str] = set()  # the directories the trees checked so far include
+        self.large: dict[str, Path] = {}  # real root -> unit path, for the large trees so far
+        self.waiting: list[tuple[Path, str, Tree]] = []  # checked, not decided yet
+        self.started: dict[str, Path] = {}  # real root -> unit path
+
+    def checked(self, path: Path, real: str, tree: Tree) -> None:
+        """`tree`, the tree of the root at `path` (`real`, its real path), is checked."""
+        dirs = {str(d) for d in tree.dirs}
+        for r in {r for r in (*self.large, *self.started) if r in dirs}:
+            self.large.pop(r, None)
+            if r in self.started:
+                self.builds.drop(self.started.pop(r))
+        self.waiting = [w for w in self.waiting if w[1] not in dirs]
+        self.included |= dirs
+        if real in self.included:
+            return
+        if _is_large(tree):
+            self.large[real] = path
+        self.waiting.append((path, real, tree))
+        settled = len(self.large) >= self.builds.workers
+        keep = []
+        for p, r, t in self.waiting:
+            if settled or len(decide_split(t).parts) < SPLIT_FROM:
+                self.builds.start(p, t, 1)
+                self.started[r] = p
+            else:
+                keep.append((p, r, t))
+        self.waiting = keep
+
+
+def _prepare(reading: Reading, kept: Collection[Path] | None, early: _Early | None = None) -> None:
     assert reading.roots is not None
     if kept is not None:
         reading.per_path = [(raw, [u for u in us if u.path in kept]) for raw, us in reading.per_path
@@ -282,6 +343,8 @@ def _prepare(reading: Reading, kept: Collection[Path] | None) -> None:
                     progress.note(f"checking kustomization trees before building ({seen_roots:,}/{roots_total:,})")
                 try:
                     trees[u.path] = check_tree(u.path, reading.roots, checked)
+                    if early is not None:
+                        early.checked(u.path, str(u.real), trees[u.path])
                 except NotLocal as err:
                     # Refused, never fetched; the other roots are still checked, and this
                     # one is reported where the caller asks (check: one finding).
@@ -305,11 +368,12 @@ def _prepare(reading: Reading, kept: Collection[Path] | None) -> None:
                 del trees[u.path]
     large = sum(1 for _, us in reading.per_path for u in us if u.kustomization and _is_large(trees[u.path]))
     workers = _Builds.cpus()
+    started = early.started.values() if early is not None else ()
     for _, us in reading.per_path:
         for u in us:
             if u.kustomization:
                 trees[u.path] = tree = decide_split(trees[u.path])
-                reading.builds[u.path] = _parts(tree, large, workers)
+                reading.builds[u.path] = 1 if u.path in started else _parts(tree, large, workers)
 
 
 def _parts(tree: Tree, large: int, workers: int) -> int:
@@ -333,9 +397,11 @@ class Collecting:
 
     def __init__(self, paths: Iterable[str], also_inside: Sequence[str] = (), reading: Reading | None = None):
         self.reading = reading if reading is not None else prepare(find(paths, also_inside))
-        self.builds = _Builds()
+        self.builds = self.reading.started or _Builds()
+        self.reading.started = None  # the builds are this one's to finish
         for d, parts in self.reading.builds.items():
-            self.builds.start(d, self.reading.trees[d], parts)
+            if d not in self.builds.pending:
+                self.builds.start(d, self.reading.trees[d], parts)
 
     def __enter__(self) -> Collecting:
         return self
@@ -346,11 +412,15 @@ class Collecting:
     def result(self, skipped: list[InputError] | None = None,
                empty: list[str] | None = None,
                other: list[tuple[str, list[Path]]] | None = None,
-               not_local: list[tuple[Path, InputError]] | None = None) -> list[K8sObject]:
+               not_local: list[tuple[Path, InputError]] | None = None,
+               on_unit: Callable[[WalkUnit, list[K8sObject]], None] | None = None) -> list[K8sObject]:
         """The objects; `skipped` receives files not read (Helm templates, untracked files),
         `empty` the PATHs that held no object, `other` per PATH the files of other extensions
         its walk met, `not_local` the kustomization roots left unbuilt because they are remote
-        or need Helm (without it, the first of those is raised, as any unreadable input)."""
+        or need Helm (without it, the first of those is raised, as any unreadable input).
+        `on_unit` is handed each unit's objects as soon as they are read, while the builds of
+        the units after it may still be running (check's pipeline); their shapes are not
+        checked yet."""
         # What is kept is raised as a copy: raised itself, it would get a traceback whose
         # frames hold the reading, which holds it (a reference cycle, with the collector paused).
         r = self.reading
@@ -381,6 +451,7 @@ class Collecting:
                     read += 1
                     if read % 50 == 1 or read == n_files:
                         progress.note(f"reading manifests ({read:,}/{n_files:,} files)")
+                start = len(objs)
                 if u.kustomization:
                     if u.path not in outputs:
                         outputs[u.path] = self.builds.result(u.path)
@@ -388,6 +459,8 @@ class Collecting:
                 else:
                     objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped,
                                               roots=r.roots, real=u.real))
+                if on_unit is not None:
+                    on_unit(u, objs[start:])
             if empty is not None and len(objs) == before and raw not in r.covered:
                 empty.append(raw)
         for o in objs:

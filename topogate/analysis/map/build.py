@@ -34,7 +34,7 @@ from topogate.k8s.jobs import RUNTIME_KINDS, find_jobs
 from topogate.k8s.kinds import KUEUE_KINDS
 from topogate.k8s.objects import K8sObject
 
-__all__ = ["ClusterMap", "LabelLie", "SpreadSplit", "build_map"]
+__all__ = ["Ahead", "ClusterMap", "LabelLie", "SpreadSplit", "build_map"]
 
 
 @dataclass
@@ -73,22 +73,70 @@ PARALLEL_FROM = 2_000
 CHILD_WAIT = 30.0
 
 
+class Ahead:
+    """Clusters' shares worked out while the read is still going on (check's pipeline: a cluster
+    is analysed as soon as its own builds are read, while kubectl builds the others).
+
+    A share is worked out from what the run read so far and kept with the objects it was worked
+    out from; `build_map` uses it only where, once everything is read, it would analyse that
+    cluster from exactly those objects (the same objects, in the same order) and no shared ones.
+    The analysis of a cluster depends on nothing else, so the report is the one a serial run
+    gives, whichever builds finish first; an object from a later read that joins the cluster
+    (an inventory workload built under another root, a policy of no cluster) makes build_map
+    work the cluster out again, as it would have without the pipeline."""
+
+    def __init__(self, inv: Inventory, override: str | None, only: Collection[str] | None,
+                 facts: Sequence[Fact[Any, Any]]):
+        self.inv, self.override, self.only, self.facts = inv, override, only, facts
+        self.shares: dict[str, tuple[list[K8sObject], _Share]] = {}
+        self.wasted = 0  # shares build_map could not use (tests: the pipeline paid off)
+
+    def cluster(self, name: str, objects: Sequence[K8sObject]) -> None:
+        """Work out cluster `name`'s share from `objects`, as build_map would if they were all
+        it is given: nothing when they are not all that cluster's (one belongs to another
+        cluster, or to none), or the cluster is not analysed."""
+        cluster = self.inv.cluster(name)
+        if cluster is None or (self.only is not None and name not in self.only) or name in self.shares:
+            return
+        by_cluster, _ = without_duplicates(assign_clusters(self.inv, objects, self.override))
+        if set(by_cluster) != {name}:
+            return
+        objs = by_cluster[name]
+        self.shares[name] = (objs, _map_cluster(self.inv, cluster, objs, [], self.facts))
+
+    def take(self, cluster: Cluster, objs: list[K8sObject], shared: list[K8sObject]) -> _Share | None:
+        """The share worked out ahead for `cluster`, if it was worked out from exactly `objs`
+        and no shared objects; None (and the share dropped) otherwise."""
+        got = self.shares.pop(cluster.name, None)
+        if got is None:
+            return None
+        if shared or len(got[0]) != len(objs) or any(a is not b for a, b in zip(got[0], objs, strict=True)):
+            self.wasted += 1
+            return None
+        return got[1]
+
+
 def _map_clusters(inv: Inventory, todo: list[tuple[Cluster, list[K8sObject]]],
-                  shared: list[K8sObject], facts: Sequence[Fact[Any, Any]]) -> list[_Share]:
+                  shared: list[K8sObject], facts: Sequence[Fact[Any, Any]],
+                  ahead: Ahead | None = None) -> list[_Share]:
     """Each cluster's share of the map, in `todo`'s order. The clusters are independent (each
     compiles its own policy set), and their analysis is pure Python on one core: with two CPUs
     and enough to do, a forked child (core.forked) works out about half of them (by objects)
     while this process does the rest (when `PARALLEL`). Should the child fail or not answer in time, this process
     works out its clusters too: the answer never depends on whether it helped."""
+    ready = {i: share for i, (c, objs) in enumerate(todo)
+             if ahead is not None and (share := ahead.take(c, objs, shared)) is not None}
+
     def work(which: list[int]) -> dict[int, _Share]:
-        return {i: _map_cluster(inv, todo[i][0], todo[i][1], shared, facts) for i in which}
+        return {i: ready[i] if i in ready else _map_cluster(inv, todo[i][0], todo[i][1], shared, facts)
+                for i in which}
 
     everyone = list(range(len(todo)))
     if (not PARALLEL or len(todo) < 2 or (os.cpu_count() or 1) < 2
             or sum(len(o) for _, o in todo) < PARALLEL_FROM):
         got = work(everyone)
         return [got[i] for i in everyone]
-    ours, theirs = _halves([len(objs) + len(shared) for _, objs in todo])
+    ours, theirs = _halves([0 if i in ready else len(objs) + len(shared) for i, (_, objs) in enumerate(todo)])
     child = Child.start(lambda: work(theirs))
     started = time.monotonic()
     try:
@@ -126,9 +174,10 @@ def _checked(inv: Inventory, analysed: Sequence[str], override: str | None,
 
 def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None = None,
               only: Collection[str] | None = None,
-              facts: Sequence[Fact[Any, Any]] = ()) -> tuple[list[JobMap], Facts]:
+              facts: Sequence[Fact[Any, Any]] = (), ahead: Ahead | None = None) -> tuple[list[JobMap], Facts]:
     """The jobs, and every fact of `facts` (analysis.map.facts). `only`: analyse just these
-    clusters (check --changed-since; topogate.check.changed)."""
+    clusters (check --changed-since; topogate.check.changed). `ahead`: clusters worked out
+    during the read, used where they were worked out from what is analysed here (`Ahead`)."""
     by_cluster, duplicates = without_duplicates(assign_clusters(inv, objects, override))
     shared = [o for o in by_cluster.get(None, [])
               if o.kind in (*POLICY_KINDS, "Namespace", *RUNTIME_KINDS, *KUEUE_KINDS)]
@@ -137,7 +186,7 @@ def build_map(inv: Inventory, objects: Sequence[K8sObject], override: str | None
     todo = [(c, by_cluster.get(c.name, [])) for c in inv.clusters
             if (by_cluster.get(c.name) or shared) and (only is None or c.name in only)]
     analysed = [c.name for c, _ in todo]
-    shares = _map_clusters(inv, todo, shared, facts)  # in inventory order, whoever worked it out
+    shares = _map_clusters(inv, todo, shared, facts, ahead)  # in inventory order, whoever worked it out
     whole = WholeMap(inv, objects, unassigned, duplicates, _checked(inv, analysed, override, only),
                      only is not None)
     jobs = sorted((j for share in shares for j in share.jobs), key=lambda j: (j.cluster, j.object))
