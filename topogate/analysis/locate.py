@@ -92,14 +92,24 @@ class RuleLocator:
         self.by_ref = {policy_key(o.kind, o.namespace, o.name): o for o in policy_objs}
         self.inv = inv
         self.cluster = cluster
+        # The inventory entry behind each policy (None: not generated), by policy key: every
+        # flow of a job cites its own policy, several times.
+        self._generated: dict[str, Position | None] = {}
+
+    def _inventory_source(self, key: str, obj: K8sObject) -> Position | None:
+        if key in self._generated:
+            return self._generated[key]
+        got = self._generated[key] = inventory_source(self.inv, self.cluster, obj)
+        return got
 
     def __call__(self, rule: RuleRef | None) -> Position:
         if rule is None:
             return NOWHERE
-        obj = self.by_ref.get(str(rule.policy))
+        key = str(rule.policy)
+        obj = self.by_ref.get(key)
         if obj is None:
             return Position(rule.source.file, rule.source.line, rule.source.column)
-        generated = inventory_source(self.inv, self.cluster, obj)
+        generated = self._inventory_source(key, obj)
         if generated is not None:
             return generated
         base: tuple[str | int, ...] = ("spec",) if rule.spec_index is None else ("specs", rule.spec_index)
@@ -108,10 +118,11 @@ class RuleLocator:
     def section(self, policy: PolicyRef, direction: str) -> Position:
         """Where a policy's rules of one direction start (what switches default deny on there):
         its `ingress:`/`egress:` key, or the nearest part of the policy that exists."""
-        obj = self.by_ref.get(str(policy))
+        key = str(policy)
+        obj = self.by_ref.get(key)
         if obj is None:
             return Position(policy.source.file, policy.source.line, policy.source.column)
-        generated = inventory_source(self.inv, self.cluster, obj)
+        generated = self._inventory_source(key, obj)
         if generated is not None:
             return generated
         return obj.locate(("spec", direction))

@@ -58,12 +58,30 @@ def _generic_templates(obj: Any, path: Path = (), depth: int = 0) -> Iterator[Pa
             yield from _generic_templates(v, (*path, i), depth + 1)
 
 
+def _has_template_key(obj: Any, depth: int = 0) -> bool:
+    """Whether a ``template`` key is anywhere `_generic_templates` looks (to the same depth):
+    without one it finds nothing, and most objects (every policy) have none. No sorting and
+    no paths, so the answer costs a fraction of the walk it spares."""
+    if depth > _SEARCH_DEPTH:
+        return False
+    if isinstance(obj, dict):
+        if "template" in obj:
+            return True
+        return any(_has_template_key(v, depth + 1) for v in obj.values() if isinstance(v, (dict, list)))
+    if isinstance(obj, list):
+        return any(_has_template_key(v, depth + 1) for v in obj if isinstance(v, (dict, list)))
+    return False
+
+
 def _template_paths(o: K8sObject) -> list[Path]:
     if o.kind in PLAIN_POD_TEMPLATES:
         path = PLAIN_POD_TEMPLATES[o.kind]
         tpl = dig(o.obj, path) if path else o.obj
         return [path] if _has_pod_spec(tpl) else []
-    return list(_generic_templates(o.obj.get("spec"), ("spec",)))
+    spec = o.obj.get("spec")
+    if not _has_template_key(spec):
+        return []
+    return list(_generic_templates(spec, ("spec",)))
 
 
 def _grouped(o: K8sObject, path: Path) -> bool:

@@ -65,11 +65,12 @@ def _selector_keys(obj: Any, out: set[str]) -> None:
                 out.update(_strip(str(x)) for x in v)
             elif k == "matchExpressions" and isinstance(v, list):
                 out.update(_strip(str(e.get("key"))) for e in v if isinstance(e, dict))
-            else:
+            elif isinstance(v, (dict, list)):  # a scalar holds no selector
                 _selector_keys(v, out)
     elif isinstance(obj, list):
         for x in obj:
-            _selector_keys(x, out)
+            if isinstance(x, (dict, list)):
+                _selector_keys(x, out)
 
 
 def _strip(key: str) -> str:

@@ -67,6 +67,10 @@ class SideVerdicts:
         self._rules_cache: dict[tuple[_Who, Peer, str], _PairRules] = {}
         self._sig_cache: dict[tuple[_Who, Peer, str], tuple[object, ...]] = {}
         self._shape_cache: dict[tuple[_Who, Peer, str], tuple[object, ...]] = {}
+        # The lists of a pod no policy selects, for every peer and destination: a FirstMatch
+        # of no rules never reads its destination.
+        empty = FirstMatch((), External())
+        self._no_rules: _PairRules = (empty, empty, empty, empty, empty)
 
     def forget(self) -> None:
         self._side_cache.clear()
@@ -138,11 +142,13 @@ class SideVerdicts:
         """(deny rules, allow rules, toFQDNs allows that cannot work) of the pod's side that name
         this peer, in policy order: which of them admits a port is all that is left to ask per
         port, so it is asked of an index built once per pair, not of every rule per port."""
+        units = self._units_for(pod)
+        if not units:
+            return self._no_rules  # no policy selects the pod: no rule names anyone
         key = (self.key(pod, dst), peer, direction)
         got = self._rules_cache.get(key)
         if got is None:
             ctx = self._ctx
-            units = self._units_for(pod)
             # fromRequires/toRequires narrow the endpoint peers of every rule (meets_requirements).
             needs = [q for u in units for q in u.requires[direction]]
             needs_deny = [q for u in units for q in u.requires_deny[direction]]

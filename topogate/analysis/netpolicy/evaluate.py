@@ -225,6 +225,11 @@ class PolicySet:
         rule (nor Accept rule of a ClusterNetworkPolicy) of a selecting policy names the peer. A
         cheap answer before cutting port classes."""
         units = self._units_for(pod)
+        if not units:
+            # No policy selects the pod: only enable-policy=always closes a side without a rule
+            # (`_closed`), whatever the peer; asked of every job's pods by the probes, so not
+            # remembered per peer.
+            return self.agent.enforcement == "always"
         key = (id(units), peer, direction)  # all it reads of the pod is the units selecting it
         got = self._closed_cache.get(key)
         if got is None:

@@ -40,18 +40,22 @@ class PodClass:
     ports: tuple[tuple[str, int, str], ...] = ()
     service_account: str | None = None
 
-    def __hash__(self) -> int:
+    def __post_init__(self) -> None:
         # Every cache of the evaluator is keyed by pod classes, so a flow hashes several: the
-        # hash of the fields (nested tuples, recomputed on each call) is computed once.
-        got: int | None = self.__dict__.get("_hash")
-        if got is None:
-            got = hash((self.namespace, self.labels, self.namespace_labels, self.ports, self.service_account))
-            object.__setattr__(self, "_hash", got)
-        return got
+        # hash of the fields (nested tuples) is computed once, when the class is made.
+        object.__setattr__(self, "_hash", hash(
+            (self.namespace, self.labels, self.namespace_labels, self.ports, self.service_account)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined, no-any-return]
 
     def __getstate__(self) -> dict[str, object]:
         # A copy in another process hashes its strings with another seed: never carry it over.
         return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
 
     def __str__(self) -> str:
         shown = ",".join(f"{k}={v}" for k, v in self.labels)

@@ -45,7 +45,15 @@ def _cite(v: Verdict, locate_rule: RuleLocator) -> str:
     return f"egress: {egress}; ingress: {ingress}"
 
 
-Citations = dict[Verdict, "functools.partial[str]"]
+class Citations:
+    """One job's memo of citations: by verdict object first (the policy set hands a job the
+    same verdict object for every zone pair and port of a flow, and an object is found by its
+    address without hashing its rules and references), then by value."""
+
+    def __init__(self) -> None:
+        self.by_value: dict[Verdict, functools.partial[str]] = {}
+        # id -> (the verdict, kept alive so its id is not reused while here; its citation)
+        self.by_id: dict[int, tuple[Verdict, functools.partial[str]]] = {}
 
 
 def citation(v: Verdict, locate_rule: RuleLocator, cited: Citations) -> functools.partial[str]:
@@ -55,9 +63,13 @@ def citation(v: Verdict, locate_rule: RuleLocator, cited: Citations) -> functool
     every flow is kept to the end of the run: equal verdicts (and their citations) share one
     object rather than one each. `cited` is the job's own memo: held by nothing the partials
     reach, so it makes no reference cycle (tests/core/test_no_cycles.py)."""
-    got = cited.get(v)
+    seen = cited.by_id.get(id(v))
+    if seen is not None:
+        return seen[1]
+    got = cited.by_value.get(v)
     if got is None:
-        got = cited[v] = functools.partial(_cite, v, locate_rule)
+        got = cited.by_value[v] = functools.partial(_cite, v, locate_rule)
+    cited.by_id[id(v)] = (v, got)
     return got
 
 
@@ -90,7 +102,7 @@ def job_flows(pset: PolicySet, locate_rule: RuleLocator, job: TrainingJob, class
     members = [g for g in job.groups
                if not (job.kind == "TrainJob" and g.name.endswith("initializer"))]
     out: list[Flow] = []
-    cited: Citations = {}
+    cited = Citations()
     for a in members:
         for b in members:
             if a.name == b.name and a.pods < 2:
