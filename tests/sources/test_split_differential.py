@@ -257,3 +257,45 @@ def test_the_differential_finds_the_divergence_a_case_blind_reader_allowed(tmp_p
     monkeypatch.setattr(sys.modules[__name__], "SEED", 4033)
     out = one_tree(tmp_path, 200, random.Random(200).randrange(2, 9))
     assert out.way == "merged" and out.problem == "the merged parts differ from the whole build", out
+
+
+@pytest.mark.parametrize("listed,large,workers,parts", [
+    (150, 1, 2, 1),  # below SPLIT_FROM: whole
+    (200, 1, 2, 2),  # one large root, a CPU to spare: one part per CPU
+    (200, 2, 2, 1),  # as many large roots as CPUs: whole
+    (500, 10, 2, 1),
+    (501, 10, 2, 2),  # past PART_DIRS: in parts for kustomize's own sake, CPUs or not
+    (1001, 10, 2, 3),
+    (1001, 1, 2, 3),
+    (1001, 1, 1, 3),
+    (400, 1, 8, 8),
+])
+def test_how_many_parts(listed: int, large: int, workers: int, parts: int) -> None:
+    tree = kustomization.Tree(Path("/r"), (), parts=tuple(f"d{i}" for i in range(listed)))
+    assert manifests._parts(tree, large, workers) == parts
+
+
+def test_large_roots_past_part_dirs_are_split_though_every_cpu_has_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two large roots on two CPUs: each is built in parts of at most PART_DIRS directories,
+    begun while the other is checked (the plan made ahead), and the objects are those of the
+    whole builds, in order."""
+    monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(manifests, "SPLIT_FROM", 20)
+    monkeypatch.setattr(manifests, "PART_DIRS", 12)
+    asked: list[int] = []
+    real = kustomization.build_in_parts
+
+    def spy(tree: kustomization.Tree, n: int) -> object:
+        asked.append(n)
+        return real(tree, n)
+
+    monkeypatch.setattr(kustomization, "build_in_parts", spy)
+    tops = [str(write_tree(tmp_path / f"big{i}", random.Random(SEED + i), 30, plain=True)) for i in range(2)]
+    reading = manifests.prepare(manifests.find(tops), early=True)
+    with manifests.Collecting(tops, reading=reading) as pending:
+        split = pending.result()
+    assert sorted(asked) == sorted(reading.builds.values()) and all(n >= 2 for n in asked), (asked, reading.builds)
+    monkeypatch.setattr(manifests, "SPLIT_FROM", 1_000_000)
+    whole = manifests.collect(tops)
+    assert [(o.obj, o.pos) for o in split] == [(o.obj, o.pos) for o in whole]
