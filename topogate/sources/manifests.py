@@ -284,12 +284,13 @@ def prepare(found: Found, kept: Collection[Path] | None = None, early: bool = Fa
 
 
 class _Early:
-    """Builds started while the read is prepared, each as soon as what `_prepare` will decide
-    for it is known: its tree is checked, no tree checked so far includes it, and it is to be
-    built whole (its tree is no candidate for parts, or as many large trees as CPUs are known:
-    `_parts`). A tree found later to include one already started has it dropped (built through
-    the tree that includes it, as `_prepare` decides; a tree found later to include one begun
-    early takes part in the count of large trees no more)."""
+    """Builds started while the read is prepared, each as soon as how `_prepare` builds it is
+    known: its tree is checked, no tree checked so far includes it, and its parts no longer
+    depend on the trees still to come (it is too small to split for a CPU's sake, or as many
+    large trees as CPUs are already known: `_parts`). A tree found later to include one begun
+    early has it dropped (read through the tree that includes it, as `_prepare` decides), and
+    no longer counted among the large trees. Only a tree so dropped after a large one was
+    begun can make the parts of that one differ from `_prepare`'s: its output is the same."""
 
     def __init__(self, builds: _Builds):
         self.builds = builds
