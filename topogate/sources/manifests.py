@@ -449,7 +449,7 @@ class Collecting:
             not_local.extend(r.not_local)
         if other is not None:
             other.extend(r.other)
-        outputs: dict[Path, _Built] = {}
+        outputs: dict[Path, list[K8sObject]] = {}
         sources = Sources(r.roots, {})
         objs: list[K8sObject] = []
         n_roots = sum(1 for _, us in r.per_path for u in us if u.kustomization)
@@ -470,8 +470,10 @@ class Collecting:
                 start = len(objs)
                 if u.kustomization:
                     if u.path not in outputs:
-                        outputs[u.path] = self.builds.result(u.path)
-                    objs.extend(_built_objects(u.path, r.trees[u.path], outputs[u.path], sources))
+                        # the objects, not the build's text: the analysis of the clusters
+                        # read so far runs inside this loop (on_unit)
+                        outputs[u.path] = _built_objects(u.path, r.trees[u.path], self.builds.result(u.path), sources)
+                    objs.extend(outputs[u.path])
                 else:
                     objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped,
                                               roots=r.roots, real=u.real))
