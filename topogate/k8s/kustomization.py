@@ -30,7 +30,8 @@ from typing import Any, TypeAlias
 import yaml
 
 from topogate.core.position import Position
-from topogate.safeio.saferead import InputError, InputErrors, documents
+from topogate.safeio.saferead import InputError, InputErrors
+from topogate.safeio.saferead import nodes as composed
 
 # A field's type: a scalar, a Go map (keys matched exactly), anything (not looked into), a
 # struct (its name in STRUCTS) or a list of one of those.
@@ -268,7 +269,7 @@ def read(text: str, shown: str) -> Kustomization:
     """The kustomization in `text` (file `shown`); InputError when it is not one YAML mapping,
     InputErrors naming every key kustomize would read under another spelling and every merge
     key (module doc)."""
-    nodes = [node for _, node, _ in documents(text, shown, construct=False)]
+    nodes = composed(text, shown)
     if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
         raise InputError(Position(shown, 1, 1), "a kustomization must be one YAML mapping")
     root = nodes[0]
@@ -328,7 +329,7 @@ def configs(text: str, shown: str) -> Iterator[Config]:
     struct; merge keys anywhere). A document that is no mapping is kustomize's to refuse."""
     found: list[Config] = []
     problems: list[Spelling] = []
-    for _, node, _ in documents(text, shown, construct=False):
+    for node in composed(text, shown):
         if not isinstance(node, yaml.MappingNode):
             continue
         kind_node = field(node, "kind")  # read by kyaml, exactly (RNode.GetKind)
