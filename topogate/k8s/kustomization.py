@@ -172,14 +172,17 @@ def spellings(node: Any, struct: str, shown: str) -> list[Spelling]:
         if (id(n), t) in seen:  # an alias: the same node again
             continue
         seen.add((id(n), t))
+        # a scalar names no key and holds none: only collections are pushed (a kustomization's
+        # nodes are mostly scalars, and this runs for each of thousands of overlays)
         if isinstance(n, yaml.SequenceNode):
             item: Type = t[1] if isinstance(t, tuple) else ANY
-            stack.extend((x, item) for x in reversed(n.value))
+            stack.extend((x, item) for x in reversed(n.value) if type(x) is not yaml.ScalarNode)
         elif isinstance(n, yaml.MappingNode):
             fields = STRUCTS.get(t) if isinstance(t, str) else None
             below: list[tuple[Any, Type]] = []
             for k, v in n.value:
-                below.append((k, ANY))
+                if type(k) is not yaml.ScalarNode:
+                    below.append((k, ANY))
                 name = k.value if isinstance(k, yaml.ScalarNode) else None
                 if name == "<<" or getattr(k, "tag", "") == _MERGE_TAG:
                     out.append(Spelling(_pos(shown, k), (
@@ -200,7 +203,7 @@ def spellings(node: Any, struct: str, shown: str) -> list[Spelling]:
                         f"kustomize reads `{name}` as `{canonical}` (Go's JSON decoder matches "
                         f"field names without regard to case); write it as `{canonical}`")))
                 below.append((v, ANY if canonical is None else fields[canonical]))
-            stack.extend(reversed(below))
+            stack.extend(x for x in reversed(below) if type(x[0]) is not yaml.ScalarNode)
     out.sort(key=lambda s: (s.pos.line, s.pos.column))
     return out
 

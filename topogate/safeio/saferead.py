@@ -162,25 +162,28 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+
+
 def read_bytes(path: str | os.PathLike[str], display: str) -> bytes:
-    """The bytes of a regular file no larger than the file limit."""
-    where = Position(display, 1, 1)
+    """The bytes of a regular file no larger than the file limit. (A problem's place is made
+    only when there is one: a tree's walk reads thousands of files.)"""
     try:
         cap = limits.max_file_bytes()
     except limits.LimitError as e:
-        raise InputError(where, f"not read: {e}") from None
+        raise InputError(Position(display, 1, 1), f"not read: {e}") from None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, _READ_FLAGS)
     except OSError as e:
-        raise InputError(where, f"cannot read: {e.strerror or e}") from None
+        raise InputError(Position(display, 1, 1), f"cannot read: {e.strerror or e}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InputError(where, (
+            raise InputError(Position(display, 1, 1), (
                 f"is {_kind(st.st_mode)}, not a regular file; topogate reads only regular files "
                 "(remove it, or the symlink that points to it)"))
         if st.st_size > cap:
-            raise _too_large(where, cap)
+            raise _too_large(Position(display, 1, 1), cap)
         chunks: list[bytes] = []
         got = 0
         while True:
@@ -190,10 +193,10 @@ def read_bytes(path: str | os.PathLike[str], display: str) -> bytes:
             chunks.append(chunk)
             got += len(chunk)
             if got > cap:  # grew while we read it
-                raise _too_large(where, cap)
+                raise _too_large(Position(display, 1, 1), cap)
         return b"".join(chunks)
     except OSError as e:
-        raise InputError(where, f"cannot read: {e.strerror or e}") from None
+        raise InputError(Position(display, 1, 1), f"cannot read: {e.strerror or e}") from None
     finally:
         os.close(fd)
 

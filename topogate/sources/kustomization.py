@@ -296,6 +296,7 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
     subdirs: list[str] = []
     generates = False
     refs = list(reversed(list(references(k))))  # a stack, popped in order
+    kdir = os.path.dirname(kshown)  # what the files it names are shown relative to
     while refs:
         fld, ref, where = refs.pop()
         if REMOTE.search(ref):
@@ -305,20 +306,22 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
         target = _join(cur, ref)
         if not os.path.lexists(target):
             raise InputError(where, f"{fld} entry '{ref}' does not exist")
-        real, mode = roots.check_text(target, where, f"{fld} entry '{ref}'")
-        if _dotdot_inside(ref):
+        what = f"{fld} entry '{ref}'"
+        real, mode = roots.check_text(target, where, what)
+        if ".." in ref and _dotdot_inside(ref):
             _same_as_kustomize(cur, ref, real, roots, where, fld)
         # the mode is of the real path's lstat, and it is no symlink: as a stat of it would say
         if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(real):
             subdirs.append(target)
+            roots.remember_dir(target, real)  # check_tree resolves it next: from here
             if fld in ("resources", "bases"):
                 listed_dirs.append(ref)
             continue
         if fld in ("resources", "bases"):
             lists_file = True  # it lists a file: not a composition of directories
-        roots.check_tracked(real, where, f"{fld} entry '{ref}'")
+        roots.check_tracked(real, where, what)
         generates = generates or fld.startswith(_GENERATORS)
-        shown = os.path.normpath(os.path.join(os.path.dirname(kshown), ref))
+        shown = os.path.normpath(os.path.join(kdir, ref))
         if fld in _CONFIG_LISTS:
             # a config file names files of its own, read by the same build: checked as well
             refs.extend(reversed(list(config_references(read_text(target, shown), shown))))
