@@ -7,6 +7,7 @@ what the one pass hands over (aliases, merge keys, tags, timestamps, duplicate a
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,26 @@ def _texts(draw: st.DrawFn) -> str:
 @given(_texts())
 def test_random_documents_read_the_same(text: str) -> None:
     assert _difference(text, Path("base.yaml")) is None
+
+
+_PARTS = st.sampled_from(["a", "b", "..", "x.yaml", "..x", "c d", "é", "."])
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
+@given(parts=st.lists(_PARTS, max_size=6), up=st.integers(0, 3), absolute=st.booleans())
+def test_shown_is_relpath(parts: list[str], up: int, absolute: bool) -> None:
+    # basefiles.shown answers below the working directory without os.path.relpath's work: the
+    # same text, for paths below it, beside it, above it, with `..` and relative ones
+    cwd = Path.cwd()
+    start = cwd.parents[min(up, len(cwd.parents) - 1)] if up else cwd
+    f = Path(start, *parts) if absolute else Path(*parts)
+    assert basefiles.shown(f) == os.path.relpath(f)
+
+
+def test_shown_outside_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inner = tmp_path / "repo"
+    inner.mkdir()
+    monkeypatch.chdir(inner)
+    for f in (tmp_path / "repox" / "a.yaml", tmp_path / "repo" / "a.yaml", tmp_path / "repo",
+              tmp_path / "repo" / ".." / "repo" / "b.yaml", Path("/")):
+        assert basefiles.shown(f) == os.path.relpath(f)

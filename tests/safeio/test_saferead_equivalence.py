@@ -175,3 +175,59 @@ def test_memoised_resolver_answers_as_pyyaml(value: str) -> None:
         for kind in (yaml.SequenceNode, yaml.MappingNode):
             for flag in (True, False):
                 assert saferead.Loader.resolve(kind, None, flag) == plain.resolve(kind, None, flag)
+
+
+def _shape(node: Any) -> Any:
+    """A composed node written out: kind, tag, value, style and place of every node."""
+    where = (node.start_mark.index, node.end_mark.index)
+    if isinstance(node, yaml.ScalarNode):
+        return ("scalar", node.tag, node.value, node.style, where)
+    if isinstance(node, yaml.MappingNode):
+        return ("map", node.tag, node.flow_style, where, [(_shape(k), _shape(v)) for k, v in node.value])
+    return ("seq", node.tag, node.flow_style, where, [_shape(x) for x in node.value])
+
+
+def _composed_reference(text: str) -> tuple[str, Any]:
+    """The nodes of PyYAML's own safe loader, each checked, or the error documents() gives."""
+    loader = yaml.CSafeLoader(text)
+    out: list[Any] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                check_node(node, "f.yaml")
+                out.append(_shape(node))
+    except InputError as e:
+        return "error", str(e)
+    except yaml.YAMLError:
+        try:
+            list(documents(text, "f.yaml", construct=False))
+        except InputError as e:
+            return "error", str(e)
+        raise
+    finally:
+        loader.dispose()
+    return "ok", out
+
+
+def _composed(text: str) -> tuple[str, Any]:
+    try:
+        return "ok", [_shape(n) for n in saferead.nodes(text, "f.yaml")]
+    except InputError as e:
+        return "error", str(e)
+
+
+def test_nodes_compose_as_the_safe_loader() -> None:
+    # `nodes` (the safety walk's reader: libyaml's composer without a constructor) gives the
+    # nodes, tags and places of PyYAML's safe loader and the guard's errors, on the edge cases
+    # above (aliases, bombs, depth, duplicate keys, tags) and every fixture of the repository.
+    texts = [*EDGES, "a: b\n\x07", "a: [b\n", "", "---\n...\n"]
+    texts += [f.read_text(encoding="utf-8", errors="surrogatepass") for f in _fixture_yaml()]
+    outcomes = {"ok": 0, "error": 0}
+    for text in texts:
+        got = _composed(text)
+        assert got == _composed_reference(text), text[:200]
+        outcomes[got[0]] += 1
+    assert outcomes["ok"] > 100 and outcomes["error"] > 5
+    # no constructor is set up for each file read (the point of `nodes`)
+    assert not issubclass(saferead._Composer, yaml.constructor.BaseConstructor)

@@ -144,3 +144,26 @@ def test_display_is_relpath_below_the_working_directory_and_the_path_as_given_el
         return
     rel = os.path.relpath(text)
     assert display(text) == (rel if not rel.startswith("..") else text)
+
+
+def test_directories_the_walk_remembers_are_their_realpaths(tmp_path: Path) -> None:
+    # check_tree notes each directory a kustomization names as it resolves it (Roots.remember_dir)
+    # and checks it from that: through a symlinked base, a link up and `..` after it, each
+    # remembered real path is os.path.realpath's, and the tree reads the same directories.
+    top = _overlays(tmp_path, 3)
+    (tmp_path / "linked").symlink_to(tmp_path / "bases")
+    (top / "workloads" / "up").symlink_to("..")
+    ov = top / "workloads" / "job-1"
+    (ov / "kustomization.yaml").write_text(
+        "resources:\n- ../../../../../linked/job-1\n- ../up/workloads/job-2/sub\n- extra.yaml\n")
+    sub = top / "workloads" / "job-2" / "sub"
+    sub.mkdir()
+    (sub / "kustomization.yaml").write_text("resources:\n- ../../../../../../linked/job-0\n")
+    roots = Roots((tmp_path,))
+    tree = check_tree(top, roots)
+    remembered = roots._real_dirs
+    assert len(remembered) > 6
+    for text, real in remembered.items():
+        assert real == os.path.realpath(text), text
+    assert [str(d) for d in tree.dirs] == [str(d) for d in check_tree(top, Roots((tmp_path,))).dirs]
+    assert str(tmp_path / "bases" / "job-1") in {str(d) for d in tree.dirs}

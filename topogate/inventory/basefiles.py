@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import yaml
@@ -27,6 +27,14 @@ MAX_BASE_DEPTH = 100
 
 def shown(f: Path) -> str:
     """A base file as findings show it: relative to the working directory when below it."""
+    text = str(f)
+    # os.path.relpath's answer without its two abspaths and component lists (asked three times
+    # a base): a Path's text is normalized but for `..`, and getcwd() is normalized, so below it
+    # the answer is the rest of the text
+    if isinstance(f, PurePath) and text.startswith("/") and "/.." not in text:
+        cwd = os.getcwd()
+        if cwd != "/" and text.startswith(cwd + "/"):
+            return text[len(cwd) + 1:]
     try:
         return os.path.relpath(f)
     except ValueError:  # pragma: no cover - another drive on Windows

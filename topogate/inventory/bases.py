@@ -96,7 +96,8 @@ def _read_base(chk: Checker, path: YPath, rel: str) -> tuple[str, tuple[Any, ...
                     "kustomize refuses that (load restrictor): move it into the base or make "
                     "its directory a kustomization of its own")))
                 continue
-            why = _roots(chk).untracked(os.path.realpath(f))
+            roots = _roots(chk)  # its realpath resolves each directory once for every base
+            why = roots.untracked(roots.realpath(f))
             if why is not None:
                 chk.problems.append(Problem(line_of(ktext, kfile, res), (
                     f"resource '{res}' of base '{rel}' {why}")))

@@ -30,7 +30,8 @@ from typing import Any, TypeAlias
 import yaml
 
 from topogate.core.position import Position
-from topogate.safeio.saferead import InputError, InputErrors, documents
+from topogate.safeio.saferead import InputError, InputErrors
+from topogate.safeio.saferead import nodes as composed
 
 # A field's type: a scalar, a Go map (keys matched exactly), anything (not looked into), a
 # struct (its name in STRUCTS) or a list of one of those.
@@ -171,14 +172,17 @@ def spellings(node: Any, struct: str, shown: str) -> list[Spelling]:
         if (id(n), t) in seen:  # an alias: the same node again
             continue
         seen.add((id(n), t))
+        # a scalar names no key and holds none: only collections are pushed (a kustomization's
+        # nodes are mostly scalars, and this runs for each of thousands of overlays)
         if isinstance(n, yaml.SequenceNode):
             item: Type = t[1] if isinstance(t, tuple) else ANY
-            stack.extend((x, item) for x in reversed(n.value))
+            stack.extend((x, item) for x in reversed(n.value) if type(x) is not yaml.ScalarNode)
         elif isinstance(n, yaml.MappingNode):
             fields = STRUCTS.get(t) if isinstance(t, str) else None
             below: list[tuple[Any, Type]] = []
             for k, v in n.value:
-                below.append((k, ANY))
+                if type(k) is not yaml.ScalarNode:
+                    below.append((k, ANY))
                 name = k.value if isinstance(k, yaml.ScalarNode) else None
                 if name == "<<" or getattr(k, "tag", "") == _MERGE_TAG:
                     out.append(Spelling(_pos(shown, k), (
@@ -199,7 +203,7 @@ def spellings(node: Any, struct: str, shown: str) -> list[Spelling]:
                         f"kustomize reads `{name}` as `{canonical}` (Go's JSON decoder matches "
                         f"field names without regard to case); write it as `{canonical}`")))
                 below.append((v, ANY if canonical is None else fields[canonical]))
-            stack.extend(reversed(below))
+            stack.extend(x for x in reversed(below) if type(x[0]) is not yaml.ScalarNode)
     out.sort(key=lambda s: (s.pos.line, s.pos.column))
     return out
 
@@ -268,7 +272,7 @@ def read(text: str, shown: str) -> Kustomization:
     """The kustomization in `text` (file `shown`); InputError when it is not one YAML mapping,
     InputErrors naming every key kustomize would read under another spelling and every merge
     key (module doc)."""
-    nodes = [node for _, node, _ in documents(text, shown, construct=False)]
+    nodes = composed(text, shown)
     if len(nodes) != 1 or not isinstance(nodes[0], yaml.MappingNode):
         raise InputError(Position(shown, 1, 1), "a kustomization must be one YAML mapping")
     root = nodes[0]
@@ -328,7 +332,7 @@ def configs(text: str, shown: str) -> Iterator[Config]:
     struct; merge keys anywhere). A document that is no mapping is kustomize's to refuse."""
     found: list[Config] = []
     problems: list[Spelling] = []
-    for _, node, _ in documents(text, shown, construct=False):
+    for node in composed(text, shown):
         if not isinstance(node, yaml.MappingNode):
             continue
         kind_node = field(node, "kind")  # read by kyaml, exactly (RNode.GetKind)

@@ -77,7 +77,10 @@ class Roots:
         """Whether a real path (absolute, no symlink, no `..`) is one of the roots or below one.
         Compared as text: the same answer as `d in real.parents`, without building Paths."""
         text = str(real)
-        return any(text == d or text.startswith(below) for d, below in self._prefixes)
+        for d, below in self._prefixes:
+            if text == d or text.startswith(below):
+                return True
+        return False
 
     @functools.cached_property
     def _real_dirs(self) -> dict[str, str]:
@@ -103,7 +106,8 @@ class Roots:
             return real_head, None
         if name == "..":
             return os.path.dirname(real_head), None
-        joined = os.path.join(real_head, name)
+        # os.path.join(real_head, name) for a name with no slash (split's), spared the call
+        joined = real_head + name if not real_head or real_head.endswith("/") else f"{real_head}/{name}"
         try:
             mode = os.lstat(joined).st_mode
         except OSError:
@@ -117,6 +121,11 @@ class Roots:
         if real is None:
             real = cache[text] = self.real_mode(text)[0]
         return real
+
+    def remember_dir(self, text: str, real: str) -> None:
+        """Note real_mode(text)[0], just asked of a directory, as its real_dir (a tree's walk
+        asks for each directory it names again when it checks it)."""
+        self._real_dirs.setdefault(text, real)
 
     def check(self, path: Path, where: Position, what: str) -> Path:
         """The real path of `path`, or InputError if it lies outside every root."""

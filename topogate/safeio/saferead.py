@@ -28,6 +28,7 @@ from topogate.core.position import Position
 from topogate.safeio import limits
 
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_CParser: Any = getattr(getattr(yaml, "cyaml", None), "CParser", None)
 
 
 class _BadValue(yaml.constructor.ConstructorError):
@@ -69,7 +70,7 @@ class TagMemoLoader(_Base):  # type: ignore[misc, valid-type]
     ascend_resolver = staticmethod(tuple)
 
 
-def memo_loader(text: str, cls: type[TagMemoLoader] = TagMemoLoader) -> Any:
+def memo_loader(text: str, cls: type[Any] = TagMemoLoader) -> Any:
     """A loader of `cls` for `text`, counting the text toward the memo's bound."""
     _tag_cache_text[0] += len(text)
     if _tag_cache_text[0] > _TAG_CACHE_TEXT:
@@ -161,25 +162,28 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+
+
 def read_bytes(path: str | os.PathLike[str], display: str) -> bytes:
-    """The bytes of a regular file no larger than the file limit."""
-    where = Position(display, 1, 1)
+    """The bytes of a regular file no larger than the file limit. (A problem's place is made
+    only when there is one: a tree's walk reads thousands of files.)"""
     try:
         cap = limits.max_file_bytes()
     except limits.LimitError as e:
-        raise InputError(where, f"not read: {e}") from None
+        raise InputError(Position(display, 1, 1), f"not read: {e}") from None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, _READ_FLAGS)
     except OSError as e:
-        raise InputError(where, f"cannot read: {e.strerror or e}") from None
+        raise InputError(Position(display, 1, 1), f"cannot read: {e.strerror or e}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InputError(where, (
+            raise InputError(Position(display, 1, 1), (
                 f"is {_kind(st.st_mode)}, not a regular file; topogate reads only regular files "
                 "(remove it, or the symlink that points to it)"))
         if st.st_size > cap:
-            raise _too_large(where, cap)
+            raise _too_large(Position(display, 1, 1), cap)
         chunks: list[bytes] = []
         got = 0
         while True:
@@ -189,10 +193,10 @@ def read_bytes(path: str | os.PathLike[str], display: str) -> bytes:
             chunks.append(chunk)
             got += len(chunk)
             if got > cap:  # grew while we read it
-                raise _too_large(where, cap)
+                raise _too_large(Position(display, 1, 1), cap)
         return b"".join(chunks)
     except OSError as e:
-        raise InputError(where, f"cannot read: {e.strerror or e}") from None
+        raise InputError(Position(display, 1, 1), f"cannot read: {e.strerror or e}") from None
     finally:
         os.close(fd)
 
@@ -443,21 +447,72 @@ def documents(text: str, display: str, construct: bool = True,
         where = _mark_position(display, e.problem_mark) if e.problem_mark else Position(display, 1, 1)
         raise InputError(where, str(e.problem)) from None
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = _mark_position(display, mark) if mark else Position(display, 1, 1)
-        raise InputError(where, f"YAML syntax error: {e.problem or e}") from None
+        raise _marked(e, display) from None
     except yaml.reader.ReaderError:
-        bad = _NOT_PRINTABLE.search(text)
-        where = _offset_position(text, bad.start(), display) if bad else Position(display, 1, 1)
-        what = f"U+{ord(bad.group()):04X}" if bad else "a character"
-        raise InputError(where, f"{what} is not allowed in YAML; remove it or quote it escaped") from None
+        raise _unreadable(text, display) from None
     except yaml.YAMLError as e:
         raise InputError(Position(display, 1, 1), f"YAML error: {e}") from None
     except RecursionError:
-        raise InputError(Position(display, 1, 1), (
-            "nested too deeply to read; no Kubernetes object needs that: flatten it")) from None
+        raise _too_deep(display) from None
     finally:
         loader.dispose()
+
+
+def _marked(e: yaml.MarkedYAMLError, display: str) -> InputError:
+    mark = e.problem_mark or e.context_mark
+    where = _mark_position(display, mark) if mark else Position(display, 1, 1)
+    return InputError(where, f"YAML syntax error: {e.problem or e}")
+
+
+def _unreadable(text: str, display: str) -> InputError:
+    bad = _NOT_PRINTABLE.search(text)
+    where = _offset_position(text, bad.start(), display) if bad else Position(display, 1, 1)
+    what = f"U+{ord(bad.group()):04X}" if bad else "a character"
+    return InputError(where, f"{what} is not allowed in YAML; remove it or quote it escaped")
+
+
+def _too_deep(display: str) -> InputError:
+    return InputError(Position(display, 1, 1), (
+        "nested too deeply to read; no Kubernetes object needs that: flatten it"))
+
+
+if _CParser is not None:
+    class _Composer(_CParser):  # type: ignore[misc]
+        """libyaml's parser and composer alone, with TagMemoLoader's resolver (the same nodes):
+        what `nodes` needs, without a constructor set up for each file."""
+
+        resolve = staticmethod(_tag)
+        descend_resolver = staticmethod({}.get)  # type: ignore[var-annotated]
+        ascend_resolver = staticmethod(tuple)
+else:  # pragma: no cover - PyYAML without libyaml
+    _Composer = TagMemoLoader  # type: ignore[misc, assignment]
+
+
+def nodes(text: str, display: str) -> list[Any]:
+    """The composed node of every non-empty document, each checked (`check_node`): what
+    `documents(text, display, construct=False)` yields, as a list, for less work a file."""
+    composer = memo_loader(text, _Composer)
+    plain = "*" not in text
+    out: list[Any] = []
+    try:
+        while composer.check_node():
+            node = composer.get_node()
+            if node is None:
+                continue
+            if not (plain and _plainly_fine(node)):
+                check_node(node, display)
+            out.append(node)
+    except yaml.MarkedYAMLError as e:
+        raise _marked(e, display) from None
+    except yaml.reader.ReaderError:
+        raise _unreadable(text, display) from None
+    except yaml.YAMLError as e:
+        raise InputError(Position(display, 1, 1), f"YAML error: {e}") from None
+    except RecursionError:
+        raise _too_deep(display) from None
+    finally:
+        composer.dispose()
+    return out
 
 
 def load_all(path: str | os.PathLike[str], display: str) -> list[Any]:
@@ -499,4 +554,4 @@ def is_regular(p: Path) -> bool:
         return False
 
 __all__ = ["InputError", "InputErrors", "Loader", "check_node", "decode", "documents", "is_generated",
-           "is_regular", "load_all", "memo_loader", "one_line", "read_bytes", "read_text"]
+           "is_regular", "load_all", "memo_loader", "nodes", "one_line", "read_bytes", "read_text"]

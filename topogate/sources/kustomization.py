@@ -31,7 +31,7 @@ from topogate.k8s import kustomization as kmodel
 from topogate.k8s.kustomization import Kustomization, field, scalar_items
 from topogate.safeio import limits, subproc
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display, kustomization_file
-from topogate.safeio.saferead import InputError, documents, is_generated, read_bytes, read_text
+from topogate.safeio.saferead import InputError, is_generated, nodes, read_bytes, read_text
 from topogate.sources import split_build, split_docs
 
 # Fields holding paths (files, or directories with a kustomization) that kustomize reads.
@@ -282,9 +282,11 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
         raise InputError(Position(display(Path(cur)), 1, 1), (
             "a directory named as a base or resource has no kustomization.yaml"))
     kfile = kfiles[0]
-    kshown = display(Path(kfile))
-    kreal, _ = roots.check_text(kfile, Position(kshown, 1, 1), kshown)
-    roots.check_tracked(kreal, Position(kshown, 1, 1), kshown)
+    # `cur` is a Path's text (check_tree, _join), and so is kfile: display(Path(kfile)) it is
+    kshown = display(kfile)
+    kwhere = Position(kshown, 1, 1)
+    kreal, _ = roots.check_text(kfile, kwhere, kshown)
+    roots.check_tracked(kreal, kwhere, kshown)
     text = read_text(kfile, kshown)
     k = kmodel.read(text, kshown)
     keeps = split_build.dir_keeps(k, text, root)
@@ -294,6 +296,7 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
     subdirs: list[str] = []
     generates = False
     refs = list(reversed(list(references(k))))  # a stack, popped in order
+    kdir = os.path.dirname(kshown)  # what the files it names are shown relative to
     while refs:
         fld, ref, where = refs.pop()
         if REMOTE.search(ref):
@@ -303,20 +306,22 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
         target = _join(cur, ref)
         if not os.path.lexists(target):
             raise InputError(where, f"{fld} entry '{ref}' does not exist")
-        real, mode = roots.check_text(target, where, f"{fld} entry '{ref}'")
-        if _dotdot_inside(ref):
+        what = f"{fld} entry '{ref}'"
+        real, mode = roots.check_text(target, where, what)
+        if ".." in ref and _dotdot_inside(ref):
             _same_as_kustomize(cur, ref, real, roots, where, fld)
         # the mode is of the real path's lstat, and it is no symlink: as a stat of it would say
         if stat.S_ISDIR(mode) if mode is not None else os.path.isdir(real):
             subdirs.append(target)
+            roots.remember_dir(target, real)  # check_tree resolves it next: from here
             if fld in ("resources", "bases"):
                 listed_dirs.append(ref)
             continue
         if fld in ("resources", "bases"):
             lists_file = True  # it lists a file: not a composition of directories
-        roots.check_tracked(real, where, f"{fld} entry '{ref}'")
+        roots.check_tracked(real, where, what)
         generates = generates or fld.startswith(_GENERATORS)
-        shown = os.path.normpath(os.path.join(os.path.dirname(kshown), ref))
+        shown = os.path.normpath(os.path.join(kdir, ref))
         if fld in _CONFIG_LISTS:
             # a config file names files of its own, read by the same build: checked as well
             refs.extend(reversed(list(config_references(read_text(target, shown), shown))))
@@ -326,7 +331,7 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
         if real not in checked or (as_patch and real + "\0" not in checked) or wanted:
             if _yaml_field(fld):
                 body = read_text(target, shown)
-                docs = [n for _, n, _ in documents(body, shown, construct=False)]
+                docs = nodes(body, shown)
                 checked[real] = not split_build.forbidden(body, docs)
                 if as_patch:
                     checked[real + "\0"] = split_build.patch_keeps_ids(docs)
