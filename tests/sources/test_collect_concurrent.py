@@ -71,16 +71,17 @@ def test_the_build_runs_with_its_collector_tuned_below_the_memory_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """kubectl is told GOGC (fewer collections: less CPU beside check's own work) and a soft
     GOMEMLIMIT of half the address-space limit, so the collector works harder before the limit
-    kills the build; and the build's output is what it was."""
+    kills the build; it runs at a lower priority (NICE) than topogate; and the build's output is
+    what it was."""
     repo = make_repo(tmp_path)
     roots = _roots(repo, 1)
     plain = _summary(manifests.collect(roots))
     log = tmp_path / "log"
     wrapper = tmp_path / "kubectl"
-    wrapper.write_text(f"#!/bin/sh\necho \"$GOGC $GOMEMLIMIT\" >> {log}\nexec {kubectl()} \"$@\"\n")
+    wrapper.write_text(f"#!/bin/sh\necho \"$GOGC $GOMEMLIMIT $(nice)\" >> {log}\nexec {kubectl()} \"$@\"\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("TOPOGATE_KUBECTL", str(wrapper))
     monkeypatch.setenv("TOPOGATE_CHILD_MEMORY_MB", "2048")
     monkeypatch.setenv("GOGC", "off")  # ours, not the caller's: the child's environment is allow-listed
     assert _summary(manifests.collect(roots)) == plain
-    assert log.read_text().split() == ["300", str(1024 * 1024 * 1024)]
+    assert log.read_text().split() == ["300", str(1024 * 1024 * 1024), str(min(19, os.nice(0) + 10))]

@@ -51,11 +51,13 @@ _LIVE: set[int] = set()  # process groups of running children
 _LIVE_LOCK = threading.Lock()
 
 
-def _child_setup(memory: int, parent: int) -> Callable[[], None]:
+def _child_setup(memory: int, parent: int, nice: int = 0) -> Callable[[], None]:
     """Runs in the child between fork and exec: plain system calls only, nothing that locks."""
 
     def setup() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        if nice:
+            os.nice(nice)
         if _PRCTL is not None:
             _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             if os.getppid() != parent:  # the parent died before the request took effect
@@ -141,9 +143,10 @@ def child_env() -> dict[str, str]:
     return {k: os.environ[k] for k in _CHILD_ENV if k in os.environ}
 
 
-def run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(argv: Sequence[str], env: Mapping[str, str] | None = None, nice: int = 0) -> subprocess.CompletedProcess[str]:
     """Run argv to completion under the limits; a stopped run is a non-zero return code whose
-    stderr's last line says which limit stopped it and how to change it."""
+    stderr's last line says which limit stopped it and how to change it. `nice`: added to the
+    child's niceness (a child working beside the caller, which waits on its own work first)."""
     try:
         lim = limits.current()
     except limits.LimitError as e:
@@ -152,7 +155,7 @@ def run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess
     proc = subprocess.Popen(
         list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=None if env is None else dict(env), start_new_session=True,
-        preexec_fn=_child_setup(lim.child_memory_bytes, os.getpid()),
+        preexec_fn=_child_setup(lim.child_memory_bytes, os.getpid(), nice),
     )
     pgid = proc.pid  # start_new_session: the child leads its own group
     with _LIVE_LOCK:

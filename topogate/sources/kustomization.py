@@ -83,6 +83,15 @@ def kubectl() -> str:
 GOGC = "300"
 
 
+# The builds run at a lower priority than topogate itself. topogate's own work (the safety walk,
+# the inventory, reading each output, each cluster's analysis) is one thread that the builds'
+# output waits on, and two builds use more than the two CPUs between them: at equal priority
+# that thread got well under a CPU. A build still has every CPU topogate leaves (its one
+# thread uses one at most, and it waits for the build when it has nothing else to do). At
+# 2,000 jobs: check 12.3 -> 11.3 s (median of three, alternating).
+NICE = 10
+
+
 def _go_memory_limit() -> str:
     """GOMEMLIMIT: half the child's address-space limit (Go reserves address space well beyond
     the heap it uses), in bytes as Go reads it."""
@@ -101,7 +110,7 @@ def _offline_env() -> dict[str, str]:
 
 def run_kustomize(d: Path, exe: str | None = None, options: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     """`kubectl kustomize [options] d` under the child limits, offline (see topogate.safeio.subproc)."""
-    return subproc.run([exe or kubectl(), "kustomize", *options, str(d)], _offline_env())
+    return subproc.run([exe or kubectl(), "kustomize", *options, str(d)], _offline_env(), NICE)
 
 
 @dataclass(frozen=True)
