@@ -222,13 +222,8 @@ def test_seeded_trees_split_equal_the_whole_build_or_build_whole(tmp_path: Path)
     assert ways["refused"] >= TREES // 10 and ways["kustomize-refuses"] >= 1, ways
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_trees_past_the_split_threshold_through_collect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        seed: int) -> None:
-    """collect() splits a root of SPLIT_FROM directories or more (with cores to spare); the
-    objects it gives are those of the whole build, in order, or it refuses what topogate
-    refuses."""
-    monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
+def _parts_asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many parts each split build was asked for, in order."""
     asked: list[int] = []
     real = kustomization.build_in_parts
 
@@ -237,6 +232,17 @@ def test_trees_past_the_split_threshold_through_collect(tmp_path: Path, monkeypa
         return real(tree, n)
 
     monkeypatch.setattr(kustomization, "build_in_parts", spy)
+    return asked
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_trees_past_the_split_threshold_through_collect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        seed: int) -> None:
+    """collect() splits a root of SPLIT_FROM directories or more (with cores to spare); the
+    objects it gives are those of the whole build, in order, or it refuses what topogate
+    refuses."""
+    monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
+    asked = _parts_asked(monkeypatch)
     # plain: no rename and no spelling variant, so the merge stays reachable at this size
     top = write_tree(tmp_path / "big", random.Random(SEED + seed), manifests.SPLIT_FROM + 10, plain=True)
     split = manifests.collect([str(top)])
@@ -283,14 +289,7 @@ def test_large_roots_past_part_dirs_are_split_though_every_cpu_has_one(
     monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(manifests, "SPLIT_FROM", 20)
     monkeypatch.setattr(manifests, "PART_DIRS", 12)
-    asked: list[int] = []
-    real = kustomization.build_in_parts
-
-    def spy(tree: kustomization.Tree, n: int) -> object:
-        asked.append(n)
-        return real(tree, n)
-
-    monkeypatch.setattr(kustomization, "build_in_parts", spy)
+    asked = _parts_asked(monkeypatch)
     tops = [str(write_tree(tmp_path / f"big{i}", random.Random(SEED + i), 30, plain=True)) for i in range(2)]
     reading = manifests.prepare(manifests.find(tops), early=True)
     with manifests.Collecting(tops, reading=reading) as pending:

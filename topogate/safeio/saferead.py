@@ -14,6 +14,7 @@ Problems are InputError: a position (file:line:column) and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -432,48 +433,45 @@ def documents(text: str, display: str, construct: bool = True,
     strings: dict[str, str] = {}
     doc = -1
     try:
-        while loader.check_node():
-            node = loader.get_node()
-            doc += 1
-            if node is None:
-                continue
-            if guard and not (plain and _plainly_fine(node)):  # off only for kustomize's output
-                check_node(node, display)
-            if not construct:
-                yield doc, node, None
-            else:
-                yield doc, node, _construct(loader, node, strings) if plain else loader.construct_document(node)
-    except _BadValue as e:
-        where = _mark_position(display, e.problem_mark) if e.problem_mark else Position(display, 1, 1)
-        raise InputError(where, str(e.problem)) from None
-    except yaml.MarkedYAMLError as e:
-        raise _marked(e, display) from None
-    except yaml.reader.ReaderError:
-        raise _unreadable(text, display) from None
-    except yaml.YAMLError as e:
-        raise InputError(Position(display, 1, 1), f"YAML error: {e}") from None
-    except RecursionError:
-        raise _too_deep(display) from None
+        with _as_input_error(text, display):
+            while loader.check_node():
+                node = loader.get_node()
+                doc += 1
+                if node is None:
+                    continue
+                if guard and not (plain and _plainly_fine(node)):  # off only for kustomize's output
+                    check_node(node, display)
+                if not construct:
+                    yield doc, node, None
+                else:
+                    yield doc, node, _construct(loader, node, strings) if plain else loader.construct_document(node)
     finally:
         loader.dispose()
 
 
-def _marked(e: yaml.MarkedYAMLError, display: str) -> InputError:
-    mark = e.problem_mark or e.context_mark
-    where = _mark_position(display, mark) if mark else Position(display, 1, 1)
-    return InputError(where, f"YAML syntax error: {e.problem or e}")
-
-
-def _unreadable(text: str, display: str) -> InputError:
-    bad = _NOT_PRINTABLE.search(text)
-    where = _offset_position(text, bad.start(), display) if bad else Position(display, 1, 1)
-    what = f"U+{ord(bad.group()):04X}" if bad else "a character"
-    return InputError(where, f"{what} is not allowed in YAML; remove it or quote it escaped")
-
-
-def _too_deep(display: str) -> InputError:
-    return InputError(Position(display, 1, 1), (
-        "nested too deeply to read; no Kubernetes object needs that: flatten it"))
+@contextlib.contextmanager
+def _as_input_error(text: str, display: str) -> Iterator[None]:
+    """What libyaml and PyYAML raise while reading `text`, as InputError at its place (the one
+    translation `documents` and `nodes` share)."""
+    try:
+        yield
+    except _BadValue as e:
+        where = _mark_position(display, e.problem_mark) if e.problem_mark else Position(display, 1, 1)
+        raise InputError(where, str(e.problem)) from None
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = _mark_position(display, mark) if mark else Position(display, 1, 1)
+        raise InputError(where, f"YAML syntax error: {e.problem or e}") from None
+    except yaml.reader.ReaderError:
+        bad = _NOT_PRINTABLE.search(text)
+        where = _offset_position(text, bad.start(), display) if bad else Position(display, 1, 1)
+        what = f"U+{ord(bad.group()):04X}" if bad else "a character"
+        raise InputError(where, f"{what} is not allowed in YAML; remove it or quote it escaped") from None
+    except yaml.YAMLError as e:
+        raise InputError(Position(display, 1, 1), f"YAML error: {e}") from None
+    except RecursionError:
+        raise InputError(Position(display, 1, 1), (
+            "nested too deeply to read; no Kubernetes object needs that: flatten it")) from None
 
 
 if _CParser is not None:
@@ -495,21 +493,14 @@ def nodes(text: str, display: str) -> list[Any]:
     plain = "*" not in text
     out: list[Any] = []
     try:
-        while composer.check_node():
-            node = composer.get_node()
-            if node is None:
-                continue
-            if not (plain and _plainly_fine(node)):
-                check_node(node, display)
-            out.append(node)
-    except yaml.MarkedYAMLError as e:
-        raise _marked(e, display) from None
-    except yaml.reader.ReaderError:
-        raise _unreadable(text, display) from None
-    except yaml.YAMLError as e:
-        raise InputError(Position(display, 1, 1), f"YAML error: {e}") from None
-    except RecursionError:
-        raise _too_deep(display) from None
+        with _as_input_error(text, display):
+            while composer.check_node():
+                node = composer.get_node()
+                if node is None:
+                    continue
+                if not (plain and _plainly_fine(node)):
+                    check_node(node, display)
+                out.append(node)
     finally:
         composer.dispose()
     return out
