@@ -66,7 +66,7 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
         "test_report_secrets.py", "test_report_text.py")),
     "check": ("check/: `check` end to end, --changed-since, settings, baseline", (
         "test_baseline.py", "test_changed_since.py", "test_check_cli.py", "test_check_lazy_analysis.py",
-        "test_check_parallel.py", "test_check_pipeline.py", "test_config.py", "test_hostile_narrow.py", "test_read_plan.py",
+        "test_check_parallel.py", "test_check_pipeline.py", "test_config.py", "test_drift_beside.py", "test_hostile_narrow.py", "test_read_plan.py",
         "test_settings_gate.py")),
     "trace": ("trace/: `trace`, and its agreement with `check`", (
         "test_check_trace_agree.py", "test_trace.py", "test_trace_clusters.py", "test_trace_inputs.py")),

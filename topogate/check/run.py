@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import os
 import tempfile
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from topogate.check.plan import Excluded, ReadPlan, plan_ahead, plan_read
 from topogate.core import gctune, progress
 from topogate.core.exitcodes import exit_for
 from topogate.core.findings import Finding
+from topogate.core.forked import Child
 from topogate.core.position import NOWHERE, Position
 from topogate.core.words import plural
 from topogate.generators import render_tree_sources
@@ -164,16 +166,45 @@ def run_check(
         started = stack.enter_context(ahead.start()) if ahead is not None else None
         stack.enter_context(gctune.paused())
         outcome = _run_check(inventory_path, paths, rendered, cluster, today, strict, changed_since, ahead,
-                             started, exclude, live, observed, weakened, excluded)
+                             started, exclude, live, observed, weakened, excluded, stack)
     if not excluded:
         return outcome
     return dataclasses.replace(outcome, excluded=tuple(sorted(
         (base, pattern, p) for (base, pattern), shown in excluded.items() for p in shown)))
 
 
+class _DriftBeside:
+    """The drift of --rendered, worked out in a forked child while this process reads the
+    builds (only the report wants it, and at 10,000 jobs it is 3 s of the one thread the whole
+    check waits on); here, when the child cannot help (no second CPU, no fork, it failed or
+    was late), so its errors are raised here too. The answer is the child's or this process's,
+    never a mix. Called for the drift; closed (the child reaped) however the run ends."""
+
+    def __init__(self, inv: Inventory, rendered: str):
+        self.inv, self.rendered = inv, rendered
+        self.started = time.monotonic()
+        self.child = Child.start(lambda: drift(inv, rendered)) if (os.cpu_count() or 1) > 1 else None
+
+    def __call__(self) -> tuple[Drift, ...]:
+        child, self.child = self.child, None
+        got = child.result(timeout=max(DRIFT_WAIT, time.monotonic() - self.started)) if child is not None else None
+        return got if isinstance(got, tuple) else drift(self.inv, self.rendered)
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.discard()
+            self.child = None
+
+
+# The drift worked out beside the read is awaited at least this long once the read is done.
+DRIFT_WAIT = 10.0
+
+
 def _load(inventory_path: str, cluster: str | None, rendered: str | None,
-          today: dt.date, read_bases: ReadBases = True) -> tuple[Inventory, tuple[Drift, ...]] | CheckOutcome:
-    """The inventory and the drift of --rendered, or the outcome of an unreadable inventory."""
+          today: dt.date, read_bases: ReadBases = True
+          ) -> tuple[Inventory, Callable[[], tuple[Drift, ...]]] | CheckOutcome:
+    """The inventory and the drift of --rendered (asked when wanted), or the outcome of an
+    unreadable inventory."""
     try:
         inv = load_inventory(inventory_path, read_bases)
     except InventoryError as err:
@@ -184,7 +215,7 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
         raise CheckInputError(
             f"{inventory_path}: --cluster {cluster}: no such cluster in the inventory "
             f"(known: {', '.join(c.name for c in inv.clusters)})")
-    drifted: tuple[Drift, ...] = ()
+    drifted: Callable[[], tuple[Drift, ...]] = tuple
     if rendered is not None:
         if not Path(rendered).is_dir():
             # Comparing with nothing would report every file as missing: thousands of findings
@@ -192,14 +223,15 @@ def _load(inventory_path: str, cluster: str | None, rendered: str | None,
             raise CheckInputError(
                 f"--rendered {rendered}: no such directory; give the directory `topogate generate "
                 f"{inventory_path} -o DIR` wrote, or leave --rendered out")
-        drifted = drift(inv, rendered)
+        drifted = _DriftBeside(inv, rendered)
     return inv, drifted
 
 
 def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, cluster: str | None,
                today: dt.date, strict: bool, changed_since: str | None, plan: ReadPlan | None,
                started: Collecting | None, exclude: Sequence[Globs] | None, live: tuple[LiveFact, ...],
-               observed: Observed | None, weakened: tuple[Weakened, ...], excluded: Excluded) -> CheckOutcome:
+               observed: Observed | None, weakened: tuple[Weakened, ...], excluded: Excluded,
+               stack: contextlib.ExitStack) -> CheckOutcome:
     """Execute the read plan (planned ahead, or here once the inventory is loaded), then
     analyse what it read."""
     # A plan made before the load reads only the bases that may have changed or that a checked
@@ -210,6 +242,8 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
     if isinstance(loaded, CheckOutcome):
         return loaded
     inv, drifted = loaded
+    if isinstance(drifted, _DriftBeside):
+        stack.callback(drifted.close)  # a child not asked for its drift is reaped all the same
     chosen_by = plan  # the plan the unread bases were chosen by
     if plan is not None and not plan.bind(inv):
         # The names read ahead are not the loaded inventory's: the plan made with them cannot
@@ -267,7 +301,7 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         except PolicyError as err:
             raise CheckInputError(str(err)) from None
         # Rules run while the scratch tree exists: positions are resolved lazily from it.
-        ctx = analysed(inv, inventory_path, objects, tuple(jobs), facts, today=today, drift=drifted,
+        ctx = analysed(inv, inventory_path, objects, tuple(jobs), facts, today=today, drift=drifted(),
                        rendered=rendered, skipped=tuple((e.pos, e.message) for e in skipped),
                        other_files=_other_files(other) if paths else (),
                        not_local=tuple((display(root), err.pos, err.message) for root, err in not_local),

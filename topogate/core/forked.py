@@ -46,6 +46,15 @@ class Child:
         os.close(w)
         return cls(pid, r)
 
+    def discard(self) -> None:
+        """Kill and reap the child without its value (the caller no longer wants it)."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.close(self.fd)
+        os.waitpid(self.pid, 0)
+
     def result(self, timeout: float) -> Any:
         """The child's value, or None (it failed, or was killed at the deadline)."""
         chunks: list[bytes] = []
