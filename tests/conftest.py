@@ -81,6 +81,28 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COM
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 
 
+def reports(args: list[str], formats: tuple[str, ...] = ("text", "json", "sarif")) -> list[tuple[int, str]]:
+    """`check ARGS` in each format: (exit code, report) per format, to hold two ways of one run
+    to the same bytes."""
+    return [(r.exit_code, r.stdout) for r in (invoke("check", *args, "--format", f) for f in formats)]
+
+
+def child_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each forked child (topogate.core.forked) asked for its value answered, in order."""
+    from topogate.core import forked  # lazy: only the tests of forked work import it
+
+    answered: list[bool] = []
+    real = forked.Child.result
+
+    def result(self: forked.Child, timeout: float) -> Any:
+        got = real(self, timeout)
+        answered.append(got is not None)
+        return got
+
+    monkeypatch.setattr(forked.Child, "result", result)
+    return answered
+
+
 def git(repo: Path, *args: str) -> str:
     """`git -C repo ARGS` as a scratch repository's owner: its standard output."""
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,

@@ -8,10 +8,9 @@ the fixtures chosen have two clusters or more to analyse, warnings and errors am
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import invoke
+from conftest import child_answers, reports
 
 from topogate.analysis.map import build
 from topogate.core import forked
@@ -31,26 +30,14 @@ FORMATS = ("text", "json", "sarif")
 
 
 def _reports(args: list[str]) -> list[tuple[int, str]]:
-    out = []
-    for fmt in FORMATS:
-        r = invoke("check", *args, "--format", fmt)
-        out.append((r.exit_code, r.stdout))
-    return out
+    return reports(args, FORMATS)
 
 
 @pytest.mark.parametrize("name,args", CASES, ids=[c[0] for c in CASES])
 def test_parallel_report_is_the_serial_report(name: str, args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build, "PARALLEL_FROM", 10**12)
     serial = _reports(args)
-    answered: list[bool] = []
-    real = forked.Child.result
-
-    def result(self: forked.Child, timeout: float) -> Any:
-        got = real(self, timeout)
-        answered.append(got is not None)
-        return got
-
-    monkeypatch.setattr(forked.Child, "result", result)
+    answered = child_answers(monkeypatch)
     monkeypatch.setattr(build, "PARALLEL", True)
     monkeypatch.setattr(build, "PARALLEL_FROM", 0)
     parallel = _reports(args)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import invoke
+from conftest import reports
 
 from topogate.analysis.map import build
 from topogate.sources.kustomization import kubectl
@@ -34,7 +34,7 @@ FORMATS = ("text", "json", "sarif")
 
 
 def _reports(args: list[str]) -> list[tuple[int, str]]:
-    return [(r.exit_code, r.stdout) for r in (invoke("check", *args, "--format", f) for f in FORMATS)]
+    return reports(args, FORMATS)
 
 
 def _counted(monkeypatch: pytest.MonkeyPatch) -> dict[bool, int]:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import invoke
+from conftest import child_answers, invoke, reports
 
 from topogate.check import run
 from topogate.core import forked
@@ -34,23 +33,14 @@ def drifted(tmp_path: Path) -> Path:
 
 
 def _reports(out: Path) -> list[tuple[int, str]]:
-    args = [str(MULTI), "--rendered", str(out), str(GOLDEN / "clusters")]
-    return [(r.exit_code, r.stdout) for r in (invoke("check", *args, "--format", f) for f in FORMATS)]
+    return reports([str(MULTI), "--rendered", str(out), str(GOLDEN / "clusters")], FORMATS)
 
 
 def test_the_drift_worked_out_beside_is_the_one_worked_out_here(drifted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as m:
         m.setattr(run.os, "cpu_count", lambda: 1)  # no child: worked out here
         here = _reports(drifted)
-    answered: list[bool] = []
-    real = forked.Child.result
-
-    def result(self: forked.Child, timeout: float) -> Any:
-        got = real(self, timeout)
-        answered.append(got is not None)
-        return got
-
-    monkeypatch.setattr(forked.Child, "result", result)
+    answered = child_answers(monkeypatch)
     monkeypatch.setattr(run.os, "cpu_count", lambda: 2)
     assert _reports(drifted) == here
     assert answered == [True] * len(FORMATS)  # the child's answer was the one used
