@@ -82,6 +82,22 @@ def test_success_passes_output_through() -> None:
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out\n", "err\n")
 
 
+def test_a_child_leads_its_own_group_inside_our_session() -> None:
+    # Its own group, so a limit kills the whole of it; our session, so its niceness weighs
+    # against our threads: where the kernel groups tasks by session for scheduling (autogroup,
+    # on by default on most distributions), a child in a session of its own gets as much CPU
+    # as all of topogate, whatever its niceness: six kustomize builds at nice 10 held the one
+    # thread the builds' output waits on to a third of a CPU.
+    code = "import os; print(os.getsid(0), os.getpgrp(), os.getpid(), os.nice(0))"
+    proc = subproc.run([sys.executable, "-c", code], nice=10)
+    sid, pgrp, pid, nice = map(int, proc.stdout.split())
+    assert (sid, pgrp, nice) == (os.getsid(0), pid, min(19, os.nice(0) + 10))
+    group = Path("/proc/self/autogroup")
+    if group.exists():
+        seen = subproc.run(["cat", "/proc/self/autogroup"]).stdout.split()[0]
+        assert seen == group.read_text().split()[0]
+
+
 def _topogate_with_child(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int, int]:
     """A Python running subproc.run on a child that starts a grandchild; their pids."""
     child, grandchild = tmp_path / "child", tmp_path / "grandchild"

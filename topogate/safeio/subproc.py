@@ -154,10 +154,10 @@ def run(argv: Sequence[str], env: Mapping[str, str] | None = None, nice: int = 0
     install_handlers()
     proc = subprocess.Popen(
         list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=None if env is None else dict(env), start_new_session=True,
+        env=None if env is None else dict(env), process_group=0,
         preexec_fn=_child_setup(lim.child_memory_bytes, os.getpid(), nice),
     )
-    pgid = proc.pid  # start_new_session: the child leads its own group
+    pgid = proc.pid  # process_group=0: the child leads its own group
     with _LIVE_LOCK:
         _LIVE.add(pgid)
     deadline = time.monotonic() + lim.child_timeout_s
