@@ -9,8 +9,8 @@ hostname) then bounds its pods by those nodes; GPUs bound them by what those nod
 
 Risks.  The followed pods are placed with no regard for their followers: a one-zone peer (a
 one-replica Deployment, a group of another job held in one zone) may land in a zone its
-followers cannot use; groups followed on the zone key may all land in zones the follower cannot
-use; pods followed on the hostname may all land on nodes it cannot use. Each leaves the follower
+followers cannot use; the pods followed on the zone key (groups of its job, other jobs' groups,
+other workloads) may all land in zones the follower cannot use; pods followed on the hostname may all land on nodes it cannot use. Each leaves the follower
 Pending in that run.
 """
 
@@ -23,6 +23,7 @@ from topogate.analysis.placement.affinity import Affinity
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
 from topogate.analysis.placement.nodes import NodeFilters
+from topogate.analysis.placement.peers import AffinityPeer
 from topogate.analysis.scheduling import PoolFit
 from topogate.core.words import plural
 
@@ -96,22 +97,39 @@ def follow_hosts(inputs: Inputs, nodes: NodeFilters, affinity: Affinity,
 
 
 def follower_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones: Mapping[str, frozenset[str]],
-                   one_zone: frozenset[str] | set[str], members: Mapping[str, tuple[str, ...]]) -> list[str]:
-    """A group that follows other groups of its job on the zone key (not itself, no peers), whose
-    pods may all be scheduled in zones it cannot use: it stays Pending."""
+                   one_zone: frozenset[str] | set[str], members: Mapping[str, tuple[str, ...]],
+                   peer_unit: Mapping[str, str]) -> list[str]:
+    """A group that follows other pods on the zone key (groups of its job, not itself; pods of
+    other jobs and workloads), all of which the scheduler may bind in zones it cannot use: it
+    stays Pending. The followed pods are placed with no regard for their follower (the
+    scheduler's InterPodAffinity filter checks only the incoming pod's terms), so its zones,
+    narrowed to theirs, are no promise that any of them lands there."""
     out = []
     for n in inputs.names:
         for t in affinity.zone_ties[n]:
-            if t.peers or not t.targets or n in t.targets or not zones[n]:
+            if n in t.targets or not (t.targets or t.peers) or not zones[n]:
                 continue
-            if n in one_zone and t.targets <= set(members[n]):
+            if n in one_zone and t.targets and t.targets <= set(members[n]):
                 continue  # held in one zone with them: units._pending_risks says what may go wrong
+            if any(q.one_zone and q.one_zone == peer_unit.get(n) for q in t.peers):
+                continue  # held in the zone of that peer: peer_risks
             away = {h: zones[h] - zones[n] for h in sorted(t.targets)}
-            if all(z and _fits(inputs, nodes, h, z) for h, z in away.items()):
-                where = zone_list(set().union(*away.values()))
-                out.append(f"{n} follows {', '.join(sorted(t.targets))} (podAffinity on the zone key), whose pods may "
+            peers_away = [(q, frozenset(q.zones) - zones[n]) for q in t.peers]
+            if all(z and _fits(inputs, nodes, h, z) for h, z in away.items()) and \
+                    all(z and _peer_fits(q, z) for q, z in peers_away):
+                where = zone_list(set().union(*away.values(), *(z for _, z in peers_away)))
+                names = ", ".join([*sorted(t.targets), *(q.name for q in t.peers)])
+                out.append(f"{n} follows {names} (podAffinity on the zone key), whose pods may "
                            f"all be scheduled in {where}, where {n} cannot run: it would stay Pending")
     return out
+
+
+def _peer_fits(q: AffinityPeer, zones: frozenset[str]) -> bool:
+    """All of a peer's pods fit in these zones, by what its GPUs need (unknown: they may)."""
+    if not q.slots:
+        return True
+    held = [n for z, n in q.slots if z in zones]
+    return any(n < 0 for n in held) or sum(held) >= q.pods
 
 
 def _fits(inputs: Inputs, nodes: NodeFilters, h: str, zones: frozenset[str]) -> bool:

@@ -55,7 +55,7 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
              *_crowded_out(inputs, affinity, zones, fixpoint.one_zone), *host.risks,
              *_too_small(inputs, small, members),
              *peer_risks(affinity, zones, fixpoint.peer_unit),
-             *follower_risks(inputs, nodes, affinity, zones, fixpoint.one_zone, members),
+             *follower_risks(inputs, nodes, affinity, zones, fixpoint.one_zone, members, fixpoint.peer_unit),
              *race_risks(inputs, affinity, zones, fixpoint.one_zone),
              *(c.message(inputs.groups[n].pods) for n, c in sorted(affinity.contradictions.items())
                if c.must_be_first)]

@@ -7,7 +7,9 @@ that matches its own selector may go anywhere it fits when no matching pod exist
 pod can land in a zone where another group of the job cannot run (a coordinator that needs no
 GPU in a CPU-only zone), the rest follow it there and stay Pending. The analysis compares, for
 every group that can move first, the zones its node filters allow with those of the groups that
-must follow it.
+must follow it. A group that follows the pods of another job or workload on the zone key is at
+the same risk: the scheduler places those pods with no regard for it, and may put all of them
+in zones it cannot use.
 
 Why: the job looks healthy in review and usually works, until the day the scheduler picks the
 other zone first; then nothing starts and nothing says why.
