@@ -145,26 +145,28 @@ def test_following_a_one_replica_deployment_keeps_the_job_in_its_zone() -> None:
     assert any("Deployment/ml/store" in r and "zone-c" in r for r in p.pending_risks), p.pending_risks
 
 
-def test_following_another_jobs_group_that_may_land_elsewhere_is_a_pending_risk() -> None:
-    # g0 runs only in zone-b and follows another job's workers, which fit in zone-a as well: the
-    # scheduler places them with no regard for g0 and may put both there. (Generated case 168 at
-    # seed 4343: the real scheduler left g0 Pending in every run; topogate named no risk.)
-    other = jobset("o", ("w", 2, gpu_pod({"app": "o"}, 4)))
+def _following_another_job(workers: int, gpus: int) -> JobPlacement:
+    """g0 runs only in zone-b and follows another job's workers (`workers` pods of `gpus` GPUs)."""
+    other = jobset("o", ("w", workers, gpu_pod({"app": "o"}, gpus)))
     job = jobset("f", ("g0", 1, gpu_pod({"app": "f"}, nodeSelector={ZK: "zone-b"},
                                         affinity={"podAffinity": aff({"app": "o"})})))
     pl = place(job, other)["JobSet/ml/f"]
     assert pl.schedulable and pl.group("g0").zones == ("zone-b",)  # type: ignore[union-attr]
+    return pl
+
+
+def test_following_another_jobs_group_that_may_land_elsewhere_is_a_pending_risk() -> None:
+    # The workers fit in zone-a as well: the scheduler places them with no regard for g0 and may
+    # put both there. (Generated case 168 at seed 4343: the real scheduler left g0 Pending in
+    # every run; topogate named no risk.)
+    pl = _following_another_job(2, 4)
     assert ("g0 follows w of JobSet/ml/o (podAffinity on the zone key), whose pods may all be scheduled in "
             "zone-a, where g0 cannot run: it would stay Pending") in pl.pending_risks, pl.pending_risks
 
 
 def test_following_another_jobs_group_that_cannot_all_land_elsewhere_is_no_risk() -> None:
-    # The followed workers need three 8-GPU nodes: zone-a holds two, so one at least is in zone-b.
-    other = jobset("o", ("w", 3, gpu_pod({"app": "o"}, 8)))
-    job = jobset("f", ("g0", 1, gpu_pod({"app": "f"}, nodeSelector={ZK: "zone-b"},
-                                        affinity={"podAffinity": aff({"app": "o"})})))
-    pl = place(job, other)["JobSet/ml/f"]
-    assert pl.schedulable and pl.group("g0").zones == ("zone-b",)  # type: ignore[union-attr]
+    # Three 8-GPU workers: zone-a holds two, so one at least is in zone-b.
+    pl = _following_another_job(3, 8)
     assert not [r for r in pl.pending_risks if "follows" in r], pl.pending_risks
 
 
