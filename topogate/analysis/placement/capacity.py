@@ -13,10 +13,10 @@ from topogate.analysis.scheduling import HOSTNAME_LABEL, PoolFit
 from topogate.core.words import plural
 from topogate.k8s.jobs import JobGroup
 
-__all__ = ["GpuFit", "check_capacity", "fit_gpu_units", "fit_one_node"]
+__all__ = ["GpuFit", "check_capacity", "fit_gpu_units", "fit_one_node", "pod_slots"]
 
 
-def _slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: int, one_per_node: bool = False) -> int:
+def pod_slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: int, one_per_node: bool = False) -> int:
     """Pods of `gpp` GPUs the fitting pools in `zones` can hold (one a node, for a group whose
     pods repel each other on the hostname key)."""
     if gpp <= 0:
@@ -56,13 +56,13 @@ def fit_gpu_units(
         ok = set()
         for_nodes: dict[str, list[str]] = {}  # zones lost only for nodes: the members short of them
         for z in out[n]:
-            fits_gpus = all(_slots(pool_fits[m], (z,), groups[m].gpus_per_pod) >= groups[m].pods for m in gpu_members)
+            fits_gpus = all(pod_slots(pool_fits[m], (z,), groups[m].gpus_per_pod) >= groups[m].pods for m in gpu_members)
             pools_z = {(f.zone, f.pool): f.node.nodes * f.gpus_per_node for m in gpu_members for f in pool_fits[m]
                        if f.fits and f.zone == z}
             if not fits_gpus or sum(groups[m].gpus for m in gpu_members) > sum(pools_z.values()):
                 continue
             short = [m for m in counted if m in one_per_node
-                     and _slots(pool_fits[m], (z,), groups[m].gpus_per_pod, True) < groups[m].pods]
+                     and pod_slots(pool_fits[m], (z,), groups[m].gpus_per_pod, True) < groups[m].pods]
             if short:
                 for_nodes[z] = short
                 continue
@@ -145,7 +145,7 @@ def _group_capacity(inputs: Inputs, n: str, fits: Sequence[PoolFit], zones: froz
     """Per group: its pods must fit in the pools of the zones it can use."""
     g = inputs.groups[n]
     if g.gpus_per_pod > 0 and zones:
-        slots = _slots(fits, zones, g.gpus_per_pod)
+        slots = pod_slots(fits, zones, g.gpus_per_pod)
         if slots < g.pods:
             return (f"{n} needs {plural(g.pods, 'pod')} x {plural(g.gpus_per_pod, 'GPU')}; the pools it "
                     f"fits in {zone_list(zones)} hold {plural(slots, 'such pod')}",)

@@ -10,8 +10,8 @@ hostname) then bounds its pods by those nodes; GPUs bound them by what those nod
 Risks.  The followed pods are placed with no regard for their followers: a one-zone peer (a
 one-replica Deployment, a group of another job held in one zone) may land in a zone its
 followers cannot use; the pods followed on the zone key (groups of its job, other jobs' groups,
-other workloads) may all land in zones the follower cannot use; pods followed on the hostname may all land on nodes it cannot use. Each leaves the follower
-Pending in that run.
+other workloads) may all land in zones the follower cannot use; pods followed on the hostname
+may all land on nodes it cannot use. Each leaves the follower Pending in that run.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from topogate.analysis.placement.affinity import Affinity
+from topogate.analysis.placement.capacity import pod_slots
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
 from topogate.analysis.placement.nodes import NodeFilters
@@ -125,21 +126,14 @@ def follower_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones
 
 
 def _peer_fits(q: AffinityPeer, zones: frozenset[str]) -> bool:
-    """All of a peer's pods fit in these zones, by what its GPUs need (unknown: they may)."""
-    if not q.slots:
-        return True
-    held = [n for z, n in q.slots if z in zones]
-    return any(n < 0 for n in held) or sum(held) >= q.pods
+    """All of a peer's pods fit in these zones, by what its GPUs need (pools unknown: they may)."""
+    return not q.fits or pod_slots(q.fits, zones, q.gpus_per_pod) >= q.pods
 
 
 def _fits(inputs: Inputs, nodes: NodeFilters, h: str, zones: frozenset[str]) -> bool:
     """All of group h's pods fit in these zones (GPUs are whole devices on one node)."""
     g = inputs.groups[h]
-    if g.gpus_per_pod <= 0:
-        return True
-    slots = sum(f.node.nodes * (f.gpus_per_node // g.gpus_per_pod) for f in nodes.pool_fits[h]
-                if f.fits and f.zone in zones)
-    return slots >= g.pods
+    return pod_slots(nodes.pool_fits[h], zones, g.gpus_per_pod) >= g.pods
 
 
 def peer_risks(affinity: Affinity, zones: Mapping[str, frozenset[str]], peer_unit: Mapping[str, str]) -> list[str]:

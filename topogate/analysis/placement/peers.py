@@ -36,9 +36,10 @@ class AffinityPeer:
     # Its required podAffinity terms (matchLabelKeys merged): where its pods can be depends on
     # the pods they follow.
     follows: tuple[dict[str, Any], ...] = field(default=(), compare=False)
-    # How many of its pods each zone's GPUs hold (-1: it asks for none); () = unknown. Whether
-    # all of its pods may be bound away from a group that follows it (follow.follower_risks).
-    slots: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    # The pools its pods fit (() = unknown) and the GPUs each asks for: whether all of its pods
+    # may be bound away from a group that follows it (follow.follower_risks).
+    fits: tuple[PoolFit, ...] = field(default=(), compare=False)
+    gpus_per_pod: int = field(default=0, compare=False)
 
     @property
     def name(self) -> str:
@@ -136,21 +137,12 @@ def peers_of(placements: Iterable[tuple[TrainingJob, JobPlacement]]) -> list[Aff
                 one = f"{job.object_id}#unit{gp.unit}"
             elif g.pods == 1:
                 one = f"{job.object_id}#{g.name}"
-            fits = [f for f in gp.fits if f.fits and f.zone in gp.reach]
+            fits = tuple(f for f in gp.fits if f.fits and f.zone in gp.reach)
             pools = tuple(sorted({(f.zone, f.pool) for f in fits}))
             out.append(AffinityPeer(job.object_id, g.name, job.namespace, g.labels, gp.reach, g.pods, one, pools,
                                     anti_terms(g.spec, g.label_map), anti_terms(g.spec, g.label_map, "podAffinity"),
-                                    _zone_slots(fits, g.gpus_per_pod)))
+                                    fits, g.gpus_per_pod))
     return out
-
-
-def _zone_slots(fits: Iterable[PoolFit], gpus_per_pod: int) -> tuple[tuple[str, int], ...]:
-    """Per zone, the pods of gpus_per_pod GPUs its fitting pools hold (-1: no GPUs asked)."""
-    out: dict[str, int] = {}
-    for f in fits:
-        n = -1 if gpus_per_pod <= 0 else f.node.nodes * (f.gpus_per_node // gpus_per_pod)
-        out[f.zone] = -1 if n < 0 or out.get(f.zone, 0) < 0 else out.get(f.zone, 0) + n
-    return tuple(sorted(out.items()))
 
 
 def _template_pods(kind: str, spec: Mapping[str, Any]) -> int:
