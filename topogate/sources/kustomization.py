@@ -75,12 +75,16 @@ def kubectl() -> str:
 
 
 # kubectl's garbage collector. Go's default (GOGC=100) collects each time the heap doubles, and a
-# build allocates far more than it keeps: at GOGC=300 a 200-directory root took a quarter less
-# CPU (1.9 -> 1.4 s) for a peak of 135 instead of 90 MB (benchmarks/README.md, stop 43). The
-# builds share two CPUs with topogate's own work, so their CPU is what the check waits on. The
-# soft limit makes the collector work harder well before the address-space limit
-# (TOPOGATE_CHILD_MEMORY_MB) would kill the build: a large build slows down instead of failing.
-GOGC = "300"
+# build allocates far more than it keeps. Measured on two CPUs (benchmarks/README.md, stop 45,
+# CPU seconds of one build, mean of five): a 200-directory root 1.26 s at GOGC=300 and 1.10 s at
+# 1,000 (peak 126 -> 236 MB), 1.09 s with no collection at all (612 MB); 333 directories 2.09
+# s -> 1.99 s (167 -> 432 MB); 100 directories 0.57 -> 0.53 s. A check of 2,000 jobs then waited
+# 0.7 s less (three alternating runs each); at 10,000 jobs its builds took 2 s less CPU of 75,
+# the wall within the noise, and no build's peak above check's own. The builds share two CPUs
+# with topogate's own work, so their CPU is what the check waits on. The soft limit makes the
+# collector work harder well before the address-space limit (TOPOGATE_CHILD_MEMORY_MB) would
+# kill the build: a large build slows down instead of failing.
+GOGC = "1000"
 
 
 # The builds run at a lower priority than topogate itself. topogate's own work (the safety walk,
