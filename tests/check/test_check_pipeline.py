@@ -86,3 +86,24 @@ def test_builds_finishing_out_of_order_change_nothing(tmp_path: Path, monkeypatc
     assert taken == {True: 2 * len(FORMATS), False: 0}
     ends = log.read_text().splitlines()
     assert first in ends[1] and first not in ends[0], ends  # it did finish after the other
+
+
+
+def test_a_shape_checked_ahead_is_not_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline checks a cluster's shapes before working it out; the read's own check of
+    every object after its last build then skips those, so the tail of a check, where one CPU
+    waits, does not walk every object a second time. Every object is still checked once."""
+    from topogate.k8s import shapes
+
+    seen: list[int] = []
+    real = shapes.check
+
+    def check(obj: Any) -> None:
+        seen.append(id(obj))  # the objects stay alive to the end of the run: ids are theirs
+        real(obj)
+
+    monkeypatch.setattr(shapes, "check", check)
+    taken = _counted(monkeypatch)
+    reports(CASES[1][1], ("text",))
+    assert taken[True] == 2  # both clusters were worked out ahead
+    assert len(seen) > 20 and len(seen) == len(set(seen))

@@ -429,14 +429,16 @@ class Collecting:
                empty: list[str] | None = None,
                other: list[tuple[str, list[Path]]] | None = None,
                not_local: list[tuple[Path, InputError]] | None = None,
-               on_unit: Callable[[WalkUnit, list[K8sObject]], None] | None = None) -> list[K8sObject]:
+               on_unit: Callable[[WalkUnit, list[K8sObject]], None] | None = None,
+               shaped: Collection[int] = ()) -> list[K8sObject]:
         """The objects; `skipped` receives files not read (Helm templates, untracked files),
         `empty` the PATHs that held no object, `other` per PATH the files of other extensions
         its walk met, `not_local` the kustomization roots left unbuilt because they are remote
         or need Helm (without it, the first of those is raised, as any unreadable input).
         `on_unit` is handed each unit's objects as soon as they are read, while the builds of
         the units after it may still be running (check's pipeline); their shapes are not
-        checked yet."""
+        checked yet; `shaped` holds the ids of those among them `on_unit` checked without a
+        problem (shapes.check), which are not checked again."""
         # What is kept is raised as a copy: raised itself, it would get a traceback whose
         # frames hold the reading, which holds it (a reference cycle, with the collector paused).
         r = self.reading
@@ -482,7 +484,8 @@ class Collecting:
             if empty is not None and len(objs) == before and raw not in r.covered:
                 empty.append(raw)
         for o in objs:
-            shapes.check(o)  # before any analysis reads a field of the wrong type
+            if id(o) not in shaped:
+                shapes.check(o)  # before any analysis reads a field of the wrong type
         return objs
 
 
