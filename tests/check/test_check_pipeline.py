@@ -88,7 +88,6 @@ def test_builds_finishing_out_of_order_change_nothing(tmp_path: Path, monkeypatc
     assert first in ends[1] and first not in ends[0], ends  # it did finish after the other
 
 
-
 def test_a_shape_checked_ahead_is_not_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pipeline checks a cluster's shapes before working it out; the read's own check of
     every object after its last build then skips those, so the tail of a check, where one CPU
