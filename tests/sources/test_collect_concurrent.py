@@ -13,7 +13,7 @@ import pytest
 from hostile_support import make_repo
 
 from topogate.sources import manifests
-from topogate.sources.kustomization import kubectl
+from topogate.sources.kustomization import GOGC, kubectl
 
 
 def _roots(repo: Path, n: int) -> list[str]:
@@ -84,4 +84,5 @@ def test_the_build_runs_with_its_collector_tuned_below_the_memory_limit(
     monkeypatch.setenv("TOPOGATE_CHILD_MEMORY_MB", "2048")
     monkeypatch.setenv("GOGC", "off")  # ours, not the caller's: the child's environment is allow-listed
     assert _summary(manifests.collect(roots)) == plain
-    assert log.read_text().split() == ["300", str(1024 * 1024 * 1024), str(min(19, os.nice(0) + 10))]
+    assert log.read_text().split() == [GOGC, str(1024 * 1024 * 1024), str(min(19, os.nice(0) + 10))]
+    assert GOGC != "off"
