@@ -89,9 +89,9 @@ def test_builds_finishing_out_of_order_change_nothing(tmp_path: Path, monkeypatc
 
 
 def test_a_shape_checked_ahead_is_not_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pipeline checks a cluster's shapes before working it out; the read's own check of
-    every object after its last build then skips those, so the tail of a check, where one CPU
-    waits, does not walk every object a second time. Every object is still checked once."""
+    """The read checks each unit's shapes as it reads them, before handing them to the
+    pipeline, and not again after its last build: the tail of a check, where one CPU waits, does
+    not walk every object a second time. Every object is still checked once."""
     from topogate.k8s import shapes
 
     seen: list[int] = []

@@ -18,7 +18,6 @@ from pathlib import Path
 from topogate.analysis.map.build import Ahead
 from topogate.check.plan import ReadPlan
 from topogate.gitops.engines import is_engine
-from topogate.k8s import shapes
 from topogate.k8s.objects import K8sObject
 from topogate.safeio.repopaths import WalkUnit
 
@@ -37,9 +36,6 @@ class Pipeline:
                 self.cluster_of.update((u.path, c) for u in units)
         self.objects: dict[str, list[K8sObject]] = {}
         self.rendered = False  # an Argo CD Application or Flux Kustomization was read
-        # The objects whose shapes were checked here, each without a problem (by id: they stay
-        # alive in the read's list): the read need not check them again after its last build.
-        self.shaped: set[int] = set()
 
     def __call__(self, unit: WalkUnit, objects: list[K8sObject]) -> None:
         if self.rendered or any(is_engine(o) for o in objects):
@@ -57,10 +53,7 @@ class Pipeline:
             return
         mine = self.objects.pop(c)
         try:
-            for o in mine:
-                shapes.check(o)  # as the read does for all of them before any analysis
-            self.shaped.update(map(id, mine))
-            self.ahead.cluster(c, mine)
+            self.ahead.cluster(c, mine)  # shapes checked: the read hands on no unit before that
         except Exception:  # noqa: BLE001 - the share is dropped; worked out again after the read
             # (the same objects give the same error there, in the order the serial run gives it)
             return

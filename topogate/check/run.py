@@ -119,13 +119,12 @@ def _read(plan: ReadPlan, started: Collecting | None, skipped: list[ManifestErro
     `started`: the plan's builds begun earlier, running meanwhile; `pipeline`: handed each
     unit's objects as they are read (topogate.check.pipeline)."""
     empty: list[str] = []
-    shaped = pipeline.shaped if pipeline is not None else ()
     try:
         if started is not None:
-            objects = started.result(skipped, empty, other, not_local, pipeline, shaped)
+            objects = started.result(skipped, empty, other, not_local, pipeline)
         else:
             with plan.start() as pending:
-                objects = pending.result(skipped, empty, other, not_local, pipeline, shaped)
+                objects = pending.result(skipped, empty, other, not_local, pipeline)
     except ManifestError as err:
         raise CheckInputError.of(err) from None
     if empty:

@@ -429,16 +429,15 @@ class Collecting:
                empty: list[str] | None = None,
                other: list[tuple[str, list[Path]]] | None = None,
                not_local: list[tuple[Path, InputError]] | None = None,
-               on_unit: Callable[[WalkUnit, list[K8sObject]], None] | None = None,
-               shaped: Collection[int] = ()) -> list[K8sObject]:
+               on_unit: Callable[[WalkUnit, list[K8sObject]], None] | None = None) -> list[K8sObject]:
         """The objects; `skipped` receives files not read (Helm templates, untracked files),
         `empty` the PATHs that held no object, `other` per PATH the files of other extensions
         its walk met, `not_local` the kustomization roots left unbuilt because they are remote
         or need Helm (without it, the first of those is raised, as any unreadable input).
         `on_unit` is handed each unit's objects as soon as they are read, while the builds of
-        the units after it may still be running (check's pipeline); their shapes are not
-        checked yet; `shaped` holds the ids of those among them `on_unit` checked without a
-        problem (shapes.check), which are not checked again."""
+        the units after it may still be running (check's pipeline), once their shapes are
+        checked (shapes.check); after a unit whose shapes are not, no more: the read then raises
+        the first such problem, in the order of the objects, once every build is read."""
         # What is kept is raised as a copy: raised itself, it would get a traceback whose
         # frames hold the reading, which holds it (a reference cycle, with the collector paused).
         r = self.reading
@@ -457,10 +456,12 @@ class Collecting:
         n_roots = sum(1 for _, us in r.per_path for u in us if u.kustomization)
         n_files = sum(1 for _, us in r.per_path for u in us if not u.kustomization)
         built = read = 0
+        misshapen: list[InputError] = []  # the first object whose type the analysis cannot read
         for raw, us in r.per_path:
             before = len(objs)
             if raw == "-":
                 objs.extend(_read_stdin())
+                _check_shapes(objs[before:], misshapen)
             for u in us:
                 if u.kustomization:
                     built += 1
@@ -479,14 +480,29 @@ class Collecting:
                 else:
                     objs.extend(_read_or_skip(u.path, named=u.path == Path(raw), skipped=skipped,
                                               roots=r.roots, real=u.real))
-                if on_unit is not None:
-                    on_unit(u, objs[start:])
+                mine = objs[start:]
+                _check_shapes(mine, misshapen)
+                if on_unit is not None and not misshapen:
+                    on_unit(u, mine)
             if empty is not None and len(objs) == before and raw not in r.covered:
                 empty.append(raw)
-        for o in objs:
-            if id(o) not in shaped:
-                shapes.check(o)  # before any analysis reads a field of the wrong type
+        if misshapen:
+            raise misshapen[0]
         return objs
+
+
+def _check_shapes(objs: Iterable[K8sObject], misshapen: list[InputError]) -> None:
+    """Each object's field types checked (shapes.check), before any analysis reads one, until a
+    first problem, kept in `misshapen` (without its traceback: the frames would hold the list
+    that holds it, a reference cycle with the collector paused)."""
+    if misshapen:
+        return
+    for o in objs:
+        try:
+            shapes.check(o)
+        except InputError as e:
+            misshapen.append(e.with_traceback(None))
+            return
 
 
 def _read_or_skip(f: Path, named: bool, skipped: list[InputError] | None,
