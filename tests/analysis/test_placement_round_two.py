@@ -330,3 +330,24 @@ def test_a_term_narrowed_by_a_label_only_the_pod_has_ties_nothing() -> None:
         {"labelSelector": {"matchLabels": {"app": "loader"}}, "topologyKey": ZK,
          "matchLabelKeys": ["apps.kubernetes.io/pod-index"]}]}
     assert not _chain(worker={"affinity": {"podAffinity": per_pod}}).colocated
+
+
+def test_following_onto_the_node_of_a_workload_that_follows_the_job_by_zone_is_a_pending_risk() -> None:
+    # Generated case 95 at seed 5353: the master follows a store onto its node; the store
+    # follows the workers by zone only, and runs on any node there, CPU nodes included. Following
+    # the store is following the workers' zone, not their nodes: the real scheduler put the store
+    # on a CPU node and left the master Pending in every run; topogate had read it as following
+    # the workers onto their nodes, and named no risk.
+    c = Cluster("r2", "aws", "us-east-1", zones=(
+        Zone("zone-a", (Pool("gpu", 2, 8, (("node-type", "gpu"),), (GPU_TAINT,)), Pool("cpu", 1, 0, (("node-type", "cpu"),)))),
+        Zone("zone-b", (Pool("gpu", 1, 8, (("node-type", "gpu"),), (GPU_TAINT,)), Pool("cpu", 1, 0, (("node-type", "cpu"),)))),
+    ))
+    store = deployment("store", 1, tpl({"app": "store"}, tolerations=TOLERATE_GPU,
+                                       affinity={"podAffinity": aff({"app": "f", "role": "w"})}))
+    job = jobset("f", ("m", 1, gpu_pod({"app": "f", "role": "m"}, nodeSelector={"node-type": "gpu"},
+                                       affinity={"podAffinity": aff({"app": "store"}, HOST)})),
+                 ("w", 2, gpu_pod({"app": "f", "role": "w"})))
+    p = place(job, store, c=c)["JobSet/ml/f"]
+    assert p.schedulable, p.unschedulable_reasons
+    assert ("m requires podAffinity on kubernetes.io/hostname with Deployment/ml/store, which may all run on "
+            "nodes of zone-a/cpu, zone-b/cpu, where m cannot: it would stay Pending") in p.pending_risks, p.pending_risks

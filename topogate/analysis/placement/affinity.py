@@ -164,26 +164,31 @@ def _pod_affinity(inputs: Inputs, anti: AntiTerms
     for g in inputs.with_pods:
         raw = required_terms(g.spec, "podAffinity")
         eff: Term | None = None
+        joined: Term | None = None
         if raw:
-            eff = _joinable(inputs, g.name, _effective(inputs, g, raw), anti)
-        if eff is not None and eff.peers:
-            eff = _through_peers(inputs, g.name, eff)
+            eff = joined = _joinable(inputs, g.name, _effective(inputs, g, raw), anti)
+        if joined is not None and joined.peers:
+            eff = _through_peers(inputs, g.name, joined)
         required[g.name] = eff
         tied = any(t.get("topologyKey") in (inputs.zone_key, HOSTNAME_LABEL) for t in raw)
         zone_ties[g.name] = (eff,) if eff is not None and tied else ()
-        if eff is not None and any(t.get("topologyKey") == HOSTNAME_LABEL for t in raw):
-            host_ties[g.name] = eff
+        if joined is not None and any(t.get("topologyKey") == HOSTNAME_LABEL for t in raw):
+            host_ties[g.name] = _through_peers(inputs, g.name, joined, HOSTNAME_LABEL) if joined.peers else joined
     return required, zone_ties, host_ties
 
 
-def _through_peers(inputs: Inputs, n: str, eff: Term) -> Term:
+def _through_peers(inputs: Inputs, n: str, eff: Term, key: str = "") -> Term:
     """A peer that itself follows (zone or hostname key) only groups of this job, and not its own
     pods, runs only where those groups' pods are: following it is following them. Such a peer is
-    replaced by those groups (all but `n`, which cannot be the first of them through the peer)."""
+    replaced by those groups (all but `n`, which cannot be the first of them through the peer).
+    With `key` (the hostname: where a group follows a peer onto its node), only a peer that
+    follows them on that key too: one in their zone may be on a node none of them is on."""
     targets = set(eff.targets)
     kept = []
     for q in eff.peers:
         followed = _peer_follows(inputs, q)
+        if key and not all(t.get("topologyKey") == key for t in q.follows):
+            followed = None
         if followed is not None and followed - {n}:
             targets |= followed - {n}
         else:
