@@ -351,3 +351,44 @@ def test_following_onto_the_node_of_a_workload_that_follows_the_job_by_zone_is_a
     assert p.schedulable, p.unschedulable_reasons
     assert ("m requires podAffinity on kubernetes.io/hostname with Deployment/ml/store, which may all run on "
             "nodes of zone-a/cpu, zone-b/cpu, where m cannot: it would stay Pending") in p.pending_risks, p.pending_risks
+
+
+def _launcher_and_spread_workers(skew: int, *, follow: bool = True) -> JobPlacement:
+    """A launcher on zone-a's GPU nodes (no GPU of its own) and two workers, one per node, with a
+    hostname spread whose selector counts the launcher too, over every node of the cluster."""
+    spread = [{"maxSkew": skew, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "m"}}, "nodeAffinityPolicy": "Ignore"}]
+    workers = {"podAntiAffinity": anti({"app": "m", "role": "w"}, HOST)}
+    if follow:
+        workers["podAffinity"] = aff({"app": "m", "role": "l"})
+    job = jobset("m", ("l", 1, tpl({"app": "m", "role": "l"}, tolerations=TOLERATE_GPU, nodeSelector={ZK: "zone-a"})),
+                 ("w", 2, gpu_pod({"app": "m", "role": "w"}, nodeSelector={ZK: "zone-a"} if not follow else {},
+                                  affinity=workers, topologySpreadConstraints=spread)))
+    return place(job)["JobSet/ml/m"]
+
+
+def test_a_spread_that_counts_the_pod_a_group_follows_loses_that_pods_node() -> None:
+    # Generated case 144 at seed 5353: the workers follow the launcher into zone-a (two GPU
+    # nodes), one per node, maxSkew 1 per node counting the launcher; the nodes elsewhere stay at
+    # 0. The launcher's node is at 1 before any worker: a worker there would make it 2. One worker
+    # runs; the real scheduler left the other Pending in every run, and topogate said co-located.
+    p = _launcher_and_spread_workers(1)
+    assert not p.schedulable
+    assert ("spread constraint DoNotSchedule on kubernetes.io/hostname (maxSkew 1, 6 eligible nodes) lets at most "
+            "1 of the 2 pods of w run in its one zone (with a pod of l, which it follows, counted): the rest stay "
+            "Pending") in p.unschedulable_reasons, p.unschedulable_reasons
+    # maxSkew 2 leaves room for a worker beside the launcher.
+    roomy = _launcher_and_spread_workers(2)
+    assert roomy.schedulable and roomy.colocated and not roomy.pending_risks, (roomy.unschedulable_reasons,
+                                                                                roomy.pending_risks)
+
+
+def test_a_spread_that_counts_pods_that_may_come_first_is_a_pending_risk() -> None:
+    # The same workers held in zone-a by their nodeSelector, not following the launcher (the
+    # spread still counts every node: nodeAffinityPolicy Ignore): whether the launcher runs first,
+    # on a node the workers need, is the order's.
+    p = _launcher_and_spread_workers(1, follow=False)
+    assert p.schedulable, p.unschedulable_reasons
+    assert ("w: spread constraint DoNotSchedule on kubernetes.io/hostname (maxSkew 1, 6 eligible nodes) counts the pods "
+            "of l too: in an order where they run first on the nodes w can use, at most 1 of its 2 pods fit: the rest "
+            "stay Pending") in p.pending_risks, p.pending_risks

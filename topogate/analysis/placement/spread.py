@@ -19,7 +19,8 @@ from topogate.k8s.jobs import JobGroup
 
 __all__ = ["Splits", "find_splits"]
 
-# What one constraint does to a group: ("split", why it splits) or ("pending", why pods wait).
+# What one constraint does to a group: ("split", why it splits), ("pending", why pods wait) or
+# ("risk", in what order some pods wait).
 _Verdict = tuple[str, str]
 
 
@@ -27,8 +28,8 @@ _Verdict = tuple[str, str]
 class Splits:
     causes: Mapping[str, tuple[str, ...]]  # per group with pods: what spreads it over several zones
     reasons: Mapping[str, tuple[str, ...]]  # per group with pods: why some of its pods stay Pending
-    # Groups spread over zones that their podAffinity lets them into only where a pod they follow
-    # already runs: whether enough zones have one depends on the order pods come in.
+    # Orders of pods that leave some Pending: groups spread over zones that their podAffinity lets
+    # them into only where a pod they follow already runs; spread that counts other groups' pods.
     risks: tuple[str, ...] = ()
 
 
@@ -42,11 +43,13 @@ def find_splits(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, colocati
         if n in affinity.self_repelling and g.pods > 1:
             verdicts.append(_self_anti(inputs, colocation, g))
         for c in g.spec.get("topologySpreadConstraints") or []:
-            verdicts.append(_spread_constraint(inputs, nodes, affinity, colocation, g, c))
+            verdicts.extend(_spread_constraint(inputs, nodes, affinity, colocation, g, c))
         if n in affinity.one_per_node and g.pods > 1:
             verdicts.append(_one_per_node(nodes, colocation, g))
         for v in verdicts:
-            if v is not None:
+            if v is not None and v[0] == "risk":
+                risks.append(v[1])
+            elif v is not None:
                 (causes if v[0] == "split" else reasons)[n].append(v[1])
         ties = affinity.zone_ties[n]
         if causes[n] and not reasons[n] and ties and (ties[0].targets - {n} or ties[0].peers):
@@ -86,7 +89,7 @@ def _one_per_node(nodes: NodeFilters, colocation: Colocation, g: JobGroup) -> _V
 
 
 def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, colocation: Colocation, g: JobGroup,
-                       c: Any) -> _Verdict | None:
+                       c: Any) -> list[_Verdict]:
     """A DoNotSchedule spread constraint that counts the group's own pods, judged with counts and
     capacity (PodTopologySpread Filter): a pod may go to a domain only if the matching pods there,
     plus itself, exceed the global minimum by at most maxSkew. The minimum is taken over the
@@ -94,14 +97,14 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
     minDomains), so a domain the counted pods cannot reach, or can fill only so far, caps every
     other domain at that many plus maxSkew."""
     if not isinstance(c, dict) or c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
-        return None  # ScheduleAnyway only scores
+        return []  # ScheduleAnyway only scores
     key = str(c.get("topologyKey", ""))
     scope = key_scope(inputs, key)
     if scope not in ("zone", "node", "cluster"):
-        return None
+        return []
     sel = with_label_keys(c.get("labelSelector"), g.label_map, c.get("matchLabelKeys"))
     if not isinstance(sel, dict) or not selector_matches(sel, g.label_map):
-        return None  # only a constraint that counts the group's own pods can force it apart
+        return []  # only a constraint that counts the group's own pods can force it apart
     raw_skew, raw_min = c.get("maxSkew"), c.get("minDomains")
     skew = raw_skew if isinstance(raw_skew, int) and raw_skew > 0 else 1
     min_domains = raw_min if isinstance(raw_min, int) and raw_min > 0 else 1
@@ -117,24 +120,55 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
         domains = len({z for z, _ in eligible})
     else:
         domains = sum(room.nodes(p) for p in eligible)
-    best = 0
+    first = _first_counted(affinity, counted, n)
+    best = safe = 0
+    may: set[str] = set()
     zones: list[str | None] = [*sorted(colocation.zones[n])] if one else [None]
     for z in zones:
         floor = 0 if domains < min_domains or not domains else min(
             _floor(scope, eligible, counted, room, z), room.most(counted) // domains)
-        best = max(best, room.total(scope, floor + skew, z))
+        cap = floor + skew
+        rooms = room.domains(scope, z)
+        total = sum(m * min(cap, r) for m, r in rooms.values())
+        # A pod of a group n follows runs before n's first pod, in a domain of its own pools, and
+        # takes a count there: at least what the cheapest such domain costs n.
+        lost = min((_cost(rooms, d, cap) for h in first for d in room.domains_of(scope, h, z)), default=0)
+        best = max(best, min(g.pods, total - lost))
+        # Any other counted pod may come first too: in the worst order each takes a count in
+        # another of n's domains.
+        others = [h for h in counted if h != n and room.domains_of(scope, h, z) & rooms.keys()]
+        may.update(others)
+        reach = set().union(*(room.domains_of(scope, h, z) for h in others))
+        worst = _worst_cost(rooms, cap, sum(room.pods(h, None, z) for h in others), reach)
+        safe = max(safe, min(g.pods, total - worst))
     what = {"zone": "zone", "node": "node"}.get(scope, "domain")
     desc = (f"spread constraint DoNotSchedule on {key} (maxSkew {skew}"
             + (f", minDomains {min_domains}" if min_domains > 1 else "")
             + f", {plural(domains, f'eligible {what}')})")
     if best < g.pods:
         where = "its one zone" if one else zone_list(colocation.zones[n])
-        return ("pending", f"{desc} lets at most {best} of the {g.pods} pods of {n} run in {where}: the rest stay Pending")
+        also = f" (with a pod of {' or '.join(first)}, which it follows, counted)" if first else ""
+        return [("pending", f"{desc} lets at most {best} of the {g.pods} pods of {n} run in {where}{also}: the rest "
+                            "stay Pending")]
+    out: list[_Verdict] = []
+    if safe < g.pods:
+        out.append(("risk", f"{n}: {desc} counts the pods of {', '.join(sorted(may))} too: in an order where they run first "
+                            f"on the {what}s {n} can use, at most {safe} of its {g.pods} pods fit: the rest stay Pending"))
     if scope == "zone" and not one and g.pods > skew and (domains >= 2 or min_domains > domains):
         if counted == [n]:
-            return ("split", f"{desc} splits {n} ({g.pods} pods, maxSkew {skew}, {domains} eligible zones)")
-        return ("split", f"{desc} keeps the pods it counts ({', '.join(counted)}) out of any one zone")
-    return None
+            out.append(("split", f"{desc} splits {n} ({g.pods} pods, maxSkew {skew}, {domains} eligible zones)"))
+        else:
+            out.append(("split", f"{desc} keeps the pods it counts ({', '.join(counted)}) out of any one zone"))
+    return out
+
+
+def _first_counted(affinity: Affinity, counted: list[str], n: str) -> list[str]:
+    """The groups one of whose pods runs before n's first pod and counts in its spread: those its
+    required podAffinity matches, when it matches no pod of n and none outside the job."""
+    e = affinity.required.get(n)
+    if e is None or e.peers or not e.targets or n in e.targets or not e.targets <= set(counted):
+        return []
+    return sorted(e.targets)
 
 
 def _floor(scope: str, eligible: set[tuple[str, str]], counted: list[str], room: _Room, zone: str | None) -> int:
@@ -187,18 +221,48 @@ class _Room:
                 total += f.node.nodes * self.per_node(h, (f.zone, f.pool), zone)
         return min(total, self.inputs.groups[h].pods)
 
-    def total(self, scope: str, cap: int, zone: str | None) -> int:
-        """Pods of n that fit when no domain may hold more than `cap` counted pods."""
-        fits = self._fits(self.n, zone)
+    def domains(self, scope: str, zone: str | None) -> dict[Any, tuple[int, int]]:
+        """n's domains as (how many alike, pods of n one of them can hold): per pool for the
+        node scope (its nodes alike), per zone, or the one domain of the cluster."""
+        out: dict[Any, tuple[int, int]] = {}
+        for f in self._fits(self.n, zone):
+            per = self.per_node(self.n, (f.zone, f.pool), zone)
+            if scope == "node":
+                out[(f.zone, f.pool)] = (f.node.nodes, per)
+            else:
+                d = f.zone if scope == "zone" else ""
+                out[d] = (1, out.get(d, (1, 0))[1] + f.node.nodes * per)
+        return out
+
+    def domains_of(self, scope: str, h: str, zone: str | None) -> set[Any]:
+        """The domains (keyed as ``domains``) a pod of group h may run in."""
+        fits = self._fits(h, zone)
         if scope == "node":
-            return min(self.inputs.groups[self.n].pods,
-                       sum(f.node.nodes * min(cap, self.per_node(self.n, (f.zone, f.pool), zone)) for f in fits))
-        by_zone: dict[str, int] = {}
-        for f in fits:
-            by_zone[f.zone] = by_zone.get(f.zone, 0) + f.node.nodes * self.per_node(self.n, (f.zone, f.pool), zone)
-        if scope == "cluster":
-            return min(self.inputs.groups[self.n].pods, cap, sum(by_zone.values()))
-        return min(self.inputs.groups[self.n].pods, sum(min(cap, v) for v in by_zone.values()))
+            return {(f.zone, f.pool) for f in fits}
+        return {f.zone if scope == "zone" else "" for f in fits}
+
+
+def _cost(rooms: Mapping[Any, tuple[int, int]], d: Any, cap: int, k: int = 1) -> int:
+    """Pods of n one domain d of ``rooms`` loses to k counted pods of other groups running there."""
+    if d not in rooms:
+        return 0
+    r = rooms[d][1]
+    return min(cap, r) - max(0, min(cap - k, r))
+
+
+def _worst_cost(rooms: Mapping[Any, tuple[int, int]], cap: int, k: int, where: set[Any]) -> int:
+    """About the most n can lose to k counted pods of other groups in the domains ``where``: one
+    node (or zone) after another, those where fewest pods start to cost first, each given up to
+    maxSkew's cap of them (enough to cost n all it holds there)."""
+    lost = 0
+    for d in sorted((d for d in where if d in rooms), key=lambda d: (cap - min(cap, rooms[d][1]), repr(d))):
+        m, r = rooms[d]
+        for _ in range(m):
+            if k <= 0:
+                return lost
+            lost += _cost(rooms, d, cap, min(k, cap))
+            k -= min(k, cap)
+    return lost
 
 
 def _eligible_pools(nodes: NodeFilters, n: str, c: dict[str, Any]) -> set[tuple[str, str]]:
