@@ -392,3 +392,23 @@ def test_a_spread_that_counts_pods_that_may_come_first_is_a_pending_risk() -> No
     assert ("w: spread constraint DoNotSchedule on kubernetes.io/hostname (maxSkew 1, 6 eligible nodes) counts the pods "
             "of l too: in an order where they run first on the nodes w can use, at most 1 of its 2 pods fit: the rest "
             "stay Pending") in p.pending_risks, p.pending_risks
+
+
+def test_a_spread_that_counts_another_workloads_pods_is_a_pending_risk() -> None:
+    # The spread's selector also matches a one-replica Deployment of the namespace, which may
+    # run on zone-a's GPU nodes: where it runs first, that node is at 1 before any worker.
+    spread = [{"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "m"}}, "nodeAffinityPolicy": "Ignore"}]
+    cache = deployment("cache", 1, tpl({"app": "m", "role": "cache"}, tolerations=TOLERATE_GPU,
+                                       nodeSelector={ZK: "zone-a"}))
+    job = jobset("m", ("w", 2, gpu_pod({"app": "m", "role": "w"}, nodeSelector={ZK: "zone-a"},
+                                       affinity={"podAntiAffinity": anti({"app": "m", "role": "w"}, HOST)},
+                                       topologySpreadConstraints=spread)))
+    p = place(job, cache)["JobSet/ml/m"]
+    assert p.schedulable, p.unschedulable_reasons
+    assert ("w: spread constraint DoNotSchedule on kubernetes.io/hostname (maxSkew 1, 6 eligible nodes) counts the pods "
+            "of Deployment/ml/cache too: in an order where they run first on the nodes w can use, at most 1 of its 2 "
+            "pods fit: the rest stay Pending") in p.pending_risks, p.pending_risks
+    # In another namespace its pods are not counted.
+    elsewhere = dict(cache, metadata={"name": "cache", "namespace": "other"})
+    assert not place(job, elsewhere)["JobSet/ml/m"].pending_risks

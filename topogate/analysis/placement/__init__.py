@@ -68,6 +68,10 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    the counted pods can fill only so far (its GPUs; none for one they cannot reach; none outside
    the zone of a unit) caps the minimum, and so every other domain: more pods than that lets run
    leave the rest Pending; ``pods > maxSkew`` over two or more eligible zones splits the group.
+   Counted pods of other groups take the domain they run in: a pod of the group it follows runs
+   before its first and costs it that domain's room (Pending when the rest do not fit); those
+   of other groups, or of other workloads of the namespace the selector matches, may come first
+   in some order (a pending risk when they would leave too little room).
    ``ScheduleAnyway`` constrains nothing. Required podAntiAffinity of a group with itself on the
    hostname key puts one pod per node: more pods than nodes in the pools it fits (in one zone's,
    when it is held in one) leave the rest Pending. Splits come after the GPU units of step 4

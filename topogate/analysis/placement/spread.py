@@ -12,6 +12,7 @@ from topogate.analysis.placement.domains import key_scope
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
 from topogate.analysis.placement.nodes import NodeFilters
+from topogate.analysis.placement.peers import AffinityPeer
 from topogate.analysis.placement.units import Colocation
 from topogate.analysis.scheduling import selector_matches, with_label_keys
 from topogate.core.words import plural
@@ -121,6 +122,8 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
     else:
         domains = sum(room.nodes(p) for p in eligible)
     first = _first_counted(affinity, counted, n)
+    # Pods of other workloads the selector counts (a spread counts the pods of its own namespace).
+    peers = inputs.peers.match(sel, frozenset({inputs.job.namespace}), exclude=inputs.job.object_id)
     best = safe = 0
     may: set[str] = set()
     zones: list[str | None] = [*sorted(colocation.zones[n])] if one else [None]
@@ -134,12 +137,15 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
         # takes a count there: at least what the cheapest such domain costs n.
         lost = min((_cost(rooms, d, cap) for h in first for d in room.domains_of(scope, h, z)), default=0)
         best = max(best, min(g.pods, total - lost))
-        # Any other counted pod may come first too: in the worst order each takes a count in
-        # another of n's domains.
+        # Any other counted pod may come first too, of the job or of another workload in its
+        # namespace: in the worst order each takes a count in another of n's domains.
         others = [h for h in counted if h != n and room.domains_of(scope, h, z) & rooms.keys()]
-        may.update(others)
-        reach = set().union(*(room.domains_of(scope, h, z) for h in others))
-        worst = _worst_cost(rooms, cap, sum(room.pods(h, None, z) for h in others), reach)
+        outside = [p for p in peers if _peer_domains(scope, p, rooms) & rooms.keys()]
+        may.update(others, (p.name for p in outside))
+        reach = set().union(*(room.domains_of(scope, h, z) for h in others),
+                            *(_peer_domains(scope, p, rooms) for p in outside))
+        worst = _worst_cost(rooms, cap, sum(room.pods(h, None, z) for h in others) + sum(p.pods for p in outside),
+                            reach)
         safe = max(safe, min(g.pods, total - worst))
     what = {"zone": "zone", "node": "node"}.get(scope, "domain")
     desc = (f"spread constraint DoNotSchedule on {key} (maxSkew {skew}"
@@ -160,6 +166,16 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
         else:
             out.append(("split", f"{desc} keeps the pods it counts ({', '.join(counted)}) out of any one zone"))
     return out
+
+
+def _peer_domains(scope: str, p: AffinityPeer, rooms: Mapping[Any, tuple[int, int]]) -> set[Any]:
+    """The domains (keyed as ``_Room.domains``) the pods of a peer may run in: all of n's when
+    its pools are not known."""
+    if not p.pools:
+        return set(rooms)
+    if scope == "node":
+        return set(p.pools)
+    return {z if scope == "zone" else "" for z, _ in p.pools}
 
 
 def _first_counted(affinity: Affinity, counted: list[str], n: str) -> list[str]:

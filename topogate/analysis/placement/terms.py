@@ -56,9 +56,9 @@ def required_terms(spec: Mapping[str, Any], which: str) -> list[dict[str, Any]]:
 def matches_peers(
     job: TrainingJob, index: PeerIndex, known: set[str], ns_labels: Mapping[str, Mapping[str, str]],
 ) -> bool:
-    """Whether a required pod (anti-)affinity term of the job, on any key, matches pods outside
-    it, or a term of those pods matches the job's: only then can knowing the other jobs'
-    placements change this one's (``place_all``)."""
+    """Whether a required pod (anti-)affinity term or a spread constraint of the job, on any key,
+    matches pods outside it, or a term of those pods matches the job's: only then can knowing
+    the other jobs' placements change this one's (``place_all``)."""
     for g in job.groups:
         for which in ("podAffinity", "podAntiAffinity"):
             for t in required_terms(g.spec, which):
@@ -67,6 +67,12 @@ def matches_peers(
                 nss = term_namespaces(t, job.namespace, known | {job.namespace}, ns_labels)
                 if index.match(sel, nss, exclude=job.object_id):
                     return True
+        # A spread counts the matching pods of its own namespace: other workloads' too.
+        for c in g.spec.get("topologySpreadConstraints") or []:
+            if isinstance(c, dict) and index.match(with_label_keys(c.get("labelSelector"), g.label_map,
+                                                                   c.get("matchLabelKeys")),
+                                                   frozenset({job.namespace}), exclude=job.object_id):
+                return True
     for q in index.with_anti():
         if q.object_id == job.object_id:
             continue
