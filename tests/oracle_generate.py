@@ -1,5 +1,6 @@
 """Random cases for the scheduler oracle (tests/oracle_support.py): an inventory cluster and the
-manifests of one to three training jobs, sometimes with a plain Deployment beside them.
+manifests of one to three training jobs, sometimes with a plain Deployment beside them (which
+sometimes carries the first job's `app` label, so that job's selectors count its pods).
 
 Clusters: 2-4 zones of uneven size, a GPU pool (1-5 nodes of 2-8 GPUs, a `gpu-mem` label for
 Gt/Lt, up to three taints: NoSchedule, NoExecute, PreferNoSchedule) and/or a CPU pool.
@@ -265,7 +266,10 @@ def random_case(rng: random.Random, name: str) -> Case:
     deploy = None
     if rng.random() < 0.4:
         ns = "data" if rng.random() < 0.15 else NS
-        deploy = (Member("fs", "Deployment/fs", {"app": "fs", "tier": "store"}, ns), rng.choice((1, 1, 1, 2, 3)))
+        # Sometimes it carries the first job's `app` label: that job's selectors (its spread's,
+        # its terms on its whole job) then count or match the Deployment's pods too.
+        app = "j0" if rng.random() < 0.25 else "fs"
+        deploy = (Member("fs", "Deployment/fs", {"app": app, "tier": "store"}, ns), rng.choice((1, 1, 1, 2, 3)))
     members = [m for _, groups in plans.values() for m, _, _ in groups] + ([deploy[0]] if deploy else [])
     gen = CaseGen(rng, cluster, members, rng.choice((1, 1, 2, 4)), rng.random() < 0.08)
     objects: list[dict[str, Any]] = []
