@@ -412,3 +412,26 @@ def test_a_spread_that_counts_another_workloads_pods_is_a_pending_risk() -> None
     # In another namespace its pods are not counted.
     elsewhere = dict(cache, metadata={"name": "cache", "namespace": "other"})
     assert not place(job, elsewhere)["JobSet/ml/m"].pending_risks
+
+
+def _follows_a_job_whose_workers_repel_it(master_follows_workers: bool) -> JobPlacement:
+    master = {"podAffinity": aff({"app": "x", "role": "w"})} if master_follows_workers else {}
+    x = jobset("x", ("m", 1, tpl({"app": "x", "role": "m"}, tolerations=TOLERATE_GPU, affinity=master)),
+               ("w", 1, gpu_pod({"app": "x", "role": "w"}, affinity={"podAntiAffinity": anti({"app": "y"})})))
+    y = jobset("y", ("l", 1, tpl({"app": "y", "role": "l"}, tolerations=TOLERATE_GPU,
+                                 affinity={"podAffinity": aff({"app": "x"})})))
+    return place(x, y)["JobSet/ml/y"]
+
+
+def test_following_pods_that_only_run_beside_pods_that_repel_it_never_starts() -> None:
+    # Generated case 140 at seed 5959: the launcher follows any pod of another job by zone; that
+    # job's workers repel it by zone, and its master follows the workers by zone. Wherever a pod
+    # it follows runs, a worker runs: the real scheduler left the launcher Pending in every run,
+    # and topogate had it joining the master.
+    p = _follows_a_job_whose_workers_repel_it(True)
+    assert not p.schedulable
+    assert ("l requires podAffinity with m of JobSet/ml/x, w of JobSet/ml/x, which it repels on the same key "
+            "(podAntiAffinity: its own, theirs, or that of the pods they follow there): no pod can satisfy it, it never "
+            "starts") in p.unschedulable_reasons, p.unschedulable_reasons
+    # A master that goes anywhere may run in a zone without a worker: the launcher joins it there.
+    assert _follows_a_job_whose_workers_repel_it(False).schedulable

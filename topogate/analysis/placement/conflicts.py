@@ -7,7 +7,9 @@ themselves", InterPodAffinity satisfyPodAffinity). Required podAntiAffinity, its
 pod already running, keeps it out of the domain of every pod it selects (satisfyPodAntiAffinity,
 satisfyExistingPodsAntiAffinity). When every pod the affinity matches is also repelled in a domain
 at least as wide as the affinity's (the same key; the hostname inside any; a key every node shares
-around any), no existing pod can satisfy the affinity:
+around any), no existing pod can satisfy the affinity. A matched pod that can run only in a
+domain holding pods that repel the pod (its own required podAffinity, on a key inside the
+affinity's, matches only such pods, and not itself) repels it there too:
 
 - a group that does not match its own affinity never starts;
 - a group that does starts only while no matching pod exists: its first pod only, and only if it
@@ -42,8 +44,8 @@ class Contradiction:
     def message(self, pods: int) -> str:
         them = ", ".join(self.followed)
         if self.never:
-            return (f"{self.group} requires podAffinity with {them}, which it repels on the same key (podAntiAffinity, "
-                    "its own or theirs): no pod can satisfy it, it never starts")
+            return (f"{self.group} requires podAffinity with {them}, which it repels on the same key (podAntiAffinity: "
+                    "its own, theirs, or that of the pods they follow there): no pod can satisfy it, it never starts")
         if self.at_most_one:
             return (f"{self.group} requires podAffinity with pods it also repels on the same key (podAntiAffinity): "
                     f"only its first pod starts, the other {plural(pods - 1, 'pod')} stay Pending")
@@ -93,7 +95,12 @@ def repelled(inputs: Inputs, anti: AntiTerms, n: str, e: Term, h: str) -> bool:
 
 
 def peer_repelled(inputs: Inputs, anti: AntiTerms, n: str, e: Term, q: AffinityPeer) -> bool:
-    """Peer q's pods, where n's affinity would find them, repel n (n's terms or q's)."""
+    """Peer q's pods, where n's affinity would find them, repel n (n's terms or q's), or bring a
+    pod that does (``_trails_repellers``)."""
+    return _repels(inputs, anti, n, e, q) or _trails_repellers(inputs, anti, n, e, q)
+
+
+def _repels(inputs: Inputs, anti: AntiTerms, n: str, e: Term, q: AffinityPeer) -> bool:
     for raw, t in anti[n]:
         if any((p.object_id, p.group) == (q.object_id, q.group) for p in t.peers) and _covered(
                 inputs, e, str(raw.get("topologyKey", ""))):
@@ -105,5 +112,28 @@ def peer_repelled(inputs: Inputs, anti: AntiTerms, n: str, e: Term, q: AffinityP
             continue
         sel = raw.get("labelSelector")
         if isinstance(sel, dict) and selector_matches(sel, labels) and _covered(inputs, e, str(raw.get("topologyKey", ""))):
+            return True
+    return False
+
+
+def _trails_repellers(inputs: Inputs, anti: AntiTerms, n: str, e: Term, q: AffinityPeer) -> bool:
+    """Peer q runs only in a domain of n's affinity that runs a pod repelling n: a required
+    podAffinity term of q, on a key inside n's affinity's (the same zone, say), matches pods
+    that all repel n there, and not q itself (q is never the first of its own series). Where n
+    would find q, such a pod runs: a Master following its Workers by zone, whose Workers repel
+    n by zone, repels n too."""
+    for raw in q.follows:
+        sel = raw.get("labelSelector")
+        if not isinstance(sel, dict) or not any(covers(inputs, str(raw.get("topologyKey", "")), k) for k in e.keys):
+            continue
+        nss = term_namespaces(raw, q.namespace, inputs.known_namespaces, inputs.namespace_labels)
+        if (nss is None or q.namespace in nss) and selector_matches(sel, dict(q.labels)):
+            continue  # q may start first, with no pod of the series beside it
+        groups = [h for h in inputs.names if (nss is None or inputs.job.namespace in nss)
+                  and selector_matches(sel, inputs.groups[h].label_map)]
+        peers = [p for p in inputs.peers.match(sel, nss)
+                 if p.object_id != inputs.job.object_id and (p.object_id, p.group) != (q.object_id, q.group)]
+        if (groups or peers) and all(repelled(inputs, anti, n, e, h) for h in groups) and all(
+                _repels(inputs, anti, n, e, p) for p in peers):
             return True
     return False
