@@ -681,16 +681,19 @@ def verdict(p: JobPlacement) -> str:
 
 
 def split_groups(case: Case, verdicts: Mapping[str, JobPlacement]) -> dict[str, list[str]]:
-    """Per may-split job, its (group, zone) pairs as "job|group@zone", groups with the fewest zones
-    first: that group's first pod is bound in that zone (the trial's other nodes confined
-    meanwhile), then that zone is confined instead, which pushes the rest elsewhere."""
+    """Per may-split job, its (group, zone) pairs as "job|group@zone": each group's first zone,
+    groups with the fewest zones first, then each group's second zone, and so on, so that the
+    trials a job gets (MAX_SPLIT_TRIALS) start each group first at least once. That group's first
+    pod is bound in that zone (the trial's other nodes confined meanwhile), then that zone is
+    confined instead, which pushes the rest elsewhere."""
     plans = {(q.job, q.group) for q in pod_plans(case)}
     out: dict[str, list[str]] = {}
     for jid, p in sorted(verdicts.items()):
         if verdict(p) == "may-split":
-            pairs = sorted((len(g.zones), g.name, z) for g in p.groups if g.pods > 0 and (jid, g.name) in plans
-                           for z in g.zones)
-            out[jid] = list(dict.fromkeys(f"{jid}|{n}@{z}" for _, n, z in pairs))
+            groups = sorted((len(g.zones), g.name, g.zones) for g in p.groups
+                            if g.pods > 0 and (jid, g.name) in plans and g.zones)
+            pairs = [(i, k, name, zones[i]) for k, (_, name, zones) in enumerate(groups) for i in range(len(zones))]
+            out[jid] = list(dict.fromkeys(f"{jid}|{n}@{z}" for _, _, n, z in sorted(pairs)))
     return out
 
 
