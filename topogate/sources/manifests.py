@@ -487,7 +487,7 @@ class Collecting:
             if empty is not None and len(objs) == before and raw not in r.covered:
                 empty.append(raw)
         if misshapen:
-            raise misshapen[0]
+            raise _again(misshapen[0])  # a copy, as every kept error here
         return objs
 
 

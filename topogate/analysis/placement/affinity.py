@@ -17,7 +17,7 @@ from topogate.analysis.placement.conflicts import (
 from topogate.analysis.placement.domains import Scope, key_scope
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.peers import AffinityPeer
-from topogate.analysis.placement.terms import Term, required_terms, term_namespaces
+from topogate.analysis.placement.terms import Term, peer_term_matches, required_terms, term_namespaces
 from topogate.analysis.scheduling import HOSTNAME_LABEL, selector_matches, with_label_keys
 from topogate.k8s.jobs import JobGroup
 
@@ -206,18 +206,12 @@ def _peer_follows(inputs: Inputs, q: AffinityPeer) -> frozenset[str] | None:
     labels = dict(q.labels)
     if all(isinstance(t.get("labelSelector"), dict) and selector_matches(t["labelSelector"], labels) for t in q.follows):
         return None  # it may be the first of its own pods, anywhere
-    job = inputs.job
     groups = set(inputs.names)
     for t in q.follows:
-        nss = term_namespaces(t, q.namespace, inputs.known_namespaces, inputs.namespace_labels)
-        sel = t.get("labelSelector")
-        if not isinstance(sel, dict):
+        got = peer_term_matches(inputs, q, t)
+        if got is None or any(p.object_id != q.object_id or p.group != q.group for p in got[1]):
             return None
-        if inputs.peers.match(sel, nss, exclude=job.object_id):
-            if any(p.object_id != q.object_id or p.group != q.group for p in inputs.peers.match(sel, nss, exclude=job.object_id)):
-                return None
-        in_scope = nss is None or job.namespace in nss
-        groups &= {h for h in inputs.names if in_scope and selector_matches(sel, inputs.groups[h].label_map)}
+        groups &= set(got[0])
     return frozenset(groups) or None
 
 

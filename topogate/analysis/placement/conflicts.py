@@ -26,7 +26,7 @@ from typing import Any
 from topogate.analysis.placement.domains import covers
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.peers import AffinityPeer
-from topogate.analysis.placement.terms import Term, term_namespaces
+from topogate.analysis.placement.terms import Term, peer_term_matches, term_namespaces
 from topogate.analysis.scheduling import selector_matches
 from topogate.core.words import plural
 
@@ -123,16 +123,10 @@ def _trails_repellers(inputs: Inputs, anti: AntiTerms, n: str, e: Term, q: Affin
     would find q, such a pod runs: a Master following its Workers by zone, whose Workers repel
     n by zone, repels n too."""
     for raw in q.follows:
-        sel = raw.get("labelSelector")
-        if not isinstance(sel, dict) or not any(covers(inputs, str(raw.get("topologyKey", "")), k) for k in e.keys):
-            continue
-        nss = term_namespaces(raw, q.namespace, inputs.known_namespaces, inputs.namespace_labels)
-        if (nss is None or q.namespace in nss) and selector_matches(sel, dict(q.labels)):
-            continue  # q may start first, with no pod of the series beside it
-        groups = [h for h in inputs.names if (nss is None or inputs.job.namespace in nss)
-                  and selector_matches(sel, inputs.groups[h].label_map)]
-        peers = [p for p in inputs.peers.match(sel, nss)
-                 if p.object_id != inputs.job.object_id and (p.object_id, p.group) != (q.object_id, q.group)]
+        got = peer_term_matches(inputs, q, raw)
+        if got is None or got[2] or not any(covers(inputs, str(raw.get("topologyKey", "")), k) for k in e.keys):
+            continue  # (matching itself, q may start first, with no pod of the series beside it)
+        groups, peers = got[0], [p for p in got[1] if (p.object_id, p.group) != (q.object_id, q.group)]
         if (groups or peers) and all(repelled(inputs, anti, n, e, h) for h in groups) and all(
                 _repels(inputs, anti, n, e, p) for p in peers):
             return True

@@ -7,12 +7,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.peers import AffinityPeer, PeerIndex
 from topogate.analysis.scheduling import selector_matches, with_label_keys
 from topogate.core.labels import NAMESPACE_NAME_LABEL
 from topogate.k8s.jobs import TrainingJob
 
-__all__ = ["Term", "matches_peers", "required_terms", "term_namespaces"]
+__all__ = ["Term", "matches_peers", "peer_term_matches", "required_terms", "term_namespaces"]
 
 
 @dataclass(frozen=True)
@@ -83,3 +84,18 @@ def matches_peers(
                     selector_matches(sel, g.label_map) for g in job.groups):
                 return True
     return False
+
+
+def peer_term_matches(inputs: Inputs, q: AffinityPeer, raw: Mapping[str, Any]
+                      ) -> tuple[list[str], list[AffinityPeer], bool] | None:
+    """What a required term of peer q matches: the job's groups, the peers outside the job (q
+    itself among them when its pods match), and whether q matches it itself; None for a term
+    without a selector."""
+    sel = raw.get("labelSelector")
+    if not isinstance(sel, dict):
+        return None
+    nss = term_namespaces(raw, q.namespace, inputs.known_namespaces, inputs.namespace_labels)
+    groups = [h for h in inputs.names if (nss is None or inputs.job.namespace in nss)
+              and selector_matches(sel, inputs.groups[h].label_map)]
+    itself = (nss is None or q.namespace in nss) and selector_matches(sel, dict(q.labels))
+    return groups, inputs.peers.match(sel, nss, exclude=inputs.job.object_id), itself
