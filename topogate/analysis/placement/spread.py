@@ -139,12 +139,13 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
         best = max(best, min(g.pods, total - lost))
         # Any other counted pod may come first too, of the job or of another workload in its
         # namespace: in the worst order each takes a count in another of n's domains.
-        others = [h for h in counted if h != n and room.domains_of(scope, h, z) & rooms.keys()]
-        outside = [p for p in peers if _peer_domains(scope, p, rooms) & rooms.keys()]
-        may.update(others, (p.name for p in outside))
-        reach = set().union(*(room.domains_of(scope, h, z) for h in others),
-                            *(_peer_domains(scope, p, rooms) for p in outside))
-        worst = _worst_cost(rooms, cap, sum(room.pods(h, None, z) for h in others) + sum(p.pods for p in outside),
+        reach_of = {h: room.domains_of(scope, h, z) for h in counted if h != n}
+        others = [h for h in reach_of if reach_of[h] & rooms.keys()]
+        where_peer = [(p, _peer_domains(scope, p, rooms)) for p in peers]
+        outside = [(p, ds) for p, ds in where_peer if ds & rooms.keys()]
+        may.update(others, (p.name for p, _ in outside))
+        reach = set().union(*(reach_of[h] for h in others), *(ds for _, ds in outside))
+        worst = _worst_cost(rooms, cap, sum(room.pods(h, None, z) for h in others) + sum(p.pods for p, _ in outside),
                             reach)
         safe = max(safe, min(g.pods, total - worst))
     what = {"zone": "zone", "node": "node"}.get(scope, "domain")
