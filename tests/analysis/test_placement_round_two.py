@@ -222,9 +222,9 @@ def test_a_group_following_the_job_waits_when_another_group_starts_first_where_i
                                    affinity={"podAffinity": aff({"app": "f"})})))
     pl = place(job)["JobSet/ml/f"]
     assert pl.group("g1").zones == ("zone-a",)  # type: ignore[union-attr]
-    risks = _strand_risks(find_jobs([(job, None)])[0], pl, ZK)
-    assert ("g0 may be scheduled first in zone-b, where g1 cannot run; everything that follows it waits Pending"
-            in risks), risks
+    assert ("g1 follows its own pods and those of g0 (podAffinity on the zone key): if a pod of g0 starts first, g1 "
+            "can join only the zones they run in, and they may all be scheduled in zone-b, where g1 cannot run: it "
+            "would stay Pending") in pl.pending_risks, pl.pending_risks
 
 
 def test_a_group_following_the_job_on_the_hostname_waits_when_another_group_starts_on_a_node_it_cannot_use() -> None:
@@ -435,3 +435,51 @@ def test_following_pods_that_only_run_beside_pods_that_repel_it_never_starts() -
             "starts") in p.unschedulable_reasons, p.unschedulable_reasons
     # A master that goes anywhere may run in a zone without a worker: the launcher joins it there.
     assert _follows_a_job_whose_workers_repel_it(False).schedulable
+
+
+def _workers_follow_the_whole_job(workers: int, master_zone: str = "zone-b") -> JobPlacement:
+    """A one-GPU master held in one zone by its nodeSelector; workers of one GPU each that follow
+    any pod of the job (their own too) by zone."""
+    master = gpu_pod({"app": "m", "role": "l"}, nodeSelector={ZK: master_zone}) if master_zone != "zone-c" else \
+        tpl({"app": "m", "role": "l"}, nodeSelector={ZK: master_zone})
+    job = jobset("m", ("l", 1, master), ("w", workers, gpu_pod({"app": "m", "role": "w"},
+                                                               affinity={"podAffinity": aff({"app": "m"})})))
+    return place(job)["JobSet/ml/m"]
+
+
+def test_following_the_own_pods_and_a_pod_that_may_come_first_is_a_pending_risk() -> None:
+    # Generated case 124 at seed 6363: when the master starts first, the zone it runs in is the
+    # only one with a pod the workers follow, so every worker must join it there; zone-b's node
+    # holds 7 one-GPU workers beside the master. The real scheduler left the 8th Pending in every
+    # run; topogate said may-split with no risk (a worker that starts first may pick zone-a).
+    p = _workers_follow_the_whole_job(8)
+    assert p.schedulable and not p.colocated, p.unschedulable_reasons
+    assert ("w follows its own pods and those of l (podAffinity on the zone key): if a pod of l starts first, w can "
+            "join only the zones they run in, and they may all be scheduled in zone-b, which holds 7 of its 8 pods "
+            "beside them: the rest would stay Pending") in p.pending_risks, p.pending_risks
+    # Seven workers fit beside the master: no risk.
+    assert not _workers_follow_the_whole_job(7).pending_risks
+    # A master on the CPU nodes of zone-c: workers that come after it have no zone they can join.
+    far = _workers_follow_the_whole_job(2, "zone-c")
+    assert ("w follows its own pods and those of l (podAffinity on the zone key): if a pod of l starts first, w can "
+            "join only the zones they run in, and they may all be scheduled in zone-c, where w cannot run: it would "
+            "stay Pending") in far.pending_risks, far.pending_risks
+
+
+def test_the_room_beside_the_pods_followed_counts_them_on_separate_nodes() -> None:
+    # Two one-GPU pods of l in zone-b (two nodes of 4 GPUs) may be bound one per node (the
+    # scheduler's default scoring spreads them): each node then has 3 GPUs, one two-GPU worker.
+    c = Cluster("r3", "aws", "us-east-1", zones=(
+        Zone("zone-a", (Pool("gpu", 2, 8, (("node-type", "gpu"),), (GPU_TAINT,)),)),
+        Zone("zone-b", (Pool("gpu", 2, 4, (("node-type", "gpu"),), (GPU_TAINT,)),)),
+    ))
+
+    def job(workers: int) -> JobPlacement:
+        return place(jobset("m", ("l", 2, gpu_pod({"app": "m", "role": "l"}, nodeSelector={ZK: "zone-b"})),
+                            ("w", workers, gpu_pod({"app": "m", "role": "w"}, 2,
+                                                   affinity={"podAffinity": aff({"app": "m"})}))), c=c)["JobSet/ml/m"]
+
+    assert ("w follows its own pods and those of l (podAffinity on the zone key): if a pod of l starts first, w can "
+            "join only the zones they run in, and they may all be scheduled in zone-b, which holds 2 of its 3 pods "
+            "beside them: the rest would stay Pending") in job(3).pending_risks, job(3).pending_risks
+    assert not job(2).pending_risks

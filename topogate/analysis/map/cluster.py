@@ -67,33 +67,27 @@ def _strand_risks(job: TrainingJob, plc: JobPlacement, zone_key: str,
             if stuck:
                 risks.append(f"{g.name} may be scheduled first in {z}, where {', '.join(stuck)} cannot "
                              "run; everything that follows it waits Pending")
-    # A group whose podAffinity (zone or hostname key) selects itself and another group may go
-    # anywhere only while none of the selected pods runs: once the other group is bound first, in
-    # a zone (on a node) this one cannot use, its pods wait for a pod beside them that never comes.
+    # A group whose podAffinity on the hostname selects itself and another group may go anywhere
+    # only while none of the selected pods runs: once the other group is bound first, on a node
+    # this one cannot use, its pods wait for a pod beside them that never comes. (On the zone key
+    # the placement says it, with the room the zone has: follow.leader_risks.)
     for g in job.groups:
         gp = plc.group(g.name)
-        if g.name in kueue_held or gp is None or gp.pods <= 0:
+        if g.name in kueue_held or gp is None or gp.pods <= 0 or not _first_mover(g.spec, g.label_map, HOSTNAME_LABEL):
             continue
-        for key in (zone_key, HOSTNAME_LABEL):
-            if not _first_mover(g.spec, g.label_map, key):
-                continue
-            for t in _affinity_terms(g.spec, key):
-                for h in job.groups:
-                    hp = plc.group(h.name)
-                    if (h.name == g.name or h.name in kueue_held or hp is None or hp.pods <= 0
-                            or not selector_matches(t.get("labelSelector"), h.label_map)
-                            or not _first_mover(h.spec, h.label_map, key)):
-                        continue
-                    if key == zone_key:
-                        where = [f"in {z}" for z in hp.node_zones if z not in gp.node_zones]
-                    else:
-                        mine = {(z, p) for z, ps in gp.pools for p in ps}
-                        where = [f"on a node of pool {p} in {z}" for z, ps in hp.pools for p in ps
-                                 if (z, p) not in mine]
-                    for w in where:
-                        risk = (f"{h.name} may be scheduled first {w}, where {g.name} cannot run; everything "
-                                "that follows it waits Pending")
-                        if risk not in risks:
+        for t in _affinity_terms(g.spec, HOSTNAME_LABEL):
+            for h in job.groups:
+                hp = plc.group(h.name)
+                if (h.name == g.name or h.name in kueue_held or hp is None or hp.pods <= 0
+                        or not selector_matches(t.get("labelSelector"), h.label_map)
+                        or not _first_mover(h.spec, h.label_map, HOSTNAME_LABEL)):
+                    continue
+                mine = {(z, p) for z, ps in gp.pools for p in ps}
+                for z, ps in hp.pools:
+                    for p in ps:
+                        risk = (f"{h.name} may be scheduled first on a node of pool {p} in {z}, where {g.name} "
+                                "cannot run; everything that follows it waits Pending")
+                        if (z, p) not in mine and risk not in risks:
                             risks.append(risk)
     return risks
 

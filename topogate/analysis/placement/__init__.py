@@ -53,7 +53,8 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    nodes as run followed pods (``follow``), a unit whose members can each land but share no zone
    never runs whole, and the orders that strand pods are pending risks: a member with no
    podAffinity of its own in a zone the rest cannot follow, followed pods placed where the
-   follower cannot go, a race. ``reach``: where a group's pods can be bound in some run, stranded
+   follower cannot go (or, for a group that follows its own pods too, all in one zone too small
+   for it beside them), a race. ``reach``: where a group's pods can be bound in some run, stranded
    or not, which other jobs' affinity may find.
 5. Splits (``spread``, record ``Splits``).  Required podAntiAffinity of a group with itself on
    the zone key puts each pod in its own zone. A topologySpreadConstraint with

@@ -13,7 +13,7 @@ from topogate.analysis.scheduling import HOSTNAME_LABEL, PoolFit
 from topogate.core.words import plural
 from topogate.k8s.jobs import JobGroup
 
-__all__ = ["GpuFit", "check_capacity", "fit_gpu_units", "fit_one_node", "pod_slots"]
+__all__ = ["GpuFit", "check_capacity", "fit_gpu_units", "fit_one_node", "pod_slots", "slots_beside"]
 
 
 def pod_slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: int, one_per_node: bool = False) -> int:
@@ -23,6 +23,36 @@ def pod_slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gp
         return sum(f.node.nodes for f in fits if f.fits and f.zone in zones) if one_per_node else 1 << 30
     per_node = (lambda f: min(1, f.gpus_per_node // gpp)) if one_per_node else (lambda f: f.gpus_per_node // gpp)
     return sum(f.node.nodes * per_node(f) for f in fits if f.fits and f.zone in zones)
+
+
+def slots_beside(fits: Sequence[PoolFit], zone: str, gpp: int, one_per_node: bool,
+                 others: Sequence[tuple[Sequence[PoolFit] | None, int, int]]) -> int:
+    """Pods of `gpp` GPUs the fitting pools of `zone` can hold once `others` run there: (pools
+    they fit, None when not known; GPUs a pod; pods). The worst order: each other pod, largest
+    first, on the node where it costs the most such pods (it may be bound there; the scheduler
+    does not keep room for a follower). Only GPUs counted the same way (a device plugin's, not
+    DRA devices) are shared."""
+    if gpp <= 0 and not one_per_node:
+        return 1 << 30
+    per = (lambda free: min(1, free // gpp) if gpp > 0 else 1) if one_per_node else (lambda free: free // gpp)
+    nodes: dict[str, dict[int, int]] = {}  # per pool: free GPUs -> nodes with that many
+    for f in fits:
+        if f.fits and f.zone == zone and f.node.nodes > 0:
+            nodes.setdefault(f.pool, {})[f.gpus_per_node] = f.node.nodes
+    shared = {f.pool for f in fits if f.dra_per_node is None}
+    for pools, g, count in sorted(others, key=lambda o: -o[1]):
+        where = None if pools is None else {f.pool for f in pools if f.fits and f.zone == zone
+                                            and f.dra_per_node is None}
+        for _ in range(count if g > 0 else 0):
+            best = max(((per(free) - per(free - g), p, free) for p, frees in sorted(nodes.items())
+                        if p in shared and (where is None or p in where)
+                        for free in sorted(frees) if free >= g and frees[free] > 0), default=None)
+            if best is None or best[0] <= 0:
+                break  # the rest cost n nothing where they can run
+            _, p, free = best
+            nodes[p][free] -= 1
+            nodes[p][free - g] = nodes[p].get(free - g, 0) + 1
+    return sum(c * per(free) for frees in nodes.values() for free, c in frees.items())
 
 
 def fit_gpu_units(

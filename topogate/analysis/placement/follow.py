@@ -11,7 +11,10 @@ Risks.  The followed pods are placed with no regard for their followers: a one-z
 one-replica Deployment, a group of another job held in one zone) may land in a zone its
 followers cannot use; the pods followed on the zone key (groups of its job, other jobs' groups,
 other workloads) may all land in zones the follower cannot use; pods followed on the hostname
-may all land on nodes it cannot use. Each leaves the follower Pending in that run.
+may all land on nodes it cannot use. Each leaves the follower Pending in that run. A group that
+follows its own pods as well starts anywhere only while no pod it matches runs: when a pod of
+another group or workload it matches comes first, all of its pods must join the zones those run
+in, which may be one zone too small for them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from topogate.analysis.placement.affinity import Affinity
-from topogate.analysis.placement.capacity import pod_slots
+from topogate.analysis.placement.capacity import pod_slots, slots_beside
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
 from topogate.analysis.placement.nodes import NodeFilters
@@ -28,7 +31,7 @@ from topogate.analysis.placement.peers import AffinityPeer
 from topogate.analysis.scheduling import PoolFit
 from topogate.core.words import plural
 
-__all__ = ["follow_hosts", "follower_risks", "peer_risks"]
+__all__ = ["follow_hosts", "follower_risks", "leader_risks", "peer_risks"]
 
 Pool = tuple[str, str]  # (zone, pool)
 
@@ -123,6 +126,60 @@ def follower_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones
                 out.append(f"{n} follows {names} (podAffinity on the zone key), whose pods may "
                            f"all be scheduled in {where}, where {n} cannot run: it would stay Pending")
     return out
+
+
+def leader_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones: Mapping[str, frozenset[str]],
+                 one_zone: frozenset[str] | set[str], members: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """A group whose required podAffinity on the zone key matches its own pods and others (groups
+    of its job, other workloads' pods): its first pod may land anywhere only while no pod it
+    matches runs (InterPodAffinity's exception for the first pod). When one of the others comes
+    first, every pod of the group must join a zone where a matched pod runs: the others may all
+    run in zones it cannot use, or all in one zone too small for it beside them. A group held in
+    one zone with the groups it follows is their unit's risk (units._too_small), and one placed
+    whole (Kueue, a PodGroup) has its zone picked before any pod is bound."""
+    out = []
+    for n in inputs.names:
+        if not zones[n] or any(n in u for u in inputs.zone_units):
+            continue
+        g = inputs.groups[n]
+        for t in affinity.zone_ties[n]:
+            others = sorted(t.targets - {n})
+            if n not in t.targets or not (others or t.peers) or \
+                    (n in one_zone and not t.peers and t.targets <= set(members[n])):
+                continue
+            leaders = [*(h for h in others if _may_lead(affinity, h, n)), *(q.name for q in t.peers)]
+            if not leaders:
+                continue
+            head = (f"{n} follows its own pods and those of {', '.join([*others, *(q.name for q in t.peers)])} "
+                    f"(podAffinity on the zone key): if a pod of {' or '.join(leaders)} starts first, {n} can join "
+                    "only the zones they run in, and they may all be scheduled in")
+            away = {h: zones[h] - zones[n] for h in others}
+            peers_away = [(q, frozenset(q.zones) - zones[n]) for q in t.peers]
+            if all(z and _fits(inputs, nodes, h, z) for h, z in away.items()) and \
+                    all(z and _peer_fits(q, z) for q, z in peers_away):
+                where = zone_list(set().union(*away.values(), *(z for _, z in peers_away)))
+                out.append(f"{head} {where}, where {n} cannot run: it would stay Pending")
+                continue
+            for z in sorted(zones[n]):
+                one = frozenset({z})
+                if not all(z in zones[h] and _fits(inputs, nodes, h, one) for h in others) or \
+                        not all(z in q.zones and _peer_fits(q, one) for q in t.peers):
+                    continue  # the others cannot all run in z
+                beside: list[tuple[tuple[PoolFit, ...] | None, int, int]] = [
+                    (nodes.pool_fits[h], inputs.groups[h].gpus_per_pod, inputs.groups[h].pods) for h in others]
+                beside += [(q.fits or None, q.gpus_per_pod, q.pods) for q in t.peers]
+                room = slots_beside(nodes.pool_fits[n], z, g.gpus_per_pod, n in affinity.one_per_node, beside)
+                if room < g.pods:
+                    out.append(f"{head} {z}, which holds {room} of its {plural(g.pods, 'pod')} beside them: the rest "
+                               "would stay Pending")
+    return out
+
+
+def _may_lead(affinity: Affinity, h: str, n: str) -> bool:
+    """A pod of group h may run before any pod of n: its required podAffinity, if any, matches
+    pods other than n's."""
+    e = affinity.required.get(h)
+    return e is None or bool(e.peers) or bool(e.targets - {n})
 
 
 def _peer_fits(q: AffinityPeer, zones: frozenset[str]) -> bool:

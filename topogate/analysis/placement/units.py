@@ -13,7 +13,7 @@ from topogate.analysis.placement.affinity import Affinity
 from topogate.analysis.placement.capacity import fit_gpu_units, fit_one_node
 from topogate.analysis.placement.feasible import Unstartable
 from topogate.analysis.placement.fixpoint import Fixpoint, reach_zones
-from topogate.analysis.placement.follow import follow_hosts, follower_risks, peer_risks
+from topogate.analysis.placement.follow import follow_hosts, follower_risks, leader_risks, peer_risks
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
 from topogate.analysis.placement.nodes import NodeFilters
@@ -56,6 +56,7 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
              *_too_small(inputs, small, members),
              *peer_risks(affinity, zones, fixpoint.peer_unit),
              *follower_risks(inputs, nodes, affinity, zones, fixpoint.one_zone, members, fixpoint.peer_unit),
+             *leader_risks(inputs, nodes, affinity, zones, fixpoint.one_zone, members),
              *race_risks(inputs, affinity, zones, fixpoint.one_zone),
              *(c.message(inputs.groups[n].pods) for n, c in sorted(affinity.contradictions.items())
                if c.must_be_first)]
