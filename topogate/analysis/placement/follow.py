@@ -28,7 +28,7 @@ from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
 from topogate.analysis.placement.nodes import NodeFilters
 from topogate.analysis.placement.peers import AffinityPeer
-from topogate.analysis.scheduling import PoolFit
+from topogate.analysis.scheduling import HOSTNAME_LABEL, PoolFit
 from topogate.core.words import plural
 
 __all__ = ["follow_hosts", "follower_risks", "leader_risks", "peer_risks"]
@@ -144,9 +144,9 @@ def leader_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones: 
         g = inputs.groups[n]
         for t in affinity.zone_ties[n]:
             others = sorted(t.targets - {n})
-            if n not in t.targets or not (others or t.peers) or \
+            if n not in t.targets or not (others or t.peers) or HOSTNAME_LABEL in t.keys or \
                     (n in one_zone and not t.peers and t.targets <= set(members[n])):
-                continue
+                continue  # on the hostname a node, not a zone, must hold it: the map's first-mover risk
             leaders = [*(h for h in others if _may_lead(affinity, h, n)), *(q.name for q in t.peers)]
             if not leaders:
                 continue
