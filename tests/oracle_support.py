@@ -8,7 +8,8 @@ compares with ``place_all``:
 
 - every zone the scheduler uses for a group of a job it bound whole is one topogate lists;
 - a job topogate calls co-located never has bound pods in two zones, over every run (creation
-  order shuffled; later runs also start with pods already bound on random nodes);
+  order shuffled, the other workloads' pods before the jobs', as they run in the cluster a job
+  comes to; later runs also start with pods already bound on random nodes);
 - a job topogate calls unschedulable leaves a pod Pending whose PodScheduled message names a
   reason of the kind topogate gives (node filters, pod (anti-)affinity, spread, GPUs);
 - a job topogate says may split is split by the scheduler in a node state built for it: the pods
@@ -480,6 +481,9 @@ class Trial:
         pods = [pod_object(p, self.tag, self.ns_map) for p in plans]
         if self.mode != "plain" or self.seed % 2:
             rng.shuffle(pods)
+        # The other workloads' pods first: they run in the cluster a job comes to, as topogate
+        # reads them (a followed Deployment's pod is there before the job's first pod).
+        pods.sort(key=lambda p: self.plan_of[p["metadata"]["name"]].job != "")
         split = self.split
         if split is not None:
             # The pods the job's podAffinity follows (and what they follow) run first, as they
