@@ -483,3 +483,23 @@ def test_the_room_beside_the_pods_followed_counts_them_on_separate_nodes() -> No
             "join only the zones they run in, and they may all be scheduled in zone-b, which holds 2 of its 3 pods "
             "beside them: the rest would stay Pending") in job(3).pending_risks, job(3).pending_risks
     assert not job(2).pending_risks
+
+
+def _pinned_beside_free_workers(workers: int) -> JobPlacement:
+    """A one-GPU coordinator pinned to zone-b (one node of 8 GPUs) and one-GPU workers free to use
+    zone-a or zone-b, with no affinity between them."""
+    return place(jobset("p", ("c", 1, gpu_pod({"app": "p", "role": "c"}, nodeSelector={ZK: "zone-b"})),
+                        ("w", workers, gpu_pod({"app": "p", "role": "w"}))))["JobSet/ml/p"]
+
+
+def test_a_group_held_in_one_zone_whose_gpus_the_free_groups_may_take_first_is_a_pending_risk() -> None:
+    # Generated case 282 at seed 6565 had this shape (a group held in the zone of the one-pod
+    # workload it follows, the others free): the free groups' pods took that zone's GPUs first
+    # and the held group stayed Pending in every run, with no risk named.
+    p = _pinned_beside_free_workers(8)
+    assert p.schedulable
+    assert ("c runs in one zone; in zone-b the job's w may take the GPUs first (the scheduler places each pod with no "
+            "regard for those still to come), leaving no room for it: it would stay Pending") in p.pending_risks, \
+        p.pending_risks
+    # Seven workers leave zone-b a GPU however they land.
+    assert not _pinned_beside_free_workers(7).pending_risks

@@ -13,7 +13,7 @@ from topogate.analysis.scheduling import HOSTNAME_LABEL, PoolFit
 from topogate.core.words import plural
 from topogate.k8s.jobs import JobGroup
 
-__all__ = ["GpuFit", "check_capacity", "fit_gpu_units", "fit_one_node", "pod_slots", "slots_beside"]
+__all__ = ["GpuFit", "check_capacity", "crowd_in", "crowding_risks", "fit_gpu_units", "fit_one_node", "pod_slots", "slots_beside"]
 
 
 def pod_slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: int, one_per_node: bool = False) -> int:
@@ -53,6 +53,54 @@ def slots_beside(fits: Sequence[PoolFit], zone: str, gpp: int, one_per_node: boo
             nodes[p][free] -= 1
             nodes[p][free - g] = nodes[p].get(free - g, 0) + 1
     return sum(c * per(free) for frees in nodes.values() for free, c in frees.items())
+
+
+def crowd_in(inputs: Inputs, pool_fits: Mapping[str, tuple[PoolFit, ...]], hs: Sequence[str], zone: str,
+             one_per_node: frozenset[str]) -> list[tuple[Sequence[PoolFit] | None, int, int]]:
+    """Groups hs as ``slots_beside`` takes them: each with as many pods as `zone` can hold of it
+    (a group whose pods take a node each puts no more there than the zone has nodes)."""
+    groups = inputs.groups
+    return [(pool_fits[h], groups[h].gpus_per_pod,
+             min(groups[h].pods, pod_slots(pool_fits[h], (zone,), groups[h].gpus_per_pod, h in one_per_node)))
+            for h in hs]
+
+
+def crowding_risks(inputs: Inputs, pool_fits: Mapping[str, tuple[PoolFit, ...]], zones: Mapping[str, frozenset[str]],
+                   one_zone: frozenset[str] | set[str], members: Mapping[str, tuple[str, ...]],
+                   one_per_node: frozenset[str]) -> list[str]:
+    """A GPU group held in one zone, in a zone whose GPUs the job's other groups may take first:
+    the scheduler binds each pod with no regard for the pods still to come, so the groups free to
+    go elsewhere may fill that zone's nodes, and the group held there waits Pending beside them
+    (none of them finishes while it waits: the job never starts). A unit placed whole (Kueue, a
+    PodGroup) gets its room before any pod is bound."""
+    out: list[str] = []
+    groups = inputs.groups
+    whole = {n for u in inputs.zone_units for n in u}
+    for n in inputs.names:
+        g = groups[n]
+        if n not in one_zone or n in whole or g.gpus_per_pod <= 0 or not zones[n]:
+            continue
+        mates = set(members[n]) - {n}
+        short: dict[str, int] = {}  # zone -> pods of n that fit there after the crowd
+        names: set[str] = set()
+        for z in sorted(zones[n]):
+            crowd = [h for h in inputs.names if h != n and h not in whole and groups[h].gpus_per_pod > 0
+                     and z in zones[h]]
+            free = [h for h in crowd if h not in mates]
+            if not free:
+                continue
+            room = slots_beside(pool_fits[n], z, g.gpus_per_pod, n in one_per_node,
+                                crowd_in(inputs, pool_fits, crowd, z, one_per_node))
+            if room < g.pods:
+                short[z] = room
+                names |= set(free)
+        if short:
+            most = max(short.values())
+            left = f"room for at most {most} of its {plural(g.pods, 'pod')}: the rest" if most else "no room for it: it"
+            out.append(f"{n} runs in one zone; in {zone_list(short)} the job's {', '.join(sorted(names))} may take the "
+                       "GPUs first (the scheduler places each pod with no regard for those still to come), leaving "
+                       f"{left} would stay Pending")
+    return out
 
 
 def fit_gpu_units(

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from topogate.analysis.placement.affinity import Affinity
-from topogate.analysis.placement.capacity import pod_slots, slots_beside
+from topogate.analysis.placement.capacity import crowd_in, pod_slots, slots_beside
 from topogate.analysis.placement.inputs import Inputs
 from topogate.analysis.placement.model import zone_list
 from topogate.analysis.placement.nodes import NodeFilters
@@ -165,8 +165,7 @@ def leader_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones: 
                 if not all(z in zones[h] and _fits(inputs, nodes, h, one) for h in others) or \
                         not all(z in q.zones and _peer_fits(q, one) for q in t.peers):
                     continue  # the others cannot all run in z
-                beside: list[tuple[tuple[PoolFit, ...] | None, int, int]] = [
-                    (nodes.pool_fits[h], inputs.groups[h].gpus_per_pod, inputs.groups[h].pods) for h in others]
+                beside = crowd_in(inputs, nodes.pool_fits, others, z, affinity.one_per_node)
                 beside += [(q.fits or None, q.gpus_per_pod, q.pods) for q in t.peers]
                 room = slots_beside(nodes.pool_fits[n], z, g.gpus_per_pod, n in affinity.one_per_node, beside)
                 if room < g.pods:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from topogate.analysis.placement.affinity import Affinity
-from topogate.analysis.placement.capacity import fit_gpu_units, fit_one_node
+from topogate.analysis.placement.capacity import crowding_risks, fit_gpu_units, fit_one_node
 from topogate.analysis.placement.feasible import Unstartable
 from topogate.analysis.placement.fixpoint import Fixpoint, reach_zones
 from topogate.analysis.placement.follow import follow_hosts, follower_risks, leader_risks, peer_risks
@@ -57,6 +57,7 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
              *peer_risks(affinity, zones, fixpoint.peer_unit),
              *follower_risks(inputs, nodes, affinity, zones, fixpoint.one_zone, members, fixpoint.peer_unit),
              *leader_risks(inputs, nodes, affinity, zones, fixpoint.one_zone, members),
+             *crowding_risks(inputs, nodes.pool_fits, zones, fixpoint.one_zone, members, affinity.one_per_node),
              *race_risks(inputs, affinity, zones, fixpoint.one_zone),
              *(c.message(inputs.groups[n].pods) for n, c in sorted(affinity.contradictions.items())
                if c.must_be_first)]
