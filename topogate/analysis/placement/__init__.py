@@ -55,8 +55,8 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    podAffinity of its own in a zone the rest cannot follow, followed pods placed where the
    follower cannot go (or, for a group that follows its own pods too, all in one zone too small
    for it beside them), a group held in one zone whose GPUs the job's free groups may take first,
-   a race. ``reach``: where a group's pods can be bound in some run, stranded
-   or not, which other jobs' affinity may find.
+   a race. ``reach``: where a group's pods can be bound in some run, stranded or not, which other
+   jobs' affinity may find.
 5. Splits (``spread``, record ``Splits``).  Required podAntiAffinity of a group with itself on
    the zone key puts each pod in its own zone. A topologySpreadConstraint with
    ``whenUnsatisfiable: DoNotSchedule`` whose selector matches the group's own pods is judged as

@@ -13,7 +13,8 @@ from topogate.analysis.scheduling import HOSTNAME_LABEL, PoolFit
 from topogate.core.words import plural
 from topogate.k8s.jobs import JobGroup
 
-__all__ = ["GpuFit", "check_capacity", "crowd_in", "crowding_risks", "fit_gpu_units", "fit_one_node", "pod_slots", "slots_beside"]
+__all__ = ["GpuFit", "check_capacity", "crowd_in", "crowding_risks", "fit_gpu_units", "fit_one_node", "pod_slots",
+           "slots_beside"]
 
 
 def pod_slots(fits: Sequence[PoolFit], zones: Sequence[str] | frozenset[str], gpp: int, one_per_node: bool = False) -> int:

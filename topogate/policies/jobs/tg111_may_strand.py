@@ -9,7 +9,10 @@ GPU in a CPU-only zone), the rest follow it there and stay Pending. The analysis
 every group that can move first, the zones its node filters allow with those of the groups that
 must follow it. A group that follows the pods of another job or workload on the zone key is at
 the same risk: the scheduler places those pods with no regard for it, and may put all of them
-in zones it cannot use.
+in zones it cannot use. So is a group held in one zone (pinned there, or following a one-pod
+workload) whose GPUs the job's groups that are free to go elsewhere may take first, and a group
+that follows its own pods and another's, which must join the other's zone when that starts
+first, though the zone cannot hold it.
 
 Why: the job looks healthy in review and usually works, until the day the scheduler picks the
 other zone first; then nothing starts and nothing says why.
