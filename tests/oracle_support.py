@@ -13,8 +13,8 @@ compares with ``place_all``:
 - a job topogate calls unschedulable leaves a pod Pending whose PodScheduled message names a
   reason of the kind topogate gives (node filters, pod (anti-)affinity, spread, GPUs);
 - a job topogate says may split is split by the scheduler in a node state built for it: the pods
-  it follows are bound first (in the trial's zone, anywhere, or elsewhere: three ways per group
-  and zone), then one pod of one group of that job in the trial's zone, then the nodes of that
+  it follows are bound first (in the trial's zone, anywhere, elsewhere, or within the zones the
+  group can use: four ways per group and zone), then one pod of one group of that job in the trial's zone, then the nodes of that
   zone are made full (no room for another pod: a cordon would not keep out a pod that tolerates
   every taint) and the rest created; each may-split job of a case gets its own such trials, and
   one whose trials were short of GPUs the pods it follows hold is listed apart;
@@ -61,8 +61,8 @@ CASE_LABEL = "oracle.topogate.dev/case"  # on nodes and pods: which case (and ru
 ORACLE_LABEL = "oracle.topogate.dev/pod"  # on every pod the oracle makes, to delete them at once
 GPU = "nvidia.com/gpu"
 IMAGE = "registry.k8s.io/pause:3.10"
-MAX_SPLIT_TRIALS = 12  # trials per may-split job (4 (group, zone) pairs, 3 ways each) before it counts as not shown
-BEFORE = ("zone", "anywhere", "elsewhere")  # where a split trial's followed pods go first (see run_batch)
+MAX_SPLIT_TRIALS = 16  # trials per may-split job (4 (group, zone) pairs, 4 ways each) before it counts as not shown
+BEFORE = ("zone", "anywhere", "elsewhere", "within")  # where a split trial's followed pods go first (see run_batch)
 WORKERS = 4  # connections creating objects at once
 SETTLE = 2.5  # seconds without a change in pod states before a batch counts as settled
 # The same for a follow-up run: longer than the scheduler's longest backoff (10 s), so a pod that
@@ -469,6 +469,13 @@ class Trial:
         job, group = rest.split("|", 1)
         return job, group, zone
 
+    @property
+    def group_zones(self) -> frozenset[str]:
+        """The zones topogate lists for a split trial's group (none for a plain run)."""
+        split = self.split
+        g = self.verdicts[split[0]].group(split[1]) if split else None
+        return frozenset(g.zones) if g is not None else frozenset()
+
     def build(self) -> None:
         rng = random.Random(self.seed)
         self.nodes = node_objects(self.case.cluster, self.tag)
@@ -719,8 +726,9 @@ def split_trials(case: Case, index: int, seed: int, k: int, shown: Iterable[tupl
     done = set(shown)
     out = []
     for j, (jid, modes) in enumerate(sorted(split_groups(case, verdicts).items())):
-        # Each pair three ways: the pods the job follows first in the pair's zone too, anywhere,
-        # or in the other zones (in the zone they may fill its GPUs, or be what the rest follows).
+        # Each pair four ways: the pods the job follows first in the pair's zone too, anywhere, in
+        # the other zones (in the zone they may fill its GPUs, or be what the rest follows), or
+        # within the group's zones (a split may need them in two of those).
         n = len(BEFORE)
         if (case.name, jid) in done or k >= min(n * len(modes), MAX_SPLIT_TRIALS):
             continue
@@ -774,10 +782,13 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
         return [n for t in ts for n, z in t.zone_of.items() if z == (t.split or ("", "", ""))[2]]
 
     if any(t.before for t in splits):
-        # The pods the job follows: in the trial's zone first, or in the other zones, where the
-        # trial asks so (where they can go there); then the rest of them wherever they can.
+        # The pods the job follows: in the trial's zone first, in the other zones, or within the
+        # zones the group can use (a split may need them in two of those), where the trial asks
+        # so (where they can go there); then the rest of them wherever they can.
         held = [*others([t for t in splits if t.before_in == "zone"]),
-                *inside([t for t in splits if t.before_in == "elsewhere"])]
+                *inside([t for t in splits if t.before_in == "elsewhere"]),
+                *[n for t in splits if t.before_in == "within" for n, z in t.zone_of.items()
+                  if z not in t.group_zones]]
         _each(api, held, Api.confine)
         _each(api, [p for t in splits for p in t.before])
         report.phase("create", started)
