@@ -12,12 +12,13 @@ compares with ``place_all``:
   comes to; later runs also start with pods already bound on random nodes);
 - a job topogate calls unschedulable leaves a pod Pending whose PodScheduled message names a
   reason of the kind topogate gives (node filters, pod (anti-)affinity, spread, GPUs);
-- a job topogate says may split is split by the scheduler in a node state built for it: the pods
-  it follows are bound first (in the trial's zone, anywhere, elsewhere, or within the zones the
-  group can use: four ways per group and zone), then one pod of one group of that job in the trial's zone, then the nodes of that
-  zone are made full (no room for another pod: a cordon would not keep out a pod that tolerates
-  every taint) and the rest created; each may-split job of a case gets its own such trials, and
-  one whose trials were short of GPUs the pods it follows hold is listed apart;
+- a job topogate says may split is split by the scheduler in a node state built for it: one pod
+  of one group of that job in the trial's zone, the pods it follows bound before it (in the
+  trial's zone, anywhere, elsewhere, or within the zones the group can use) or after it outside
+  its zone (five ways per group and zone), then the nodes of that zone are made full (no room
+  for another pod: a cordon would not keep out a pod that tolerates every taint) and the rest
+  created; each may-split job of a case gets its own such trials, and one whose trials were
+  short of GPUs the pods it follows hold is listed apart;
 - a job topogate calls schedulable, naming no pending risk, is bound whole on empty nodes in some
   run: left Pending in every run (the first, then up to FOLLOW_UPS more in other orders) is a
   disagreement; left Pending in one run only is listed (the scheduler's order, not a wrong verdict),
@@ -61,8 +62,10 @@ CASE_LABEL = "oracle.topogate.dev/case"  # on nodes and pods: which case (and ru
 ORACLE_LABEL = "oracle.topogate.dev/pod"  # on every pod the oracle makes, to delete them at once
 GPU = "nvidia.com/gpu"
 IMAGE = "registry.k8s.io/pause:3.10"
-MAX_SPLIT_TRIALS = 16  # trials per may-split job (4 (group, zone) pairs, 4 ways each) before it counts as not shown
-BEFORE = ("zone", "anywhere", "elsewhere", "within")  # where a split trial's followed pods go first (see run_batch)
+MAX_SPLIT_TRIALS = 20  # trials per may-split job (4 (group, zone) pairs, 5 ways each) before it counts as not shown
+# Where a split trial's followed pods go (see run_batch): first, in the trial's zone, anywhere,
+# elsewhere or within the group's zones; or after the job's first pod, outside its zone.
+BEFORE = ("zone", "anywhere", "elsewhere", "within", "after")
 WORKERS = 4  # connections creating objects at once
 SETTLE = 2.5  # seconds without a change in pod states before a batch counts as settled
 # The same for a follow-up run: longer than the scheduler's longest backoff (10 s), so a pod that
@@ -726,9 +729,9 @@ def split_trials(case: Case, index: int, seed: int, k: int, shown: Iterable[tupl
     done = set(shown)
     out = []
     for j, (jid, modes) in enumerate(sorted(split_groups(case, verdicts).items())):
-        # Each pair four ways: the pods the job follows first in the pair's zone too, anywhere, in
-        # the other zones (in the zone they may fill its GPUs, or be what the rest follows), or
-        # within the group's zones (a split may need them in two of those).
+        # Each pair five ways: the pods the job follows first in the pair's zone too, anywhere, in
+        # the other zones (in the zone they may fill its GPUs, or be what the rest follows), within
+        # the group's zones (a split may need them in two of those), or after the first pod.
         n = len(BEFORE)
         if (case.name, jid) in done or k >= min(n * len(modes), MAX_SPLIT_TRIALS):
             continue
@@ -781,7 +784,7 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
     def inside(ts: Sequence[Trial]) -> list[str]:
         return [n for t in ts for n, z in t.zone_of.items() if z == (t.split or ("", "", ""))[2]]
 
-    if any(t.before for t in splits):
+    if any(t.before for t in splits if t.before_in != "after"):
         # The pods the job follows: in the trial's zone first, in the other zones, or within the
         # zones the group can use (a split may need them in two of those), where the trial asks
         # so (where they can go there); then the rest of them wherever they can.
@@ -790,7 +793,7 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
                 *[n for t in splits if t.before_in == "within" for n, z in t.zone_of.items()
                   if z not in t.group_zones]]
         _each(api, held, Api.confine)
-        _each(api, [p for t in splits for p in t.before])
+        _each(api, [p for t in splits if t.before_in != "after" for p in t.before])
         report.phase("create", started)
         settle(api)
         if held:
@@ -811,6 +814,13 @@ def run_batch(api: Api, trials: Sequence[Trial], report: Report) -> None:
             zone = t.zone_of[bound] if bound else ""
             for name, z in t.zone_of.items():
                 api.confine(name, z == zone)
+        late = [p for t in splits if t.before_in == "after" for p in t.before]
+        if late:
+            # The pods the job follows after its first pod (a pod that matches its own term goes
+            # anywhere while none it matches runs), kept out of that pod's zone.
+            _each(api, late)
+            settle(api)
+            report.phase("settle other workloads", started)
     # Round-robin over the trials, each trial's pods on one connection in the trial's own order.
     lanes: list[list[dict[str, Any]]] = [[] for _ in range(WORKERS)]
     for i, t in enumerate(trials):
