@@ -19,7 +19,7 @@ in, which may be one zone too small for them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from topogate.analysis.placement.affinity import Affinity
@@ -117,11 +117,9 @@ def follower_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones
                 continue  # held in one zone with them: units._pending_risks says what may go wrong
             if any(q.one_zone and q.one_zone == peer_unit.get(n) for q in t.peers):
                 continue  # held in the zone of that peer: peer_risks
-            away = {h: zones[h] - zones[n] for h in sorted(t.targets)}
-            peers_away = [(q, frozenset(q.zones) - zones[n]) for q in t.peers]
-            if all(z and _fits(inputs, nodes, h, z) for h, z in away.items()) and \
-                    all(z and _peer_fits(q, z) for q, z in peers_away):
-                where = zone_list(set().union(*away.values(), *(z for _, z in peers_away)))
+            away = _all_away(inputs, nodes, zones, n, t.targets, t.peers)
+            if away is not None:
+                where = zone_list(away)
                 names = ", ".join([*sorted(t.targets), *(q.name for q in t.peers)])
                 out.append(f"{n} follows {names} (podAffinity on the zone key), whose pods may "
                            f"all be scheduled in {where}, where {n} cannot run: it would stay Pending")
@@ -153,12 +151,9 @@ def leader_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones: 
             head = (f"{n} follows its own pods and those of {', '.join([*others, *(q.name for q in t.peers)])} "
                     f"(podAffinity on the zone key): if a pod of {' or '.join(leaders)} starts first, {n} can join "
                     "only the zones they run in, and they may all be scheduled in")
-            away = {h: zones[h] - zones[n] for h in others}
-            peers_away = [(q, frozenset(q.zones) - zones[n]) for q in t.peers]
-            if all(z and _fits(inputs, nodes, h, z) for h, z in away.items()) and \
-                    all(z and _peer_fits(q, z) for q, z in peers_away):
-                where = zone_list(set().union(*away.values(), *(z for _, z in peers_away)))
-                out.append(f"{head} {where}, where {n} cannot run: it would stay Pending")
+            away = _all_away(inputs, nodes, zones, n, others, t.peers)
+            if away is not None:
+                out.append(f"{head} {zone_list(away)}, where {n} cannot run: it would stay Pending")
                 continue
             for z in sorted(zones[n]):
                 one = frozenset({z})
@@ -172,6 +167,17 @@ def leader_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones: 
                     out.append(f"{head} {z}, which holds {room} of its {plural(g.pods, 'pod')} beside them: the rest "
                                "would stay Pending")
     return out
+
+
+def _all_away(inputs: Inputs, nodes: NodeFilters, zones: Mapping[str, frozenset[str]], n: str,
+              groups: Iterable[str], peers: Iterable[AffinityPeer]) -> frozenset[str] | None:
+    """The zones n cannot use where the pods of these groups and peers may all run, each wholly
+    in zones of its own that n cannot use; None when one of them cannot be wholly there."""
+    away = [(zones[h] - zones[n], _fits(inputs, nodes, h, zones[h] - zones[n])) for h in groups]
+    away += [(frozenset(q.zones) - zones[n], _peer_fits(q, frozenset(q.zones) - zones[n])) for q in peers]
+    if all(z and fits for z, fits in away):
+        return frozenset().union(*(z for z, _ in away))
+    return None
 
 
 def _may_lead(affinity: Affinity, h: str, n: str) -> bool:
