@@ -13,7 +13,7 @@ import pytest
 from hostile_support import make_repo
 
 from topogate.sources import manifests
-from topogate.sources.kustomization import GOGC, kubectl
+from topogate.sources.kustomization import GOGC, GOMAXPROCS, kubectl
 
 
 def _roots(repo: Path, n: int) -> list[str]:
@@ -69,20 +69,21 @@ def test_a_failing_build_is_reported_for_the_first_failing_path(tmp_path: Path) 
 
 def test_the_build_runs_with_its_collector_tuned_below_the_memory_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """kubectl is told GOGC (fewer collections: less CPU beside check's own work) and a soft
+    """kubectl is told GOGC (fewer collections: less CPU beside check's own work), a soft
     GOMEMLIMIT of half the address-space limit, so the collector works harder before the limit
-    kills the build; it runs at a lower priority (NICE) than topogate; and the build's output is
-    what it was."""
+    kills the build, and one CPU (GOMAXPROCS: one build runs per CPU); it runs at a lower
+    priority (NICE) than topogate; and the build's output is what it was."""
     repo = make_repo(tmp_path)
     roots = _roots(repo, 1)
     plain = _summary(manifests.collect(roots))
     log = tmp_path / "log"
     wrapper = tmp_path / "kubectl"
-    wrapper.write_text(f"#!/bin/sh\necho \"$GOGC $GOMEMLIMIT $(nice)\" >> {log}\nexec {kubectl()} \"$@\"\n")
+    wrapper.write_text(f"#!/bin/sh\necho \"$GOGC $GOMEMLIMIT $GOMAXPROCS $(nice)\" >> {log}\nexec {kubectl()} \"$@\"\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("TOPOGATE_KUBECTL", str(wrapper))
     monkeypatch.setenv("TOPOGATE_CHILD_MEMORY_MB", "2048")
     monkeypatch.setenv("GOGC", "off")  # ours, not the caller's: the child's environment is allow-listed
+    monkeypatch.setenv("GOMAXPROCS", "8")
     assert _summary(manifests.collect(roots)) == plain
-    assert log.read_text().split() == [GOGC, str(1024 * 1024 * 1024), str(min(19, os.nice(0) + 10))]
+    assert log.read_text().split() == [GOGC, str(1024 * 1024 * 1024), GOMAXPROCS, str(min(19, os.nice(0) + 10))]
     assert GOGC != "off"

@@ -86,6 +86,15 @@ def kubectl() -> str:
 # kill the build: a large build slows down instead of failing.
 GOGC = "1000"
 
+# One CPU for each build's Go runtime. topogate starts one build per CPU (sources.manifests), and
+# kustomize's work is one goroutine: a second P only lets the runtime spin looking for work and
+# run the collector beside the build, on the CPU that the other build and topogate's own thread
+# are using. Measured (2,000-job roots of 200 directories, two builds at a time as check runs
+# them, all ten roots, three alternating runs each): 16.4 -> 15.2 CPU seconds, 8.7 -> 8.2 s of
+# wall. The heap peaks higher (fewer concurrent collections): 230 -> 275 MB at 200
+# directories, 330 -> 370 MB at 334 (a part at 10,000 jobs), 445 -> 550 MB at 500 (PART_DIRS).
+GOMAXPROCS = "1"
+
 
 # The builds run at a lower priority than topogate itself. topogate's own work (the safety walk,
 # the inventory, reading each output, each cluster's analysis) is one thread that the builds'
@@ -113,7 +122,7 @@ def _offline_env() -> dict[str, str]:
     return {**subproc.child_env(), "KUSTOMIZE_PLUGIN_HOME": "/nonexistent", "HTTP_PROXY": dead,
             "HTTPS_PROXY": dead, "http_proxy": dead, "https_proxy": dead, "NO_PROXY": "",
             "no_proxy": "", "GIT_ALLOW_PROTOCOL": "none", "GIT_TERMINAL_PROMPT": "0",
-            "GOGC": GOGC, "GOMEMLIMIT": _go_memory_limit()}
+            "GOGC": GOGC, "GOMEMLIMIT": _go_memory_limit(), "GOMAXPROCS": GOMAXPROCS}
 
 
 def run_kustomize(d: Path, exe: str | None = None, options: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
