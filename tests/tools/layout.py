@@ -38,7 +38,7 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
         "test_inventory_reader.py", "test_kueue_inventory.py", "test_quickschema.py")),
     "sources": ("sources/: PATHs to objects, kustomize builds, split builds, positions", (
         "test_base_transforms.py", "test_collect_concurrent.py", "test_collect_paths.py",
-        "test_collect_pipeline.py", "test_overlay_blame.py", "test_source_positions.py",
+        "test_collect_pipeline.py", "test_deferred.py", "test_overlay_blame.py", "test_source_positions.py",
         "test_split_build.py", "test_split_differential.py")),
     "gitops": ("gitops/: what Argo CD and Flux apply", (
         "test_gitops.py", "test_gitops_render.py")),

@@ -14,18 +14,27 @@ from topogate.inventory.model import Inventory
 from topogate.policies.context import Drift
 from topogate.safeio import limits
 from topogate.safeio.saferead import one_line
+from topogate.sources.deferred import digest
 from topogate.tree import writer
 from topogate.tree.treediff import file_diffs
 
 
 def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
-    files = render_tree(inv, os.path.realpath(out))
+    return rendered_drift(inv, out)[0]
+
+
+def rendered_drift(inv: Inventory, out: str) -> tuple[tuple[Drift, ...], dict[str, str]]:
+    """The drift, and the digest (sources.deferred.digest) of every file generate writes, by
+    its real path under OUT: a file of OUT read with that digest is the generator's own."""
+    real = os.path.realpath(out)
+    files = render_tree(inv, real)
     # One walk of OUT: its entries' lstat serves the refusal below and the comparison.
     entries = writer.tree_entries(out)
     refuse_special_files(out, files, entries)
-    return tuple(
+    drifted = tuple(
         Drift(d.status, d.path, str(Path(out) / d.path), d.line, d.diff)
         for d in file_diffs(out, files, entries=entries))
+    return drifted, {os.path.join(real, rel): digest(content) for rel, content in files.items()}
 
 
 def refuse_special_files(out: str, files: Iterable[str],
@@ -54,4 +63,4 @@ def refuse_special_files(out: str, files: Iterable[str],
                 "tree topogate generated: remove it and run topogate generate"))
 
 
-__all__ = ["drift", "refuse_special_files"]
+__all__ = ["drift", "refuse_special_files", "rendered_drift"]

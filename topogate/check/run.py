@@ -19,7 +19,7 @@ from topogate.analysis.map.build import Ahead, build_map
 from topogate.analysis.netpolicy import PolicyError
 from topogate.analysis.result import CheckResult
 from topogate.check.config import Globs
-from topogate.check.drift import drift
+from topogate.check.drift import drift, rendered_drift
 from topogate.check.errors import CheckInputError
 from topogate.check.pipeline import Pipeline
 from topogate.check.plan import Excluded, ReadPlan, plan_ahead, plan_read
@@ -40,6 +40,7 @@ from topogate.policies.context import Context, Drift, Given, LiveFact, Weakened,
 from topogate.policies.engine import all_rules, evaluate, run_rules
 from topogate.safeio.repopaths import display
 from topogate.safeio.saferead import InputError
+from topogate.sources.deferred import Trusted, digest
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import Collecting, ManifestError
 from topogate.tree import writer
@@ -112,19 +113,19 @@ def _other_files(other: Sequence[tuple[str, Sequence[Path]]]) -> tuple[tuple[Pos
 
 def _read(plan: ReadPlan, started: Collecting | None, skipped: list[ManifestError],
           other: list[tuple[str, list[Path]]], not_local: list[tuple[Path, InputError]],
-          pipeline: Pipeline | None = None) -> tuple[K8sObject, ...]:
+          pipeline: Pipeline | None = None, trusted: Trusted | None = None) -> tuple[K8sObject, ...]:
     """Every object the plan reads, built together (concurrently); a PATH that holds no
     Kubernetes object at all (an empty directory, a values file) is a usage error, like a
     linter given nothing to lint. Helm templates met in directories land in ``skipped``.
     `started`: the plan's builds begun earlier, running meanwhile; `pipeline`: handed each
-    unit's objects as they are read (topogate.check.pipeline)."""
+    unit's objects as they are read (topogate.check.pipeline); `trusted`: see sources.deferred."""
     empty: list[str] = []
     try:
         if started is not None:
-            objects = started.result(skipped, empty, other, not_local, pipeline)
+            objects = started.result(skipped, empty, other, not_local, pipeline, trusted)
         else:
             with plan.start() as pending:
-                objects = pending.result(skipped, empty, other, not_local, pipeline)
+                objects = pending.result(skipped, empty, other, not_local, pipeline, trusted)
     except ManifestError as err:
         raise CheckInputError.of(err) from None
     if empty:
@@ -178,17 +179,36 @@ class _DriftBeside:
     builds (only the report wants it, and at 10,000 jobs it is 3 s of the one thread the whole
     check waits on); here, when the child cannot help (no second CPU, no fork, it failed or
     was late), so its errors are raised here too. The answer is the child's or this process's,
-    never a mix. Called for the drift; closed (the child reaped) however the run ends."""
+    never a mix. Called for the drift; closed (the child reaped) however the run ends.
+
+    The child also gives the digest of every file it rendered (check.drift.rendered_drift):
+    `trusted`, asked before the first build's output is read, vouches with them for the files
+    of OUT that are the generator's own, whose content check the read then spares
+    (sources.deferred). Without the child's answer nothing is vouched for."""
 
     def __init__(self, inv: Inventory, rendered: str):
         self.inv, self.rendered = inv, rendered
         self.started = time.monotonic()
-        self.child = Child.start(lambda: drift(inv, rendered)) if (os.cpu_count() or 1) > 1 else None
+        self.child = Child.start(lambda: rendered_drift(inv, rendered)) if (os.cpu_count() or 1) > 1 else None
+        self.got: tuple[tuple[Drift, ...], dict[str, str]] | None = None
+
+    def _answer(self) -> tuple[tuple[Drift, ...], dict[str, str]] | None:
+        child, self.child = self.child, None
+        if child is not None:
+            got = child.result(timeout=max(DRIFT_WAIT, time.monotonic() - self.started))
+            self.got = got if isinstance(got, tuple) and len(got) == 2 else None
+        return self.got
+
+    def trusted(self) -> Trusted | None:
+        got = self._answer()
+        if got is None:
+            return None
+        digests = got[1]
+        return lambda real, text: digests.get(real) == digest(text)
 
     def __call__(self) -> tuple[Drift, ...]:
-        child, self.child = self.child, None
-        got = child.result(timeout=max(DRIFT_WAIT, time.monotonic() - self.started)) if child is not None else None
-        return got if isinstance(got, tuple) else drift(self.inv, self.rendered)
+        got = self._answer()
+        return got[0] if got is not None else drift(self.inv, self.rendered)
 
     def close(self) -> None:
         if self.child is not None:
@@ -268,15 +288,16 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         # With PATHs, each cluster is analysed as soon as its own builds are read (the objects
         # are then those build_map is given; a scratch tree's are renamed after the read).
         ahead = Ahead(inv, cluster, plan.only, FACTS) if paths else None
+        trusted = drifted.trusted() if isinstance(drifted, _DriftBeside) else None
         objects = _read(plan, started, skipped, other, not_local,
-                        Pipeline(plan, ahead) if ahead is not None else None)
+                        Pipeline(plan, ahead) if ahead is not None else None, trusted)
         if plan.escaped(objects):  # read everything after all
             ahead = None
             skipped.clear()
             other.clear()
             not_local.clear()
             plan = plan.widened()
-            objects = _read(plan, None, skipped, other, not_local)
+            objects = _read(plan, None, skipped, other, not_local, trusted=trusted)
         if chosen_by is not None and chosen_by.wants_whole_inventory(plan):
             if isinstance(whole := _load(inventory_path, cluster, rendered, today), CheckOutcome):
                 return whole

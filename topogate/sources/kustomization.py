@@ -33,6 +33,7 @@ from topogate.safeio import limits, subproc
 from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, display, kustomization_file
 from topogate.safeio.saferead import InputError, is_generated, nodes, read_bytes, read_text
 from topogate.sources import split_build, split_docs
+from topogate.sources.deferred import DeferredChecks, may_wait
 
 # Fields holding paths (files, or directories with a kustomization) that kustomize reads.
 _PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators",
@@ -243,9 +244,12 @@ def _yaml_field(field: str) -> bool:
     return not field.startswith(_GENERATORS)
 
 
-def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) -> Tree:
+def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None,
+               deferred: DeferredChecks | None = None) -> Tree:
     """Every file the build of d will read, checked (see the module doc); InputError on the
-    first that fails. `checked` (see _check_dir) spares re-reading files shared by trees."""
+    first that fails. `checked` (see _check_dir) spares re-reading files shared by trees.
+    `deferred`: where the content checks of plain YAML files wait (sources.deferred), for the
+    caller to settle before any output is read; without it they are done here."""
     checked = {} if checked is None else checked
     order: list[str] = []
     done: set[str] = set()
@@ -253,6 +257,7 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) ->
     generates = False
     keeps = True  # no kustomization of the tree renames (split_build)
     tops: list[split_build.Top] = []  # the root's facts and those of the directory it lists first
+    unsure: list[str] = []  # its patches whose check waits in `deferred`
     while stack:  # iterative: a chain of a thousand bases must not exhaust the stack
         cur = stack.pop()
         real_dir = roots.real_dir(cur)  # remembered: its kustomization file resolves from it
@@ -260,14 +265,15 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None) ->
             continue
         done.add(real_dir)
         order.append(real_dir)
-        one = _check_dir(cur, real_dir, roots, checked, root=len(order) == 1, top=len(order) <= 2)
+        one = _check_dir(cur, real_dir, roots, checked, root=len(order) == 1, top=len(order) <= 2,
+                         deferred=deferred, unsure=unsure)
         if one.top is not None:
             tops.append(one.top)
         generates = generates or one.generates
         keeps = keeps and one.keeps
         stack.extend(reversed(one.subdirs))
     return Tree(Path(os.path.realpath(d)), tuple(Path(p) for p in order[1:]), generates,
-                split_facts=split_build.Facts(tuple(tops), tuple(order), keeps))
+                split_facts=split_build.Facts(tuple(tops), tuple(order), keeps, tuple(dict.fromkeys(unsure))))
 
 
 def decide_split(tree: Tree) -> Tree:
@@ -292,7 +298,7 @@ class _Dir:
 
 
 def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], root: bool = False,
-               top: bool = False) -> _Dir:
+               top: bool = False, deferred: DeferredChecks | None = None, unsure: list[str] | None = None) -> _Dir:
     """Check one kustomization directory (a Path's text) and the files it names.
 
     Paths are kept as text here: a tree of thousands of overlays would otherwise build and
@@ -357,10 +363,19 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
         if real not in checked or (as_patch and real + "\0" not in checked) or wanted:
             if _yaml_field(fld):
                 body = read_text(target, shown)
-                docs = nodes(body, shown)
-                checked[real] = not split_build.forbidden(body, docs)
-                if as_patch:
-                    checked[real + "\0"] = split_build.patch_keeps_ids(docs)
+                if deferred is not None and may_wait(body):
+                    # its content check waits (sources.deferred); without a backslash,
+                    # forbidden reads the text alone, and the patch is taken to keep ids
+                    # until a split asks (deferred.keeps)
+                    deferred.add(real, shown, body)
+                    checked[real] = not split_build.forbidden(body)
+                    if as_patch:
+                        checked[real + "\0"] = True
+                else:
+                    docs = nodes(body, shown)
+                    checked[real] = not split_build.forbidden(body, docs)
+                    if as_patch:
+                        checked[real + "\0"] = split_build.patch_keeps_ids(docs)
                 # kustomize loads a patch file only from below its kustomization (the load
                 # restrictor): one elsewhere fails the whole build, so such a root is built whole
                 below = real.startswith(real_dir.rstrip("/") + "/") and not ref.startswith("/")
@@ -369,6 +384,8 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
             else:
                 read_bytes(target, shown)
                 checked[real] = True
+        if as_patch and unsure is not None and deferred is not None and deferred.waits(real):
+            unsure.append(real)
         keeps = keeps and checked[real] and (not as_patch or checked[real + "\0"])
     facts = None
     if top:

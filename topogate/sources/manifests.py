@@ -27,6 +27,7 @@ from topogate.safeio.repopaths import KUSTOMIZATION_FILES, Roots, WalkUnit, disp
 from topogate.safeio.saferead import InputError, Loader, read_text
 from topogate.safeio.stdin import DISPLAY, StdinError, read_stdin
 from topogate.sources import kustomization, split_docs
+from topogate.sources.deferred import DeferredChecks, Trusted
 from topogate.sources.kustomization import NotLocal, Tree, check_tree, decide_split, kubectl
 from topogate.sources.located import Built, Sources, TreePatches, parse_yaml
 from topogate.sources.positions import (
@@ -193,8 +194,9 @@ def collect(paths: Iterable[str], also_inside: Sequence[str] = (),
     """Every object in PATHs: files, directories (walked), kustomization directories (built).
 
     Nothing outside the repositories of PATHs and of `also_inside` (the inventory, a rendered
-    tree) is read, and every kustomization tree is checked completely before it is built (and
-    all of them before any output is read, so a refusal comes before a build's failure).
+    tree) is read, and every kustomization tree is checked before it is built (the content of
+    its small plain YAML files may wait, sources.deferred), and all of them completely before
+    any output is read, so a refusal comes before a build's failure.
     A Helm template met while walking a directory is not YAML until Helm renders it: with
     `skipped` given it is reported there instead of failing the whole directory (a file named
     explicitly is never skipped). `empty` receives the PATHs that held no object at all."""
@@ -253,6 +255,9 @@ class Reading:
     # The builds started while the read was prepared (`prepare(..., early=True)`): Collecting
     # goes on with them.
     started: _Builds | None = None
+    # The content checks of the trees' plain YAML files, run by Collecting.result before any
+    # output is read (sources.deferred).
+    deferred: DeferredChecks = field(default_factory=DeferredChecks)
 
 
 def prepare(found: Found, kept: Collection[Path] | None = None, early: bool = False) -> Reading:
@@ -260,12 +265,13 @@ def prepare(found: Found, kept: Collection[Path] | None = None, early: bool = Fa
     units is kept is left out, not reported empty): every kustomization tree checked, and each
     root's build decided, whole or in parts. Nothing is built, unless `early`: then a root
     whose build is decided for good (`_Early`) starts building while the trees after it are
-    checked (each tree is still checked before its own build, and every check done before any
-    output is read). A problem is kept for `result`."""
+    checked (each tree is still checked before its own build, but for the content checks that
+    wait in `Reading.deferred`, and every check done before any output is read). A problem is
+    kept for `result`."""
     reading = Reading(found.roots, [(raw, list(us)) for raw, us in found.per_path], found.other, found.error)
     if reading.error is not None:
         return reading
-    starts = _Early(_Builds()) if early and _Builds.cpus() > 1 else None
+    starts = _Early(_Builds(), reading.deferred) if early and _Builds.cpus() > 1 else None
     try:
         _prepare(reading, kept, starts)
     except InputError as e:
@@ -292,8 +298,8 @@ class _Early:
     no longer counted among the large trees. Only a tree so dropped after a large one was
     begun can make the parts of that one differ from `_prepare`'s: its output is the same."""
 
-    def __init__(self, builds: _Builds):
-        self.builds = builds
+    def __init__(self, builds: _Builds, deferred: DeferredChecks):
+        self.builds, self.deferred = builds, deferred
         self.included: set[str] = set()  # the directories the trees checked so far include
         self.large: dict[str, Path] = {}  # real root -> unit path, for the large trees so far
         self.waiting: list[tuple[Path, str, Tree]] = []  # checked, not decided yet
@@ -317,9 +323,9 @@ class _Early:
         settled = len(self.large) >= self.builds.workers
         keep = []
         for p, r, t in self.waiting:
-            decided = decide_split(t)
-            if settled or len(decided.parts) < SPLIT_FROM:
-                self.parts[p] = parts = _parts(decided, len(self.large), self.builds.workers)
+            if settled or len(decide_split(t).parts) < SPLIT_FROM:
+                decided, parts = _decided(t, len(self.large), self.builds.workers, self.deferred)
+                self.parts[p] = parts
                 self.builds.start(p, decided, parts)
                 self.started[r] = p
             else:
@@ -354,7 +360,7 @@ def _prepare(reading: Reading, kept: Collection[Path] | None, early: _Early | No
                 if seen_roots % 20 == 1 or seen_roots == roots_total:
                     progress.note(f"checking kustomization trees before building ({seen_roots:,}/{roots_total:,})")
                 try:
-                    trees[u.path] = check_tree(u.path, reading.roots, checked)
+                    trees[u.path] = check_tree(u.path, reading.roots, checked, reading.deferred)
                     if early is not None:
                         early.checked(u.path, str(u.real), trees[u.path])
                 except NotLocal as err:
@@ -384,8 +390,20 @@ def _prepare(reading: Reading, kept: Collection[Path] | None, early: _Early | No
     for _, us in reading.per_path:
         for u in us:
             if u.kustomization:
-                trees[u.path] = tree = decide_split(trees[u.path])
-                reading.builds[u.path] = begun[u.path] if u.path in begun else _parts(tree, large, workers)
+                trees[u.path], parts = _decided(trees[u.path], large, workers, reading.deferred)
+                reading.builds[u.path] = begun.get(u.path, parts)
+
+
+def _decided(tree: Tree, large: int, workers: int, deferred: DeferredChecks) -> tuple[Tree, int]:
+    """The tree as it is built (decide_split) and its parts (`_parts`). A tree built in parts
+    has the patches whose check waits (Facts.unsure) composed first, as the walk would have:
+    one that reaches an object's id makes it a whole build (InputError if one is refused)."""
+    decided = decide_split(tree)
+    parts = _parts(decided, large, workers)
+    facts = tree.split_facts
+    if parts > 1 and facts is not None and facts.unsure and not deferred.keeps(facts.unsure):
+        return tree, 1
+    return decided, parts
 
 
 def _parts(tree: Tree, large: int, workers: int) -> int:
@@ -429,7 +447,8 @@ class Collecting:
                empty: list[str] | None = None,
                other: list[tuple[str, list[Path]]] | None = None,
                not_local: list[tuple[Path, InputError]] | None = None,
-               on_unit: Callable[[WalkUnit, list[K8sObject]], None] | None = None) -> list[K8sObject]:
+               on_unit: Callable[[WalkUnit, list[K8sObject]], None] | None = None,
+               trusted: Trusted | None = None) -> list[K8sObject]:
         """The objects; `skipped` receives files not read (Helm templates, untracked files),
         `empty` the PATHs that held no object, `other` per PATH the files of other extensions
         its walk met, `not_local` the kustomization roots left unbuilt because they are remote
@@ -437,7 +456,9 @@ class Collecting:
         `on_unit` is handed each unit's objects as soon as they are read, while the builds of
         the units after it may still be running (check's pipeline), once their shapes are
         checked (shapes.check); after a unit whose shapes are not, no more: the read then raises
-        the first such problem, in the order of the objects, once every build is read."""
+        the first such problem, in the order of the objects, once every build is read.
+        Before any output is read, the content of every YAML file the builds read is checked
+        (sources.deferred), but those whose text `trusted` says is the generator's own."""
         # What is kept is raised as a copy: raised itself, it would get a traceback whose
         # frames hold the reading, which holds it (a reference cycle, with the collector paused).
         r = self.reading
@@ -450,6 +471,7 @@ class Collecting:
             not_local.extend(r.not_local)
         if other is not None:
             other.extend(r.other)
+        r.deferred.settle(trusted)
         outputs: dict[Path, list[K8sObject]] = {}
         sources = Sources(r.roots, {})
         objs: list[K8sObject] = []

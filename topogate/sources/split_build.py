@@ -112,6 +112,8 @@ class Facts:
     tops: tuple[Top, ...]
     order: tuple[str, ...]
     keeps: bool
+    # patches whose content check waits (sources.deferred): `keeps` holds only if they keep ids
+    unsure: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
