@@ -30,6 +30,7 @@ from conftest import crd_errors, crd_schemas
 from topogate.generators import cilium, kustomize
 from topogate.inventory.model import Inventory
 from topogate.k8s import kinds
+from topogate.safeio.saferead import nodes
 
 K8S_VERSION = "1.37.0"
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -247,6 +248,10 @@ def parse(path: str, data: bytes) -> list[Any]:
     text = data.decode("utf-8")
     if path.endswith(".json"):
         return [json.loads(text)]
+    # check --rendered takes a file of OUT that is exactly the generator's without composing it
+    # (topogate.sources.deferred): what the generator writes must pass that check, for every
+    # inventory these tests render
+    nodes(text, path)
     return [d for d in yaml.safe_load_all(text) if d is not None]
 
 

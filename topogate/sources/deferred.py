@@ -8,16 +8,16 @@ the child limits, and no output is read before `settle` has checked every such f
 refusal still comes before anything a build made is looked at, at the same file, line and
 column. What waiting buys: a file whose text is exactly what `topogate generate` writes for the
 inventory (`trusted`, the digests of check --rendered's render) is not composed at all: its
-content is the renderer's, which writes plain YAML only (tests/sources/test_deferred.py holds
-every rendered file to saferead.nodes). At 2,000 jobs that is 4,000 of 6,000 files, the
-CiliumNetworkPolicies and the placement patches.
+content is the renderer's, which writes plain YAML only (tests/tree_validation.py holds every
+file rendered for the bundled and the generated inventories to saferead.nodes). At 2,000 jobs
+that is 4,000 of 6,000 files, the CiliumNetworkPolicies and the placement patches.
 
 Only small plain files wait (`may_wait`): a file with an alias (`*`) is composed by the walk,
 so that an alias bomb never reaches kubectl; one of more than WAITS_UP_TO characters too (what
 kubectl would spend on it is bounded by its size); one holding a backslash too (an escape may
-spell what split_build.forbidden looks for). Whether a patch keeps every object's id (split_build) is
-asked only of a tree that would be built in parts (`keeps`): its patches are then composed
-before that build starts, as the walk did.
+spell what split_build.forbidden looks for). Whether a patch keeps every object's id
+(split_build) is asked only of a tree that would be built in parts (`keeps`): its patches are
+then composed before that build starts, as the walk did.
 """
 
 from __future__ import annotations
