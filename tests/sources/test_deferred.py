@@ -14,7 +14,7 @@ from topogate.check.errors import CheckInputError
 from topogate.check.run import run_check
 from topogate.generators import render_tree
 from topogate.safeio.saferead import InputError, nodes
-from topogate.sources import deferred
+from topogate.sources import deferred, manifests
 from topogate.sources.deferred import DeferredChecks, digest, may_wait
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import collect
@@ -46,12 +46,12 @@ def test_settle_checks_what_waits_in_order_but_what_is_vouched_for() -> None:
     checks.add("/r/good.yaml", "good.yaml", "a: 1\n")
     checks.add("/r/first.yaml", "first.yaml", DUPLICATE)
     checks.add("/r/second.yaml", "second.yaml", DUPLICATE)
-    assert checks.waits("/r/first.yaml")
+    assert checks.asks("/r/first.yaml")
     with pytest.raises(InputError) as err:
         checks.settle()
     assert str(err.value.pos) == "first.yaml:5:3"
     assert "duplicate key 'name'" in str(err.value)
-    assert not checks.waits("/r/first.yaml")  # nothing is held once settled
+    assert not checks.asks("/r/first.yaml")  # nothing is held once settled
 
     vouched = DeferredChecks()
     vouched.add("/r/first.yaml", "first.yaml", DUPLICATE)
@@ -61,13 +61,24 @@ def test_settle_checks_what_waits_in_order_but_what_is_vouched_for() -> None:
     assert str(err.value.pos) == "second.yaml:5:3"
 
 
-def test_a_patch_is_composed_once_when_a_split_asks_whether_it_keeps_ids() -> None:
+def test_a_patch_is_composed_once_when_a_split_asks_whether_it_keeps_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     checks = DeferredChecks()
     checks.add("/r/rename.yaml", "rename.yaml", "- op: replace\n  path: /metadata/name\n  value: x\n")
     checks.add("/r/label.yaml", "label.yaml", "- op: add\n  path: /metadata/labels\n  value: {a: b}\n")
+    composed: list[str] = []
+
+    def recording(text: str, shown: str) -> list[object]:
+        composed.append(shown)
+        return nodes(text, shown)
+
+    monkeypatch.setattr(deferred, "nodes", recording)
     assert checks.keeps(["/r/label.yaml"])
     assert not checks.keeps(["/r/label.yaml", "/r/rename.yaml"])
-    assert not checks.waits("/r/label.yaml")  # composed: settle does not compose it again
+    # met again by another tree's walk: still asked about, and the answer stays what it was
+    checks.add("/r/rename.yaml", "rename.yaml", "- op: replace\n  path: /metadata/name\n  value: x\n")
+    assert checks.asks("/r/rename.yaml") and not checks.keeps(["/r/rename.yaml"])
+    checks.settle()
+    assert composed == ["label.yaml", "rename.yaml"]  # once each: settle has none left
     checks.add("/r/bad.yaml", "bad.yaml", "- op: add\n  op: remove\n")
     with pytest.raises(InputError, match="duplicate key 'op'"):
         checks.keeps(["/r/bad.yaml"])
@@ -135,3 +146,44 @@ def test_check_rendered_refuses_a_generated_file_edited_by_hand_at_its_place(
     assert str(err.value).startswith(f"{policy}:6:3: duplicate key 'name' (first at line 5, column 3)")
     # its text is no longer the generator's: composed (and refused: nothing after it is)
     assert composed == [str(policy)]
+
+
+def _root(repo: Path, name: str, parts: str, n: int, patch: str, first: str | None = None) -> Path:
+    """A root listing n directories of repo/<parts>, each a ConfigMap and a JSON patch file
+    (`first` in the first directory, if given)."""
+    for i in range(n):
+        d = repo / parts / f"e{i}"
+        if not d.is_dir():
+            d.mkdir(parents=True)
+            (d / "objects.yaml").write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {parts}-{i}\n")
+            (d / "p.yaml").write_text(first if i == 0 and first is not None else patch)
+            (d / "kustomization.yaml").write_text(
+                "resources: [objects.yaml]\npatches:\n- path: p.yaml\n  target: {kind: ConfigMap}\n")
+    root = repo / name
+    root.mkdir()
+    (root / "kustomization.yaml").write_text(
+        "resources:\n" + "".join(f"- ../{parts}/e{i}\n" for i in range(n)))
+    return root
+
+
+def test_a_patch_two_trees_share_is_asked_about_by_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root a is decided (its first patch composed: it renames, so a is built whole) before root
+    c, which lists the same directories, is walked: c meets that patch already checked, and is
+    built whole too, not split on the walk's first guess that a waiting patch keeps ids."""
+    monkeypatch.setattr(manifests.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(manifests, "SPLIT_FROM", 4)
+    monkeypatch.setattr(manifests, "PART_DIRS", 4)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    rename = "- op: replace\n  path: /metadata/name\n  value: renamed\n"
+    label = "- op: add\n  path: /metadata/labels\n  value: {x: y}\n"
+    a = _root(repo, "a", "shared", 8, label, first=rename)
+    b = _root(repo, "b", "own", 8, label)
+    c = _root(repo, "c", "shared", 8, label)
+    reading = manifests.prepare(manifests.find([str(a), str(b), str(c)]), early=True)
+    try:
+        assert reading.error is None
+        assert {p.name: n for p, n in reading.builds.items()} == {"a": 1, "b": 2, "c": 1}
+    finally:
+        if reading.started is not None:
+            reading.started.__exit__()

@@ -53,18 +53,20 @@ class DeferredChecks:
         self._keeps: dict[str, bool] = {}  # composed patches: real path -> keeps every id
 
     def add(self, real: str, shown: str, text: str) -> None:
-        self._files.setdefault(real, (shown, text))
+        if real not in self._keeps:
+            self._files.setdefault(real, (shown, text))
 
-    def waits(self, real: str) -> bool:
-        """Whether the file at `real` waits for its check."""
-        return real in self._files and real not in self._keeps
+    def asks(self, real: str) -> bool:
+        """Whether a split must ask `keeps` about the patch at `real`: its check waited here
+        (the walk took it to keep ids, whatever `keeps` has found since)."""
+        return real in self._files or real in self._keeps
 
     def keeps(self, reals: Iterable[str]) -> bool:
         """Whether every patch at `reals` keeps ids, each composed and checked (InputError on
         the first that fails) the first time it is asked."""
         for real in reals:
             if real not in self._keeps:
-                shown, text = self._files[real]
+                shown, text = self._files.pop(real)  # checked now: settle has nothing left to do
                 self._keeps[real] = patch_keeps_ids(nodes(text, shown))
             if not self._keeps[real]:
                 return False
@@ -75,7 +77,7 @@ class DeferredChecks:
         InputError on the first that fails. Nothing is held afterwards."""
         files, self._files = self._files, {}
         for real, (shown, text) in files.items():
-            if real not in self._keeps and not (trusted is not None and trusted(real, text)):
+            if trusted is None or not trusted(real, text):
                 nodes(text, shown)
 
 

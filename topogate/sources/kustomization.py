@@ -384,7 +384,7 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
             else:
                 read_bytes(target, shown)
                 checked[real] = True
-        if as_patch and unsure is not None and deferred is not None and deferred.waits(real):
+        if as_patch and unsure is not None and deferred is not None and deferred.asks(real):
             unsure.append(real)
         keeps = keeps and checked[real] and (not as_patch or checked[real + "\0"])
     facts = None
