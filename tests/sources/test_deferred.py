@@ -41,6 +41,18 @@ def test_every_generated_yaml_file_is_plain_and_the_overlays_may_wait(fixture: s
     assert overlays
 
 
+def _composed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the deferred checks compose from here on, as shown, in order."""
+    composed: list[str] = []
+
+    def recording(text: str, shown: str) -> list[object]:
+        composed.append(shown)
+        return nodes(text, shown)
+
+    monkeypatch.setattr(deferred, "nodes", recording)
+    return composed
+
+
 def test_settle_checks_what_waits_in_order_but_what_is_vouched_for() -> None:
     checks = DeferredChecks()
     checks.add("/r/good.yaml", "good.yaml", "a: 1\n")
@@ -65,13 +77,7 @@ def test_a_patch_is_composed_once_when_a_split_asks_whether_it_keeps_ids(monkeyp
     checks = DeferredChecks()
     checks.add("/r/rename.yaml", "rename.yaml", "- op: replace\n  path: /metadata/name\n  value: x\n")
     checks.add("/r/label.yaml", "label.yaml", "- op: add\n  path: /metadata/labels\n  value: {a: b}\n")
-    composed: list[str] = []
-
-    def recording(text: str, shown: str) -> list[object]:
-        composed.append(shown)
-        return nodes(text, shown)
-
-    monkeypatch.setattr(deferred, "nodes", recording)
+    composed = _composed(monkeypatch)
     assert checks.keeps(["/r/label.yaml"])
     assert not checks.keeps(["/r/label.yaml", "/r/rename.yaml"])
     # met again by another tree's walk: still asked about, and the answer stays what it was
@@ -111,14 +117,7 @@ def _generated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     repo = make_repo(tmp_path)
     monkeypatch.chdir(repo)
     writer.write_tree("out", render_tree(load_inventory("inventory.yaml"), str((repo / "out").resolve())))
-    composed: list[str] = []
-
-    def recording(text: str, shown: str) -> list[object]:
-        composed.append(shown)
-        return nodes(text, shown)
-
-    monkeypatch.setattr(deferred, "nodes", recording)
-    return composed
+    return _composed(monkeypatch)
 
 
 def test_check_rendered_composes_none_of_the_generators_own_files(

@@ -20,21 +20,26 @@ from topogate.tree.treediff import file_diffs
 
 
 def drift(inv: Inventory, out: str) -> tuple[Drift, ...]:
-    return rendered_drift(inv, out)[0]
+    return _drift(inv, out)[0]
 
 
 def rendered_drift(inv: Inventory, out: str) -> tuple[tuple[Drift, ...], dict[str, str]]:
     """The drift, and the digest (sources.deferred.digest) of every file generate writes, by
     its real path under OUT: a file of OUT read with that digest is the generator's own."""
+    drifted, files = _drift(inv, out)
     real = os.path.realpath(out)
-    files = render_tree(inv, real)
+    return drifted, {os.path.join(real, rel): digest(content) for rel, content in files.items()}
+
+
+def _drift(inv: Inventory, out: str) -> tuple[tuple[Drift, ...], dict[str, bytes]]:
+    """The drift, and the files it was worked out from (what generate writes)."""
+    files = render_tree(inv, os.path.realpath(out))
     # One walk of OUT: its entries' lstat serves the refusal below and the comparison.
     entries = writer.tree_entries(out)
     refuse_special_files(out, files, entries)
-    drifted = tuple(
+    return tuple(
         Drift(d.status, d.path, str(Path(out) / d.path), d.line, d.diff)
-        for d in file_diffs(out, files, entries=entries))
-    return drifted, {os.path.join(real, rel): digest(content) for rel, content in files.items()}
+        for d in file_diffs(out, files, entries=entries)), files
 
 
 def refuse_special_files(out: str, files: Iterable[str],

@@ -265,8 +265,8 @@ def check_tree(d: Path, roots: Roots, checked: dict[str, bool] | None = None,
             continue
         done.add(real_dir)
         order.append(real_dir)
-        one = _check_dir(cur, real_dir, roots, checked, root=len(order) == 1, top=len(order) <= 2,
-                         deferred=deferred, unsure=unsure)
+        one = _check_dir(cur, real_dir, roots, checked, unsure, root=len(order) == 1, top=len(order) <= 2,
+                         deferred=deferred)
         if one.top is not None:
             tops.append(one.top)
         generates = generates or one.generates
@@ -297,15 +297,16 @@ class _Dir:
     top: split_build.Top | None  # for the root and the directory it lists first: the split's facts
 
 
-def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], root: bool = False,
-               top: bool = False, deferred: DeferredChecks | None = None, unsure: list[str] | None = None) -> _Dir:
+def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], unsure: list[str],
+               root: bool = False, top: bool = False, deferred: DeferredChecks | None = None) -> _Dir:
     """Check one kustomization directory (a Path's text) and the files it names.
 
     Paths are kept as text here: a tree of thousands of overlays would otherwise build and
     hash several Path objects for every file it names. `checked` maps a file's real path to
     whether it is free of split_build's FORBIDDEN_TEXT, and the real path + NUL (no path holds
     one) to whether, as a patch, it keeps every id (split_build). `top`: keep what the split
-    decision reads of this directory (its model, what it lists, its plain patch files)."""
+    decision reads of this directory (its model, what it lists, its plain patch files).
+    `unsure` receives the patches it reads whose check waits in `deferred`."""
     # how many there are matters only to the split decision (kustomize refuses two): for the
     # other directories, the first found is enough (an lstat each, over thousands of overlays)
     found = (f for f in (_join(cur, n) for n in KUSTOMIZATION_FILES) if os.path.lexists(f))
@@ -363,19 +364,16 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
         if real not in checked or (as_patch and real + "\0" not in checked) or wanted:
             if _yaml_field(fld):
                 body = read_text(target, shown)
-                if deferred is not None and may_wait(body):
-                    # its content check waits (sources.deferred); without a backslash,
-                    # forbidden reads the text alone, and the patch is taken to keep ids
-                    # until a split asks (deferred.keeps)
+                # A file whose content check waits (sources.deferred) is not composed here: it
+                # holds no backslash, so forbidden reads its text alone, and as a patch it is
+                # taken to keep ids until a split asks (deferred.keeps).
+                waits = deferred is not None and may_wait(body)
+                docs = [] if waits else nodes(body, shown)
+                checked[real] = not split_build.forbidden(body, docs)
+                if as_patch:
+                    checked[real + "\0"] = waits or split_build.patch_keeps_ids(docs)
+                if waits and deferred is not None:
                     deferred.add(real, shown, body)
-                    checked[real] = not split_build.forbidden(body)
-                    if as_patch:
-                        checked[real + "\0"] = True
-                else:
-                    docs = nodes(body, shown)
-                    checked[real] = not split_build.forbidden(body, docs)
-                    if as_patch:
-                        checked[real + "\0"] = split_build.patch_keeps_ids(docs)
                 # kustomize loads a patch file only from below its kustomization (the load
                 # restrictor): one elsewhere fails the whole build, so such a root is built whole
                 below = real.startswith(real_dir.rstrip("/") + "/") and not ref.startswith("/")
@@ -384,7 +382,7 @@ def _check_dir(cur: str, real_dir: str, roots: Roots, checked: dict[str, bool], 
             else:
                 read_bytes(target, shown)
                 checked[real] = True
-        if as_patch and unsure is not None and deferred is not None and deferred.asks(real):
+        if as_patch and deferred is not None and deferred.asks(real):
             unsure.append(real)
         keeps = keeps and checked[real] and (not as_patch or checked[real + "\0"])
     facts = None

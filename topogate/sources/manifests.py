@@ -323,8 +323,9 @@ class _Early:
         settled = len(self.large) >= self.builds.workers
         keep = []
         for p, r, t in self.waiting:
-            if settled or len(decide_split(t).parts) < SPLIT_FROM:
-                decided, parts = _decided(t, len(self.large), self.builds.workers, self.deferred)
+            decided = decide_split(t)
+            if settled or len(decided.parts) < SPLIT_FROM:
+                decided, parts = _decided(t, decided, len(self.large), self.builds.workers, self.deferred)
                 self.parts[p] = parts
                 self.builds.start(p, decided, parts)
                 self.started[r] = p
@@ -390,15 +391,16 @@ def _prepare(reading: Reading, kept: Collection[Path] | None, early: _Early | No
     for _, us in reading.per_path:
         for u in us:
             if u.kustomization:
-                trees[u.path], parts = _decided(trees[u.path], large, workers, reading.deferred)
+                tree = trees[u.path]
+                trees[u.path], parts = _decided(tree, decide_split(tree), large, workers, reading.deferred)
                 reading.builds[u.path] = begun.get(u.path, parts)
 
 
-def _decided(tree: Tree, large: int, workers: int, deferred: DeferredChecks) -> tuple[Tree, int]:
-    """The tree as it is built (decide_split) and its parts (`_parts`). A tree built in parts
-    has the patches whose check waits (Facts.unsure) composed first, as the walk would have:
-    one that reaches an object's id makes it a whole build (InputError if one is refused)."""
-    decided = decide_split(tree)
+def _decided(tree: Tree, decided: Tree, large: int, workers: int, deferred: DeferredChecks) -> tuple[Tree, int]:
+    """The tree as it is built and its parts (`_parts`), from `decided`, what decide_split made
+    of `tree`. A tree built in parts has the patches whose check waits (Facts.unsure) composed
+    first, as the walk would have: one that reaches an object's id makes it a whole build
+    (InputError if one is refused)."""
     parts = _parts(decided, large, workers)
     facts = tree.split_facts
     if parts > 1 and facts is not None and facts.unsure and not deferred.keeps(facts.unsure):

@@ -173,11 +173,18 @@ def _all_away(inputs: Inputs, nodes: NodeFilters, zones: Mapping[str, frozenset[
               groups: Iterable[str], peers: Iterable[AffinityPeer]) -> frozenset[str] | None:
     """The zones n cannot use where the pods of these groups and peers may all run, each wholly
     in zones of its own that n cannot use; None when one of them cannot be wholly there."""
-    away = [(zones[h] - zones[n], _fits(inputs, nodes, h, zones[h] - zones[n])) for h in groups]
-    away += [(frozenset(q.zones) - zones[n], _peer_fits(q, frozenset(q.zones) - zones[n])) for q in peers]
-    if all(z and fits for z, fits in away):
-        return frozenset().union(*(z for z, _ in away))
-    return None
+    away: list[frozenset[str]] = []
+    for h in groups:
+        z = zones[h] - zones[n]
+        if not z or not _fits(inputs, nodes, h, z):
+            return None
+        away.append(z)
+    for q in peers:
+        z = frozenset(q.zones) - zones[n]
+        if not z or not _peer_fits(q, z):
+            return None
+        away.append(z)
+    return frozenset().union(*away)
 
 
 def _may_lead(affinity: Affinity, h: str, n: str) -> bool:
