@@ -51,6 +51,7 @@ from topogate.analysis.map.cluster import _strand_risks
 from topogate.analysis.placement import JobPlacement, place_all
 from topogate.analysis.placement.schedulers import DEFAULT_SCHEDULER, scheduler_of
 from topogate.analysis.scheduling import HOSTNAME_LABEL, node_classes, selector_matches, with_label_keys
+from topogate.core.labels import REGION_LABEL
 from topogate.inventory.model import Cluster
 from topogate.k8s.dra import ClaimIndex
 from topogate.k8s.jobs import DEFAULT_NAMESPACE, GROUP_LABEL, find_jobs
@@ -501,12 +502,11 @@ class Trial:
             # then the rest of the job. The case's other workloads are left out: a split is
             # about this job's placements, not GPUs another job holds or a pod it repels.
             job, group, _ = split
-            # Not a followed pod that repels the group following it (or that group it): a race the
-            # pod coming first would win.
+            # Not a followed pod that repels the group following it (or that group it) where the
+            # group must join it: a race the pod coming first would win.
+            zk = self.case.cluster.zone_label
             followed = {k for k in _followed(plans, job)
-                        if not any(_selects(q, self.plan_of_group(k)) and (
-                            _repels(self.plan_of_group(k), q) or _repels(q, self.plan_of_group(k)))
-                            for q in plans if q.job == job)}
+                        if not any(_race(q, self.plan_of_group(k), zk) for q in plans if q.job == job)}
             # A followed pod that itself follows the job's pods cannot go before them: it comes
             # with the rest.
             waits = {k for k in followed if any(_selects(self.plan_of_group(k), q) for q in plans if q.job == job)}
@@ -535,29 +535,42 @@ class Trial:
         return {n["metadata"]["name"]: n["metadata"]["labels"][zk] for n in self.nodes}
 
 
-def _required_term_matches(plan: PodPlan, other: PodPlan, kind: str) -> bool:
-    """Whether a required term of `plan`'s `kind` (podAffinity, podAntiAffinity) can match the
-    pods of `other`."""
+def _matching_keys(plan: PodPlan, other: PodPlan, kind: str) -> set[str]:
+    """The topology keys of `plan`'s required terms of `kind` (podAffinity, podAntiAffinity)
+    that can match the pods of `other`."""
     terms = (plan.spec.get("affinity") or {}).get(kind) or {}
+    out = set()
     for t in terms.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
         nss = t.get("namespaces") or [plan.namespace]
         if "namespaceSelector" not in t and other.namespace not in nss:
             continue
         sel = with_label_keys(t.get("labelSelector"), plan.labels, t.get("matchLabelKeys"), t.get("mismatchLabelKeys"))
         if selector_matches(sel, other.labels):
-            return True
-    return False
+            out.add(str(t.get("topologyKey")))
+    return out
+
+
+def _required_term_matches(plan: PodPlan, other: PodPlan, kind: str) -> bool:
+    """Whether a required term of `plan`'s `kind` (podAffinity, podAntiAffinity) can match the
+    pods of `other`."""
+    return bool(_matching_keys(plan, other, kind))
+
+
+def _race(follower: PodPlan, followed: PodPlan, zone_key: str) -> bool:
+    """Whether `follower` follows `followed` and one of them repels the other on a key at least
+    as wide as the one it follows on (hostname < zone < region; any other key counts as widest
+    when it repels, narrowest when followed): it can never join a followed pod already bound.
+    Following on the region and repelling on the zone only asks for another zone."""
+    rank = {HOSTNAME_LABEL: 0, zone_key: 1, REGION_LABEL: 2}
+    follows = [rank.get(k, 0) for k in _matching_keys(follower, followed, "podAffinity")]
+    repels = [rank.get(k, 3) for k in (_matching_keys(followed, follower, "podAntiAffinity")
+                                       | _matching_keys(follower, followed, "podAntiAffinity"))]
+    return bool(follows and repels) and max(repels) >= min(follows)
 
 
 def _selects(plan: PodPlan, other: PodPlan) -> bool:
     """Whether a required podAffinity term of `plan` can match the pods of `other`."""
     return _required_term_matches(plan, other, "podAffinity")
-
-
-def _repels(plan: PodPlan, other: PodPlan) -> bool:
-    """Whether a required podAntiAffinity term of `plan` can match the pods of `other`: a race,
-    which the pod going second loses."""
-    return _required_term_matches(plan, other, "podAntiAffinity")
 
 
 def _followed(plans: Sequence[PodPlan], job: str) -> set[tuple[str, str]]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_placement import ZK, gpu, tpl, zone_affinity
+import pytest
+from test_placement import ZK, gpu, one, tpl, zone_affinity
 
+from topogate.analysis.map.cluster import _strand_risks
 from topogate.analysis.placement import JobPlacement, place_job
 from topogate.inventory.model import Cluster, Pool, Zone
 from topogate.k8s.jobs import find_jobs
@@ -115,3 +117,58 @@ def test_groups_held_together_that_repel_each_other_never_all_run() -> None:
     p = _place(obj, c)
     assert not p.schedulable
     assert any("Master" in r and "Worker" in r and "repel" in r for r in p.unschedulable_reasons), p.unschedulable_reasons
+
+
+def _strays_case(lead_zones: str, lead_affinity: dict[str, Any] | None) -> dict[str, Any]:
+    """A JobSet of three one-pod groups: `follower` follows `lead` on the zone key and fits only
+    zone c (local disks), `pinned` fits only zone c and follows nothing, `lead` fits the zones
+    its nodeSelector allows."""
+    def rjob(name: str, **spec: Any) -> dict[str, Any]:
+        return {"name": name, "replicas": 1, "template": {"spec": {"parallelism": 1, "template": tpl(
+            {"app": "strays", "role": name}, **spec)}}}
+
+    lead = {"nodeSelector": {"disk": "local"}} if lead_zones == "c" else {}
+    if lead_affinity is not None:
+        lead["affinity"] = lead_affinity
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "strays", "namespace": "ml"},
+            "spec": {"replicatedJobs": [
+                rjob("follower", nodeSelector={"disk": "local"}, affinity=zone_affinity({"role": "lead"})),
+                rjob("lead", **lead),
+                rjob("pinned", nodeSelector={"disk": "local"})]}}
+
+
+STRAYS = Cluster("strays", "aws", "us-east-1", zones=(
+    Zone("us-east-1a", (Pool("cpu", 2, 0, (("node-type", "cpu"),)),)),
+    Zone("us-east-1b", (Pool("cpu", 2, 0, (("node-type", "cpu"),)),)),
+    Zone("us-east-1c", (Pool("cpu", 2, 0, (("node-type", "cpu"), ("disk", "local"))),)),
+))
+ON_ITS_OWN_NODE = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"role": "lead"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
+@pytest.mark.parametrize("lead_affinity", [None, ON_ITS_OWN_NODE], ids=["no-affinity", "follows-itself"])
+def test_a_unit_held_in_a_zone_only_when_all_of_it_starts_is_not_pinned_there(
+        lead_affinity: dict[str, Any] | None) -> None:
+    # Found by the scheduler oracle (generated case 113 of seed 7575, a TrainJob): `follower` and
+    # `lead` are one unit, held in zone c only because `follower` fits nowhere else. The scheduler
+    # knows nothing of who follows `lead`: it may bind it in zone a (its affinity, if any, matches
+    # only its own pods, so the first one goes anywhere), `follower` then Pending, and `pinned` in
+    # zone c. Their bound pods are in two zones: the unit is not pinned to zone c with `pinned`.
+    # (`lead` going first is a pending risk: TG111, from the map's first-mover risks.)
+    p = _place(_strays_case("abc", lead_affinity), STRAYS)
+    assert p.schedulable and not p.colocated
+    assert p.may_split_reasons == (
+        "follower and pinned are each held only in us-east-1c, but lead can be scheduled first in us-east-1a, "
+        "us-east-1b (its pods bound there, the rest of its unit Pending), and no required podAffinity on "
+        f"{ZK} ties the two to one zone",)
+    risks = [*p.pending_risks, *_strand_risks(one(_strays_case("abc", lead_affinity)), p, ZK)]
+    assert "lead may be scheduled first in us-east-1a, where follower cannot run; everything that follows it " \
+        "waits Pending" in risks, risks
+
+
+@pytest.mark.parametrize("lead_affinity", [None, ON_ITS_OWN_NODE], ids=["no-affinity", "follows-itself"])
+def test_a_unit_whose_every_member_lands_only_in_one_zone_is_pinned_there(lead_affinity: dict[str, Any] | None) -> None:
+    # Passing counterpart: `lead` too fits only zone c, so every pod bound is in zone c.
+    p = _place(_strays_case("c", lead_affinity), STRAYS)
+    assert p.schedulable and p.colocated and p.may_split_reasons == () and p.pending_risks == ()
+    assert {g.name: g.zones for g in p.groups} == {n: ("us-east-1c",) for n in ("follower", "lead", "pinned")}

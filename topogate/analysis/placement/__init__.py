@@ -44,7 +44,9 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    follow each other), within the job or through other jobs' and workloads' pods (``trailing``,
    found once per cluster by ``place_all``); groups following one one-zone peer (a one-replica workload, a group of
    another job held in one zone); a unit placed whole (Kueue, a PodGroup, KAI or Volcano:
-   ``schedulers``); units pinned to the same single zone. Members of a unit share the unit's zones
+   ``schedulers``); units pinned to the same single zone in every run, not only when all of them
+   start (no member's ``reach`` goes past it: a member may go first elsewhere, the rest of its
+   unit Pending, its own pods bound). Members of a unit share the unit's zones
    (their intersection). Then a GPU unit keeps only the zones where all its GPU pods fit together
    (``capacity.fit_gpu_units``: GPUs are whole devices on one node; each member only those its
    own filters pass; a member whose pods repel each other on the hostname needs a node a pod; a

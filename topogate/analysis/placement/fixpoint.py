@@ -5,7 +5,7 @@ stranded or not."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from topogate.analysis.placement.affinity import Affinity
 from topogate.analysis.placement.inputs import Inputs
@@ -101,8 +101,9 @@ def reach_zones(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, never: f
 class Fixpoint:
     """Zone sets and co-location units, narrowed together until stable."""
 
-    def __init__(self, inputs: Inputs, nodes: NodeFilters, affinity: Affinity) -> None:
-        self.inputs, self.affinity = inputs, affinity
+    def __init__(self, inputs: Inputs, nodes: NodeFilters, affinity: Affinity,
+                 reach: Mapping[str, frozenset[str]]) -> None:
+        self.inputs, self.affinity, self.reach = inputs, affinity, reach
         self.zones: dict[str, set[str]] = {n: set(nodes.zones[n]) for n in inputs.names}
         self.units = UnionFind(inputs.names)
         # Zones the unit took away from each member (see units._pending_risks).
@@ -189,11 +190,16 @@ class Fixpoint:
         return changed
 
     def _merge_pinned(self) -> bool:
-        """Units pinned to the same single zone are one unit."""
+        """Units pinned to the same single zone are one unit. Pinned in every run, not only in
+        those where the whole unit starts: a member whose pods may be bound outside the unit's
+        zone (reach: one that goes first into a zone the unit took from it, the rest left
+        Pending) may split from a unit pinned apart from it."""
         A, units, one, changed = self.zones, self.units, self.one_zone, False
         pinned: dict[str, str] = {}
         for n in self.inputs.names:
             if n in one and len(A[n]) == 1:
+                if any(not self.reach[m] <= A[n] for m in units.members(n)):
+                    continue
                 z = next(iter(A[n]))
                 if z in pinned and units.union(pinned[z], n):
                     changed = True

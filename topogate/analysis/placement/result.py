@@ -91,7 +91,7 @@ def _colocation(inputs: Inputs, affinity: Affinity, colocation: Colocation, spli
     for r in reps:
         if anchor is None or r.unit == anchor.unit:
             continue
-        split_reasons.append(_apart(anchor, r, zone_key))
+        split_reasons.append(_apart(anchor, r, zone_key, _strays(colocation, anchor, r)))
     colocated = bool(runnable) and not split_reasons and len(unit_reps) == 1
     return split_reasons, colocated
 
@@ -122,8 +122,27 @@ def _anchor(job: TrainingJob, reps: Sequence[GroupPlacement]) -> GroupPlacement 
     return reps[0] if reps else None
 
 
-def _apart(a: GroupPlacement, b: GroupPlacement, zone_key: str) -> str:
+def _strays(colocation: Colocation, a: GroupPlacement, b: GroupPlacement) -> list[tuple[str, frozenset[str]]]:
+    """Members of a's and b's units whose pods may be bound outside the zones their unit keeps
+    (``reach``: a member going first, the rest of its unit then Pending), with those zones."""
+    out = []
+    for n in sorted({*colocation.members[a.name], *colocation.members[b.name]}):
+        extra = colocation.reach[n] - colocation.zones[n]
+        if extra:
+            out.append((n, extra))
+    return out
+
+
+def _apart(a: GroupPlacement, b: GroupPlacement, zone_key: str,
+           strays: Sequence[tuple[str, frozenset[str]]] = ()) -> str:
     za, zb = set(a.zones), set(b.zones)
+    if za == zb and len(za) == 1 and strays:
+        # Both units are held in the same zone when every pod starts; the split is a member
+        # that goes first elsewhere, its own pods bound there.
+        n, extra = strays[0]
+        return (f"{a.name} and {b.name} are each held only in {a.zones[0]}, but {n} can be scheduled first in "
+                f"{zone_list(extra)} (its pods bound there, the rest of its unit Pending), and no required "
+                f"podAffinity on {zone_key} ties the two to one zone")
 
     def where(g: GroupPlacement) -> str:
         return f"only in {g.zones[0]}" if len(g.zones) == 1 else f"in {zone_list(g.zones)}"

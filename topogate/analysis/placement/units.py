@@ -37,7 +37,8 @@ class Colocation:
 
 
 def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable: Unstartable) -> Colocation:
-    fixpoint = Fixpoint(inputs, nodes, affinity)
+    reach = reach_zones(inputs, nodes, affinity, unstartable.never)
+    fixpoint = Fixpoint(inputs, nodes, affinity, reach)
     fixpoint.run()
     unit_of = {n: fixpoint.units.find(n) for n in inputs.names}
     by_unit: dict[str, list[str]] = {}
@@ -61,7 +62,6 @@ def colocate(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
              *race_risks(inputs, affinity, zones, fixpoint.one_zone),
              *(c.message(inputs.groups[n].pods) for n, c in sorted(affinity.contradictions.items())
                if c.must_be_first)]
-    reach = reach_zones(inputs, nodes, affinity, unstartable.never)
     return Colocation(zones, unit_of, members, frozenset(fixpoint.one_zone), tuple(gpu_problems),
                       tuple(dict.fromkeys(risks)), reach)
 
