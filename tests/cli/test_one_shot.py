@@ -103,3 +103,44 @@ def test_paused_restores_the_collector_on_error() -> None:
         assert not gc.isenabled()
         raise RuntimeError("boom")
     assert gc.isenabled()
+
+
+def test_generate_builds_and_writes_with_the_collector_paused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every collection while generate builds its model walks all of it (core.gctune): none
+    # runs from the inventory's read to the last file written, and an in-process caller gets
+    # the collector back on.
+    from topogate.sources import inventory
+    from topogate.tree import writer
+
+    seen: list[str] = []
+    inside = [False]
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and inside[0]:
+            seen.append(f"generation {info['generation']}")
+
+    def load(*args: object, **kwargs: object) -> object:
+        inside[0] = True
+        return real_load(*args, **kwargs)
+
+    def write(*args: object, **kwargs: object) -> object:
+        try:
+            return real_write(*args, **kwargs)
+        finally:
+            inside[0] = False
+
+    real_load, real_write = inventory.load_inventory, writer.write_tree
+    monkeypatch.setattr(inventory, "load_inventory", load)
+    monkeypatch.setattr(writer, "write_tree", write)
+    before = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)  # a collection at almost every allocation, were the collector on
+    gc.callbacks.append(record)
+    try:
+        r = invoke("generate", str(LAB), "-o", str(tmp_path / "out"), "--quiet")
+    finally:
+        gc.callbacks.remove(record)
+        gc.set_threshold(*before)
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "out" / "clusters").is_dir() and not inside[0]
+    assert seen == []
+    assert gc.isenabled()

@@ -25,7 +25,7 @@ TESTS = REPO / "tests"
 # goes with that feature).
 LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
     "core": ("core/: gctune, reference cycles", (
-        "test_gctune.py", "test_no_cycles.py")),
+        "test_no_cycles.py")),
     "safeio": ("safeio/: hostile reads, bounded children, saferead", (
         "test_hostile_inputs.py", "test_hostile_reads.py", "test_saferead_equivalence.py",
         "test_subproc.py")),

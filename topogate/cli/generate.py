@@ -44,14 +44,22 @@ def generate(opts: GenerateOptions) -> None:
 
 
 def run(opts: GenerateOptions) -> None:
+    from topogate.core import gctune
+
+    # The model is built and written in one go and freed at exit: a collection in between would
+    # walk all of it (core.gctune).
+    with gctune.paused():
+        _run(opts)
+
+
+def _run(opts: GenerateOptions) -> None:
     # lazy: start-up time (generators, the writer and the kustomize builder load on first use)
-    from topogate.core.gctune import bulk
     from topogate.generators import render_tree
     from topogate.sources.inventory import load_inventory
     from topogate.tree import writer
 
     try:
-        with progress.shown("topogate generate", progress.wanted(quiet=opts.quiet)), bulk():
+        with progress.shown("topogate generate", progress.wanted(quiet=opts.quiet)):
             inv = load_inventory(opts.inventory)
             progress.note("rendering")
             files = render_tree(inv, os.path.realpath(opts.out))
