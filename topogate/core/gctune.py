@@ -92,4 +92,4 @@ def exit_now(code: int) -> NoReturn:
         os._exit(120)  # what the interpreter exits with when it cannot flush at exit
     os._exit(code)
 
-__all__ = ["bulk", "exit_now", "hold", "one_shot", "paused"]
+__all__ = ["exit_now", "hold", "one_shot", "paused"]
