@@ -1,7 +1,8 @@
 """The content checks that wait until the builds are under way (topogate.sources.deferred): a
 file of a kustomization tree is still refused at its place before any output is read, a file
-check --rendered finds to be the generator's own is not composed, and what the generator writes
-is plain YAML, which is what makes trusting it sound."""
+check --rendered finds to be the generator's own is not composed (nor one of the scratch tree
+check INVENTORY renders), and what the generator writes is plain YAML, which is what makes
+trusting it sound."""
 
 from __future__ import annotations
 
@@ -132,6 +133,17 @@ def test_check_rendered_composes_none_of_the_generators_own_files(
     assert outcome.exit_code == 0, outcome.result.findings
     assert any(s.endswith("ciliumnetworkpolicy.yaml") for s in composed)
     assert any(s.endswith("placement-patch.yaml") for s in composed)
+
+
+def test_check_inventory_alone_composes_none_of_its_scratch_trees_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `check INVENTORY` renders into a scratch tree and reads it: every file there is what it
+    # has just written, so only the user's base is composed.
+    composed = _generated(tmp_path, monkeypatch)
+    outcome = run_check("inventory.yaml")
+    assert outcome.exit_code == 0, outcome.result.findings
+    assert outcome.result.jobs
+    assert composed == ["bases/train/pytorchjob.yaml"]
 
 
 def test_check_rendered_refuses_a_generated_file_edited_by_hand_at_its_place(

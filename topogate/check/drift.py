@@ -14,7 +14,7 @@ from topogate.inventory.model import Inventory
 from topogate.policies.context import Drift
 from topogate.safeio import limits
 from topogate.safeio.saferead import one_line
-from topogate.sources.deferred import digest
+from topogate.sources.deferred import tree_digests
 from topogate.tree import writer
 from topogate.tree.treediff import file_diffs
 
@@ -27,8 +27,7 @@ def rendered_drift(inv: Inventory, out: str) -> tuple[tuple[Drift, ...], dict[st
     """The drift, and the digest (sources.deferred.digest) of every file generate writes, by
     its real path under OUT: a file of OUT read with that digest is the generator's own."""
     drifted, files = _drift(inv, out)
-    real = os.path.realpath(out)
-    return drifted, {os.path.join(real, rel): digest(content) for rel, content in files.items()}
+    return drifted, tree_digests(out, files)
 
 
 def _drift(inv: Inventory, out: str) -> tuple[tuple[Drift, ...], dict[str, bytes]]:

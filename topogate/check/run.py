@@ -40,7 +40,7 @@ from topogate.policies.context import Context, Drift, Given, LiveFact, Weakened,
 from topogate.policies.engine import all_rules, evaluate, run_rules
 from topogate.safeio.repopaths import display
 from topogate.safeio.saferead import InputError
-from topogate.sources.deferred import Trusted, digest
+from topogate.sources.deferred import Trusted, tree_digests, vouched_by
 from topogate.sources.inventory import load_inventory
 from topogate.sources.manifests import Collecting, ManifestError
 from topogate.tree import writer
@@ -57,15 +57,16 @@ class CheckOutcome:
     excluded: tuple[tuple[str, str, str], ...] = ()
 
 
-def _render_to_temp(inv: Inventory, tmp: str) -> tuple[str, dict[str, Position]]:
+def _render_to_temp(inv: Inventory, tmp: str) -> tuple[str, dict[str, Position], Trusted]:
     """Render the inventory into a scratch tree so `check INVENTORY` alone has manifests to read,
-    and say which inventory entry each file comes from.
+    and say which inventory entry each file comes from; the files read from it as written are
+    the renderer's own (sources.deferred: their content checks are spared).
 
     Rendered for its own location, so the overlays' relative paths reach the bases from there."""
     out = str(Path(tmp) / "rendered")
     tree, sources = render_tree_sources(inv, os.path.realpath(out))
     writer.write_tree(out, tree)
-    return out, sources
+    return out, sources, vouched_by(tree_digests(out, tree))
 
 
 GENERATED = "(generated)"  # how a file of the scratch tree is named until its finding is placed
@@ -203,8 +204,7 @@ class _DriftBeside:
         got = self._answer()
         if got is None:
             return None
-        digests = got[1]
-        return lambda real, text: digests.get(real) == digest(text)
+        return vouched_by(got[1])
 
     def __call__(self) -> tuple[Drift, ...]:
         got = self._answer()
@@ -274,8 +274,9 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
     with tempfile.TemporaryDirectory(prefix="topogate-check-") as tmp:
         targets = list(paths)
         sources: dict[str, Position] = {}
+        scratch_trusted: Trusted | None = None
         if not targets:
-            scratch, sources = _render_to_temp(inv, tmp)
+            scratch, sources, scratch_trusted = _render_to_temp(inv, tmp)
             targets = [scratch]
         if plan is None:
             plan = plan_read(targets, inventory_path, since=changed_since, names=[c.name for c in inv.clusters],
@@ -288,7 +289,10 @@ def _run_check(inventory_path: str, paths: Sequence[str], rendered: str | None, 
         # With PATHs, each cluster is analysed as soon as its own builds are read (the objects
         # are then those build_map is given; a scratch tree's are renamed after the read).
         ahead = Ahead(inv, cluster, plan.only, FACTS) if paths else None
-        trusted = drifted.trusted() if isinstance(drifted, _DriftBeside) else None
+        # The files read are the scratch tree's, or OUT's beside the drift child (not awaited
+        # before this: the builds are under way meanwhile).
+        trusted = scratch_trusted if scratch_trusted is not None else (
+            drifted.trusted() if isinstance(drifted, _DriftBeside) else None)
         objects = _read(plan, started, skipped, other, not_local,
                         Pipeline(plan, ahead) if ahead is not None else None, trusted)
         if plan.escaped(objects):  # read everything after all

@@ -23,7 +23,8 @@ then composed before that build starts, as the walk did.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Mapping
 
 from topogate.safeio.saferead import nodes
 from topogate.sources.split_build import patch_keeps_ids
@@ -43,6 +44,18 @@ def may_wait(text: str) -> bool:
 def digest(text: str | bytes) -> str:
     """What `trusted` compares: the SHA-256 of a file's UTF-8 bytes."""
     return hashlib.sha256(text.encode("utf-8") if isinstance(text, str) else text).hexdigest()
+
+
+def tree_digests(root: str, files: Mapping[str, str | bytes]) -> dict[str, str]:
+    """The digest of every file of a tree rendered for `root`, by its real path there."""
+    real = os.path.realpath(root)
+    return {os.path.join(real, rel): digest(content) for rel, content in files.items()}
+
+
+def vouched_by(digests: Mapping[str, str]) -> Trusted:
+    """Trusted for the files whose text has the digest `digests` gives their real path: what
+    the renderer wrote there (tests/tree_validation.py holds every rendered file to `nodes`)."""
+    return lambda real, text: digests.get(real) == digest(text)
 
 
 class DeferredChecks:
@@ -81,4 +94,4 @@ class DeferredChecks:
                 nodes(text, shown)
 
 
-__all__ = ["WAITS_UP_TO", "DeferredChecks", "Trusted", "digest", "may_wait"]
+__all__ = ["WAITS_UP_TO", "DeferredChecks", "Trusted", "digest", "may_wait", "tree_digests", "vouched_by"]
