@@ -132,6 +132,34 @@ def test_hostname_spread_of_a_group_held_in_one_zone_counts_the_empty_nodes_else
     assert any("lets at most 3 of the 6 pods" in r for r in p.unschedulable_reasons), p.unschedulable_reasons
 
 
+def _following_itself_spread_per_node(skew: int) -> JobPlacement:
+    """Two 1-GPU pods that follow each other (one zone), spread per node with `skew`: zone-a has
+    two GPU nodes, zone-b one."""
+    spread = [{"maxSkew": skew, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "s"}}}]
+    return place(jobset("s", ("w", 2, gpu_pod({"app": "s"}, affinity={"podAffinity": aff({"app": "s"})},
+                                              topologySpreadConstraints=spread))))["JobSet/ml/s"]
+
+
+def test_a_zone_its_first_pod_may_pick_that_holds_too_few_of_a_spread_group_is_a_pending_risk() -> None:
+    # Found by the scheduler oracle (generated case 153 of seed 7878, where it left a pod Pending
+    # in every run): the first pod may land on zone-b's one node, and the second must join that
+    # zone, where the other nodes, at 0, let that node hold a single pod (maxSkew 1). Zone-a
+    # holds both, so the job can run: a pending risk, not a verdict.
+    p = _following_itself_spread_per_node(1)
+    assert p.schedulable and p.colocated, (p.unschedulable_reasons, p.may_split_reasons)
+    assert p.pending_risks == (
+        "w: spread constraint DoNotSchedule on kubernetes.io/hostname (maxSkew 1, 6 eligible nodes) lets too few "
+        "of its 2 pods run in a zone its first pod may be scheduled in (zone-b at most 1), and the rest must join "
+        "that zone: they stay Pending",)
+
+
+def test_a_spread_group_every_zone_of_which_holds_it_whole_names_no_risk() -> None:
+    # Passing counterpart: maxSkew 2 lets zone-b's one node hold both pods.
+    p = _following_itself_spread_per_node(2)
+    assert p.schedulable and p.colocated and p.pending_risks == (), p.pending_risks
+
+
 # --- podAffinity to a plain workload's pods -----------------------------------------------------
 
 

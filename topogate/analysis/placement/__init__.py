@@ -75,8 +75,10 @@ and none changes, and ``result.assemble`` builds the ``JobPlacement`` from the r
    Counted pods of other groups take the domain they run in: a pod of the group it follows runs
    before its first and costs it that domain's room (Pending when the rest do not fit); those
    of other groups, or of other workloads of the namespace the selector matches, may come first
-   in some order (a pending risk when they would leave too little room).
-   ``ScheduleAnyway`` constrains nothing. Required podAntiAffinity of a group with itself on the
+   in some order (a pending risk when they would leave too little room). A group held in one
+   zone is judged in each of its zones: one zone that holds all its pods keeps it runnable, and a
+   zone that holds fewer is a pending risk (its first pod may land there, and the rest must join
+   it). ``ScheduleAnyway`` constrains nothing. Required podAntiAffinity of a group with itself on the
    hostname key puts one pod per node: more pods than nodes in the pools it fits (in one zone's,
    when it is held in one) leave the rest Pending. Splits come after the GPU units of step 4
    because they are judged over the zones a unit can really hold.

@@ -127,6 +127,7 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
     best = safe = 0
     may: set[str] = set()
     zones: list[str | None] = [*sorted(colocation.zones[n])] if one else [None]
+    short: list[tuple[str, int]] = []  # zones of a one-zone group that hold too few of its pods
     for z in zones:
         floor = 0 if domains < min_domains or not domains else min(
             _floor(scope, eligible, counted, room, z), room.most(counted) // domains)
@@ -136,7 +137,10 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
         # A pod of a group n follows runs before n's first pod, in a domain of its own pools, and
         # takes a count there: at least what the cheapest such domain costs n.
         lost = min((_cost(rooms, d, cap) for h in first for d in room.domains_of(scope, h, z)), default=0)
-        best = max(best, min(g.pods, total - lost))
+        held = min(g.pods, total - lost)
+        best = max(best, held)
+        if z is not None and held < g.pods:
+            short.append((z, max(0, held)))
         # Any other counted pod may come first too, of the job or of another workload in its
         # namespace: in the worst order each takes a count in another of n's domains.
         reach_of = {h: room.domains_of(scope, h, z) for h in counted if h != n}
@@ -158,6 +162,12 @@ def _spread_constraint(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, c
         return [("pending", f"{desc} lets at most {best} of the {g.pods} pods of {n} run in {where}{also}: the rest "
                             "stay Pending")]
     out: list[_Verdict] = []
+    if short:
+        # The unit's first pod picks its zone with no regard for the spread of the pods to come
+        # (the scheduler places one pod at a time), and the rest must join it there.
+        where = "; ".join(f"{z} at most {k}" for z, k in short)
+        out.append(("risk", f"{n}: {desc} lets too few of its {g.pods} pods run in a zone its first pod may be "
+                            f"scheduled in ({where}), and the rest must join that zone: they stay Pending"))
     if safe < g.pods:
         out.append(("risk", f"{n}: {desc} counts the pods of {', '.join(sorted(may))} too: in an order where they run first "
                             f"on the {what}s {n} can use, at most {safe} of its {g.pods} pods fit: the rest stay Pending"))
