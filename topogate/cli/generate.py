@@ -10,7 +10,7 @@ import click
 from topogate.cli.common import done, fail, fail_inventory, inventory_arg
 from topogate.cli.config import config_options, load_settings, settings_inventory
 from topogate.cli.options import GenerateOptions, takes
-from topogate.core import progress
+from topogate.core import gctune, progress
 from topogate.core.escape import lines, one_line
 from topogate.core.exitcodes import exit_when
 from topogate.inventory.loader import InventoryError
@@ -44,8 +44,6 @@ def generate(opts: GenerateOptions) -> None:
 
 
 def run(opts: GenerateOptions) -> None:
-    from topogate.core import gctune
-
     # The model is built and written in one go and freed at exit: a collection in between would
     # walk all of it (core.gctune).
     with gctune.paused():
