@@ -69,3 +69,23 @@ def test_a_zone_held_gang_must_fit_in_one_zone() -> None:
     assert not p.schedulable
     assert any("must share one zone" in r for r in p.unschedulable_reasons), p.unschedulable_reasons
     assert _place(job(workers=2, gpus=8), pod_group(min_count=3)).schedulable
+
+
+def test_a_pod_group_held_in_a_zone_by_one_member_is_pinned_there_with_the_job() -> None:
+    # The PodGroup holds `lead` (which fits both zones) and `gpu` (only zone a) in one zone, and
+    # the scheduler picks a zone where the whole group fits before binding any pod: zone a.
+    # `init` is pinned to zone a by its own nodeSelector: the job is co-located. (Without the
+    # PodGroup, `lead` could go first into zone b, `gpu` then Pending: placement.fixpoint.)
+    def rjob(name: str, **spec: Any) -> dict[str, Any]:
+        return {"name": name, "replicas": 1, "template": {"spec": {"parallelism": 1, "template": tpl(
+            {"role": name}, tolerations=TOLERATE_GPU, **spec)}}}
+
+    on_a = {"nodeSelector": {ZK: "us-east-1a"}}
+    grouped = {"schedulingGroup": {"podGroupName": "train"}}
+    js = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "held", "namespace": "ml"},
+          "spec": {"replicatedJobs": [rjob("lead", **grouped),
+                                      rjob("gpu", containers=[gpu(1)], **on_a, **grouped),
+                                      rjob("init", **on_a)]}}
+    p = _place(js, pod_group())
+    assert p.schedulable and p.colocated, p.may_split_reasons
+    assert {g.name: g.zones for g in p.groups} == {n: ("us-east-1a",) for n in ("lead", "gpu", "init")}

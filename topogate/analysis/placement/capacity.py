@@ -76,7 +76,7 @@ def crowding_risks(inputs: Inputs, pool_fits: Mapping[str, tuple[PoolFit, ...]],
     PodGroup) gets its room before any pod is bound."""
     out: list[str] = []
     groups = inputs.groups
-    whole = {n for u in inputs.zone_units for n in u}
+    whole = inputs.placed_whole
     for n in inputs.names:
         g = groups[n]
         if n not in one_zone or n in whole or g.gpus_per_pod <= 0 or not zones[n]:

@@ -193,12 +193,14 @@ class Fixpoint:
         """Units pinned to the same single zone are one unit. Pinned in every run, not only in
         those where the whole unit starts: a member whose pods may be bound outside the unit's
         zone (reach: one that goes first into a zone the unit took from it, the rest left
-        Pending) may split from a unit pinned apart from it."""
+        Pending) may split from a unit pinned apart from it. A member placed whole (Kueue, a
+        PodGroup) goes where its unit is placed, before any of its pods is bound."""
         A, units, one, changed = self.zones, self.units, self.one_zone, False
+        whole = self.inputs.placed_whole
         pinned: dict[str, str] = {}
         for n in self.inputs.names:
             if n in one and len(A[n]) == 1:
-                if any(not self.reach[m] <= A[n] for m in units.members(n)):
+                if any(not self.reach[m] <= A[n] and m not in whole for m in units.members(n)):
                     continue
                 z = next(iter(A[n]))
                 if z in pinned and units.union(pinned[z], n):

@@ -137,7 +137,7 @@ def leader_risks(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, zones: 
     whole (Kueue, a PodGroup) has its zone picked before any pod is bound."""
     out = []
     for n in inputs.names:
-        if not zones[n] or any(n in u for u in inputs.zone_units):
+        if not zones[n] or n in inputs.placed_whole:
             continue
         g = inputs.groups[n]
         for t in affinity.zone_ties[n]:

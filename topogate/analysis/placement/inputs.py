@@ -35,6 +35,12 @@ class Inputs:
     # Groups whose pods trail the first of a set spanning other jobs (placement.trailing): one zone.
     trailing: tuple[frozenset[str], ...] = ()
 
+    @property
+    def placed_whole(self) -> frozenset[str]:
+        """The members of every zone unit: their zone is picked for their unit as a whole (by
+        Kueue or the scheduler's PodGroup), before any of their pods is bound."""
+        return frozenset(n for u in self.zone_units for n in u)
+
 
 def inputs_of(
     job: TrainingJob,

@@ -37,7 +37,7 @@ def assemble(inputs: Inputs, nodes: NodeFilters, affinity: Affinity, unstartable
         inputs.job.object_id, inputs.cluster, tuple(out_groups), schedulable, colocated,
         tuple(dict.fromkeys(split_reasons)), tuple(dict.fromkeys(unsched_all)),
         tuple(dict.fromkeys((*colocation.pending_risks, *splits.risks))),
-        capacity.job, affinity.apart, placed_whole=frozenset(n for u in inputs.zone_units for n in u),
+        capacity.job, affinity.apart, placed_whole=inputs.placed_whole,
     )
 
 
@@ -91,7 +91,7 @@ def _colocation(inputs: Inputs, affinity: Affinity, colocation: Colocation, spli
     for r in reps:
         if anchor is None or r.unit == anchor.unit:
             continue
-        split_reasons.append(_apart(anchor, r, zone_key, _strays(colocation, anchor, r)))
+        split_reasons.append(_apart(anchor, r, zone_key, _strays(inputs, colocation, anchor, r)))
     colocated = bool(runnable) and not split_reasons and len(unit_reps) == 1
     return split_reasons, colocated
 
@@ -122,11 +122,13 @@ def _anchor(job: TrainingJob, reps: Sequence[GroupPlacement]) -> GroupPlacement 
     return reps[0] if reps else None
 
 
-def _strays(colocation: Colocation, a: GroupPlacement, b: GroupPlacement) -> list[tuple[str, frozenset[str]]]:
+def _strays(inputs: Inputs, colocation: Colocation, a: GroupPlacement,
+            b: GroupPlacement) -> list[tuple[str, frozenset[str]]]:
     """Members of a's and b's units whose pods may be bound outside the zones their unit keeps
-    (``reach``: a member going first, the rest of its unit then Pending), with those zones."""
+    (``reach``: a member going first, the rest of its unit then Pending), with those zones; not
+    one placed whole (Kueue, a PodGroup), which goes where its unit is placed."""
     out = []
-    for n in sorted({*colocation.members[a.name], *colocation.members[b.name]}):
+    for n in sorted({*colocation.members[a.name], *colocation.members[b.name]} - inputs.placed_whole):
         extra = colocation.reach[n] - colocation.zones[n]
         if extra:
             out.append((n, extra))

@@ -73,7 +73,7 @@ def _too_small(inputs: Inputs, small: Mapping[str, tuple[tuple[frozenset[str], s
     hold them all strands the rest."""
     out: list[str] = []
     for n, lost in sorted(small.items()):
-        if any(n in u for u in inputs.zone_units):
+        if n in inputs.placed_whole:
             continue  # Kueue (or the scheduler, for a PodGroup) picks the zone for the whole unit
         out.extend(f"the first pod of {', '.join(members[n])} may be scheduled in {zone_list(zs)}, "
                    f"{what}: the rest would stay Pending" for zs, what in lost)
@@ -139,7 +139,7 @@ def _pending_risks(inputs: Inputs, affinity: Affinity, zones: Mapping[str, froze
     the unit took away from it (it knows nothing of who follows it), leaving the rest Pending."""
     out: list[str] = []
     for n in inputs.names:
-        if any(n in u for u in inputs.zone_units):
+        if n in inputs.placed_whole:
             continue  # Kueue (or the scheduler, for a PodGroup) picks the zone for the whole unit
         if n in fixpoint.one_zone and len(members[n]) > 1:
             extra = fixpoint.refused[n] - zones[n]
