@@ -550,12 +550,6 @@ def _matching_keys(plan: PodPlan, other: PodPlan, kind: str) -> set[str]:
     return out
 
 
-def _required_term_matches(plan: PodPlan, other: PodPlan, kind: str) -> bool:
-    """Whether a required term of `plan`'s `kind` (podAffinity, podAntiAffinity) can match the
-    pods of `other`."""
-    return bool(_matching_keys(plan, other, kind))
-
-
 def _race(follower: PodPlan, followed: PodPlan, zone_key: str) -> bool:
     """Whether `follower` follows `followed` and one of them repels the other on a key at least
     as wide as the one it follows on (hostname < zone < region; any other key counts as widest
@@ -570,7 +564,7 @@ def _race(follower: PodPlan, followed: PodPlan, zone_key: str) -> bool:
 
 def _selects(plan: PodPlan, other: PodPlan) -> bool:
     """Whether a required podAffinity term of `plan` can match the pods of `other`."""
-    return _required_term_matches(plan, other, "podAffinity")
+    return bool(_matching_keys(plan, other, "podAffinity"))
 
 
 def _followed(plans: Sequence[PodPlan], job: str) -> set[tuple[str, str]]:

@@ -3,6 +3,7 @@ the known peers and namespaces. Every step (the package docstring numbers them) 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,10 +36,11 @@ class Inputs:
     # Groups whose pods trail the first of a set spanning other jobs (placement.trailing): one zone.
     trailing: tuple[frozenset[str], ...] = ()
 
-    @property
+    @functools.cached_property
     def placed_whole(self) -> frozenset[str]:
         """The members of every zone unit: their zone is picked for their unit as a whole (by
-        Kueue or the scheduler's PodGroup), before any of their pods is bound."""
+        Kueue or the scheduler's PodGroup), before any of their pods is bound. Asked of every
+        group by several steps: worked out once per job."""
         return frozenset(n for u in self.zone_units for n in u)
 
 
